@@ -1,0 +1,199 @@
+/*
+ * hotloop.h: the ABI every workload implements, and small helpers for it.
+ *
+ * A workload is one C file that defines the four hl_* functions declared
+ * between the cdef markers below.  hotloop compiles it with cffi (API mode,
+ * that block as the cdef) into its own module, so workloads never share
+ * globals and may all use the same function names.
+ *
+ *   hl_setup     parse params, create sockets/children/buffers; NULL + err
+ *                on failure.  Never exit() and never print.  Params that
+ *                cannot work (0 flows, a ring of size 0) fail through
+ *                hl_bad_param(), which hotloop reports as bad input (exit 2);
+ *                anything else (RLIMIT, a port in use) through hl_fail().
+ *   hl_run       one repetition: fill res->ops, bytes, ns (CLOCK_MONOTONIC)
+ *                and cycles (TSC, 0 where there is none) of the measured
+ *                section only; extra metrics go to res->extra.  0 or -1+err.
+ *   hl_pids      pids of helper processes that live across runs (for perf).
+ *   hl_teardown  free everything, kill and reap every child.
+ *
+ * Process i of a workload runs on env->cpus[i % env->ncpus]; ncpus == 0
+ * means "no pinning".  hl_pin() does that for the calling process.
+ */
+#ifndef HOTLOOP_H
+#define HOTLOOP_H
+
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE 1      /* sched_setaffinity, CPU_SET */
+#endif
+
+#include <stdint.h>
+#include <stddef.h>
+
+/* cdef-begin: everything up to cdef-end is parsed by cffi, keep it plain C */
+#define HL_MAX_EXTRA 16
+#define HL_MAX_CPUS 256
+#define HL_ERR_LEN 512
+
+struct hl_param {
+    const char *key;
+    const char *str;        /* the value as text (always set) */
+    int64_t num;            /* the value as an integer (int params) */
+};
+
+struct hl_env {
+    int ncpus;
+    int cpus[256];          /* HL_MAX_CPUS */
+};
+
+struct hl_metric {
+    char name[32];
+    double value;
+};
+
+struct hl_result {
+    uint64_t ops;
+    uint64_t bytes;
+    uint64_t ns;
+    uint64_t cycles;
+    int nextra;
+    struct hl_metric extra[16];   /* HL_MAX_EXTRA */
+};
+
+void *hl_setup(const struct hl_param *params, int nparams,
+               const struct hl_env *env, char *err, size_t errlen);
+int hl_run(void *state, struct hl_result *res, char *err, size_t errlen);
+int hl_pids(void *state, int *pids, int max);
+void hl_teardown(void *state);
+/* cdef-end */
+
+#ifndef HL_NO_HELPERS
+#include <errno.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <sys/prctl.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <x86intrin.h>
+#endif
+
+static inline uint64_t hl_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* The TSC where the CPU has one; 0 elsewhere, so cycles read as "absent". */
+static inline uint64_t hl_cycles(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    return __rdtsc();
+#else
+    return 0;
+#endif
+}
+
+/* Start/stop pair around the measured section: nothing else goes between. */
+struct hl_clock { uint64_t ns, cycles; };
+
+static inline void hl_clock_start(struct hl_clock *c)
+{
+    c->cycles = hl_cycles();
+    c->ns = hl_now_ns();
+}
+
+static inline void hl_clock_stop(const struct hl_clock *c, struct hl_result *res)
+{
+    uint64_t ns = hl_now_ns(), cy = hl_cycles();
+    res->ns = ns - c->ns;
+    res->cycles = c->cycles ? cy - c->cycles : 0;
+}
+
+static inline int hl_fail(char *err, size_t errlen, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+/* For hl_setup: a parameter value (or combination) that cannot work.
+ * hotloop reports it as bad input (exit 2), not as a failed run. */
+#define HL_BAD_PARAM_PREFIX "bad param "
+static inline int hl_bad_param(char *err, size_t errlen, const char *key, const char *fmt, ...)
+{
+    va_list ap;
+    int n = snprintf(err, errlen, HL_BAD_PARAM_PREFIX "%s: ", key);
+    va_start(ap, fmt);
+    if (n >= 0 && (size_t)n < errlen)
+        vsnprintf(err + n, errlen - (size_t)n, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+/* hl_fail plus ": strerror(errno)", for failed system calls. */
+static inline int hl_fail_errno(char *err, size_t errlen, const char *what)
+{
+    return hl_fail(err, errlen, "%s: %s", what, strerror(errno));
+}
+
+static inline const struct hl_param *hl_param_find(const struct hl_param *p, int n,
+                                                   const char *key)
+{
+    for (int i = 0; i < n; i++)
+        if (strcmp(p[i].key, key) == 0)
+            return &p[i];
+    return NULL;
+}
+
+/* hotloop validates params against the TOML before setup, so defaults here
+ * only matter to a workload run outside hotloop. */
+static inline int64_t hl_param_int(const struct hl_param *p, int n, const char *key,
+                                   int64_t dflt)
+{
+    const struct hl_param *f = hl_param_find(p, n, key);
+    return f ? f->num : dflt;
+}
+
+static inline const char *hl_param_str(const struct hl_param *p, int n, const char *key,
+                                       const char *dflt)
+{
+    const struct hl_param *f = hl_param_find(p, n, key);
+    return f ? f->str : dflt;
+}
+
+/* Pin the calling process (or thread) as process number `index` of the
+ * workload: cpus[index % ncpus].  No-op when the profile does not pin. */
+static inline int hl_pin(const struct hl_env *env, int index)
+{
+    if (env->ncpus <= 0)
+        return 0;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(env->cpus[index % env->ncpus], &set);
+    return sched_setaffinity(0, sizeof(set), &set);
+}
+
+/* For a forked child: die with the worker, so no process outlives hotloop. */
+static inline void hl_child_init(const struct hl_env *env, int index)
+{
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    hl_pin(env, index);
+}
+
+static inline void hl_add_extra(struct hl_result *res, const char *name, double value)
+{
+    if (res->nextra >= HL_MAX_EXTRA)
+        return;
+    struct hl_metric *m = &res->extra[res->nextra++];
+    snprintf(m->name, sizeof(m->name), "%s", name);
+    m->value = value;
+}
+#endif /* HL_NO_HELPERS */
+
+#endif /* HOTLOOP_H */

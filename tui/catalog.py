@@ -1,0 +1,473 @@
+"""The catalogue: TOML files of workloads, CPU and kernel profiles and plans.
+
+Files are read from the bundled `profiles/`, the user's config directory and
+any `--profiles DIR`, validated strictly (an unknown key is an error), and
+turned into frozen dataclasses.  Every error is one line naming the file,
+the line where it can be found, the table and the key.
+"""
+from __future__ import annotations
+
+import os
+import re
+import sys
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Callable
+
+from tui import paths
+from tui.errors import HotloopError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - 3.10
+    import tomli as tomllib
+
+METRICS = {"bytes/s": ("B/s", True), "ops/s": ("ops/s", True),
+           "ns/op": ("ns/op", False), "cycles/op": ("cycles/op", False)}
+SCHED_POLICIES = ("other", "fifo", "rr", "batch", "idle")
+CALL_GRAPHS = ("none", "fp", "dwarf")
+KINDS = ("workload", "cpu", "kernel", "plan")
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    default: int | str
+    min: int | None = None
+    max: int | None = None
+    choices: tuple[str, ...] = ()
+    help: str = ""
+
+    @property
+    def is_int(self) -> bool:
+        return isinstance(self.default, int)
+
+    def parse(self, text: str) -> int | str:
+        """A value typed by the user (`--param k=v`, a TUI input); ValueError if bad."""
+        if not self.is_int:
+            value: int | str = text
+        else:
+            try:
+                value = int(text.replace("_", ""), 0)
+            except ValueError:
+                raise ValueError(f"expected an integer, got {text!r}") from None
+        problem = self.problem(value)
+        if problem:
+            raise ValueError(problem)
+        return value
+
+    def problem(self, value: Any) -> str | None:
+        """Why `value` is not acceptable, or None."""
+        if self.is_int:
+            if isinstance(value, bool) or not isinstance(value, int):
+                return f"expected an integer, got {value!r}"
+            if self.min is not None and value < self.min:
+                return f"{value} is below the minimum {self.min}"
+            if self.max is not None and value > self.max:
+                return f"{value} is above the maximum {self.max}"
+        else:
+            if not isinstance(value, str):
+                return f"expected a string, got {value!r}"
+            if self.choices and value not in self.choices:
+                return f"{value!r} is not one of {', '.join(self.choices)}"
+        return None
+
+    def describe(self) -> str:
+        """Bounds or choices, for help texts."""
+        if self.choices:
+            return " | ".join(self.choices)
+        lo = "" if self.min is None else f"{self.min:_}"
+        hi = "" if self.max is None else f"{self.max:_}"
+        return f"{lo}..{hi}" if (lo or hi) else ("int" if self.is_int else "str")
+
+
+@dataclass(frozen=True)
+class Workload:
+    name: str
+    source: Path
+    summary: str = ""
+    metric: str = "ops/s"
+    unit: str = "ops/s"
+    higher_is_better: bool = True
+    procs: int = 1
+    params: dict[str, Param] = field(default_factory=dict)
+    origin: str = ""
+
+
+@dataclass(frozen=True)
+class CpuProfile:
+    name: str
+    summary: str = ""
+    cpus: tuple[int, ...] = ()
+    sched: str = "other"
+    priority: int = 0
+    nice: int = 0
+    governor: str | None = None
+    boost: bool | None = None
+    cflags: tuple[str, ...] = ("-O2",)
+    isolated: bool = False
+    strict: bool = False
+    origin: str = ""
+
+
+@dataclass(frozen=True)
+class KernelProfile:
+    name: str
+    summary: str = ""
+    label: str = ""
+    sysctl: dict[str, int | str] = field(default_factory=dict)
+    expect: dict[str, Any] = field(default_factory=dict)
+    origin: str = ""
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What to run: names into the catalogue plus run settings."""
+    name: str
+    workload: str
+    cpu: str = "default"
+    kernel: str = "default"
+    runs: int = 10
+    warmup: int = 1
+    perf: bool = True
+    perf_freq: int = 999
+    call_graph: str = "none"
+    timeout: float = 300.0          # seconds one repetition may take
+    params: dict[str, int | str] = field(default_factory=dict)
+    summary: str = ""
+    origin: str = ""
+
+
+@dataclass(frozen=True)
+class ResolvedPlan:
+    """A plan with its profiles looked up and every param filled in."""
+    plan: Plan
+    workload: Workload
+    cpu: CpuProfile
+    kernel: KernelProfile
+    params: dict[str, int | str]
+
+
+# --- validation ------------------------------------------------------------
+
+class _Where:
+    """Builds `file:line: [table] key: message` errors for one file."""
+
+    def __init__(self, path: Path, text: str):
+        self.path, self.lines = path, text.splitlines()
+
+    def line_of(self, kind: str, name: str, key: str = "") -> int | None:
+        # tomllib keeps no positions: find the table header, then the key.
+        header = re.compile(r"^\s*\[\s*" + re.escape(kind) + r"\s*\.\s*\"?" + re.escape(name)
+                            + r"\"?\s*\]")
+        start = next((i for i, l in enumerate(self.lines) if header.match(l)), None)
+        if start is None:
+            start = next((i for i, l in enumerate(self.lines)
+                          if re.search(r"\b" + re.escape(name) + r"\b", l)), None)
+            if start is None:
+                return None
+        if not key:
+            return start + 1
+        first = key.split(".")[0]
+        pat = re.compile(r"^\s*\"?" + re.escape(first) + r"\"?\s*[=.]")
+        for i in range(start + 1, len(self.lines)):
+            if self.lines[i].lstrip().startswith("["):
+                break
+            if pat.match(self.lines[i]):
+                return i + 1
+        return start + 1
+
+    def error(self, kind: str, name: str, key: str, message: str) -> HotloopError:
+        line = self.line_of(kind, name, key)
+        loc = f"{self.path}:{line}" if line else str(self.path)
+        what = f"[{kind}.{name}]" + (f" {key}" if key else "")
+        return HotloopError(f"{loc}: {what}: {message}")
+
+
+def _type_name(value: Any) -> str:
+    return {bool: "a boolean", int: "an integer", float: "a number", str: "a string",
+            list: "an array", dict: "a table"}.get(type(value), type(value).__name__)
+
+
+Check = Callable[[Any], str | None]
+
+
+def _is(*types: type) -> Check:
+    names = " or ".join(_type_name(t()) for t in types)
+
+    def check(v: Any) -> str | None:
+        if isinstance(v, bool) and bool not in types:
+            return f"expected {names}, got {_type_name(v)}"
+        return None if isinstance(v, types) else f"expected {names}, got {_type_name(v)}"
+    return check
+
+
+def _one_of(choices: tuple[str, ...]) -> Check:
+    def check(v: Any) -> str | None:
+        return _is(str)(v) or (None if v in choices else
+                               f"{v!r} is not one of {', '.join(choices)}")
+    return check
+
+
+def _int_range(lo: int | None, hi: int | None) -> Check:
+    def check(v: Any) -> str | None:
+        bad = _is(int)(v)
+        if bad:
+            return bad
+        if lo is not None and v < lo:
+            return f"{v} is below the minimum {lo}"
+        if hi is not None and v > hi:
+            return f"{v} is above the maximum {hi}"
+        return None
+    return check
+
+
+def _list_of(item: Check) -> Check:
+    def check(v: Any) -> str | None:
+        if not isinstance(v, list):
+            return f"expected an array, got {_type_name(v)}"
+        for i, x in enumerate(v):
+            bad = item(x)
+            if bad:
+                return f"item {i}: {bad}"
+        return None
+    return check
+
+
+_SPECS: dict[str, dict[str, Check]] = {
+    "workload": {"source": _is(str), "summary": _is(str), "metric": _is(str),
+                 "unit": _is(str), "higher_is_better": _is(bool),
+                 "procs": _int_range(1, 64), "params": _is(dict)},
+    "cpu": {"summary": _is(str), "cpus": _list_of(_int_range(0, 4095)),
+            "sched": _one_of(SCHED_POLICIES), "priority": _int_range(0, 99),
+            "nice": _int_range(-20, 19), "governor": _is(str), "boost": _is(bool),
+            "cflags": _list_of(_is(str)), "isolated": _is(bool), "strict": _is(bool)},
+    "kernel": {"summary": _is(str), "label": _is(str), "sysctl": _is(dict),
+               "expect": _is(dict)},
+    "plan": {"summary": _is(str), "workload": _is(str), "cpu": _is(str), "kernel": _is(str),
+             "runs": _int_range(1, 1_000_000), "warmup": _int_range(0, 10_000),
+             "perf": _is(bool), "perf_freq": _int_range(1, 100_000),
+             "call_graph": _one_of(CALL_GRAPHS), "timeout": _is(int, float),
+             "params": _is(dict)},
+}
+_REQUIRED = {"workload": ("source",), "plan": ("workload",), "cpu": (), "kernel": ()}
+_PARAM_SPEC: dict[str, Check] = {"default": _is(int, str), "min": _is(int), "max": _is(int),
+                                 "choices": _list_of(_is(str)), "help": _is(str)}
+_EXPECT_SPEC: dict[str, Check] = {"release": _is(str), "cmdline_contains": _list_of(_is(str)),
+                                  "mitigations": _one_of(("on", "off"))}
+_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.+-]*$")
+
+
+def _check_keys(where: _Where, kind: str, name: str, table: dict, spec: dict[str, Check],
+                prefix: str = "") -> None:
+    for key, value in table.items():
+        if key not in spec:
+            known = ", ".join(spec)
+            raise where.error(kind, name, prefix + key, f"unknown key (known: {known})")
+        bad = spec[key](value)
+        if bad:
+            raise where.error(kind, name, prefix + key, bad)
+
+
+def _param(where: _Where, wname: str, pname: str, spec: Any) -> Param:
+    key = f"params.{pname}"
+    if not isinstance(spec, dict):
+        raise where.error("workload", wname, key, "expected a table like { default = 1 }")
+    _check_keys(where, "workload", wname, spec, _PARAM_SPEC, key + ".")
+    if "default" not in spec:
+        raise where.error("workload", wname, key, "missing key 'default'")
+    default = spec["default"]
+    if isinstance(default, str) and ("min" in spec or "max" in spec):
+        raise where.error("workload", wname, key, "min/max apply to integer params only")
+    if isinstance(default, int) and "choices" in spec:
+        raise where.error("workload", wname, key, "choices apply to string params only")
+    p = Param(pname, default, spec.get("min"), spec.get("max"),
+              tuple(spec.get("choices", ())), spec.get("help", ""))
+    if p.min is not None and p.max is not None and p.min > p.max:
+        raise where.error("workload", wname, key, f"min {p.min} is above max {p.max}")
+    bad = p.problem(default)
+    if bad:
+        raise where.error("workload", wname, key + ".default", bad)
+    return p
+
+
+def _workload(where: _Where, name: str, t: dict) -> Workload:
+    source = (where.path.parent / t["source"]).resolve()
+    if not source.is_file():
+        raise where.error("workload", name, "source", f"no such file: {source}")
+    metric = t.get("metric", "ops/s")
+    unit, better = METRICS.get(metric, (metric, True))
+    params = {p: _param(where, name, p, s) for p, s in t.get("params", {}).items()}
+    return Workload(name, source, t.get("summary", ""), metric, t.get("unit", unit),
+                    t.get("higher_is_better", better), t.get("procs", 1), params,
+                    str(where.path))
+
+
+def _cpu(where: _Where, name: str, t: dict) -> CpuProfile:
+    ncpu = os.cpu_count() or 1
+    for c in t.get("cpus", []):
+        if c >= ncpu:
+            raise where.error("cpu", name, "cpus",
+                              f"CPU {c} does not exist (this machine has {ncpu}: 0-{ncpu - 1})")
+    sched = t.get("sched", "other")
+    prio = t.get("priority", 0)
+    if sched in ("fifo", "rr") and not 1 <= prio <= 99:
+        raise where.error("cpu", name, "priority", f"sched {sched} needs a priority in 1..99")
+    if sched not in ("fifo", "rr") and prio != 0:
+        raise where.error("cpu", name, "priority", f"sched {sched} takes priority 0 only")
+    return CpuProfile(name, t.get("summary", ""), tuple(t.get("cpus", ())), sched, prio,
+                      t.get("nice", 0), t.get("governor"), t.get("boost"),
+                      tuple(t.get("cflags", ("-O2",))), t.get("isolated", False),
+                      t.get("strict", False), str(where.path))
+
+
+def _kernel(where: _Where, name: str, t: dict) -> KernelProfile:
+    for key, value in t.get("sysctl", {}).items():
+        if not re.fullmatch(r"[a-z0-9_]+(\.[a-zA-Z0-9_-]+)+", key):
+            raise where.error("kernel", name, "sysctl", f"{key!r} is not a sysctl name")
+        if not isinstance(value, (int, str)) or isinstance(value, bool):
+            raise where.error("kernel", name, "sysctl",
+                              f"{key}: expected an integer or a string, got {_type_name(value)}")
+    _check_keys(where, "kernel", name, t.get("expect", {}), _EXPECT_SPEC, "expect.")
+    return KernelProfile(name, t.get("summary", ""), t.get("label", name),
+                         dict(t.get("sysctl", {})), dict(t.get("expect", {})), str(where.path))
+
+
+def _plan(where: _Where, name: str, t: dict) -> Plan:
+    for key, value in t.get("params", {}).items():
+        if not isinstance(value, (int, str)) or isinstance(value, bool):
+            raise where.error("plan", name, f"params.{key}",
+                              f"expected an integer or a string, got {_type_name(value)}")
+    if "timeout" in t and not t["timeout"] > 0:
+        raise where.error("plan", name, "timeout", "must be above 0 seconds")
+    fields = {k: v for k, v in t.items() if k != "params"}
+    return Plan(name=name, params=dict(t.get("params", {})), origin=str(where.path), **fields)
+
+
+_BUILDERS = {"workload": _workload, "cpu": _cpu, "kernel": _kernel, "plan": _plan}
+
+
+# --- the catalogue ---------------------------------------------------------
+
+_BUILTIN_CPU = CpuProfile("default", "no pinning, normal scheduling", origin="built in")
+_BUILTIN_KERNEL = KernelProfile("default", "the running kernel as it is", label="",
+                                origin="built in")
+
+
+@dataclass
+class Catalog:
+    workloads: dict[str, Workload] = field(default_factory=dict)
+    cpus: dict[str, CpuProfile] = field(default_factory=dict)
+    kernels: dict[str, KernelProfile] = field(default_factory=dict)
+    plans: dict[str, Plan] = field(default_factory=dict)
+    files: list[Path] = field(default_factory=list)
+
+    def table(self, kind: str) -> dict[str, Any]:
+        return {"workload": self.workloads, "cpu": self.cpus, "kernel": self.kernels,
+                "plan": self.plans}[kind]
+
+    def load_file(self, path: Path) -> None:
+        try:
+            text = path.read_text()
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as e:
+            raise HotloopError(f"{path}: malformed TOML: {e}") from None
+        except (OSError, UnicodeDecodeError) as e:
+            raise HotloopError(f"{path}: cannot read: {e}") from None
+        where = _Where(path, text)
+        for kind, tables in data.items():
+            if kind not in KINDS:
+                raise HotloopError(f"{path}:{where.line_of(kind, '') or 1}: unknown table "
+                                   f"[{kind}] (known: {', '.join(KINDS)})")
+            if not isinstance(tables, dict):
+                raise HotloopError(f"{path}: [{kind}] must hold named tables like "
+                                   f"[{kind}.NAME]")
+            for name, t in tables.items():
+                if not _NAME.match(name):
+                    raise where.error(kind, name, "", "bad name: use letters, digits, _ . + -")
+                if not isinstance(t, dict):
+                    raise where.error(kind, name, "", "expected a table")
+                _check_keys(where, kind, name, t, _SPECS[kind])
+                for req in _REQUIRED[kind]:
+                    if req not in t:
+                        raise where.error(kind, name, "", f"missing key '{req}'")
+                existing = self.table(kind).get(name)
+                if existing is not None:
+                    raise where.error(kind, name, "",
+                                      f"defined twice (also in {existing.origin})")
+                self.table(kind)[name] = _BUILDERS[kind](where, name, t)
+        self.files.append(path)
+
+    def validate_plans(self) -> None:
+        """Cross-table checks, once every file is in."""
+        for plan in self.plans.values():
+            self.resolve(plan)
+
+    def resolve(self, plan: Plan) -> ResolvedPlan:
+        def where_key(key: str, message: str) -> HotloopError:
+            if plan.origin and Path(plan.origin).is_file():
+                w = _Where(Path(plan.origin), Path(plan.origin).read_text())
+                return w.error("plan", plan.name, key, message)
+            return HotloopError(f"{key}: {message}")
+
+        w = self.workloads.get(plan.workload)
+        if w is None:
+            raise where_key("workload", f"unknown workload {plan.workload!r} "
+                            f"(known: {', '.join(sorted(self.workloads))})")
+        cpu = self.cpus.get(plan.cpu) or (_BUILTIN_CPU if plan.cpu == "default" else None)
+        if cpu is None:
+            raise where_key("cpu", f"unknown CPU profile {plan.cpu!r} "
+                            f"(known: {', '.join(sorted(self.cpus))})")
+        kernel = (self.kernels.get(plan.kernel)
+                  or (_BUILTIN_KERNEL if plan.kernel == "default" else None))
+        if kernel is None:
+            raise where_key("kernel", f"unknown kernel profile {plan.kernel!r} "
+                            f"(known: {', '.join(sorted(self.kernels))})")
+        params = {name: p.default for name, p in w.params.items()}
+        for key, value in plan.params.items():
+            p = w.params.get(key)
+            if p is None:
+                raise where_key(f"params.{key}", f"workload {w.name} has no param {key!r} "
+                                f"(known: {', '.join(w.params) or 'none'})")
+            bad = p.problem(value)
+            if bad:
+                raise where_key(f"params.{key}", bad)
+            params[key] = value
+        return ResolvedPlan(plan, w, cpu, kernel, params)
+
+    def plan_for(self, name: str) -> Plan:
+        """A plan by name, or a workload by name run with its defaults."""
+        if name in self.plans:
+            return self.plans[name]
+        if name in self.workloads:
+            return Plan(name=name, workload=name)
+        raise HotloopError(f"unknown plan or workload {name!r} (plans: "
+                           f"{', '.join(sorted(self.plans)) or 'none'}; workloads: "
+                           f"{', '.join(sorted(self.workloads)) or 'none'})")
+
+
+def search_path(extra: list[Path] | None = None) -> list[Path]:
+    return [paths.BUNDLED_PROFILES, paths.config_dir(), *(extra or [])]
+
+
+def load(extra: list[Path] | None = None) -> Catalog:
+    """The catalogue from every TOML file on the search path."""
+    for d in extra or []:
+        if not d.is_dir():
+            raise HotloopError(f"--profiles {d}: no such directory")
+    cat = Catalog()
+    seen: set[Path] = set()
+    for d in search_path(extra):
+        if not d.is_dir():
+            continue
+        for f in sorted(d.rglob("*.toml")):
+            if f.resolve() not in seen:
+                seen.add(f.resolve())
+                cat.load_file(f)
+    cat.validate_plans()
+    return cat
+
+
+def with_overrides(plan: Plan, **changes: Any) -> Plan:
+    """The plan with command-line overrides (None means: keep the plan's)."""
+    return replace(plan, **{k: v for k, v in changes.items() if v is not None})

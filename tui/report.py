@@ -1,0 +1,121 @@
+"""The headless report: a result as text for people or as one JSON document."""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from tui import events as ev
+from tui.results import Result
+from tui.stats import Summary, bucket_labels, histogram, si, summarize
+
+BAR = 40
+
+
+def summary_lines(s: Summary | None, unit: str) -> list[str]:
+    if s is None:
+        return ["no runs recorded"]
+    return [
+        f"  n       {s.n}",
+        f"  median  {si(s.median, unit)}",
+        f"  mean    {si(s.mean, unit)}",
+        f"  stdev   {si(s.stdev, unit)}",
+        f"  CV      {100 * s.cv:.2f}%",
+        f"  min     {si(s.min, unit)}",
+        f"  max     {si(s.max, unit)}",
+    ]
+
+
+def histogram_lines(values: Sequence[float], unit: str) -> list[str]:
+    """Seed 000's table: buckets of a nice width, count, percentage, and a bar."""
+    buckets = histogram(values)
+    if not buckets:
+        return []
+    top = max(b.count for b in buckets)
+    ranges = bucket_labels(buckets, unit)
+    width = max(map(len, ranges))
+    return [f"  {r:<{width}}  {b.count:>5}  {b.percent:5.1f}%  "
+            + "█" * max(1 if b.count else 0, round(BAR * b.count / top))
+            for r, b in zip(ranges, buckets)]
+
+
+def symbol_lines(symbols: Sequence[ev.HotSymbol], top: int = 15) -> list[str]:
+    """`perf report` shape: overhead, [k]/[.], symbol, DSO."""
+    rows = sorted(symbols, key=lambda s: -s.percent)[:top]
+    if not rows:
+        return []
+    width = min(60, max(len(s.symbol) for s in rows))
+    return [f"  {s.percent:6.2f}%  [{'k' if s.kernel else '.'}] {s.symbol[:60]:<{width}}  "
+            f"{s.dso}" for s in rows]
+
+
+def extra_unit(name: str) -> str:
+    """Extra metrics carry their unit in their name: user_s, lat_p99_ns."""
+    return next((u for suffix, u in (("_ns", "ns"), ("_s", "s")) if name.endswith(suffix)), "")
+
+
+def extra_summaries(runs: Sequence[ev.RunSample]) -> dict[str, Summary]:
+    names = sorted({k for r in runs for k in r.extra})
+    out = {}
+    for name in names:
+        s = summarize([r.extra[name] for r in runs if name in r.extra])
+        if s is not None:
+            out[name] = s
+    return out
+
+
+def text(result: Result) -> str:
+    h, w = result.header, result.workload
+    unit = w.get("unit", "")
+    params = " ".join(f"{k}={v}" for k, v in h.get("params", {}).items())
+    cpu = h.get("cpu", {})
+    where = f"cpu {cpu.get('name', '?')}"
+    if cpu.get("cpus"):
+        where += f" (cpus {','.join(map(str, cpu['cpus']))})"
+    lines = [f"{w.get('name', '?')}  {params}",
+             f"{where}, kernel {h.get('kernel_release', '?')} [{h.get('label', '')}], "
+             f"{h.get('host', '?')}",
+             f"{w.get('metric', '?')} ({'higher' if w.get('higher_is_better') else 'lower'}"
+             f" is better), {len(result.runs)} runs"]
+    if result.partial:
+        why = result.failed.message if result.failed else "the file ends early (a crash?)"
+        lines.append(f"PARTIAL: {why}")
+    lines += ["", "summary"] + summary_lines(result.summary, unit)
+    for name, s in extra_summaries(result.runs).items():
+        u = extra_unit(name)
+        lines.append(f"  {name:<7} median {si(s.median, u)}  (min {si(s.min, u)}, "
+                     f"max {si(s.max, u)})")
+    if result.runs:
+        lines += ["", "histogram"] + histogram_lines(result.values, unit)
+    if result.session_symbols and result.session_symbols.symbols:
+        lines += ["", f"hot symbols ({result.session_symbols.samples} samples)"]
+        lines += symbol_lines(result.session_symbols.symbols)
+    for warning in result.warnings:
+        lines.append(f"warning: {warning}")
+    lines += ["", f"result file: {result.path}"]
+    return "\n".join(lines)
+
+
+def document(result: Result) -> dict[str, Any]:
+    """The `--format json` document."""
+    w = result.workload
+    s = result.summary
+    symbols = result.session_symbols.symbols if result.session_symbols else ()
+    return {
+        "workload": w.get("name"),
+        "metric": w.get("metric"),
+        "unit": w.get("unit"),
+        "higher_is_better": w.get("higher_is_better"),
+        "params": result.header.get("params", {}),
+        "label": result.header.get("label", ""),
+        "runs": [{"value": r.value, "ops": r.ops, "bytes": r.bytes, "ns": r.ns,
+                  "cycles": r.cycles, **({"extra": r.extra} if r.extra else {})}
+                 for r in result.runs],
+        "summary": {**(s.to_json() if s else {"n": 0}),
+                    **{name: x.to_json() for name, x in extra_summaries(result.runs).items()}},
+        "hot_symbols": [{"symbol": h.symbol, "dso": h.dso, "percent": h.percent,
+                         "kernel": h.kernel, "samples": h.samples}
+                        for h in sorted(symbols, key=lambda h: -h.percent)[:30]],
+        "partial": result.partial,
+        "error": result.failed.message if result.failed else None,
+        "warnings": result.warnings,
+        "result_file": str(result.path),
+    }

@@ -1,0 +1,114 @@
+"""Summaries and histograms of repetitions, and SI formatting for people."""
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import asdict, dataclass
+from typing import Sequence
+
+
+@dataclass(frozen=True)
+class Summary:
+    n: int
+    median: float
+    mean: float
+    stdev: float
+    cv: float                 # stdev / mean, as a fraction
+    min: float
+    max: float
+
+    def to_json(self) -> dict[str, float]:
+        return asdict(self)
+
+
+def summarize(values: Sequence[float]) -> Summary | None:
+    if not values:
+        return None
+    mean = statistics.fmean(values)
+    stdev = statistics.stdev(values) if len(values) > 1 else 0.0
+    return Summary(len(values), statistics.median(values), mean, stdev,
+                   stdev / mean if mean else 0.0, min(values), max(values))
+
+
+@dataclass(frozen=True)
+class Bucket:
+    low: float                # inclusive
+    high: float               # exclusive
+    count: int
+    percent: float
+
+
+def nice_width(span: float, target: int = 10) -> float:
+    """A 1, 2 or 5 times a power of ten bucket width giving about `target` buckets."""
+    if span <= 0:
+        return 1.0
+    raw = span / target
+    power = 10 ** math.floor(math.log10(raw))
+    for step in (1, 2, 5, 10):
+        if raw <= step * power:
+            return step * power
+    return 10 * power
+
+
+def edges(values: Sequence[float], target: int = 10) -> tuple[float, float]:
+    """(first edge, width) of buckets aligned to multiples of a nice width."""
+    lo, hi = min(values), max(values)
+    width = nice_width(hi - lo if hi > lo else abs(hi) * 0.01 or 1.0, target)
+    return math.floor(lo / width) * width, width
+
+
+def histogram(values: Sequence[float], target: int = 10,
+              shape: tuple[float, float] | None = None) -> list[Bucket]:
+    """Counts per bucket; empty buckets inside the range are kept (gaps show)."""
+    if not values:
+        return []
+    start, width = shape or edges(values, target)
+    counts: dict[int, int] = {}
+    for v in values:
+        i = int(math.floor((v - start) / width + 1e-9))
+        counts[i] = counts.get(i, 0) + 1
+    n = len(values)
+    return [Bucket(start + i * width, start + (i + 1) * width, counts.get(i, 0),
+                   100.0 * counts.get(i, 0) / n)
+            for i in range(min(counts), max(counts) + 1)]
+
+
+_PREFIXES = [(1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1, ""), (1e-3, "m"),
+             (1e-6, "µ"), (1e-9, "n")]
+
+
+def si(value: float, unit: str = "", digits: int = 3) -> str:
+    """12345678 B/s -> '12.3 MB/s'; per-op units stay unprefixed below 10k."""
+    if value == 0 or not math.isfinite(value):
+        return f"{value:g} {unit}".strip()
+    if "/op" in unit and abs(value) < 1e4:
+        return f"{value:.{digits}g} {unit}".strip() if abs(value) >= 1 else \
+            f"{value:.3g} {unit}".strip()
+    for scale, prefix in _PREFIXES:
+        if abs(value) >= scale:
+            scaled = value / scale
+            decimals = max(0, digits - 1 - int(math.floor(math.log10(abs(scaled)))))
+            return f"{scaled:.{decimals}f} {prefix}{unit}".strip()
+    return f"{value:.3g} {unit}".strip()
+
+
+def bucket_labels(buckets: Sequence[Bucket], unit: str = "") -> list[str]:
+    """'13-14 MB/s' style labels, one SI scale for all, as precise as the width needs."""
+    if not buckets:
+        return []
+    top = max(abs(b.high) for b in buckets) or 1.0
+    if "/op" in unit and top < 1e4:
+        scale, prefix = 1.0, ""
+    else:
+        scale, prefix = next(((sc, p) for sc, p in _PREFIXES if top >= sc), (1e-9, "n"))
+    width = (buckets[0].high - buckets[0].low) / scale
+    decimals = max(0, -math.floor(math.log10(width) + 1e-9)) if width > 0 else 0
+    return [f"{b.low / scale:.{decimals}f}-{b.high / scale:.{decimals}f} {prefix}{unit}".strip()
+            for b in buckets]
+
+
+def duration(seconds: float) -> str:
+    if seconds < 60:
+        return f"{seconds:.0f}s" if seconds >= 10 else f"{seconds:.1f}s"
+    m, s = divmod(int(seconds), 60)
+    return f"{m}m{s:02d}s" if m < 60 else f"{m // 60}h{m % 60:02d}m"

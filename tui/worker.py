@@ -1,0 +1,153 @@
+"""The worker process: `python -m tui.worker`, one per plan.
+
+It reads a JSON spec on stdin, pins itself and sets its scheduling, loads
+the built workload module, runs setup, the warmups and the recorded runs,
+and writes one JSON line per event on its original stdout.  The workload's
+own stdout goes to stderr so a stray printf cannot corrupt the stream.
+
+Lines written: ready {pid, pids}, run {index, warmup, ops, bytes, ns,
+cycles, extra}, warning {message}, failed {message, run, bad_input},
+finished {}.  After `ready` the worker waits for a line on stdin ("go") so
+the session can attach perf to the measured runs only.
+"""
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import sys
+from typing import Any, Callable
+
+from tui import build
+
+PR_SET_PDEATHSIG = 1
+SCHED = {"other": os.SCHED_OTHER, "fifo": os.SCHED_FIFO, "rr": os.SCHED_RR,
+         "batch": os.SCHED_BATCH, "idle": os.SCHED_IDLE}
+BAD_PARAM = "bad param "
+
+
+def die_with_parent(parent: int) -> None:
+    """SIGKILL this process when the session goes, even if it was SIGKILLed."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_SET_PDEATHSIG, 9, 0, 0, 0)
+    if os.getppid() != parent:          # the parent died before prctl took effect
+        os._exit(1)
+
+
+def apply_cpu_profile(spec: dict[str, Any]) -> None:
+    """Pin to the profile's first CPU (process 0) and set policy and nice."""
+    if spec["cpus"]:
+        os.sched_setaffinity(0, {spec["cpus"][0]})
+    if spec["sched"] != "other" or spec["priority"]:
+        try:
+            os.sched_setscheduler(0, SCHED[spec["sched"]], os.sched_param(spec["priority"]))
+        except OSError as e:
+            raise OSError(f"sched {spec['sched']} priority {spec['priority']}: "
+                          f"{e.strerror}") from None
+    if spec["nice"]:
+        try:
+            os.setpriority(os.PRIO_PROCESS, 0, spec["nice"])
+        except OSError as e:
+            raise OSError(f"nice {spec['nice']}: {e.strerror}") from None
+
+
+class Workload:
+    """The loaded module with its params and env kept alive for C."""
+
+    def __init__(self, spec: dict[str, Any]):
+        mod = build.load(build.Built(path=spec["module_path"], module_name=spec["module_name"],
+                                     source_sha256="", compiler="", cflags=(), cached=True))
+        self.ffi, self.lib = mod.ffi, mod.lib
+        ffi = self.ffi
+        self._keep: list[Any] = []
+        items = list(spec["params"].items())
+        self.params = ffi.new("struct hl_param[]", max(1, len(items)))
+        for i, (key, value) in enumerate(items):
+            k, s = ffi.new("char[]", key.encode()), ffi.new("char[]", str(value).encode())
+            self._keep += [k, s]
+            self.params[i].key, self.params[i].str = k, s
+            self.params[i].num = value if isinstance(value, int) else 0
+        self.nparams = len(items)
+        self.env = ffi.new("struct hl_env *")
+        cpus = spec["cpus"][:256]
+        self.env.ncpus = len(cpus)
+        for i, c in enumerate(cpus):
+            self.env.cpus[i] = c
+        self.err = ffi.new("char[]", 512)
+        self.res = ffi.new("struct hl_result *")
+        self.state = ffi.NULL
+
+    def error(self) -> str:
+        return self.ffi.string(self.err).decode(errors="replace") or "no message"
+
+    def setup(self) -> str | None:
+        self.state = self.lib.hl_setup(self.params, self.nparams, self.env, self.err, 512)
+        return self.error() if self.state == self.ffi.NULL else None
+
+    def pids(self) -> list[int]:
+        buf = self.ffi.new("int[]", 256)
+        n = self.lib.hl_pids(self.state, buf, 256)
+        return [buf[i] for i in range(max(0, min(n, 256)))]
+
+    def run(self) -> dict[str, Any] | str:
+        """One repetition: the counters, or the error message."""
+        self.ffi.memmove(self.res, b"\0" * self.ffi.sizeof("struct hl_result"),
+                         self.ffi.sizeof("struct hl_result"))
+        if self.lib.hl_run(self.state, self.res, self.err, 512) != 0:
+            return self.error()
+        r = self.res
+        extra = {self.ffi.string(r.extra[i].name).decode(errors="replace"): r.extra[i].value
+                 for i in range(min(r.nextra, 16))}
+        return {"ops": r.ops, "bytes": r.bytes, "ns": r.ns, "cycles": r.cycles,
+                "extra": extra}
+
+    def teardown(self) -> None:
+        if self.state != self.ffi.NULL:
+            self.lib.hl_teardown(self.state)
+            self.state = self.ffi.NULL
+
+
+def main() -> int:
+    events = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)                      # the workload's printf goes to stderr
+    emit: Callable[..., None] = lambda kind, **kw: events.write(
+        json.dumps({"type": kind, **kw}) + "\n")
+
+    spec = json.loads(sys.stdin.readline())
+    die_with_parent(spec["parent"])
+    try:
+        apply_cpu_profile(spec)
+    except OSError as e:
+        emit("failed", message=str(e), run=-1, bad_input=False)
+        return 1
+    w = Workload(spec)
+    problem = w.setup()
+    if problem is not None:
+        bad = problem.startswith(BAD_PARAM)
+        emit("failed", message="setup: " + problem.removeprefix(BAD_PARAM), run=-1,
+             bad_input=bad)
+        return 1
+    try:
+        for i in range(spec["warmup"]):
+            out = w.run()
+            if isinstance(out, str):
+                emit("failed", message=f"warmup {i + 1}: {out}", run=-1, bad_input=False)
+                return 1
+            emit("run", index=-(i + 1), warmup=True, **out)
+        emit("ready", pid=os.getpid(), pids=w.pids())
+        if spec.get("wait_go") and not sys.stdin.readline():
+            return 1                    # the session went away
+        for i in range(spec["runs"]):
+            out = w.run()
+            if isinstance(out, str):
+                emit("failed", message=f"run {i + 1}: {out}", run=i, bad_input=False)
+                return 1
+            emit("run", index=i, warmup=False, **out)
+    finally:
+        w.teardown()
+    emit("finished")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
