@@ -10,9 +10,11 @@ from __future__ import annotations
 import os
 import re
 import sys
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Callable
+
+import tomli_w
 
 from tui import paths
 from tui.errors import HotloopError
@@ -466,6 +468,43 @@ def load(extra: list[Path] | None = None) -> Catalog:
                 cat.load_file(f)
     cat.validate_plans()
     return cat
+
+
+def plan_table(plan: Plan) -> dict[str, Any]:
+    """The plan as a TOML table: the fields that differ from the defaults."""
+    default = Plan(name=plan.name, workload=plan.workload)
+    table: dict[str, Any] = {"workload": plan.workload}
+    for f in fields(Plan):
+        if f.name in ("name", "workload", "origin"):
+            continue
+        value = getattr(plan, f.name)
+        if value != getattr(default, f.name) or f.name in ("cpu", "kernel", "runs"):
+            table[f.name] = dict(value) if isinstance(value, dict) else value
+    return table
+
+
+def save_plan(plan: Plan, directory: Path | None = None, overwrite: bool = False,
+              cat: Catalog | None = None) -> Path:
+    """Write `[plan.NAME]` to NAME.toml in the user's profile directory (tomli-w).
+
+    Refuses a name the catalogue already has from another file, since loading
+    would then find it twice."""
+    if not _NAME.match(plan.name):
+        raise HotloopError(f"plan name {plan.name!r}: use letters, digits, _ . + -")
+    directory = directory or paths.config_dir() / "plans"
+    target = directory / f"{plan.name}.toml"
+    if cat is not None:
+        cat.resolve(plan)
+        other = cat.plans.get(plan.name)
+        if other is not None and Path(other.origin).resolve() != target.resolve():
+            raise HotloopError(f"plan {plan.name!r} already exists in {other.origin}")
+    if target.exists() and not overwrite:
+        raise HotloopError(f"{target}: exists (pass --force to replace it)")
+    directory.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_suffix(".toml.tmp")
+    tmp.write_text(tomli_w.dumps({"plan": {plan.name: plan_table(plan)}}))
+    os.replace(tmp, target)
+    return target
 
 
 def with_overrides(plan: Plan, **changes: Any) -> Plan:

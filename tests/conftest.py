@@ -1,0 +1,79 @@
+"""Shared fixtures: every test runs with its own config/state dirs and cwd.
+
+The build cache is shared by the whole test session (compiling is the slow
+part and the cache is keyed by content, so sharing it is safe).  Each test
+gets a tag in its environment that every process it starts inherits (the
+worker, the workload's children, perf), so `leftovers()` can tell whether
+any of them outlived the test.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Callable
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+TAG = "HOTLOOP_TEST_TAG"
+
+
+@pytest.fixture(scope="session")
+def cache_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("cache")
+
+
+@pytest.fixture(autouse=True)
+def isolated(tmp_path: Path, cache_home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(cache_home))
+    monkeypatch.setenv(TAG, uuid.uuid4().hex)
+    monkeypatch.setenv("COLUMNS", "100")
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def tagged_pids() -> list[int]:
+    """Processes (other than this one) carrying this test's tag."""
+    tag = f"{TAG}={os.environ[TAG]}".encode()
+    found = []
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit() or int(d.name) == os.getpid():
+            continue
+        try:
+            if tag in (d / "environ").read_bytes().split(b"\0"):
+                state = (d / "stat").read_text().rsplit(")", 1)[1].split()[0]
+                if state != "Z":
+                    found.append(int(d.name))
+        except OSError:
+            continue
+    return found
+
+
+@pytest.fixture
+def leftovers() -> Callable[[], list[int]]:
+    """Call to get the test's processes still alive after a short grace period."""
+    def check(grace: float = 2.0) -> list[int]:
+        deadline = time.monotonic() + grace
+        while (pids := tagged_pids()) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return pids
+    return check
+
+
+def hotloop(*args: str, timeout: float = 300, **kw) -> subprocess.CompletedProcess[str]:
+    """Run the real command line, as a user would."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(ROOT)
+    return subprocess.run([sys.executable, "-m", "tui", *args], capture_output=True,
+                          text=True, timeout=timeout, env=env, **kw)
+
+
+@pytest.fixture
+def run_cli() -> Callable[..., subprocess.CompletedProcess[str]]:
+    return hotloop
