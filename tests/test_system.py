@@ -1,0 +1,538 @@
+"""tui.system: sysctls, planned changes, the restore journal, kernel facts, capabilities.
+
+Uses the real, harmless sysctls net.core.busy_poll and net.core.busy_read (root
+needed for the writing tests); the autouse fixtures keep the developer's state
+dir out of it and always put both sysctls back.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from tui import system
+from tui.system import Change, SystemSettingError
+
+REPO = Path(__file__).resolve().parent.parent
+POLL = "net.core.busy_poll"
+READ = "net.core.busy_read"
+POLL_FILE = Path("/proc/sys/net/core/busy_poll")
+READ_FILE = Path("/proc/sys/net/core/busy_read")
+
+needs_root_sysctl = pytest.mark.skipif(
+    not (POLL_FILE.exists() and os.access(POLL_FILE, os.W_OK) and os.access(READ_FILE, os.W_OK)),
+    reason="needs writable net.core.busy_poll/busy_read (root)",
+)
+
+
+@pytest.fixture(autouse=True)
+def state_home(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    return tmp_path / "state" / "hotloop"
+
+
+@pytest.fixture(autouse=True)
+def keep_sysctls():
+    # Whatever a test does, busy_poll and busy_read end as they started.
+    saved = {p: p.read_text() for p in (POLL_FILE, READ_FILE) if p.exists()}
+    try:
+        yield saved
+    finally:
+        for p, v in saved.items():
+            if p.read_text() != v:
+                p.write_text(v)
+
+
+def cur(name: str) -> str:
+    return system.read_sysctl(name)
+
+
+def other_value(name: str) -> str:
+    return "50" if cur(name) != "50" else "51"
+
+
+# --------------------------------------------------------------------------- sysctl access
+
+
+def test_read_sysctl_and_errors():
+    assert cur(POLL) == POLL_FILE.read_text().strip()
+    assert system.read_sysctl("net/core/busy_poll") == cur(POLL)
+    with pytest.raises(SystemSettingError, match=r"unknown sysctl 'net.core.no_such_thing'"):
+        system.read_sysctl("net.core.no_such_thing")
+    for bad in ("", "../etc/passwd", "net..core", "/etc/passwd"):
+        with pytest.raises(SystemSettingError):
+            system.read_sysctl(bad)
+    with pytest.raises(SystemSettingError, match="directory"):
+        system.read_sysctl("net.core")
+
+
+def test_errors_are_one_line():
+    try:
+        system.read_sysctl("net.core.no_such_thing")
+    except SystemSettingError as e:
+        assert "\n" not in str(e)
+
+
+def test_sysctl_writable():
+    w = system.sysctl_writable("kernel.osrelease")  # 0444 even for root
+    assert not w and "kernel.osrelease" in w.reason
+    assert not system.sysctl_writable("net.core.no_such_thing")
+    if os.geteuid() == 0:
+        assert system.sysctl_writable(POLL)
+
+
+# --------------------------------------------------------------------------- planning
+
+
+@needs_root_sysctl
+def test_plan_sysctl_change_and_consent_line():
+    value = other_value(POLL)
+    changes, warnings = system.plan_changes({POLL: int(value)}, None, None, [])
+    assert warnings == []
+    assert changes == [Change("sysctl", POLL, value, cur(POLL), str(POLL_FILE))]
+    line = system.describe_changes(changes)
+    assert line == f"would change: {POLL} {cur(POLL)} -> {value}; pass --apply-system"
+    assert cur(POLL) != value  # planning touched nothing
+
+
+def test_plan_value_already_in_place_is_no_change():
+    changes, warnings = system.plan_changes({POLL: cur(POLL)}, None, None, [])
+    assert changes == [] and warnings == []
+    assert system.describe_changes([]) == "no system changes needed"
+
+
+def test_plan_bad_sysctls():
+    with pytest.raises(SystemSettingError, match="unknown sysctl 'net.core.nope'"):
+        system.plan_changes({"net.core.nope": 1}, None, None, [])
+    with pytest.raises(SystemSettingError, match="kernel.osrelease"):
+        system.plan_changes({"kernel.osrelease": "9.9"}, None, None, [])
+    with pytest.raises(SystemSettingError, match="must be an integer"):
+        system.plan_changes({POLL: {"a": 1}}, None, None, [])
+
+
+@pytest.mark.skipif(system.has_cpufreq(), reason="machine has cpufreq")
+def test_governor_without_cpufreq_is_a_warning_or_strict_error():
+    changes, warnings = system.plan_changes({}, "performance", None, [0])
+    assert changes == []
+    assert warnings == ["governor 'performance' skipped: no cpufreq on this machine"]
+    with pytest.raises(SystemSettingError, match="governor 'performance': no cpufreq on this machine"):
+        system.plan_changes({}, "performance", None, [0], strict=True)
+
+
+@pytest.mark.skipif(system._boost_control() is not None, reason="machine has a boost switch")
+def test_boost_without_control_is_a_warning_or_strict_error():
+    changes, warnings = system.plan_changes({}, None, False, [])
+    assert changes == [] and len(warnings) == 1 and warnings[0].startswith("boost 'off' skipped")
+    with pytest.raises(SystemSettingError):
+        system.plan_changes({}, None, False, [], strict=True)
+
+
+@pytest.fixture
+def fake_cpufreq(tmp_path, monkeypatch):
+    """A sysfs cpu tree with cpufreq: cpu0 and cpu1 share policy0, cpu2 has policy2."""
+    root = tmp_path / "cpu"
+    (root / "cpufreq").mkdir(parents=True)
+    for pol in ("policy0", "policy2"):
+        d = root / "cpufreq" / pol
+        d.mkdir()
+        (d / "scaling_governor").write_text("powersave\n")
+        (d / "scaling_available_governors").write_text("performance powersave\n")
+    for cpu, pol in ((0, "policy0"), (1, "policy0"), (2, "policy2")):
+        (root / f"cpu{cpu}").mkdir()
+        (root / f"cpu{cpu}" / "cpufreq").symlink_to(root / "cpufreq" / pol)
+    (root / "cpufreq" / "boost").write_text("1\n")
+    (root / "online").write_text("0-2\n")
+    (root / "present").write_text("0-2\n")
+    monkeypatch.setattr(system, "CPU_SYS", root)
+    return root
+
+
+def test_governor_and_boost_apply_and_restore(fake_cpufreq):
+    root = fake_cpufreq
+    changes, warnings = system.plan_changes({}, "performance", False, [0, 1, 2])
+    assert warnings == []
+    # cpu0 and cpu1 share a policy: one change for it.
+    assert [(c.kind, c.target, c.original, c.value) for c in changes] == [
+        ("governor", "cpu0", "powersave", "performance"),
+        ("governor", "cpu2", "powersave", "performance"),
+        ("boost", "boost", "1", "0"),
+    ]
+    assert system.describe_changes(changes, hint="") == (
+        "would change: boost 1 -> 0, cpu0,2 governor powersave -> performance"
+    )
+    with system.apply(changes):
+        assert (root / "cpufreq/policy0/scaling_governor").read_text().strip() == "performance"
+        assert (root / "cpufreq/policy2/scaling_governor").read_text().strip() == "performance"
+        assert (root / "cpufreq/boost").read_text().strip() == "0"
+    assert (root / "cpufreq/policy0/scaling_governor").read_text().strip() == "powersave"
+    assert (root / "cpufreq/policy2/scaling_governor").read_text().strip() == "powersave"
+    assert (root / "cpufreq/boost").read_text().strip() == "1"
+    assert not system.journal_path().exists()
+
+
+def test_governor_not_offered(fake_cpufreq):
+    changes, warnings = system.plan_changes({}, "ondemand", None, [2])
+    assert changes == [] and "not offered" in warnings[0]
+    with pytest.raises(SystemSettingError, match="not offered"):
+        system.plan_changes({}, "ondemand", None, [2], strict=True)
+
+
+# --------------------------------------------------------------------------- apply / restore / journal
+
+
+@needs_root_sysctl
+def test_apply_writes_journal_first_and_restore_removes_it(state_home):
+    original = cur(POLL)
+    value = other_value(POLL)
+    changes, _ = system.plan_changes({POLL: value}, None, None, [])
+    with system.apply(changes) as applied:
+        assert cur(POLL) == value
+        journal = json.loads((state_home / "restore.json").read_text())
+        assert journal["pid"] == os.getpid()
+        assert journal["entries"] == [{
+            "kind": "sysctl", "target": POLL, "path": str(POLL_FILE),
+            "original": original, "value": value,
+        }]
+        assert applied.changes[0].original == original
+    assert cur(POLL) == original
+    assert not (state_home / "restore.json").exists()
+    assert [p.name for p in state_home.iterdir()] == ["restore.lock"]  # no temp files left
+    assert applied.restore() == []  # idempotent
+
+
+@needs_root_sysctl
+def test_restore_returns_messages_and_restores_in_reverse():
+    poll0, read0 = cur(POLL), cur(READ)
+    # Two changes to the same sysctl: only reverse order ends at the true original.
+    a = system.apply([Change("sysctl", POLL, "50"), Change("sysctl", READ, "51")])
+    assert (cur(POLL), cur(READ)) == ("50", "51")
+    msgs = a.restore()
+    assert msgs == [f"restored {READ} to {read0}", f"restored {POLL} to {poll0}"]
+    assert (cur(POLL), cur(READ)) == (poll0, read0)
+
+
+@needs_root_sysctl
+def test_apply_rereads_originals():
+    original = cur(POLL)
+    stale = Change("sysctl", POLL, "50", original="12345")  # plan is out of date
+    with system.apply([stale]) as a:
+        assert a.changes[0].original == original
+    assert cur(POLL) == original
+
+
+@needs_root_sysctl
+def test_failure_mid_apply_restores_what_was_applied(state_home):
+    poll0, read0 = cur(POLL), cur(READ)
+    changes = [Change("sysctl", POLL, other_value(POLL)), Change("sysctl", READ, "not-a-number")]
+    with pytest.raises(SystemSettingError) as info:
+        system.apply(changes)
+    msg = str(info.value)
+    assert "\n" not in msg
+    assert msg.startswith(f"cannot set {READ} to 'not-a-number': Invalid argument")
+    assert "restored 1 value(s)" in msg
+    assert (cur(POLL), cur(READ)) == (poll0, read0)
+    assert not (state_home / "restore.json").exists()
+    # The lock was released: a new apply works.
+    with system.apply([Change("sysctl", POLL, other_value(POLL))]):
+        pass
+
+
+@needs_root_sysctl
+def test_exception_inside_with_block_restores():
+    original = cur(POLL)
+    with pytest.raises(RuntimeError):
+        with system.apply([Change("sysctl", POLL, other_value(POLL))]):
+            raise RuntimeError("workload crashed")
+    assert cur(POLL) == original
+    assert not system.journal_path().exists()
+
+
+def test_apply_nothing_is_a_no_op(state_home):
+    with system.apply([]) as a:
+        assert a.journal is None
+    assert not state_home.exists()
+
+
+@needs_root_sysctl
+def test_recover_after_sigkill(state_home):
+    """A real hotloop-like process applies a change, gets SIGKILLed; recover() restores."""
+    original = cur(POLL)
+    value = other_value(POLL)
+    code = textwrap.dedent(f"""
+        import sys, time
+        from tui import system
+        changes, _ = system.plan_changes({{{POLL!r}: {value!r}}}, None, None, [])
+        applied = system.apply(changes)
+        print("applied", flush=True)
+        time.sleep(60)
+        applied.restore()
+    """)
+    env = {**os.environ, "PYTHONPATH": str(REPO), "XDG_STATE_HOME": str(state_home.parent)}
+    child = subprocess.Popen([sys.executable, "-c", code], cwd=REPO, env=env,
+                             stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout.readline().strip() == "applied"
+        assert cur(POLL) == value
+        # While it runs, another hotloop's recover() must leave its settings alone.
+        msgs = system.recover()
+        assert len(msgs) == 1 and "left in place" in msgs[0] and f"pid {child.pid}" in msgs[0]
+        assert cur(POLL) == value
+        with pytest.raises(SystemSettingError, match=f"another hotloop \\(pid {child.pid}\\)"):
+            system.apply([Change("sysctl", READ, "7")])
+        os.kill(child.pid, signal.SIGKILL)
+        assert child.wait(10) == -signal.SIGKILL
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+        child.stdout.close()
+    assert cur(POLL) == value  # the kill left it changed
+    assert (state_home / "restore.json").exists()
+    msgs = system.recover()
+    assert msgs == [f"hotloop (pid {child.pid}) did not finish: restored {POLL} to {original}"]
+    assert cur(POLL) == original
+    assert not (state_home / "restore.json").exists()
+    assert system.recover() == []  # idempotent
+
+
+def _write_journal(state_home: Path, entries: list[dict]) -> None:
+    state_home.mkdir(parents=True, exist_ok=True)
+    (state_home / "restore.json").write_text(json.dumps({"version": 1, "pid": 999999, "entries": entries}))
+
+
+@needs_root_sysctl
+def test_recover_several_entries_idempotent(state_home):
+    poll0, read0 = cur(POLL), cur(READ)
+    entries = [
+        {"kind": "sysctl", "target": POLL, "path": str(POLL_FILE), "original": poll0, "value": "50"},
+        {"kind": "sysctl", "target": READ, "path": str(READ_FILE), "original": read0, "value": "51"},
+    ]
+    _write_journal(state_home, entries)
+    POLL_FILE.write_text("50")
+    READ_FILE.write_text("51")
+    msgs = system.recover()
+    assert len(msgs) == 2 and all("pid 999999" in m for m in msgs)
+    assert (cur(POLL), cur(READ)) == (poll0, read0)
+    # A journal whose values are already back (crash before the first write) is harmless.
+    _write_journal(state_home, entries)
+    assert len(system.recover()) == 2
+    assert (cur(POLL), cur(READ)) == (poll0, read0)
+    assert system.recover() == []
+
+
+@needs_root_sysctl
+def test_apply_recovers_a_stale_journal_first(state_home):
+    poll0 = cur(POLL)
+    _write_journal(state_home, [
+        {"kind": "sysctl", "target": POLL, "path": str(POLL_FILE), "original": poll0, "value": "50"}])
+    POLL_FILE.write_text("50")
+    with system.apply([Change("sysctl", READ, other_value(READ))]) as a:
+        assert len(a.recovered) == 1 and POLL in a.recovered[0]
+        assert cur(POLL) == poll0
+        assert [e["target"] for e in json.loads((state_home / "restore.json").read_text())["entries"]] == [READ]
+
+
+def test_recover_unreadable_journal_is_moved_aside(state_home):
+    state_home.mkdir(parents=True)
+    (state_home / "restore.json").write_text("{not json")
+    msgs = system.recover()
+    assert len(msgs) == 1 and "unreadable" in msgs[0]
+    assert not (state_home / "restore.json").exists()
+    assert any(p.name.startswith("restore.json.corrupt-") for p in state_home.iterdir())
+    assert system.recover() == []
+
+
+def test_recover_keeps_what_cannot_be_restored(state_home, tmp_path):
+    ro = tmp_path / "readonly-setting"
+    ro.write_text("1")
+    ok = tmp_path / "ok-setting"
+    ok.write_text("2")
+    _write_journal(state_home, [
+        {"kind": "sysctl", "target": "fake.ok", "path": str(ok), "original": "1", "value": "2"},
+        {"kind": "sysctl", "target": "fake.gone", "path": str(tmp_path / "no/such/file"),
+         "original": "0", "value": "1"},
+    ])
+    msgs = system.recover()
+    assert ok.read_text() == "1"
+    assert any(m.startswith("could not restore fake.gone") for m in msgs)
+    left = json.loads((state_home / "restore.json").read_text())["entries"]
+    assert [e["target"] for e in left] == ["fake.gone"]
+
+
+def test_no_journal_recover_is_cheap(state_home):
+    t = time.perf_counter()
+    assert system.recover() == []
+    assert time.perf_counter() - t < 0.05
+    assert not state_home.exists()
+
+
+def test_state_dir_default(monkeypatch):
+    monkeypatch.delenv("XDG_STATE_HOME")
+    assert system.state_dir() == Path.home() / ".local/state/hotloop"
+    monkeypatch.setenv("XDG_STATE_HOME", "relative/dir")  # XDG: ignore relative paths
+    assert system.state_dir() == Path.home() / ".local/state/hotloop"
+
+
+# --------------------------------------------------------------------------- kernel facts / expect
+
+
+def test_kernel_facts():
+    facts = system.kernel_facts([POLL, "net.core.no_such_thing"])
+    assert facts["release"] == os.uname().release
+    assert facts["cmdline"] == Path("/proc/cmdline").read_text().strip()
+    vdir = Path("/sys/devices/system/cpu/vulnerabilities")
+    if vdir.is_dir():
+        assert set(facts["vulnerabilities"]) == {p.name for p in vdir.iterdir()}
+    assert facts["sysctl"] == {POLL: cur(POLL), "net.core.no_such_thing": None}
+    assert facts["mitigations"] in ("on", "off", "not affected", "unknown")
+    json.dumps(facts)  # goes into a JSON header as is
+
+
+def test_mitigations_state_rules():
+    assert system.mitigations_state({"a": "Mitigation: x"}, "quiet mitigations=off") == "off"
+    assert system.mitigations_state({"a": "Mitigation: x", "b": "Vulnerable"}, "") == "on"
+    assert system.mitigations_state({"a": "Vulnerable", "b": "Not affected"}, "") == "off"
+    assert system.mitigations_state({"a": "Not affected"}, "") == "not affected"
+    assert system.mitigations_state({}, "") == "unknown"
+
+
+def test_check_expect():
+    release = os.uname().release
+    major = release.split(".")[0]
+    assert system.check_expect({}) == []
+    assert system.check_expect({"release": f"{major}.*"}) == []
+    assert system.check_expect({"release": rf"^{major}\."}) == []  # regex
+    msgs = system.check_expect({"release": "1.2.*"})
+    assert msgs == [f"kernel release {release} does not match '1.2.*'"]
+    word = Path("/proc/cmdline").read_text().split()[0]
+    assert system.check_expect({"cmdline_contains": [word]}) == []
+    assert system.check_expect({"cmdline_contains": ["hotloop_never_there=1"]}) == [
+        "kernel cmdline does not contain 'hotloop_never_there=1'"]
+    state = system.mitigations_state()
+    if state in ("on", "off"):
+        other = "off" if state == "on" else "on"
+        assert system.check_expect({"mitigations": state}) == []
+        assert system.check_expect({"mitigations": other}) == [
+            f"mitigations are {state}, profile expects {other}"]
+
+
+def test_release_glob_is_not_a_regex():
+    # As a regex, "4.3*" would match "6.18.44" through "44".
+    assert not system.release_matches("4.3*", "6.18.44-fc")
+    assert system.release_matches("6.18*", "6.18.44-fc")
+    assert system.release_matches(r"^6\.1[0-9]\.", "6.18.44-fc")
+
+
+def test_check_expect_bad_input():
+    with pytest.raises(SystemSettingError, match="expect.kernel: unknown key"):
+        system.check_expect({"kernel": "x"})
+    with pytest.raises(SystemSettingError, match="expect.mitigations"):
+        system.check_expect({"mitigations": "auto"})
+    with pytest.raises(SystemSettingError, match="bad regular expression"):
+        system.check_expect({"release": "(6"})
+    with pytest.raises(SystemSettingError, match="list of strings"):
+        system.check_expect({"cmdline_contains": [1]})
+
+
+# --------------------------------------------------------------------------- capabilities
+
+
+def test_capabilities_sane_and_fast():
+    t = time.perf_counter()
+    caps = {c.name: c for c in system.capabilities()}
+    assert time.perf_counter() - t < 1.0
+    assert set(caps) == {"cpus", "cpufreq", "boost", "smt", "isolated cpus",
+                         "sched_setscheduler", "sysctl writable", "tsc"}
+    assert caps["cpus"].value == os.cpu_count()
+    assert caps["cpufreq"].available == Path("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor").exists()
+    flags = next((l for l in Path("/proc/cpuinfo").read_text().splitlines() if l.startswith("flags")), "")
+    assert caps["tsc"].available == ("constant_tsc" in flags.split())
+    if os.geteuid() == 0:
+        assert caps["sysctl writable"].available
+    for c in caps.values():
+        assert c.detail and "\n" not in c.detail
+    # The probe thread must not have changed this process's scheduling.
+    assert os.sched_getscheduler(0) == os.SCHED_OTHER
+
+
+# --------------------------------------------------------------------------- scheduling helpers
+
+
+def test_validate_cpus():
+    n = len(system.online_cpus())
+    assert system.validate_cpus([]) is None
+    assert system.validate_cpus(sorted(os.sched_getaffinity(0))) is None
+    beyond = max(system.present_cpus()) + 1
+    assert system.validate_cpus([0, beyond]) == (
+        f"CPU {beyond} is beyond this machine (CPUs {system.format_cpu_list(system.present_cpus())})")
+    assert system.validate_cpus([-1]) == "CPU -1 is not a CPU number"
+    assert n >= 1
+
+
+def test_validate_cpus_offline(fake_cpufreq):
+    (fake_cpufreq / "online").write_text("0\n")
+    assert system.validate_cpus([1]) == "CPU 1 is offline (online: 0)"
+
+
+def test_validate_priority():
+    assert system.validate_priority("fifo", 50) is None
+    assert system.validate_priority("other", 0) is None
+    assert system.validate_priority("fifo", 100) == "priority 100 out of range for sched fifo (1-99)"
+    assert system.validate_priority("fifo", 0) == "priority 0 out of range for sched fifo (1-99)"
+    assert system.validate_priority("batch", 5) == "priority 5 out of range for sched batch (only 0)"
+    assert system.validate_priority("deadline", 1).startswith("unknown sched policy 'deadline'")
+
+
+def test_cpu_list_round_trip():
+    assert system.parse_cpu_list("0-2,5,7-8\n") == [0, 1, 2, 5, 7, 8]
+    assert system.format_cpu_list([8, 0, 1, 2, 5, 7]) == "0-2,5,7-8"
+    assert system.parse_cpu_list("") == []
+
+
+def _in_child(code: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], cwd=REPO,
+                          env={**os.environ, "PYTHONPATH": str(REPO)},
+                          capture_output=True, text=True, timeout=30)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root for SCHED_FIFO")
+def test_apply_sched_in_a_child():
+    r = _in_child("""
+        import os
+        from tui import system
+        system.apply_sched("fifo", 10, 0)
+        print(os.sched_getscheduler(0) == os.SCHED_FIFO, os.sched_getparam(0).sched_priority)
+        system.apply_sched("batch", 0, 5)
+        print(os.sched_getscheduler(0) == os.SCHED_BATCH, os.getpriority(os.PRIO_PROCESS, 0))
+    """)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["True", "10", "True", "5"]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to drop to an unprivileged user")
+def test_apply_sched_errors_are_one_line():
+    r = _in_child("""
+        import os, resource
+        from tui import system
+        resource.setrlimit(resource.RLIMIT_RTPRIO, (0, 0))
+        resource.setrlimit(resource.RLIMIT_NICE, (0, 0))
+        os.setgid(65534); os.setuid(65534)
+        for args in (("fifo", 50, 0), ("other", 0, -5), ("fifo", 100, 0)):
+            try:
+                system.apply_sched(*args)
+            except system.SystemSettingError as e:
+                print(e)
+    """)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines() == [
+        "sched fifo priority 50: Operation not permitted",
+        "nice -5: Permission denied",
+        "priority 100 out of range for sched fifo (1-99)",
+    ]
