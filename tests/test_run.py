@@ -1,0 +1,241 @@
+"""The core path, really run: compile, pinned worker, result file, report, faults."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from tui import results
+
+from conftest import ROOT, hotloop
+
+# A user workload that misbehaves on demand: `fault` picks how, `at` which run.
+FAULTY_C = r"""
+#include "hotloop.h"
+#include <stdlib.h>
+#include <unistd.h>
+struct st { int runs; int at; const char *fault; };
+void *hl_setup(const struct hl_param *p, int n, const struct hl_env *env, char *err, size_t len)
+{
+    (void)env;
+    struct st *s = calloc(1, sizeof(*s));
+    s->at = (int)hl_param_int(p, n, "at", 3);
+    s->fault = hl_param_str(p, n, "fault", "none");
+    if (!strcmp(s->fault, "badparam")) {
+        hl_bad_param(err, len, "at", "cannot work with fault=badparam");
+        free(s);
+        return NULL;
+    }
+    if (!strcmp(s->fault, "setup")) {
+        hl_fail(err, len, "no such device");
+        free(s);
+        return NULL;
+    }
+    return s;
+}
+int hl_run(void *state, struct hl_result *res, char *err, size_t len)
+{
+    struct st *s = state;
+    struct hl_clock c;
+    if (++s->runs == s->at) {
+        if (!strcmp(s->fault, "segv")) *(volatile int *)0 = 1;
+        if (!strcmp(s->fault, "hang")) for (;;) pause();
+        if (!strcmp(s->fault, "error")) return hl_fail(err, len, "the device went away");
+    }
+    if (!strcmp(s->fault, "child")) {          /* a helper process that must not survive */
+        if (fork() == 0) { struct hl_env e = {0}; hl_child_init(&e, 1); for (;;) pause(); }
+    }
+    hl_clock_start(&c);
+    usleep(20000);
+    hl_clock_stop(&c, res);
+    res->ops = 1000;
+    return 0;
+}
+int hl_pids(void *state, int *pids, int max) { (void)state; (void)pids; (void)max; return 0; }
+void hl_teardown(void *state) { free(state); }
+"""
+
+FAULTY_TOML = """
+[workload.faulty]
+source = "faulty.c"
+metric = "ops/s"
+params.fault = { default = "none", choices = ["none", "segv", "hang", "error", "setup", "badparam", "child"] }
+params.at = { default = 3, min = 1 }
+"""
+
+
+@pytest.fixture
+def faulty(tmp_path: Path) -> Path:
+    d = tmp_path / "myprofiles"
+    d.mkdir()
+    (d / "faulty.c").write_text(FAULTY_C)
+    (d / "w.toml").write_text(FAULTY_TOML)
+    return d
+
+
+def lines(path: Path) -> list[dict]:
+    return [json.loads(l) for l in path.read_text().splitlines()]
+
+
+def test_seqpacket_runs_and_reports_summary_and_histogram(tmp_path, leftovers):
+    p = hotloop("run", "seqpacket", "--runs", "6", "--param", "msgs=20000", "--no-perf",
+                "--cpu", "split")
+    assert p.returncode == 0, p.stderr
+    out = p.stdout
+    for word in ("median", "mean", "stdev", "CV", "min", "max", "histogram", "MB/s"):
+        assert word in out
+    files = list((tmp_path / "results").glob("*-seqpacket.jsonl"))
+    assert len(files) == 1
+    rows = lines(files[0])
+    head = rows[0]["header"]
+    assert rows[0]["type"] == "started"
+    for key in ("hotloop", "host", "kernel_release", "cmdline", "cpu_model", "compiler",
+                "cflags", "source_sha256", "plan", "cpu", "kernel", "params"):
+        assert key in head, key
+    assert head["cpu"]["cpus"] == [0, 1]
+    runs = [r for r in rows if r["type"] == "run" and not r["warmup"]]
+    assert len(runs) == 6
+    for r in runs:                         # the reader's rate, from its own counters
+        assert r["bytes"] == 20000 * 16 and r["ops"] == 20000
+        assert r["value"] == pytest.approx(r["bytes"] * 1e9 / r["ns"])
+        assert r["cycles"] > 0             # this machine has a TSC
+    assert rows[-1]["type"] == "finished" and rows[-1]["summary"]["n"] == 6
+    assert leftovers() == []
+
+
+def test_zero_null_json_document_and_show(tmp_path):
+    out = tmp_path / "results" / "z.jsonl"
+    p = hotloop("run", "zero_null", "--runs", "5", "--param", "block_size=4096",
+                "--param", "count=5000", "--out", str(out), "--format", "json", "--no-perf")
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(p.stdout)
+    assert doc["workload"] == "zero_null" and doc["metric"] == "bytes/s"
+    assert doc["unit"] == "B/s" and doc["higher_is_better"] is True
+    assert len(doc["runs"]) == 5 and doc["summary"]["n"] == 5
+    assert set(doc["summary"]) >= {"n", "median", "mean", "stdev", "cv", "min", "max"}
+    assert {"user_s", "sys_s"} <= set(doc["runs"][0]["extra"])
+    assert all(r["bytes"] == 4096 * 5000 for r in doc["runs"])
+    assert doc["hot_symbols"] == [] and doc["result_file"] == str(out)
+    assert doc["summary"]["min"] <= doc["summary"]["median"] <= doc["summary"]["max"]
+
+    shown = hotloop("show", str(out))
+    assert shown.returncode == 0 and "histogram" in shown.stdout and "zero_null" in shown.stdout
+    again = json.loads(hotloop("show", str(out), "--format", "json").stdout)
+    assert again["runs"] == doc["runs"]
+
+
+def test_a_compile_error_is_the_compilers_first_lines_and_exit_2(faulty):
+    (faulty / "faulty.c").write_text('#include "hotloop.h"\nint x = y;\n')
+    p = hotloop("run", "faulty", "--profiles", str(faulty))
+    assert p.returncode == 2
+    assert "does not compile" in p.stderr and "faulty.c:2" in p.stderr and "'y' undeclared" \
+        in p.stderr.replace("‘", "'").replace("’", "'")
+    assert len(p.stderr.strip().splitlines()) == 1
+    assert not Path("results").exists()
+
+
+def test_a_bad_param_combination_from_setup_is_bad_input(faulty, leftovers):
+    p = hotloop("run", "faulty", "--profiles", str(faulty), "--param", "fault=badparam")
+    assert p.returncode == 2, p.stderr
+    assert "at: cannot work with fault=badparam" in p.stderr
+    assert not list(Path("results").glob("*.jsonl"))
+    assert leftovers() == []
+
+
+def test_a_setup_failure_is_a_failed_run(faulty):
+    p = hotloop("run", "faulty", "--profiles", str(faulty), "--param", "fault=setup")
+    assert p.returncode == 1
+    assert "setup: no such device" in p.stderr
+
+
+def test_a_crashing_worker_exits_1_naming_run_and_signal_and_keeps_runs(faulty, leftovers):
+    out = Path("r.jsonl")
+    p = hotloop("run", "faulty", "--profiles", str(faulty), "--param", "fault=segv",
+                "--param", "at=4", "--warmup", "1", "--runs", "10", "--out", str(out),
+                "--no-perf")
+    assert p.returncode == 1
+    # run 4 of the workload is the warmup plus 3 recorded: recorded run 3 crashed
+    assert "run 3: worker killed by SIGSEGV" in p.stderr
+    res = results.read(out)
+    assert len(res.runs) == 2 and res.partial and res.failed.signal == "SIGSEGV"
+    assert "PARTIAL" in p.stdout
+    assert leftovers() == []
+
+
+def test_an_error_from_hl_run_names_the_run(faulty):
+    p = hotloop("run", "faulty", "--profiles", str(faulty), "--param", "fault=error",
+                "--warmup", "0", "--no-perf")
+    assert p.returncode == 1
+    assert "run 3: the device went away" in p.stderr
+
+
+def test_a_hung_run_times_out_and_leaves_nothing_behind(faulty, leftovers):
+    t0 = time.monotonic()
+    p = hotloop("run", "faulty", "--profiles", str(faulty), "--param", "fault=hang",
+                "--warmup", "0", "--timeout", "1", "--no-perf")
+    assert p.returncode == 1
+    assert "run 3: no result within the timeout of 1s" in p.stderr
+    assert time.monotonic() - t0 < 30
+    assert leftovers() == []
+
+
+def _start(args: list[str]) -> subprocess.Popen[str]:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    return subprocess.Popen([sys.executable, "-m", "tui", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env)
+
+
+def _wait_for_runs(path: Path, n: int, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if path.exists() and path.read_text().count('"warmup":false') >= n:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"{path}: fewer than {n} runs after {timeout}s")
+
+
+def test_ctrl_c_kills_children_keeps_valid_jsonl_and_exits_130(faulty, leftovers):
+    out = Path("c.jsonl")
+    proc = _start(["run", "faulty", "--profiles", str(faulty), "--param", "fault=child",
+                   "--runs", "1000", "--warmup", "0", "--out", str(out), "--no-perf"])
+    _wait_for_runs(out, 3)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err
+    assert "interrupted" in err
+    rows = lines(out)                      # every line parses: valid JSON Lines
+    assert rows[-1]["type"] == "failed" and rows[-1]["interrupted"]
+    assert results.read(out).runs
+    assert leftovers() == []
+
+
+def test_sigkill_of_hotloop_takes_the_worker_and_its_children_along(faulty, leftovers):
+    out = Path("k.jsonl")
+    proc = _start(["run", "faulty", "--profiles", str(faulty), "--param", "fault=child",
+                   "--runs", "1000", "--warmup", "0", "--out", str(out), "--no-perf"])
+    _wait_for_runs(out, 3)
+    proc.kill()
+    proc.wait()
+    assert leftovers(grace=5) == []
+    res = results.read(out)               # what was measured is still there
+    assert res.partial and len(res.runs) >= 3
+
+
+def test_concurrent_builds_of_one_source_do_not_race(tmp_path):
+    src = tmp_path / "w.c"
+    src.write_text(textwrap.dedent(FAULTY_C) + "\n/* unique */\n")
+    code = ("import sys; from pathlib import Path; from tui import build; "
+            "b = build.build(Path(sys.argv[1])); build.load(b); print(b.path)")
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    procs = [subprocess.Popen([sys.executable, "-c", code, str(src)], stdout=subprocess.PIPE,
+                              text=True, env=env) for _ in range(4)]
+    outs = {p.communicate(timeout=120)[0].strip() for p in procs}
+    assert all(p.returncode == 0 for p in procs)
+    assert len(outs) == 1 and Path(outs.pop()).exists()
