@@ -20,12 +20,13 @@ from conftest import ROOT, hotloop
 FAULTY_C = r"""
 #include "hotloop.h"
 #include <stdlib.h>
+#include <sys/wait.h>
 #include <unistd.h>
-struct st { int runs; int at; const char *fault; };
+struct st { int runs; int at; const char *fault; struct hl_env env; };
 void *hl_setup(const struct hl_param *p, int n, const struct hl_env *env, char *err, size_t len)
 {
-    (void)env;
     struct st *s = calloc(1, sizeof(*s));
+    s->env = *env;
     s->at = (int)hl_param_int(p, n, "at", 3);
     s->fault = hl_param_str(p, n, "fault", "none");
     if (!strcmp(s->fault, "badparam")) {
@@ -52,6 +53,17 @@ int hl_run(void *state, struct hl_result *res, char *err, size_t len)
     if (!strcmp(s->fault, "child")) {          /* a helper process that must not survive */
         if (fork() == 0) { struct hl_env e = {0}; hl_child_init(&e, 1); for (;;) pause(); }
     }
+    if (!strcmp(s->fault, "pin")) {            /* where does process 1 run? */
+        int fds[2], cpu = -1;
+        if (pipe(fds) < 0) return hl_fail_errno(err, len, "pipe");
+        pid_t pid = fork();
+        if (pid == 0) { hl_child_init(&s->env, 1); cpu = sched_getcpu();
+                        if (write(fds[1], &cpu, sizeof(cpu))) {} _exit(0); }
+        if (read(fds[0], &cpu, sizeof(cpu)) != sizeof(cpu)) cpu = -1;
+        close(fds[0]); close(fds[1]); waitpid(pid, NULL, 0);
+        hl_add_extra(res, "child_cpu", cpu);
+    }
+    hl_add_extra(res, "cpu", sched_getcpu());
     hl_clock_start(&c);
     usleep(20000);
     hl_clock_stop(&c, res);
@@ -66,7 +78,7 @@ FAULTY_TOML = """
 [workload.faulty]
 source = "faulty.c"
 metric = "ops/s"
-params.fault = { default = "none", choices = ["none", "segv", "hang", "error", "setup", "badparam", "child"] }
+params.fault = { default = "none", choices = ["none", "segv", "hang", "error", "setup", "badparam", "child", "pin"] }
 params.at = { default = 3, min = 1 }
 """
 

@@ -16,7 +16,7 @@ from typing import Any, Callable
 
 import tomli_w
 
-from tui import paths
+from tui import paths, system
 from tui.errors import HotloopError
 
 if sys.version_info >= (3, 11):
@@ -306,11 +306,6 @@ def _workload(where: _Where, name: str, t: dict) -> Workload:
 
 
 def _cpu(where: _Where, name: str, t: dict) -> CpuProfile:
-    ncpu = os.cpu_count() or 1
-    for c in t.get("cpus", []):
-        if c >= ncpu:
-            raise where.error("cpu", name, "cpus",
-                              f"CPU {c} does not exist (this machine has {ncpu}: 0-{ncpu - 1})")
     sched = t.get("sched", "other")
     prio = t.get("priority", 0)
     if sched in ("fifo", "rr") and not 1 <= prio <= 99:
@@ -420,6 +415,12 @@ class Catalog:
         if cpu is None:
             raise where_key("cpu", f"unknown CPU profile {plan.cpu!r} "
                             f"(known: {', '.join(sorted(self.cpus))})")
+        # Checked on use, not on load: a profile for a bigger machine may sit
+        # in the catalogue without breaking every command here.
+        bad = system.validate_cpus(cpu.cpus) or system.validate_priority(cpu.sched, cpu.priority)
+        if bad:
+            where = _Where(Path(cpu.origin), Path(cpu.origin).read_text())
+            raise where.error("cpu", cpu.name, "cpus" if "CPU" in bad else "priority", bad)
         kernel = (self.kernels.get(plan.kernel)
                   or (_BUILTIN_KERNEL if plan.kernel == "default" else None))
         if kernel is None:

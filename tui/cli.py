@@ -17,7 +17,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, \
     TimeElapsedColumn, TimeRemainingColumn
 
-from tui import __version__, build, catalog, report, results
+from tui import __version__, build, catalog, report, results, system
 from tui import events as ev
 from tui.catalog import Catalog, Plan
 from tui.errors import HotloopError, RunFailed
@@ -56,6 +56,8 @@ def parser() -> argparse.ArgumentParser:
                      help="sample with perf (default: the plan's, on where perf works)")
     run.add_argument("--out", type=Path, help="result file (default results/<time>-<plan>.jsonl)")
     run.add_argument("--format", choices=("text", "json"), default="text")
+    run.add_argument("--apply-system", action="store_true",
+                     help="allow the profiles' sysctl/governor changes (restored after)")
     _profiles_option(run)
 
     show = sub.add_parser("show", help="summary, histogram and hot symbols of a result file")
@@ -69,6 +71,22 @@ def parser() -> argparse.ArgumentParser:
 
     doctor = sub.add_parser("doctor", help="what this machine allows")
     _profiles_option(doctor)
+
+    save = sub.add_parser("save", help="save a plan to your profile directory")
+    save.add_argument("name", help="the plan's name")
+    save.add_argument("--workload", required=True)
+    save.add_argument("--cpu", default="default")
+    save.add_argument("--kernel", default="default")
+    save.add_argument("--runs", type=int, default=10)
+    save.add_argument("--warmup", type=int, default=1)
+    save.add_argument("--param", action="append", default=[], metavar="K=V")
+    save.add_argument("--perf", action=argparse.BooleanOptionalAction, default=True)
+    save.add_argument("--summary", default="")
+    save.add_argument("--force", action="store_true", help="replace a plan saved before")
+    _profiles_option(save)
+
+    restore = sub.add_parser("restore", help="put back system settings a killed run left")
+    _profiles_option(restore)
     return top
 
 
@@ -76,23 +94,32 @@ def _profiles(args: argparse.Namespace) -> list[Path]:
     return list(getattr(args, "profiles", []) or [])
 
 
-def resolve_run_plan(cat: Catalog, args: argparse.Namespace) -> catalog.ResolvedPlan:
-    """The plan named on the command line with the command line's overrides."""
-    plan = cat.plan_for(args.name)
-    w = cat.workloads.get(plan.workload)
-    params = dict(plan.params)
-    for item in args.param:
+def parse_params(cat: Catalog, workload: str, items: list[str],
+                 base: dict[str, int | str] | None = None) -> dict[str, int | str]:
+    """`--param K=V` items checked against the workload's declared types and bounds."""
+    w = cat.workloads.get(workload)
+    if w is None:
+        raise HotloopError(f"unknown workload {workload!r} (known: "
+                           f"{', '.join(sorted(cat.workloads))})")
+    params = dict(base or {})
+    for item in items:
         key, sep, value = item.partition("=")
         if not sep:
             raise HotloopError(f"--param {item}: expected KEY=VALUE")
-        if w is None or key not in w.params:
-            known = ", ".join(w.params) if w else "none"
-            raise HotloopError(f"--param {item}: workload {plan.workload} has no param "
-                               f"{key!r} (known: {known})")
+        if key not in w.params:
+            raise HotloopError(f"--param {item}: workload {workload} has no param "
+                               f"{key!r} (known: {', '.join(w.params) or 'none'})")
         try:
             params[key] = w.params[key].parse(value)
         except ValueError as e:
             raise HotloopError(f"--param {item}: {e}") from None
+    return params
+
+
+def resolve_run_plan(cat: Catalog, args: argparse.Namespace) -> catalog.ResolvedPlan:
+    """The plan named on the command line with the command line's overrides."""
+    plan = cat.plan_for(args.name)
+    params = parse_params(cat, plan.workload, args.param, plan.params)
     for flag in ("runs", "warmup"):
         value = getattr(args, flag)
         if value is not None and value < (1 if flag == "runs" else 0):
@@ -106,7 +133,7 @@ def resolve_run_plan(cat: Catalog, args: argparse.Namespace) -> catalog.Resolved
 
 
 async def _run_session(session: Session, fmt: str) -> ev.Event | None:
-    """Drive a session with a progress bar on stderr; the last event."""
+    """Drive a session with a progress bar on stderr; its Finished or Failed event."""
     rp = session.rp
     unit = rp.workload.unit
     console = Console(stderr=True)
@@ -117,7 +144,8 @@ async def _run_session(session: Session, fmt: str) -> ev.Event | None:
                   transient=True, disable=fmt != "text" or not console.is_terminal) as bar:
         task = bar.add_task(rp.plan.name, total=rp.plan.runs, value="")
         async for event in session.events():
-            last = event
+            if isinstance(event, (ev.Finished, ev.Failed)):
+                last = event
             if isinstance(event, ev.RunSample) and not event.warmup:
                 bar.update(task, advance=1, value=si(event.value, unit))
             elif isinstance(event, ev.Warning):
@@ -129,7 +157,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     cat = catalog.load(_profiles(args))
     rp = resolve_run_plan(cat, args)
     out = args.out or results.default_path(rp.plan.name)
-    session = Session(rp, out)
+    session = Session(rp, out, apply_system=args.apply_system)
     try:
         last = asyncio.run(_run_session(session, args.format))
     except KeyboardInterrupt:
@@ -197,11 +225,28 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         rows.append(("compiler", True, build.compiler_version()))
     except HotloopError as e:
         rows.append(("compiler", False, str(e)))
+    rows += [(c.name, c.available, c.detail) for c in system.capabilities()]
     cat = catalog.load(_profiles(args))
     rows.append(("profiles", True, f"{len(cat.files)} files: {len(cat.workloads)} workloads, "
                  f"{len(cat.cpus)} cpu, {len(cat.kernels)} kernel, {len(cat.plans)} plans"))
     for name, ok, detail in rows:
-        print(f"  {'ok ' if ok else 'NO '} {name:<22} {detail}")
+        print(f"  {'yes' if ok else 'no '}  {name:<20} {detail}")
+    return 0
+
+
+def cmd_save(args: argparse.Namespace) -> int:
+    cat = catalog.load(_profiles(args))
+    plan = Plan(name=args.name, workload=args.workload, cpu=args.cpu, kernel=args.kernel,
+                runs=args.runs, warmup=args.warmup, perf=args.perf, summary=args.summary,
+                params=parse_params(cat, args.workload, args.param))
+    path = catalog.save_plan(plan, overwrite=args.force, cat=cat)
+    print(f"saved plan {plan.name} to {path}")
+    return 0
+
+
+def cmd_restore(args: argparse.Namespace) -> int:
+    messages = system.recover(force=True)
+    print("\n".join(messages) if messages else "nothing to restore")
     return 0
 
 
@@ -211,12 +256,17 @@ def cmd_tui(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"run": cmd_run, "show": cmd_show, "list": cmd_list, "doctor": cmd_doctor}
+COMMANDS = {"run": cmd_run, "show": cmd_show, "list": cmd_list, "doctor": cmd_doctor,
+            "save": cmd_save, "restore": cmd_restore}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = parser().parse_args(argv)
+        if args.command != "restore":
+            # A run killed with settings applied left a journal: put them back first.
+            for message in system.recover():
+                print(f"hotloop: {message}", file=sys.stderr)
         return COMMANDS.get(args.command, cmd_tui)(args)
     except HotloopError as e:
         print(f"hotloop: {e}", file=sys.stderr)

@@ -14,13 +14,16 @@ import collections
 import dataclasses
 import json
 import os
+import platform
 import signal
+import socket
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, AsyncIterator
 
-from tui import __version__, build, paths, sysinfo
+from tui import __version__, build, paths, system
 from tui import events as ev
 from tui.catalog import ResolvedPlan, Workload
 from tui.errors import HotloopError
@@ -53,12 +56,61 @@ def _plain(obj: Any) -> Any:
     return json.loads(json.dumps(dataclasses.asdict(obj), default=str))
 
 
-def header(rp: ResolvedPlan, built: build.Built, variant: str = "") -> dict[str, Any]:
+@dataclass(frozen=True)
+class Preflight:
+    """What a run would change on the system (needs consent) and what it skips."""
+    changes: list[system.Change]
+    warnings: list[str]
+
+    def refusal(self) -> str:
+        return system.describe_changes(self.changes)
+
+
+def preflight(rp: ResolvedPlan) -> Preflight:
+    """Check the kernel profile's expectations and plan its system changes.
+
+    Touches nothing; HotloopError (exit 2) for a profile that cannot run here."""
+    k, cpu = rp.kernel, rp.cpu
+    try:
+        changes, warnings = system.plan_changes(k.sysctl, cpu.governor, cpu.boost,
+                                                cpu.cpus, strict=cpu.strict)
+        mismatches = system.check_expect(k.expect)
+    except system.SystemSettingError as e:
+        raise HotloopError(f"{k.origin or cpu.origin}: {e}") from None
+    if mismatches:
+        raise HotloopError(f"{k.origin}: [kernel.{k.name}] expect: {'; '.join(mismatches)}")
+    if cpu.isolated:
+        isolated = next((c.value for c in system.capabilities() if c.name == "isolated cpus"),
+                        None) or []
+        outside = [c for c in cpu.cpus if c not in isolated]
+        if outside or not cpu.cpus:
+            msg = (f"[cpu.{cpu.name}] isolated: CPUs {system.format_cpu_list(outside)} are not "
+                   f"in isolcpus/nohz_full" if cpu.cpus else
+                   f"[cpu.{cpu.name}] isolated: the profile pins to no CPU")
+            if cpu.strict:
+                raise HotloopError(f"{cpu.origin}: {msg}")
+            warnings.append(msg + "; other tasks may share them")
+    return Preflight(changes, warnings)
+
+
+def header(rp: ResolvedPlan, built: build.Built, variant: str = "",
+           sysctl: dict[str, Any] | None = None) -> dict[str, Any]:
     w = rp.workload
+    facts = system.kernel_facts()
     return {
         "hotloop": __version__,
         "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        **sysinfo.machine(),
+        "host": socket.gethostname(),
+        "kernel_release": facts["release"],
+        "kernel_version": facts["version"],
+        "arch": facts["machine"],
+        "cmdline": facts["cmdline"],
+        "cpu_model": facts["cpu_model"],
+        "cpus": os.cpu_count() or 1,
+        "mitigations": facts["mitigations"],
+        "vulnerabilities": facts["vulnerabilities"],
+        "sysctl": sysctl or {},
+        "python": platform.python_version(),
         "plan": _plain(rp.plan),
         "workload": {"name": w.name, "source": str(w.source), "summary": w.summary,
                      "metric": w.metric, "unit": w.unit,
@@ -74,11 +126,21 @@ def header(rp: ResolvedPlan, built: build.Built, variant: str = "") -> dict[str,
     }
 
 
+def _restore(applied: system.Applied) -> list[str]:
+    """Put the system back; what was restored, or why it could not be."""
+    try:
+        return applied.restore()
+    except system.SystemSettingError as e:
+        return [f"restore failed: {e}"]
+
+
 class Session:
     """Run `rp` once; iterate `events()` to drive it."""
 
-    def __init__(self, rp: ResolvedPlan, result_file: Path, variant: str = ""):
+    def __init__(self, rp: ResolvedPlan, result_file: Path, variant: str = "",
+                 apply_system: bool = False):
         self.rp = rp
+        self.apply_system = apply_system     # the user's consent to system changes
         self.result_file = result_file
         self.variant = variant
         self.pids: list[int] = []        # worker and its helper processes, once ready
@@ -99,27 +161,54 @@ class Session:
                 pass
 
     async def events(self) -> AsyncIterator[ev.Event]:
-        rp = self.rp
+        """Build, apply system settings, run; bad input raises HotloopError first."""
+        rp, v = self.rp, self.variant
+        pre = preflight(rp)
+        if pre.changes and not self.apply_system:
+            raise HotloopError(pre.refusal())
         built = await asyncio.to_thread(build.build, rp.workload.source, rp.cpu.cflags,
                                         rp.workload.name)
-        writer = Writer(self.result_file)
+        names = list(rp.kernel.sysctl)
+        before = system.kernel_facts(names)["sysctl"]
+        try:
+            applied = system.apply(pre.changes)
+        except system.SystemSettingError as e:
+            raise HotloopError(str(e)) from None
+        writer: Writer | None = None
         runs: list[float] = []
         try:
-            started = ev.Started(header(rp, built, self.variant), str(self.result_file))
+            during = system.kernel_facts(names)["sysctl"]
+            sysctl = {n: {"before": before[n], "during": during[n]} for n in names}
+            writer = Writer(self.result_file)
+            started = ev.Started(header(rp, built, v, sysctl), str(self.result_file))
             writer.write(started)
             yield started
+            for message in [*applied.recovered, *pre.warnings,
+                            *(f"applied {c.describe()}" for c in applied.changes)]:
+                event = ev.Warning(message, variant=v)
+                writer.write(event)
+                yield event
             async for event in self._drive(built, runs):
                 writer.write(event)
                 yield event
+            for message in _restore(applied):
+                event = ev.Warning(message, variant=v)
+                writer.write(event)
+                yield event
         except asyncio.CancelledError:
-            writer.write(ev.Failed("interrupted", run=len(runs), interrupted=True,
-                                   variant=self.variant))
+            if writer is not None:
+                writer.write(ev.Failed("interrupted", run=len(runs), interrupted=True,
+                                       variant=v))
             raise
         finally:
             self._kill()
             if self._proc is not None:
                 await asyncio.shield(self._proc.wait())
-            writer.close()
+            problems = _restore(applied)     # a no-op when already restored
+            if writer is not None:
+                for message in problems:
+                    writer.write(ev.Warning(message, variant=v))
+                writer.close()
 
     async def _spawn(self, built: build.Built) -> asyncio.subprocess.Process:
         rp = self.rp

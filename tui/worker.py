@@ -18,11 +18,9 @@ import os
 import sys
 from typing import Any, Callable
 
-from tui import build
+from tui import build, system
 
 PR_SET_PDEATHSIG = 1
-SCHED = {"other": os.SCHED_OTHER, "fifo": os.SCHED_FIFO, "rr": os.SCHED_RR,
-         "batch": os.SCHED_BATCH, "idle": os.SCHED_IDLE}
 BAD_PARAM = "bad param "
 
 
@@ -35,20 +33,10 @@ def die_with_parent(parent: int) -> None:
 
 
 def apply_cpu_profile(spec: dict[str, Any]) -> None:
-    """Pin to the profile's first CPU (process 0) and set policy and nice."""
+    """Pin to the profile's first CPU (process 0); set policy, priority and nice."""
     if spec["cpus"]:
         os.sched_setaffinity(0, {spec["cpus"][0]})
-    if spec["sched"] != "other" or spec["priority"]:
-        try:
-            os.sched_setscheduler(0, SCHED[spec["sched"]], os.sched_param(spec["priority"]))
-        except OSError as e:
-            raise OSError(f"sched {spec['sched']} priority {spec['priority']}: "
-                          f"{e.strerror}") from None
-    if spec["nice"]:
-        try:
-            os.setpriority(os.PRIO_PROCESS, 0, spec["nice"])
-        except OSError as e:
-            raise OSError(f"nice {spec['nice']}: {e.strerror}") from None
+    system.apply_sched(spec["sched"], spec["priority"], spec["nice"])
 
 
 class Workload:
@@ -117,7 +105,7 @@ def main() -> int:
     die_with_parent(spec["parent"])
     try:
         apply_cpu_profile(spec)
-    except OSError as e:
+    except (OSError, system.SystemSettingError) as e:
         emit("failed", message=str(e), run=-1, bad_input=False)
         return 1
     w = Workload(spec)

@@ -1,0 +1,204 @@
+"""CPU and kernel profiles end to end: consent, restore on every path, pinning, saving."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tui import results, system
+
+from conftest import ROOT, hotloop
+from test_run import FAULTY_C, FAULTY_TOML, _wait_for_runs
+
+SYSCTL = "net.core.busy_poll"
+
+
+@pytest.fixture
+def busy_poll():
+    """The harmless sysctl the tests change; always put back, whatever happens."""
+    original = system.read_sysctl(SYSCTL)
+    assert original != "77", "a previous test left busy_poll changed"
+    yield original
+    system.sysctl_path(SYSCTL).write_text(original)
+
+
+@pytest.fixture
+def prof(tmp_path: Path) -> Path:
+    d = tmp_path / "prof"
+    d.mkdir()
+    (d / "faulty.c").write_text(FAULTY_C)
+    (d / "k.toml").write_text(FAULTY_TOML + f"""
+[kernel.poll]
+label = "stock + busy_poll 77"
+sysctl = {{ "{SYSCTL}" = 77 }}
+
+[kernel.bogus]
+sysctl = {{ "net.core.no_such_knob" = 1 }}
+
+[kernel.readonly]
+sysctl = {{ "kernel.osrelease" = "1.0" }}
+
+[kernel.other-release]
+expect = {{ release = "2.6.*" }}
+
+[cpu.gov]
+cpus = [0]
+governor = "performance"
+
+[cpu.gov-strict]
+cpus = [0]
+governor = "performance"
+strict = true
+""")
+    return d
+
+
+def test_system_changes_need_consent_and_change_nothing_without_it(prof, busy_poll):
+    p = hotloop("run", "faulty", "--profiles", str(prof), "--kernel", "poll")
+    assert p.returncode == 2
+    assert f"would change: {SYSCTL} {busy_poll} -> 77; pass --apply-system" in p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1
+    assert system.read_sysctl(SYSCTL) == busy_poll
+    assert not Path("results").exists()
+
+
+def test_applied_during_the_run_recorded_and_restored_after(prof, busy_poll, tmp_path):
+    out = tmp_path / "r.jsonl"
+    p = hotloop("run", "faulty", "--profiles", str(prof), "--kernel", "poll", "--runs", "3",
+                "--apply-system", "--out", str(out), "--no-perf")
+    assert p.returncode == 0, p.stderr
+    assert system.read_sysctl(SYSCTL) == busy_poll
+    res = results.read(out)
+    assert res.header["sysctl"] == {SYSCTL: {"before": busy_poll, "during": "77"}}
+    assert res.header["label"] == "stock + busy_poll 77"
+    assert any("restored" in w for w in res.warnings)
+    assert not system.journal_path().exists()
+
+
+def test_restored_after_a_worker_crash(prof, busy_poll):
+    p = hotloop("run", "faulty", "--profiles", str(prof), "--kernel", "poll", "--apply-system",
+                "--param", "fault=segv", "--no-perf")
+    assert p.returncode == 1 and "SIGSEGV" in p.stderr
+    assert system.read_sysctl(SYSCTL) == busy_poll
+
+
+def _start(args: list[str]) -> subprocess.Popen[str]:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    return subprocess.Popen([sys.executable, "-m", "tui", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env)
+
+
+def test_restored_on_ctrl_c(prof, busy_poll, leftovers):
+    out = Path("c.jsonl")
+    proc = _start(["run", "faulty", "--profiles", str(prof), "--kernel", "poll",
+                   "--apply-system", "--runs", "1000", "--out", str(out), "--no-perf"])
+    _wait_for_runs(out, 2)
+    assert system.read_sysctl(SYSCTL) == "77"
+    proc.send_signal(signal.SIGINT)
+    proc.communicate(timeout=30)
+    assert proc.returncode == 130
+    assert system.read_sysctl(SYSCTL) == busy_poll
+    assert leftovers() == []
+
+
+def test_after_sigkill_the_next_command_restores_and_says_so(prof, busy_poll, leftovers):
+    out = Path("k.jsonl")
+    proc = _start(["run", "faulty", "--profiles", str(prof), "--kernel", "poll",
+                   "--apply-system", "--runs", "1000", "--out", str(out), "--no-perf"])
+    _wait_for_runs(out, 2)
+    proc.kill()
+    proc.wait()
+    assert leftovers(grace=5) == []
+    assert system.read_sysctl(SYSCTL) == "77"          # nobody could restore it yet
+    assert system.journal_path().exists()
+    p = hotloop("list", "plans")
+    assert p.returncode == 0
+    assert f"restored {SYSCTL} to {busy_poll}" in p.stderr
+    assert system.read_sysctl(SYSCTL) == busy_poll
+    assert not system.journal_path().exists()
+
+
+def test_hotloop_restore_by_hand(prof, busy_poll):
+    proc = _start(["run", "faulty", "--profiles", str(prof), "--kernel", "poll",
+                   "--apply-system", "--runs", "1000", "--out", "h.jsonl", "--no-perf"])
+    _wait_for_runs(Path("h.jsonl"), 1)
+    proc.kill()
+    proc.wait()
+    p = hotloop("restore")
+    assert p.returncode == 0 and f"restored {SYSCTL}" in p.stdout
+    assert system.read_sysctl(SYSCTL) == busy_poll
+    assert hotloop("restore").stdout.strip() == "nothing to restore"
+
+
+@pytest.mark.parametrize("args, expected", [
+    (["--kernel", "bogus", "--apply-system"], "net.core.no_such_knob"),
+    (["--kernel", "readonly", "--apply-system"], "kernel.osrelease"),
+    (["--kernel", "other-release"], "[kernel.other-release] expect"),
+    (["--cpu", "gov-strict"], "cpufreq"),
+])
+def test_profiles_that_cannot_run_here_exit_2_and_change_nothing(prof, busy_poll, args,
+                                                                  expected):
+    p = hotloop("run", "faulty", "--profiles", str(prof), *args)
+    assert p.returncode == 2, p.stderr
+    assert expected in p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1 and "Traceback" not in p.stderr
+    assert not system.journal_path().exists()
+
+
+def test_a_missing_feature_is_a_warning_when_not_strict(prof, tmp_path):
+    out = tmp_path / "g.jsonl"
+    p = hotloop("run", "faulty", "--profiles", str(prof), "--cpu", "gov", "--runs", "2",
+                "--out", str(out), "--no-perf")
+    assert p.returncode == 0, p.stderr
+    assert "governor 'performance' skipped" in p.stderr
+    assert any("skipped" in w for w in results.read(out).warnings)
+
+
+@pytest.mark.parametrize("cpu, worker_cpu, child_cpu", [("same-core", 0, 0), ("split", 0, 1)])
+def test_pinning_puts_the_processes_where_the_profile_says(prof, cpu, worker_cpu, child_cpu,
+                                                          tmp_path):
+    # The worker is process 0; the workload's forked child (hl_child_init) is process 1.
+    out = tmp_path / "p.jsonl"
+    p = hotloop("run", "faulty", "--profiles", str(prof), "--cpu", cpu, "--runs", "4",
+                "--param", "fault=pin", "--out", str(out), "--no-perf")
+    assert p.returncode == 0, p.stderr
+    res = results.read(out)
+    assert res.header["cpu"]["cpus"] == sorted({worker_cpu, child_cpu})
+    assert {r.extra["cpu"] for r in res.runs} == {worker_cpu}
+    assert {r.extra["child_cpu"] for r in res.runs} == {child_cpu}
+
+
+def test_fifo_profile_runs_with_sched_fifo(tmp_path):
+    out = tmp_path / "f.jsonl"
+    p = hotloop("run", "zero_null", "--cpu", "fifo", "--runs", "2", "--param", "count=2000",
+                "--out", str(out), "--no-perf")
+    assert p.returncode == 0, p.stderr
+    assert results.read(out).header["cpu"]["sched"] == "fifo"
+
+
+def test_save_command_writes_a_plan_that_runs(tmp_path):
+    p = hotloop("save", "tiny", "--workload", "zero_null", "--cpu", "same-core", "--runs", "2",
+                "--param", "count=1000", "--no-perf")
+    assert p.returncode == 0, p.stderr
+    listed = hotloop("list", "plans").stdout
+    assert "tiny" in listed
+    run = hotloop("run", "tiny", "--format", "json")
+    assert run.returncode == 0, run.stderr
+    doc = json.loads(run.stdout)
+    assert len(doc["runs"]) == 2 and doc["params"]["count"] == 1000
+    again = hotloop("save", "tiny", "--workload", "zero_null")
+    assert again.returncode == 2 and "exists" in again.stderr
+    bad = hotloop("save", "t2", "--workload", "zero_null", "--param", "count=0")
+    assert bad.returncode == 2 and "below the minimum" in bad.stderr
+
+
+def test_doctor_lists_each_capability():
+    p = hotloop("doctor")
+    assert p.returncode == 0
+    for name in ("compiler", "cpus", "cpufreq", "smt", "sched_setscheduler", "tsc"):
+        assert name in p.stdout
