@@ -1,0 +1,270 @@
+"""hotloop compare: statistics, metadata check, shared histogram, symbol diff, formats, faults.
+
+The result files are real: made once per module by the real command line (`python -m tui run
+zero_null ...`).  Tests marked "synthetic" build samples or symbols by hand; they check pure
+statistics or rendering only, never what a workload measures.
+"""
+from __future__ import annotations
+
+import csv
+import dataclasses
+import io
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tui import compare as cmp
+from tui import results
+from tui.errors import HotloopError
+from tui.events import HotSymbol, HotSymbols
+
+from conftest import ROOT
+
+RUNS = "6"
+COUNT = "count=20000"
+
+
+def _run(env: dict[str, str], cwd: Path, *args: str) -> Path:
+    out = cwd / f"{len(list(cwd.glob('*.jsonl')))}-{args[0]}.jsonl"
+    proc = subprocess.run([sys.executable, "-m", "tui", "run", *args, "--no-perf",
+                           "--out", str(out)], capture_output=True, text=True, timeout=300,
+                          env=env, cwd=cwd)
+    assert proc.returncode == 0, proc.stderr
+    return out
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Real result files, made once for the module (the per-test isolation is function-scoped)."""
+    home = tmp_path_factory.mktemp("compare")
+    env = dict(os.environ, PYTHONPATH=str(ROOT), XDG_CONFIG_HOME=str(home / "config"),
+               XDG_STATE_HOME=str(home / "state"), XDG_CACHE_HOME=str(home / "cache"))
+    return {
+        "small": _run(env, home, "zero_null", "--runs", RUNS, "--param", COUNT,
+                      "--param", "block_size=512"),
+        "big": _run(env, home, "zero_null", "--runs", RUNS, "--param", COUNT,
+                    "--param", "block_size=16384"),
+        "few": _run(env, home, "zero_null", "--runs", "3", "--param", COUNT,
+                    "--param", "block_size=512"),
+        "other": _run(env, home, "seqpacket", "--runs", "2", "--param", "msgs=2000"),
+    }
+
+
+def row(pair: cmp.Pair, metric: str) -> cmp.MetricDelta:
+    return next(m for m in pair.metrics if m.metric == metric)
+
+
+# --------------------------------------------------------------------------- statistics
+
+def test_a_a_is_exactly_zero_and_not_significant(files):
+    comp = cmp.load_and_compare([files["small"], files["small"]])
+    (pair,) = comp.pairs
+    assert {m.metric for m in pair.metrics} >= {"bytes/s", "ns/op", "user_s", "sys_s"}
+    for m in pair.metrics:
+        assert m.change_pct == 0.0 and m.diff == 0.0, m
+        assert not m.significant and m.verdict == cmp.NO_CHANGE, m
+        assert m.p_value == pytest.approx(1.0)
+        assert m.ci_low is None or m.ci_low <= 0.0 <= m.ci_high
+    assert pair.metadata == []
+    assert "+0.00%" in cmp.render(comp) and "no significant change" in cmp.render(comp)
+
+
+def test_clearly_different_pair_is_significant_and_directions_follow_the_metric(files):
+    """16 KiB blocks move far more bytes/s (higher is better: faster) but each op takes
+    longer (ns/op, lower is better: slower) - both directions from one real pair."""
+    pair = cmp.load_and_compare([files["small"], files["big"]]).pairs[0]
+    rate, per_op = row(pair, "bytes/s"), row(pair, "ns/op")
+    assert rate.change_pct > 50 and rate.ci_low > 0 and rate.p_value < 0.05
+    assert rate.significant and rate.verdict == "faster"
+    assert per_op.change_pct > 0 and per_op.significant and per_op.verdict == "slower"
+    # the other way round, a drop in ns/op (lower is better) is "faster"
+    back = cmp.load_and_compare([files["big"], files["small"]]).pairs[0]
+    assert row(back, "ns/op").change_pct < 0 and row(back, "ns/op").verdict == "faster"
+    assert row(back, "bytes/s").verdict == "slower"
+    assert [d.field for d in pair.metadata] == ["params.block_size"]
+
+
+def test_synthetic_lower_is_better_and_resource_wording():
+    """Synthetic samples (pure statistics): a drop in a lower-is-better metric is good."""
+    base = [100.0, 101, 99, 100.5, 99.5, 100.2, 100.1]
+    less = [v * 0.9 for v in base]
+    t = cmp.compare_samples(base, less, higher_is_better=False)
+    assert t.change_pct == pytest.approx(-10) and t.significant and t.verdict == "faster"
+    assert t.ci_high < 0
+    assert cmp.compare_samples(base, less, higher_is_better=True).verdict == "slower"
+    assert cmp.compare_samples(base, less, higher_is_better=False,
+                               words=cmp.RESOURCE).verdict == "better"
+    assert cmp.compare_samples(base, less, higher_is_better=None).verdict == "lower"
+    assert cmp.extra_kind("user_s")[1:] == (False, cmp.RESOURCE)
+    assert cmp.extra_kind("lat_p99_ns")[1:] == (False, cmp.SPEED)
+    # same data, same interval: the bootstrap's seed is fixed
+    assert cmp.compare_samples(base, less) == cmp.compare_samples(base, less)
+
+
+def test_synthetic_zero_baseline_and_ties():
+    """Synthetic: CPU times of 0 s (no % change defined) and all-equal samples do not crash."""
+    zeros = [0.0] * 6
+    t = cmp.compare_samples(zeros, zeros, higher_is_better=False)
+    assert t.change_pct == 0.0 and not t.significant and t.p_value == pytest.approx(1.0)
+    t = cmp.compare_samples(zeros, [0.004] * 6, higher_is_better=False, words=cmp.RESOURCE)
+    assert t.change_pct is None and t.ci_low is None and t.verdict == "worse"
+
+
+def test_fewer_than_five_runs_says_so(files):
+    comp = cmp.load_and_compare([files["small"], files["few"]])
+    for m in comp.pairs[0].metrics:
+        assert m.verdict == "too few runs (n<5)" and not m.significant
+        assert m.n_new == 3
+    assert "too few runs (n<5)" in cmp.render(comp)
+
+
+# --------------------------------------------------------------------------- formats
+
+@pytest.mark.parametrize("fmt", cmp.FORMATS)
+def test_every_format_renders_and_parses(files, fmt):
+    comp = cmp.load_and_compare([files["small"], files["big"], files["few"]])
+    out = cmp.main_compare([files["small"], files["big"], files["few"]], fmt)
+    n_rows = sum(len(p.metrics) for p in comp.pairs)
+    if fmt == "csv":
+        rows = list(csv.DictReader(io.StringIO(out)))
+        assert len(rows) == n_rows
+        first = rows[0]
+        assert first["metric"] == "bytes/s" and first["verdict"] == "faster"
+        assert float(first["change_pct"]) > 50 and first["significant"] == "True"
+    elif fmt == "json":
+        doc = json.loads(out)
+        assert len(doc["comparisons"]) == n_rows
+        for r in doc["comparisons"]:
+            for key in ("metric", "baseline", "new", "change_pct", "ci_low", "ci_high",
+                        "p_value", "significant", "verdict", "file", "label"):
+                assert key in r
+        assert {d["field"] for d in doc["metadata_differences"]} == {"params.block_size"}
+        assert sum(doc["histogram"]["buckets"][0]["percents"]) >= 0
+        assert [sum(b["counts"][i] for b in doc["histogram"]["buckets"]) for i in range(3)] \
+            == [6, 6, 3]
+    elif fmt == "org":
+        assert "|-" in out and "+" in out.splitlines()[2]
+        assert out.count("\n|-") == len(comp.pairs)   # under the header, then between files
+        assert "# warning:" in out
+    elif fmt == "md":
+        assert "|---" in out and "**faster**" in out
+    else:
+        assert "faster" in out and "params.block_size 512 -> 16384" in out
+        assert "distribution of bytes/s (shared buckets)" in out
+
+
+def test_shared_histogram_uses_one_set_of_edges(files):
+    comp = cmp.load_and_compare([files["small"], files["big"]])
+    h = comp.histogram
+    assert h is not None
+    widths = {round(b.high - b.low, 6) for b in h.buckets}
+    assert len(widths) == 1
+    assert [sum(b.counts[i] for b in h.buckets) for i in (0, 1)] == [6, 6]
+    for i in (0, 1):
+        assert sum(b.percents[i] for b in h.buckets) == pytest.approx(100)
+
+
+@pytest.mark.parametrize("fmt", cmp.FORMATS)
+def test_one_file_only_shows_its_summary(files, fmt):
+    comp = cmp.load_and_compare([files["small"]])
+    assert comp.single and comp.pairs == []
+    out = cmp.render(comp, fmt)
+    if fmt == "json":
+        doc = json.loads(out)
+        assert doc["comparisons"] == [] and doc["summary"]["n"] == 6
+    elif fmt == "csv":
+        (r,) = list(csv.DictReader(io.StringIO(out)))
+        assert r["n"] == "6" and float(r["median"]) > 0
+    elif fmt == "text":
+        assert "one file only" in out and "median" in out
+    else:
+        assert "median" in out
+
+
+def test_synthetic_symbol_diff_top_15(files):
+    """Synthetic hot symbols on real results (perf is not part of this test)."""
+    base = results.read(files["small"])
+    new = results.read(files["big"])
+    mk = lambda pcts: HotSymbols(tuple(HotSymbol(f"sym{i}", "[kernel.kallsyms]", p, True)
+                                       for i, p in enumerate(pcts)), scope="session")
+    base = dataclasses.replace(base, session_symbols=mk([5.0] * 20))
+    new = dataclasses.replace(new, session_symbols=mk([5.0 + i for i in range(20)]))
+    pair = cmp.compare([base, new]).pairs[0]
+    assert pair.symbols is not None and len(pair.symbols) == 15
+    assert pair.symbols[0].symbol == "sym19" and pair.symbols[0].delta == 19
+    out = cmp.render(cmp.compare([base, new]))
+    assert "hot symbols" in out and "sym19" in out
+    # only one side has symbols: no diff
+    assert cmp.compare([results.read(files["small"]), new]).pairs[0].symbols is None
+
+
+def test_synthetic_counters_are_shown_without_a_test(files):
+    """Synthetic perf counters in the summary line: one value per session, no test."""
+    a, b = results.read(files["small"]), results.read(files["big"])
+    for r, cs in ((a, 1000), (b, 1500)):
+        r.finished.summary["counters"] = {"context-switches": cs, "cycles": None}
+    m = row(cmp.compare([a, b]).pairs[0], "perf:context-switches")
+    assert m.change_pct == pytest.approx(50) and m.verdict == cmp.NO_TEST
+    assert m.p_value is None and not m.significant
+
+
+# --------------------------------------------------------------------------- faults
+
+def _one_line(e: pytest.ExceptionInfo) -> str:
+    msg = str(e.value)
+    assert "\n" not in msg and msg
+    return msg
+
+
+def test_different_workloads_are_refused(files):
+    with pytest.raises(HotloopError) as e:
+        cmp.load_and_compare([files["small"], files["other"]])
+    assert "seqpacket" in _one_line(e) and "zero_null" in str(e.value)
+
+
+def test_not_a_result_file_is_refused(files, tmp_path):
+    for text in ("hello\n", '{"a": 1}\n', ""):
+        bad = tmp_path / "bad.jsonl"
+        bad.write_text(text)
+        with pytest.raises(HotloopError) as e:
+            cmp.main_compare([files["small"], bad], "text")
+        assert "bad.jsonl" in _one_line(e)
+    with pytest.raises(HotloopError):
+        cmp.main_compare([tmp_path / "missing.jsonl"], "text")
+    with pytest.raises(HotloopError) as e:
+        cmp.main_compare([files["small"]], "xml")
+    assert "xml" in _one_line(e)
+
+
+def test_zero_runs_are_refused(files, tmp_path):
+    header_only = tmp_path / "header.jsonl"
+    header_only.write_text(files["small"].read_text().splitlines()[0] + "\n")
+    with pytest.raises(HotloopError) as e:
+        cmp.load_and_compare([header_only, files["small"]])
+    assert "baseline" in _one_line(e)
+    with pytest.raises(HotloopError) as e:
+        cmp.load_and_compare([files["small"], header_only])
+    assert "header.jsonl" in _one_line(e)
+
+
+def test_truncated_result_is_compared_and_flagged_partial(files, tmp_path):
+    """A crash mid-run: the summary line is gone and the last run line is cut in half."""
+    lines = files["big"].read_text().splitlines()
+    assert '"finished"' in lines[-1]
+    cut = tmp_path / "cut.jsonl"
+    cut.write_text("\n".join(lines[:-2] + [lines[-2][: len(lines[-2]) // 2]]))
+    comp = cmp.load_and_compare([files["small"], cut])
+    new = comp.pairs[0].new
+    assert new.partial and new.runs == 5
+    assert row(comp.pairs[0], "bytes/s").verdict == "faster"
+    text = cmp.render(comp)
+    assert "PARTIAL" in text and "partial" in text.splitlines()[-1]
+    doc = json.loads(cmp.render(comp, "json"))
+    assert doc["results"][0]["partial"] and all(r["partial"] for r in doc["comparisons"])
+    assert "(partial)" in cmp.render(comp, "md")
+    # a partial baseline works too
+    assert cmp.load_and_compare([cut, files["big"]]).baseline.partial
