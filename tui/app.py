@@ -1,0 +1,449 @@
+"""The Textual console: pick a plan, run it, watch it live.
+
+One more consumer of the session's event stream (like the headless reporter):
+the session runs in an async Textual worker, feeds a plain `LiveRun` model,
+and a 10 Hz timer redraws whatever changed, so thousands of runs a second
+cost a handful of redraws.  Stop and quit call `Session.stop()` and wait for
+the worker, so no process outlives the console.
+"""
+from __future__ import annotations
+
+import asyncio
+import os
+from dataclasses import replace
+from pathlib import Path
+
+from textual import work
+from textual.app import App, ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.widgets import Footer, RichLog, Static
+from textual.worker import Worker, WorkerState
+from rich.text import Text
+
+from tui import catalog, results
+from tui import events as ev
+from tui.catalog import Catalog, Plan
+from tui.commands import HotloopCommands
+from tui.errors import HotloopError
+from tui.messages import CatalogPicked, FormChanged, LogLine, SessionEnded, SymbolsArrived
+from tui.session import Session
+from tui.stats import si
+from tui.widgets.catalog_tree import CatalogTree
+from tui.widgets.live import LiveRun
+from tui.widgets.params import ParamsForm
+from tui.widgets.plots import DriftPlot, HistogramPlot
+from tui.widgets.save_dialog import SavePlanScreen
+from tui.widgets.stats_panel import StatsPanel
+from tui.widgets.symbols import SymbolsTable
+
+DEFAULT_PLAN = "quick"
+REDRAW_S = 0.1                  # at most 10 redraws a second, however fast runs arrive
+STOP_GRACE_S = 3.0              # then the worker is cancelled (the session kills its group)
+
+
+class HotloopApp(App[None]):
+    TITLE = "hotloop"
+    CSS_PATH = Path(__file__).parent / "app.tcss"
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (110, "-wide")]
+    COMMANDS = App.COMMANDS | {HotloopCommands}
+    BINDINGS = [
+        Binding("r", "run", "Run", id="run"),
+        Binding("x", "stop", "Stop", id="stop"),
+        Binding("w", "save", "Save plan", id="save"),
+        Binding("v", "toggle_view", "Setup/Live", id="view"),
+        Binding("q", "quit", "Quit", id="quit"),
+        Binding("escape", "leave_field", "Leave field", id="leave", show=False),
+    ]
+
+    def __init__(self, profiles: list[Path] | None = None,
+                 results_dir: Path = Path("results")) -> None:
+        super().__init__()
+        self.profiles = list(profiles or [])
+        self.results_dir = Path(results_dir)
+        self.cat: Catalog | None = None
+        self.live: LiveRun | None = None
+        self.session: Session | None = None
+        self.worker: Worker | None = None
+        self.view = "setup"
+        self._affinity: set[int] | None = None
+
+    # --- layout ----------------------------------------------------------------
+
+    def compose(self) -> ComposeResult:
+        yield Static("hotloop", id="status")
+        with Horizontal(id="main"):
+            with Vertical(id="setup"):
+                yield CatalogTree(id="catalog")
+                yield ParamsForm(id="params")
+            with Vertical(id="live"):
+                with Horizontal(id="live-top"):
+                    with Vertical(id="charts"):
+                        yield HistogramPlot(id="histogram")
+                        yield DriftPlot(id="drift")
+                    with Vertical(id="side"):
+                        yield StatsPanel(id="stats")
+                        yield SymbolsTable(id="symbols")
+                yield RichLog(id="log", wrap=True, markup=False, max_lines=500)
+        yield Footer()
+
+    async def on_mount(self) -> None:
+        titles = {"#catalog": "catalogue", "#params": "parameters", "#histogram": "distribution",
+                  "#drift": "run by run", "#stats": "stats", "#symbols": "hot symbols",
+                  "#log": "log"}
+        for sel, title in titles.items():
+            self.query_one(sel).border_title = title
+        self.screen.add_class("-view-setup")
+        self.set_interval(REDRAW_S, self._tick)
+        try:
+            self.cat = catalog.load(self.profiles)
+        except HotloopError as e:
+            self.cat = Catalog()
+            self.log_line(str(e), "error")
+            self._status()
+            return
+        self.query_one(CatalogTree).fill(self.cat)
+        first = (("plan", DEFAULT_PLAN) if DEFAULT_PLAN in self.cat.plans else
+                 ("plan", next(iter(self.cat.plans))) if self.cat.plans else
+                 ("workload", next(iter(self.cat.workloads))) if self.cat.workloads else None)
+        if first:
+            await self.pick(*first)
+        self.query_one(CatalogTree).focus()
+
+    # --- the catalogue and the form ----------------------------------------------
+
+    @property
+    def form(self) -> ParamsForm:
+        return self.query_one(ParamsForm)
+
+    async def pick(self, kind: str, name: str) -> None:
+        """Show a catalogue entry: plans and workloads load the form, profiles set it."""
+        cat = self.cat
+        if cat is None:
+            return
+        tree = self.query_one(CatalogTree)
+        tree.point_at(kind, name)
+        try:
+            if kind == "plan":
+                await self.form.load(cat, cat.plans[name])
+            elif kind == "workload":
+                await self.form.load(cat, Plan(name=name, workload=name))
+            elif kind in ("cpu", "kernel"):
+                prof = (cat.cpus if kind == "cpu" else cat.kernels)[name]
+                self.form.set_choice(kind, name)
+                detail = ""
+                if kind == "cpu":
+                    detail = (f" (cpus {','.join(map(str, prof.cpus)) or 'any'}, "  # type: ignore[attr-defined]
+                              f"sched {prof.sched})")  # type: ignore[attr-defined]
+                self.form.hint(f"{kind} {name}: {prof.summary}{detail}")
+        except HotloopError as e:
+            self.log_line(str(e), "error")
+        self._status()
+
+    async def on_catalog_picked(self, message: CatalogPicked) -> None:
+        await self.pick(message.kind, message.name)
+
+    def on_form_changed(self, message: FormChanged) -> None:
+        self._status()
+
+    def on_input_submitted(self, event) -> None:
+        if self.form in event.input.ancestors:
+            self.screen.focus_next()
+
+    def action_leave_field(self) -> None:
+        focused = self.focused
+        if focused is not None and self.form in focused.ancestors:
+            self.query_one(CatalogTree).focus()
+
+    # --- running -----------------------------------------------------------------
+
+    @property
+    def running(self) -> bool:
+        return self.worker is not None and self.worker.state in (WorkerState.PENDING,
+                                                                 WorkerState.RUNNING)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "run":
+            return None if self.running or self.cat is None else True
+        if action == "stop":
+            return True if self.running else None
+        if action == "toggle_view":
+            return self.screen.has_class("-narrow")
+        return True
+
+    def action_run(self) -> None:
+        if self.running or self.cat is None:
+            return
+        try:
+            plan = self.form.build()
+            rp = self.cat.resolve(plan)
+        except (ValueError, HotloopError) as e:
+            self.log_line(f"cannot run: {e}", "error")
+            self.notify(f"cannot run: {e}", severity="error", timeout=4)
+            return
+        path = results.default_path(plan.name, self.results_dir)
+        self.session = Session(rp, path)
+        self.live = LiveRun(plan.name, plan.runs, plan.warmup, rp.workload.unit,
+                            rp.workload.higher_is_better, plan.perf)
+        symbols = self.query_one(SymbolsTable)
+        symbols.show_message("perf: waiting for the first window…" if plan.perf
+                             else "perf is off for this run")
+        self.query_one("#symbols").border_title = "hot symbols" if plan.perf else \
+            "hot symbols · off"
+        self.log_line(f"run {plan.name}: {rp.workload.name}, {plan.runs} runs "
+                      f"(+{plan.warmup} warmup), cpu {rp.cpu.name} → {path}")
+        self._away_from(rp.cpu.cpus)
+        self.worker = self.run_session(self.session, self.live)
+        if self.screen.has_class("-narrow"):
+            self.set_view("live")
+        self._redraw(plots=True)
+        self.refresh_bindings()
+
+    @work(exclusive=True, group="session", exit_on_error=False)
+    async def run_session(self, session: Session, live: LiveRun) -> None:
+        """Drive one session to its end; the only place that reads its events."""
+        outcome, last = "failed", None
+        since_yield = 0
+        try:
+            async for event in session.events():
+                last = event
+                if isinstance(event, ev.RunSample):
+                    live.add(event.value, event.warmup)
+                    since_yield += 1
+                    if since_yield >= 64:       # a burst of buffered lines: let the UI in
+                        since_yield = 0
+                        await asyncio.sleep(0)
+                elif isinstance(event, ev.Started):
+                    live.result_file = event.result_file
+                    live.state = "running"
+                    live.dirty = True
+                elif isinstance(event, ev.HotSymbols):
+                    self.post_message(SymbolsArrived(event))
+                elif isinstance(event, ev.Warning):
+                    self.post_message(LogLine(event.message, "warning"))
+                elif isinstance(event, ev.Finished):
+                    outcome = "finished"
+                elif isinstance(event, ev.Failed):
+                    outcome = "stopped" if event.interrupted else "failed"
+                    if not event.interrupted:
+                        self.post_message(LogLine(event.message, "error"))
+        except asyncio.CancelledError:
+            outcome = "stopped"
+            raise
+        except HotloopError as e:             # e.g. the workload does not compile
+            self.post_message(LogLine(str(e), "error"))
+        except Exception as e:  # noqa: BLE001 - a session bug must not kill the console
+            self.post_message(LogLine(f"session error: {type(e).__name__}: {e}", "error"))
+        finally:
+            live.end(outcome)
+            path = session.result_file
+            if (isinstance(last, ev.Failed) and last.bad_input and not live.n
+                    and path.exists()):
+                path.unlink(missing_ok=True)   # nothing ran: leave nothing behind
+            self.post_message(SessionEnded(outcome, str(path) if path.exists() else "",
+                                           live.n))
+
+    def on_symbols_arrived(self, message: SymbolsArrived) -> None:
+        hot = message.symbols
+        self.query_one(SymbolsTable).show(hot)
+        where = "whole run" if hot.scope == "session" else f"window {hot.window}"
+        self.query_one("#symbols").border_title = f"hot symbols · {where}"
+
+    def on_session_ended(self, message: SessionEnded) -> None:
+        live = self.live
+        s = live.summary() if live else None
+        unit = live.unit if live else ""
+        if message.outcome == "finished" and s is not None:
+            self.log_line(f"done: {s.n} runs, median {si(s.median, unit)}, "
+                          f"CV {s.cv * 100:.2f}% → {message.result_file}", "success")
+        elif message.outcome == "stopped":
+            kept = f"; {message.runs} runs kept in {message.result_file}" \
+                if message.result_file else ""
+            self.log_line(f"stopped{kept}", "warning")
+        else:
+            self.log_line(f"failed after {message.runs} runs"
+                          + (f"; see {message.result_file}" if message.result_file else ""),
+                          "error")
+        if live is not None and live.perf and self.query_one(SymbolsTable).latest is None:
+            self.query_one(SymbolsTable).show_message("perf: no samples")
+        self._restore_affinity()
+        self._redraw(plots=True)
+        self.refresh_bindings()
+
+    async def action_stop(self) -> None:
+        await self.stop_run(wait=False)
+
+    async def stop_run(self, wait: bool = True) -> None:
+        """Stop the session; with `wait`, return once its worker (and processes) are gone."""
+        worker, session = self.worker, self.session
+        if worker is None or session is None or not self.running:
+            return
+        self.log_line("stopping…", "warning")
+        session.stop()
+        if not session.pids:                  # not started yet: nothing for stop() to kill
+            worker.cancel()
+        waiter = asyncio.ensure_future(self._await_worker(worker))
+        if wait:
+            await waiter
+
+    async def _await_worker(self, worker: Worker) -> None:
+        try:
+            await asyncio.wait_for(asyncio.shield(worker.wait()), STOP_GRACE_S)
+        except asyncio.TimeoutError:
+            worker.cancel()
+        except Exception:  # noqa: BLE001 - cancelled or failed: it has ended either way
+            pass
+        try:
+            await worker.wait()
+        except Exception:  # noqa: BLE001
+            pass
+
+    async def action_quit(self) -> None:
+        await self.stop_run(wait=True)
+        self.exit()
+
+    # --- saving ------------------------------------------------------------------
+
+    def action_save(self) -> None:
+        if self.cat is None or self.form.base is None:
+            return
+        bad = self.form.errors()
+        if bad:
+            self.notify("fix the parameters first: " + "; ".join(bad), severity="error")
+            return
+        base = self.form.base.name
+        self.push_screen(SavePlanScreen(f"{base}-2" if base in self.cat.plans else base,
+                                        self._save_as), self._saved)
+
+    def _save_as(self, name: str) -> str | None:
+        """Save the form as plan `name`; an error message, or None once saved."""
+        assert self.cat is not None
+        try:
+            plan = self.form.build(name)
+            base = self.form.base
+            summary = plan.summary if base is not None and base.name == name else \
+                f"saved from {base.name if base else plan.workload} in the console"
+            plan = replace(plan, summary=summary, origin="")
+            path = catalog.save_plan(plan, cat=self.cat)
+        except (ValueError, HotloopError) as e:
+            return str(e)
+        self.log_line(f"saved plan {name} to {path}", "success")
+        return None
+
+    async def _saved(self, name: str | None) -> None:
+        if name is None:
+            return
+        try:
+            self.cat = catalog.load(self.profiles)
+        except HotloopError as e:
+            self.log_line(str(e), "error")
+            return
+        self.query_one(CatalogTree).fill(self.cat)
+        await self.pick("plan", name)
+        self.query_one(CatalogTree).focus()
+
+    # --- views -------------------------------------------------------------------
+
+    def set_view(self, view: str) -> None:
+        self.view = view
+        self.screen.set_class(view == "setup", "-view-setup")
+        self.screen.set_class(view == "live", "-view-live")
+        if self.screen.has_class("-narrow"):
+            if view == "setup":
+                self.query_one(CatalogTree).focus()
+            else:
+                self.query_one(SymbolsTable).focus()
+        self._status()
+
+    def action_toggle_view(self) -> None:
+        self.set_view("live" if self.view == "setup" else "setup")
+
+    def on_resize(self) -> None:
+        self.call_after_refresh(self.refresh_bindings)
+        self.call_after_refresh(self._status)
+
+    # --- drawing -----------------------------------------------------------------
+
+    def _tick(self) -> None:
+        live = self.live
+        if live is None:
+            return
+        if live.dirty:
+            live.dirty = False
+            self._redraw(plots=True)
+            self._status()
+        elif live.running:
+            self.query_one(StatsPanel).show(live)   # the clock and time left move on
+
+    def _redraw(self, plots: bool) -> None:
+        live = self.live
+        self.query_one(StatsPanel).show(live)
+        if plots:
+            self.query_one(HistogramPlot).show(live)
+            self.query_one(DriftPlot).show(live)
+
+    def _status(self) -> None:
+        if not self.is_mounted:
+            return
+        parts: list[str] = ["[b]hotloop[/b]"]
+        form = self.form
+        if form.base is not None:
+            try:
+                plan = form.build()
+                edited = self._edited(plan, form.base)
+            except (ValueError, HotloopError):
+                plan, edited = form.base, True
+            narrow = self.screen.has_class("-narrow")
+            parts.append(f"{plan.name}{'*' if edited else ''} · {plan.workload} · "
+                         + ("" if narrow else f"cpu {plan.cpu} · ") + f"{plan.runs} runs")
+        live = self.live
+        if live is not None:
+            mark = {"building": "building", "running": f"running {live.n}/{live.runs}",
+                    "finished": f"done {live.n}/{live.runs}",
+                    "stopped": f"stopped {live.n}/{live.runs}",
+                    "failed": "failed"}[live.state]
+            parts.append(mark)
+        if self.screen.has_class("-narrow"):
+            parts.append(f"[dim]v {'live' if self.view == 'setup' else 'setup'}[/dim]")
+        self.query_one("#status", Static).update("  │  ".join(parts))
+
+    def _edited(self, plan: Plan, base: Plan) -> bool:
+        """Whether the form differs from the plan it was loaded from (params resolved)."""
+        if self.cat is None:
+            return False
+        a, b = self.cat.resolve(plan), self.cat.resolve(base)
+        return a.params != b.params or replace(plan, params={}) != replace(base, params={})
+
+    def log_line(self, text: str, level: str = "info") -> None:
+        colour = {"warning": "warning", "error": "error", "success": "success"}.get(level)
+        style = ""
+        if colour:
+            style = self.theme_variables.get(colour, "") or ""
+        prefix = {"warning": "warning: ", "error": "error: "}.get(level, "")
+        self.query_one(RichLog).write(Text(prefix + text, style=style))
+
+    def on_log_line(self, message: LogLine) -> None:
+        self.log_line(message.text, message.level)
+
+    # --- keeping off the worker's CPUs ---------------------------------------------
+
+    def _away_from(self, cpus: tuple[int, ...]) -> None:
+        """Run the console on CPUs the profile leaves free, where there are any."""
+        if not cpus or not hasattr(os, "sched_setaffinity"):
+            return
+        try:
+            mine = os.sched_getaffinity(0)
+            spare = mine - set(cpus)
+            if spare and spare != mine:
+                os.sched_setaffinity(0, spare)
+                self._affinity = mine
+        except OSError:
+            pass
+
+    def _restore_affinity(self) -> None:
+        if self._affinity is not None:
+            try:
+                os.sched_setaffinity(0, self._affinity)
+            except OSError:
+                pass
+            self._affinity = None
