@@ -48,6 +48,8 @@ class CatalogTree(Tree[tuple[str, str]]):
         if node is None:
             return False
         self.move_cursor(node)
+        # after a fill() the lines are laid out on the next refresh: point again then
+        self.call_after_refresh(self.move_cursor, node)
         return True
 
     def on_tree_node_selected(self, event: Tree.NodeSelected[tuple[str, str]]) -> None:

@@ -1,0 +1,220 @@
+"""The console driven as a user would, with Pilot: real session, worker and compiler.
+
+Each test runs the app in `run_test` and waits on conditions (`wait_for`),
+never on fixed sleeps.  Runs are tiny (seqpacket, a few thousand messages).
+"""
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+from typing import Callable
+
+from textual.widgets import Input, RichLog, Select
+
+from tui import results
+from tui.app import HotloopApp
+from tui.widgets.catalog_tree import CatalogTree
+from tui.widgets.params import ParamInput
+from tui.widgets.plots import HistogramPlot
+from tui.widgets.save_dialog import SavePlanScreen
+from tui.widgets.stats_panel import StatsPanel
+
+SIZE = (120, 36)
+
+
+def run(coro) -> None:
+    asyncio.run(coro)
+
+
+async def wait_for(pilot, predicate: Callable[[], object], timeout: float = 20.0,
+                   what: str = "") -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what or predicate}")
+        await pilot.pause(0.02)
+
+
+def log_text(app: HotloopApp) -> str:
+    return "\n".join(line.text for line in app.query_one(RichLog).lines)
+
+
+async def type_into(pilot, app: HotloopApp, key: str, text: str) -> ParamInput:
+    """Focus a parameter field, clear it and type `text` key by key."""
+    field = app.form.fields[key]
+    assert isinstance(field, ParamInput)
+    control: Input = field.control  # type: ignore[assignment]
+    control.focus()
+    await pilot.pause()
+    control.value = ""
+    await pilot.press(*text)
+    await wait_for(pilot, lambda: control.value == text, 5, f"{key} = {text}")
+    return field
+
+
+async def set_choice(pilot, app: HotloopApp, key: str, value: str) -> None:
+    select: Select = app.form.fields[key].control  # type: ignore[assignment]
+    select.value = value
+    await pilot.pause()
+
+
+async def small_run(pilot, app: HotloopApp, msgs: str, runs: str) -> None:
+    """Settings for a short, quiet run: seqpacket, no warmup, no perf."""
+    await type_into(pilot, app, "param.msgs", msgs)
+    await type_into(pilot, app, "runs", runs)
+    await type_into(pilot, app, "warmup", "0")
+    await set_choice(pilot, app, "perf", "off")
+    await pilot.press("escape")                 # leave the field: keys are bindings again
+    await wait_for(pilot, lambda: isinstance(app.focused, CatalogTree), 5, "tree focus")
+
+
+def test_start_selects_quick_and_workload_from_tree(isolated: Path) -> None:
+    async def go() -> None:
+        app = HotloopApp()
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_for(pilot, lambda: app.form.base is not None, 10, "a plan loaded")
+            assert app.form.base.name == "quick"
+            tree = app.query_one(CatalogTree)
+            await wait_for(pilot, lambda: tree.cursor_node is not None
+                           and tree.cursor_node.data == ("plan", "quick"), 5, "cursor on quick")
+            assert app.focused is tree
+            assert app.check_action("run", ()) is True
+            assert "quick" in str(app.query_one("#status").render())
+            # walk the tree with the keyboard to the zero_null workload and pick it
+            for _ in range(40):
+                if tree.cursor_node is not None and tree.cursor_node.data == ("workload",
+                                                                              "zero_null"):
+                    break
+                await pilot.press("down")
+            await pilot.press("enter")
+            await wait_for(pilot, lambda: app.form.base is not None
+                           and app.form.base.workload == "zero_null", 5, "zero_null loaded")
+            assert "param.block_size" in app.form.fields
+            assert "param.msgs" not in app.form.fields
+    run(go())
+
+
+def test_edit_param_invalid_then_valid(isolated: Path) -> None:
+    async def go() -> None:
+        app = HotloopApp(results_dir=isolated / "results")
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_for(pilot, lambda: app.form.base is not None, 10)
+            field = await type_into(pilot, app, "param.msgs", "0")
+            error = field.query_one(".field-error")
+            await wait_for(pilot, lambda: field.has_class("-invalid"), 5, "inline error")
+            assert error.display and "below the minimum 1" in str(error.render())
+            assert field.control.has_class("-invalid")
+            await pilot.press("escape")
+            await pilot.press("r")                      # refused: nothing starts
+            await wait_for(pilot, lambda: "cannot run" in log_text(app), 5, "refusal")
+            assert app.worker is None and not (isolated / "results").exists()
+            await type_into(pilot, app, "param.msgs", "abc")
+            await wait_for(pilot, lambda: "expected an integer" in str(error.render()), 5)
+            await type_into(pilot, app, "param.msgs", "2_000")
+            await wait_for(pilot, lambda: not field.has_class("-invalid"), 5, "error cleared")
+            assert not error.display
+            assert app.form.build().params["msgs"] == 2000
+    run(go())
+
+
+def test_run_to_completion(isolated: Path, leftovers) -> None:
+    async def go() -> None:
+        out = isolated / "results"
+        app = HotloopApp(results_dir=out)
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_for(pilot, lambda: app.form.base is not None, 10)
+            await small_run(pilot, app, "2000", "3")
+            await pilot.press("r")
+            await wait_for(pilot, lambda: app.live is not None, 5, "run started")
+            assert app.check_action("stop", ()) is True
+            await wait_for(pilot, lambda: app.live.state == "finished", 60, "run finished")
+            await wait_for(pilot, lambda: not app.running, 10)
+            stats = app.query_one(StatsPanel)
+            await wait_for(pilot, lambda: "n 3/3" in str(
+                stats.query_one("#stats-runs").render()), 5, "stats n=3")
+            assert "median" in str(stats.query_one("#stats-numbers").render())
+            assert "B/s" in str(stats.query_one("#stats-numbers").render())
+            plot = app.query_one(HistogramPlot)
+            assert plot.live is not None and plot.live.n == 3
+            assert sum(b.count for b in plot.live.histogram()) == 3
+            files = list(out.glob("*-quick.jsonl"))
+            assert len(files) == 1
+            result = results.read(files[0])
+            assert len(result.runs) == 3 and not result.partial
+            assert "done: 3 runs" in log_text(app)
+        assert leftovers() == []
+    run(go())
+
+
+def test_stop_mid_run_keeps_measured_runs(isolated: Path, leftovers) -> None:
+    async def go() -> None:
+        out = isolated / "results"
+        app = HotloopApp(results_dir=out)
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_for(pilot, lambda: app.form.base is not None, 10)
+            await small_run(pilot, app, "20000", "1000")
+            await pilot.press("r")
+            await wait_for(pilot, lambda: app.live is not None and app.live.n >= 2, 60,
+                           "two runs measured")
+            await pilot.press("x")
+            await wait_for(pilot, lambda: not app.running, 5, "worker ended")
+            assert app.live.state == "stopped"
+            measured = app.live.n
+            result = results.read(next(out.glob("*.jsonl")))
+            assert len(result.runs) == measured >= 2
+            assert result.failed is not None and result.failed.interrupted
+            assert "stopped" in log_text(app)
+            assert leftovers() == []
+    run(go())
+
+
+def test_save_plan_appears_in_catalogue(isolated: Path) -> None:
+    async def go() -> None:
+        app = HotloopApp()
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_for(pilot, lambda: app.form.base is not None, 10)
+            await type_into(pilot, app, "param.msgs", "3000")
+            await pilot.press("escape")
+            await pilot.press("w")
+            await wait_for(pilot, lambda: isinstance(app.screen, SavePlanScreen), 5, "dialog")
+            name_input = app.screen.query_one(Input)
+            name_input.value = ""
+            await pilot.press(*"my-plan", "enter")
+            await wait_for(pilot, lambda: not isinstance(app.screen, SavePlanScreen), 5)
+            await wait_for(pilot, lambda: "my-plan" in app.cat.plans, 5, "catalogue reloaded")
+            saved = isolated / "config" / "hotloop" / "plans" / "my-plan.toml"
+            assert saved.is_file()
+            assert app.cat.plans["my-plan"].params["msgs"] == 3000
+            tree = app.query_one(CatalogTree)
+            assert tree.node_for("plan", "my-plan") is not None
+            await wait_for(pilot, lambda: tree.cursor_node.data == ("plan", "my-plan"), 5)
+            assert app.form.base.name == "my-plan"
+            # the same name again is refused inline, and the dialog stays open
+            await pilot.press("w")
+            await wait_for(pilot, lambda: isinstance(app.screen, SavePlanScreen), 5)
+            app.screen.query_one(Input).value = ""
+            await pilot.press(*"quick", "enter")
+            error = app.screen.query_one("#save-error")
+            await wait_for(pilot, lambda: "already exists" in str(error.render()), 5)
+            await pilot.press("escape")
+            await wait_for(pilot, lambda: not isinstance(app.screen, SavePlanScreen), 5)
+    run(go())
+
+
+def test_quit_during_run_leaves_no_process(isolated: Path, leftovers) -> None:
+    async def go() -> None:
+        out = isolated / "results"
+        app = HotloopApp(results_dir=out)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await wait_for(pilot, lambda: app.form.base is not None, 10)
+            await small_run(pilot, app, "20000", "1000")
+            await pilot.press("r")
+            await wait_for(pilot, lambda: app.live is not None and app.live.n >= 1, 60)
+            assert app.screen.has_class("-view-live")       # small screen: live view
+            await pilot.press("q")
+            await wait_for(pilot, lambda: not app.is_running, 10, "app exited")
+        assert leftovers() == []
+        result = results.read(next(out.glob("*.jsonl")))
+        assert len(result.runs) >= 1
+    run(go())
