@@ -8,19 +8,23 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import json
+import re
 import sys
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Any, AsyncIterator, Sequence
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, \
     TimeElapsedColumn, TimeRemainingColumn
 
-from tui import __version__, build, catalog, report, results, system
+from tui import __version__, build, catalog, compare, report, results, system
 from tui import events as ev
 from tui.catalog import Catalog, Plan
 from tui.errors import HotloopError, RunFailed
+from tui.interleave import interleave
 from tui.session import Session
 from tui.stats import si
 
@@ -43,15 +47,20 @@ def parser() -> argparse.ArgumentParser:
     _profiles_option(top)
     sub = top.add_subparsers(dest="command", parser_class=_Parser)
 
-    run = sub.add_parser("run", help="run a plan or a workload headless")
-    run.add_argument("name", help="plan or workload name")
-    run.add_argument("--cpu", help="CPU profile")
+    run = sub.add_parser("run", help="run plans or workloads headless")
+    run.add_argument("names", nargs="+", metavar="NAME",
+                     help="plan or workload name; several run as a batch and are compared")
+    run.add_argument("--cpu", action="append",
+                     help="CPU profile; repeat to compare profiles")
+    run.add_argument("--interleave", action="store_true",
+                     help="run the variants alternately, one repetition each (ABAB...)")
     run.add_argument("--kernel", help="kernel profile")
     run.add_argument("--runs", type=int, help="recorded repetitions")
     run.add_argument("--warmup", type=int, help="unrecorded repetitions first")
     run.add_argument("--timeout", type=float, help="seconds one repetition may take")
     run.add_argument("--param", action="append", default=[], metavar="K=V",
-                     help="override a workload parameter (repeatable)")
+                     help="override a workload parameter (repeatable); K=V1,V2 compares "
+                          "values")
     run.add_argument("--perf", action=argparse.BooleanOptionalAction, default=None,
                      help="sample with perf (default: the plan's, on where perf works)")
     run.add_argument("--out", type=Path, help="result file (default results/<time>-<plan>.jsonl)")
@@ -64,6 +73,11 @@ def parser() -> argparse.ArgumentParser:
     show.add_argument("file", type=Path)
     show.add_argument("--format", choices=("text", "json"), default="text")
     _profiles_option(show)
+
+    cmp = sub.add_parser("compare", help="compare result files; the first is the baseline")
+    cmp.add_argument("files", nargs="+", type=Path)
+    cmp.add_argument("--format", choices=compare.FORMATS, default="text")
+    _profiles_option(cmp)
 
     lst = sub.add_parser("list", help="list workloads, CPU and kernel profiles, plans")
     lst.add_argument("what", nargs="?", choices=("workloads", "cpu", "kernel", "plans"))
@@ -116,66 +130,147 @@ def parse_params(cat: Catalog, workload: str, items: list[str],
     return params
 
 
-def resolve_run_plan(cat: Catalog, args: argparse.Namespace) -> catalog.ResolvedPlan:
-    """The plan named on the command line with the command line's overrides."""
-    plan = cat.plan_for(args.name)
-    params = parse_params(cat, plan.workload, args.param, plan.params)
+def resolve_run_plan(cat: Catalog, args: argparse.Namespace, name: str, cpu: str | None,
+                     param_items: list[str]) -> catalog.ResolvedPlan:
+    """A plan named on the command line with the command line's overrides."""
+    plan = cat.plan_for(name)
+    params = parse_params(cat, plan.workload, param_items, plan.params)
     for flag in ("runs", "warmup"):
         value = getattr(args, flag)
         if value is not None and value < (1 if flag == "runs" else 0):
             raise HotloopError(f"--{flag} {value}: must be at least {1 if flag == 'runs' else 0}")
     if args.timeout is not None and args.timeout <= 0:
         raise HotloopError(f"--timeout {args.timeout:g}: must be above 0 seconds")
-    plan = catalog.with_overrides(plan, cpu=args.cpu, kernel=args.kernel, runs=args.runs,
+    plan = catalog.with_overrides(plan, cpu=cpu, kernel=args.kernel, runs=args.runs,
                                   warmup=args.warmup, timeout=args.timeout, perf=args.perf,
                                   params=params)
     return cat.resolve(plan)
 
 
-async def _run_session(session: Session, fmt: str) -> ev.Event | None:
-    """Drive a session with a progress bar on stderr; its Finished or Failed event."""
-    rp = session.rp
-    unit = rp.workload.unit
+@dataclass(frozen=True)
+class Variant:
+    label: str
+    rp: catalog.ResolvedPlan
+    out: Path
+
+
+def variants(cat: Catalog, args: argparse.Namespace) -> list[Variant]:
+    """Every combination of the plans, --cpu profiles and K=V1,V2 params asked for."""
+    fixed: list[str] = []
+    multi: list[list[str]] = []
+    for item in args.param:
+        key, sep, value = item.partition("=")
+        if sep and "," in value:
+            multi.append([f"{key}={v}" for v in value.split(",")])
+        else:
+            fixed.append(item)
+    cpus = args.cpu or [None]
+    out: list[Variant] = []
+    for name, cpu, combo in itertools.product(args.names, cpus, itertools.product(*multi)):
+        rp = resolve_run_plan(cat, args, name, cpu, fixed + list(combo))
+        parts = ([name] if len(args.names) > 1 else []) + \
+                ([f"cpu={cpu}"] if len(cpus) > 1 else []) + list(combo)
+        label = " ".join(parts)
+        slug = re.sub(r"[^A-Za-z0-9_.+-]+", "_", label)
+        path = results.default_path(f"{rp.plan.name}-{slug}" if slug else rp.plan.name)
+        out.append(Variant(label, rp, path))
+    if len(out) > 1 and args.out:
+        raise HotloopError("--out names one file, and this batch writes one per variant")
+    if len(out) == 1 and args.out:
+        out[0] = Variant(out[0].label, out[0].rp, args.out)
+    if args.interleave and len(out) < 2:
+        raise HotloopError("--interleave needs two or more variants (plans, --cpu, or K=V1,V2)")
+    if args.interleave and any(v.rp.kernel.sysctl for v in out):
+        raise HotloopError("--interleave cannot switch sysctls between runs; run the variants "
+                           "in turn (without --interleave)")
+    return out
+
+
+async def _run_sessions(sessions: list[Session], fmt: str,
+                        interleaved: bool) -> dict[str, ev.Event | None]:
+    """Drive the sessions with a progress bar on stderr; each one's Finished or Failed."""
     console = Console(stderr=True)
-    last: ev.Event | None = None
+    last: dict[str, ev.Event | None] = {s.variant: None for s in sessions}
     with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                   TextColumn("{task.fields[value]}"), TimeElapsedColumn(),
                   TextColumn("eta"), TimeRemainingColumn(), console=console,
                   transient=True, disable=fmt != "text" or not console.is_terminal) as bar:
-        task = bar.add_task(rp.plan.name, total=rp.plan.runs, value="")
-        async for event in session.events():
-            if isinstance(event, (ev.Finished, ev.Failed)):
-                last = event
-            if isinstance(event, ev.RunSample) and not event.warmup:
-                bar.update(task, advance=1, value=si(event.value, unit))
-            elif isinstance(event, ev.Warning):
-                console.print(f"[yellow]warning:[/] {event.message}")
+        tasks = {s.variant: bar.add_task(s.variant or s.rp.plan.name, total=s.rp.plan.runs,
+                                         value="") for s in sessions}
+        units = {s.variant: s.rp.workload.unit for s in sessions}
+
+        async def consume(stream: AsyncIterator[ev.Event]) -> None:
+            async for event in stream:
+                if isinstance(event, (ev.Finished, ev.Failed)):
+                    last[event.variant] = event
+                elif isinstance(event, ev.RunSample) and not event.warmup:
+                    bar.update(tasks[event.variant], advance=1,
+                               value=si(event.value, units[event.variant]))
+                elif isinstance(event, ev.Warning):
+                    prefix = f"{event.variant}: " if len(sessions) > 1 else ""
+                    console.print(f"[yellow]warning:[/] {prefix}{event.message}")
+
+        if interleaved:
+            await consume(interleave(sessions))
+        else:
+            for s in sessions:
+                await consume(s.events())
     return last
 
 
 def cmd_run(args: argparse.Namespace) -> int:
     cat = catalog.load(_profiles(args))
-    rp = resolve_run_plan(cat, args)
-    out = args.out or results.default_path(rp.plan.name)
-    session = Session(rp, out, apply_system=args.apply_system)
+    todo = variants(cat, args)
+    sessions = [Session(v.rp, v.out, variant=v.label, apply_system=args.apply_system)
+                for v in todo]
     try:
-        last = asyncio.run(_run_session(session, args.format))
+        last = asyncio.run(_run_sessions(sessions, args.format, args.interleave))
     except KeyboardInterrupt:
-        print(f"hotloop: interrupted; the runs measured so far are in {out}", file=sys.stderr)
+        files = ", ".join(str(v.out) for v in todo if v.out.exists())
+        print(f"hotloop: interrupted; the runs measured so far are in {files}",
+              file=sys.stderr)
         return EXIT_INTERRUPTED
-    if isinstance(last, ev.Failed) and last.bad_input and not _has_runs(out):
-        out.unlink(missing_ok=True)     # nothing ran: leave nothing behind
-        raise HotloopError(last.message)
-    result = results.read(out)
+    done: list[results.Result] = []
+    failures: list[str] = []
+    interrupted = False
+    for v in todo:
+        end = last[v.label]
+        if isinstance(end, ev.Failed) and end.bad_input and not _has_runs(v.out):
+            v.out.unlink(missing_ok=True)   # nothing ran: leave nothing behind
+            raise HotloopError(end.message)
+        if isinstance(end, ev.Failed):
+            interrupted |= end.interrupted
+            if not end.interrupted:
+                failures.append(f"{v.label or v.rp.plan.name}: {end.message}")
+        if v.out.exists():
+            done.append(results.read(v.out))
+    comparison = _batch_comparison(done) if len(todo) > 1 else None
     if args.format == "json":
-        print(json.dumps(report.document(result), indent=2))
+        docs = [report.document(r) for r in done]
+        doc: dict[str, Any] = docs[0] if len(todo) == 1 else {
+            "results": docs, "comparison": json.loads(comparison[1]) if comparison else None}
+        print(json.dumps(doc, indent=2))
     else:
-        print(report.text(result))
-    if isinstance(last, ev.Failed):
-        if last.interrupted:
-            return EXIT_INTERRUPTED
-        raise RunFailed(f"{rp.plan.name}: {last.message}")
+        print("\n\n".join(report.text(r) for r in done))
+        if comparison:
+            print("\n" + comparison[0])
+    if interrupted:
+        return EXIT_INTERRUPTED
+    if failures:
+        raise RunFailed("; ".join(failures))
     return 0
+
+
+def _batch_comparison(done: list[results.Result]) -> tuple[str, str] | None:
+    """The batch's comparison as (text, json), or None when it cannot be compared."""
+    if len(done) < 2:
+        return None
+    try:
+        comp = compare.compare(done)
+    except HotloopError as e:
+        print(f"hotloop: no comparison: {e}", file=sys.stderr)
+        return None
+    return compare.render(comp, "text"), compare.render(comp, "json")
 
 
 def _has_runs(path: Path) -> bool:
@@ -191,6 +286,11 @@ def cmd_show(args: argparse.Namespace) -> int:
         print(json.dumps(report.document(result), indent=2))
     else:
         print(report.text(result))
+    return 0
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    print(compare.main_compare(args.files, args.format))
     return 0
 
 
@@ -256,7 +356,7 @@ def cmd_tui(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"run": cmd_run, "show": cmd_show, "list": cmd_list, "doctor": cmd_doctor,
+COMMANDS = {"run": cmd_run, "show": cmd_show, "compare": cmd_compare, "list": cmd_list, "doctor": cmd_doctor,
             "save": cmd_save, "restore": cmd_restore}
 
 

@@ -138,9 +138,12 @@ class Session:
     """Run `rp` once; iterate `events()` to drive it."""
 
     def __init__(self, rp: ResolvedPlan, result_file: Path, variant: str = "",
-                 apply_system: bool = False):
+                 apply_system: bool = False, gate: asyncio.Queue[None] | None = None):
         self.rp = rp
         self.apply_system = apply_system     # the user's consent to system changes
+        # With a gate, every repetition waits for a token: interleave.py hands
+        # them out so that several sessions take turns, one run at a time.
+        self.gate = gate
         self.result_file = result_file
         self.variant = variant
         self.pids: list[int] = []        # worker and its helper processes, once ready
@@ -223,7 +226,8 @@ class Session:
                 "module_name": built.module_name, "params": rp.params,
                 "cpus": list(rp.cpu.cpus), "sched": rp.cpu.sched,
                 "priority": rp.cpu.priority, "nice": rp.cpu.nice,
-                "runs": rp.plan.runs, "warmup": rp.plan.warmup, "wait_go": True}
+                "runs": rp.plan.runs, "warmup": rp.plan.warmup,
+                "step": self.gate is not None}
         assert proc.stdin is not None
         proc.stdin.write((json.dumps(spec) + "\n").encode())
         await proc.stdin.drain()
@@ -239,7 +243,17 @@ class Session:
         assert proc.stdout is not None and proc.stderr is not None and proc.stdin is not None
         stderr_task = asyncio.create_task(self._drain_stderr(proc.stderr))
         timeout = rp.plan.timeout * (1 + rp.plan.warmup) + SETUP_GRACE
+        warmups_left = rp.plan.warmup
+
+        async def go() -> None:
+            if self.gate is not None:
+                await self.gate.get()
+            proc.stdin.write(b"go\n")
+            await proc.stdin.drain()
         try:
+            if self.gate is not None and warmups_left:
+                await go()
+                timeout = rp.plan.timeout + SETUP_GRACE
             while True:
                 try:
                     line = await asyncio.wait_for(proc.stdout.readline(), timeout)
@@ -262,13 +276,16 @@ class Session:
                         return
                     if not msg["warmup"]:
                         runs.append(value)
+                    else:
+                        warmups_left -= 1
                     timeout = rp.plan.timeout
                     yield ev.RunSample(value=value, variant=v, **msg)
+                    if self.gate is not None and (warmups_left or 0 < len(runs) < rp.plan.runs):
+                        await go()
                 elif kind == "ready":
                     self.pids = [msg["pid"], *msg["pids"]]
                     timeout = rp.plan.timeout
-                    proc.stdin.write(b"go\n")
-                    await proc.stdin.drain()
+                    await go()
                 elif kind == "warning":
                     yield ev.Warning(msg["message"], variant=v)
                 elif kind == "failed":

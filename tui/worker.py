@@ -8,7 +8,8 @@ own stdout goes to stderr so a stray printf cannot corrupt the stream.
 Lines written: ready {pid, pids}, run {index, warmup, ops, bytes, ns,
 cycles, extra}, warning {message}, failed {message, run, bad_input},
 finished {}.  After `ready` the worker waits for a line on stdin ("go") so
-the session can attach perf to the measured runs only.
+the session can attach perf to the measured runs only; with `step` it waits
+for one before every run, so a session can interleave several workers.
 """
 from __future__ import annotations
 
@@ -115,17 +116,22 @@ def main() -> int:
         emit("failed", message="setup: " + problem.removeprefix(BAD_PARAM), run=-1,
              bad_input=bad)
         return 1
+    # "go" lines from the session gate the runs: always the first recorded
+    # one (perf attaches first), and every run when interleaving (`step`).
+    step = spec.get("step", False)
     try:
         for i in range(spec["warmup"]):
+            if step and not sys.stdin.readline():
+                return 1                # the session went away
             out = w.run()
             if isinstance(out, str):
                 emit("failed", message=f"warmup {i + 1}: {out}", run=-1, bad_input=False)
                 return 1
             emit("run", index=-(i + 1), warmup=True, **out)
         emit("ready", pid=os.getpid(), pids=w.pids())
-        if spec.get("wait_go") and not sys.stdin.readline():
-            return 1                    # the session went away
         for i in range(spec["runs"]):
+            if (i == 0 or step) and not sys.stdin.readline():
+                return 1
             out = w.run()
             if isinstance(out, str):
                 emit("failed", message=f"run {i + 1}: {out}", run=i, bad_input=False)

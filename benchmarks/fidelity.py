@@ -1,0 +1,139 @@
+"""Does hotloop measure what the reference tools measure?  Interleaved, one run, one table.
+
+    python benchmarks/fidelity.py [--rounds 5] [--per-round 3] [--only NAME]
+
+Each row runs a reference (seed 000's program compiled from ../shared/seeds at
+run time, dd, perf bench) and the matching hotloop workload alternately,
+a few runs of one then a few of the other, so drift of the machine hits both.
+The ratio is hotloop / reference oriented so that 1.00 means "the same" and
+above 1 means hotloop measured the faster number.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+ROOT = Path(__file__).resolve().parent.parent
+SEEDS = ROOT.parent / "shared" / "seeds"
+Runner = Callable[[int], list[float]]
+
+
+@dataclass
+class Row:
+    name: str
+    unit: str
+    higher_is_better: bool
+    reference: Runner
+    hotloop: Runner
+    target: str
+
+
+def hotloop_runner(workload: str, cpu: str, *params: str) -> Runner:
+    def run(n: int) -> list[float]:
+        cmd = [sys.executable, "-m", "tui", "run", workload, "--cpu", cpu, "--runs", str(n),
+               "--warmup", "1", "--no-perf", "--format", "json",
+               "--out", str(Path(tempfile.mkdtemp()) / "r.jsonl")]
+        for p in params:
+            cmd += ["--param", p]
+        out = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, check=True)
+        return [r["value"] for r in json.loads(out.stdout)["runs"]]
+    return run
+
+
+def seed_program() -> Path:
+    """Seed 000's test program, compiled with gcc -O2 (never committed)."""
+    text = next(SEEDS.glob("000_*.txt")).read_text()
+    code = text.split("modified test program\n=====================\n", 1)[1].split("\n--\n")[0]
+    d = Path(tempfile.mkdtemp())
+    (d / "seed000.c").write_text(code)
+    subprocess.run(["gcc", "-O2", "-o", str(d / "seed000"), str(d / "seed000.c")], check=True,
+                   capture_output=True)
+    return d / "seed000"
+
+
+def seed_runner(binary: Path, taskset: str | None) -> Runner:
+    def run(n: int) -> list[float]:
+        cmd = ([ "taskset", "-c", taskset] if taskset else []) + [str(binary)]
+        return [float(subprocess.run(cmd, capture_output=True, text=True, check=True).stdout)
+                for _ in range(n)]
+    return run
+
+
+def dd_runner(n: int) -> list[float]:
+    out = []
+    for _ in range(n):
+        p = subprocess.run(["dd", "if=/dev/zero", "of=/dev/null", "count=1M"],
+                           capture_output=True, text=True, check=True)
+        m = re.search(r"(\d+) bytes .* copied, ([\d.]+) s", p.stderr)
+        assert m, p.stderr
+        out.append(int(m.group(1)) / float(m.group(2)))
+    return out
+
+
+def perf_bench_runner(args: list[str], pattern: str, taskset: str | None = None) -> Runner:
+    """A `perf bench` figure in ns per op (it prints usecs/op)."""
+    def run(n: int) -> list[float]:
+        out = []
+        for _ in range(n):
+            cmd = (["taskset", "-c", taskset] if taskset else []) + ["perf", "bench", *args]
+            p = subprocess.run(cmd, capture_output=True, text=True, check=True)
+            m = re.search(pattern, p.stdout)
+            assert m, p.stdout
+            out.append(float(m.group(1)) * 1000)
+        return out
+    return run
+
+
+def rows(only: str | None) -> list[Row]:
+    from tui import catalog
+    have = catalog.load().workloads
+    seed = seed_program()
+    table = [
+        Row("seqpacket vs seed 000 (same-core)", "B/s", True, seed_runner(seed, "0"),
+            hotloop_runner("seqpacket", "same-core"), ">= 0.97"),
+        Row("seqpacket vs seed 000 (unpinned)", "B/s", True, seed_runner(seed, None),
+            hotloop_runner("seqpacket", "default"), ">= 0.97"),
+        Row("zero_null vs dd count=1M", "B/s", True, dd_runner,
+            hotloop_runner("zero_null", "default"), ">= 1.00"),
+    ]
+    if "syscall" in have:
+        table.append(Row("syscall vs perf bench syscall basic", "ns/op", False,
+                         perf_bench_runner(["syscall", "basic"], r"([\d.]+) usecs/op", "0"),
+                         hotloop_runner("syscall", "same-core"), "within 3%"))
+    if "pipe" in have:
+        table.append(Row("pipe vs perf bench sched pipe (same-core)", "ns/op", False,
+                         perf_bench_runner(["sched", "pipe"], r"([\d.]+) usecs/op", "0"),
+                         hotloop_runner("pipe", "same-core"), "within 5%"))
+    return [r for r in table if only is None or only in r.name]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--per-round", type=int, default=3)
+    ap.add_argument("--only")
+    args = ap.parse_args()
+    sys.path.insert(0, str(ROOT))
+    print(f"{'comparison':<44} {'reference':>12} {'hotloop':>12} {'ratio':>7}  target")
+    for row in rows(args.only):
+        ref: list[float] = []
+        hot: list[float] = []
+        for _ in range(args.rounds):        # interleaved: ABAB...
+            ref += row.reference(args.per_round)
+            hot += row.hotloop(args.per_round)
+        r, h = statistics.median(ref), statistics.median(hot)
+        ratio = h / r if row.higher_is_better else r / h
+        print(f"{row.name:<44} {r:>12.4g} {h:>12.4g} {ratio:>7.3f}  {row.target} "
+              f"({row.unit}, n={len(ref)}+{len(hot)})", flush=True)
+
+
+if __name__ == "__main__":
+    main()
