@@ -1,0 +1,116 @@
+"""How much does hotloop's perf recording slow the workload down?
+
+A child process copies /dev/zero to /dev/null in 16 KiB read/write pairs (a syscall-bound
+loop like the bundled workloads) and times fixed-size repetitions itself. Each
+configuration (perf off, several sampling frequencies, call graphs) gets a fresh child;
+configurations are interleaved round by round in shuffled order so drift (other guests,
+thermal, page cache) hits them all alike. The recorder runs exactly as in a session:
+1 s windows, `perf report` per window, `perf stat` alongside, a cut() after each rep.
+
+    python benchmarks/perf_overhead.py [--rounds 5] [--reps 6] [--configs off,999,...]
+
+Prints per-configuration median repetition time and the slowdown vs perf off.
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import random
+import statistics
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+from tui.perf import PerfRecorder  # noqa: E402
+
+CHILD = r"""
+import os, sys, time
+src = os.open("/dev/zero", os.O_RDONLY); dst = os.open("/dev/null", os.O_WRONLY)
+n = int(sys.argv[1]); buf = 16384
+for line in sys.stdin:
+    t = time.perf_counter_ns(); c = time.process_time_ns()
+    for _ in range(n):
+        os.write(dst, os.read(src, buf))
+    print(time.perf_counter_ns() - t, time.process_time_ns() - c, flush=True)
+"""
+
+
+def parse_config(name: str) -> tuple[int, str] | None:
+    """'off' -> None; '999' -> (999, 'none'); '999fp' / '999dwarf' -> call graph."""
+    if name == "off":
+        return None
+    for cg in ("dwarf", "fp"):
+        if name.endswith(cg):
+            return int(name[: -len(cg)]), cg
+    return int(name), "none"
+
+
+async def one(config: str, reps: int, loops: int, cpu: int | None) -> list[tuple[float, float]]:
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", CHILD, str(loops),
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+        # pinned like a hotloop workload; perf itself may run anywhere
+        preexec_fn=None if cpu is None else lambda: os.sched_setaffinity(0, {cpu}))
+    assert proc.stdin and proc.stdout
+    spec = parse_config(config)
+    rec = None
+    if spec is not None:
+        rec = PerfRecorder([proc.pid], frequency=spec[0], call_graph=spec[1])
+        if not await rec.start():
+            raise SystemExit("perf unavailable: " + "; ".join(rec.warnings))
+    times = []
+    try:
+        for _ in range(reps):
+            proc.stdin.write(b"go\n")
+            await proc.stdin.drain()
+            wall, cpu_ns = (await proc.stdout.readline()).split()
+            times.append((int(wall) / 1e9, int(cpu_ns) / 1e9))
+            if rec is not None:
+                rec.cut()
+    finally:
+        if rec is not None:
+            res = await rec.stop()
+            if res.warnings:
+                print(f"  [{config}] warnings: {res.warnings}", file=sys.stderr)
+        proc.stdin.close()
+        await proc.wait()
+    return times[1:]                 # first rep absorbs attach and cache warm-up
+
+
+async def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--reps", type=int, default=6)
+    ap.add_argument("--loops", type=int, default=60000, help="read/write pairs per repetition")
+    ap.add_argument("--configs", default="off,99,499,999,1999,3999,999fp,999dwarf")
+    ap.add_argument("--cpu", type=int, default=0, help="pin the workload here (-1: unpinned)")
+    args = ap.parse_args()
+    configs = args.configs.split(",")
+    results: dict[str, list[tuple[float, float]]] = {c: [] for c in configs}
+    cpu = None if args.cpu < 0 else args.cpu
+    t0 = time.monotonic()
+    for r in range(args.rounds):
+        order = configs[:]
+        random.shuffle(order)
+        for c in order:
+            results[c] += await one(c, args.reps, args.loops, cpu)
+        print(f"round {r + 1}/{args.rounds} done ({time.monotonic() - t0:.0f} s)", file=sys.stderr)
+    # wall: what the user sees; cpu: the workload's own CPU time, which perf's sampling
+    # interrupts inflate but other processes competing for the CPU do not.
+    print(f"n per config: {args.rounds * (args.reps - 1)}, workload cpu: {cpu}")
+    print(f"{'config':>10}  {'wall s/rep':>10}  {'cv%':>5}  {'wall +%':>7}  {'cpu s/rep':>9}  {'cpu +%':>6}")
+    base = [statistics.median(x[i] for x in results["off"]) for i in (0, 1)] if "off" in results else None
+    for c in configs:
+        wall = [x[0] for x in results[c]]
+        cpus = [x[1] for x in results[c]]
+        mw, mc = statistics.median(wall), statistics.median(cpus)
+        cv = 100 * statistics.stdev(wall) / statistics.mean(wall) if len(wall) > 1 else 0.0
+        sw = f"{100 * (mw / base[0] - 1):+.1f}" if base else "-"
+        sc = f"{100 * (mc / base[1] - 1):+.1f}" if base else "-"
+        print(f"{c:>10}  {mw:10.4f}  {cv:5.1f}  {sw:>7}  {mc:9.4f}  {sc:>6}")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

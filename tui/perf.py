@@ -1,0 +1,974 @@
+"""perf integration: what this machine allows, sampled hot symbols, counters, symbol diffs.
+
+Everything here drives the real `perf` binary (linux-perf); nothing imports the UI.
+
+Recording model (see `PerfRecorder`): one `perf record` attached to the worker's pids,
+started with events disabled and enabled over a `--control` pipe (so `start()` returns
+only once sampling really runs), writing `--switch-output=signal` files. We rotate the
+output ourselves with SIGUSR2 every `window_s` seconds and on `cut()`, and learn that a
+window file is complete from perf's "[ perf record: Dump FILE ]" line on stderr. Each
+finished file is summarised by `perf report` at idle priority and parsed into
+`HotSymbol`s. A `perf stat` runs alongside for counters.
+"""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ctypes
+import os
+import re
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from .events import HotSymbol
+
+# Defaults from benchmarks/perf_overhead.py on a 2-core KVM guest: workload CPU time per
+# repetition +1.2..1.8% at 999 Hz, +4..6% at 1999 Hz, +12..15% at 3999 Hz (perf's default).
+DEFAULT_FREQUENCY = 999          # Hz; odd so it does not beat against 1 kHz timers
+# Summaries are flat (--no-children, -g none), so chains would only serve --keep-perf users;
+# "fp" measured within noise of "none" (0..+6%), "dwarf" copies stack per sample.
+DEFAULT_CALL_GRAPH = "none"
+DEFAULT_WINDOW_S = 1.0           # windows must be <= 2 s; 1 s leaves slack for slow reports
+CALL_GRAPHS = ("none", "fp", "dwarf")
+STAT_EVENTS = ("task-clock", "context-switches", "cpu-migrations", "page-faults",
+               "cycles", "instructions")
+
+PERF_MISSING = ("perf not found in PATH: install linux-perf (Debian), "
+                "linux-tools-$(uname -r) (Ubuntu) or perf (Fedora)")
+
+_SEP = "\x1f"                    # field separator no symbol or DSO name contains
+_DUMP_RE = re.compile(r"\[ perf record: Dump (.+?) \]")
+
+
+# --------------------------------------------------------------------------- capabilities
+
+@dataclass(frozen=True)
+class Capability:
+    """One thing `hotloop doctor` reports: can we do it here, and if not, how to fix it."""
+    name: str
+    available: bool
+    detail: str
+
+
+def find_perf() -> str | None:
+    """The perf binary, looked up in PATH each time (tests hide it by changing PATH)."""
+    return shutil.which("perf")
+
+
+def _read_int(path: str) -> int | None:
+    try:
+        with open(path) as f:
+            return int(f.read().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def _has_cap(bit: int) -> bool:
+    """Whether this process holds capability `bit` (CAP_SYS_ADMIN=21, CAP_PERFMON=38, CAP_SYSLOG=34)."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("CapEff:"):
+                    return bool(int(line.split()[1], 16) >> bit & 1)
+    except (OSError, ValueError, IndexError):
+        pass
+    return os.geteuid() == 0
+
+
+def _privileged() -> bool:
+    # perf's own test: CAP_PERFMON (or the older CAP_SYS_ADMIN) bypasses perf_event_paranoid.
+    return _has_cap(38) or _has_cap(21)
+
+
+def _run_quick(argv: list[str], timeout: float = 2.0) -> tuple[int, str]:
+    """Run a short command, return (status, stdout+stderr); never raises."""
+    try:
+        p = subprocess.run(argv, capture_output=True, text=True, timeout=timeout,
+                           errors="replace")
+        return p.returncode, p.stdout + p.stderr
+    except (OSError, subprocess.SubprocessError) as e:
+        return -1, str(e)
+
+
+def probe_counters(perf: str, events: Sequence[str] = STAT_EVENTS) -> dict[str, bool]:
+    """Which counters `perf stat` can count here, by counting `true` once (~30 ms)."""
+    _, out = _run_quick([perf, "stat", "-x", ",", "-e", ",".join(events), "true"])
+    counts = parse_stat_csv(out)
+    return {ev: counts.get(ev) is not None for ev in events}
+
+
+def capabilities() -> list[Capability]:
+    """What perf can do on this machine, each with the fix when it cannot. Fast (< 0.2 s)."""
+    caps: list[Capability] = []
+    perf = find_perf()
+    if perf is None:
+        caps.append(Capability("perf", False, PERF_MISSING))
+    else:
+        _, ver = _run_quick([perf, "--version"])
+        caps.append(Capability("perf", True, f"{perf} ({ver.strip() or 'unknown version'})"))
+
+    priv = _privileged()
+    paranoid = _read_int("/proc/sys/kernel/perf_event_paranoid")
+    if paranoid is None:
+        caps.append(Capability("perf_event_paranoid", False,
+                               "/proc/sys/kernel/perf_event_paranoid missing: kernel built without perf events"))
+    elif priv:
+        caps.append(Capability("perf_event_paranoid", True,
+                               f"paranoid={paranoid}; privileged (root/CAP_PERFMON): may profile any process and the kernel"))
+    elif paranoid <= 1:
+        caps.append(Capability("perf_event_paranoid", True,
+                               f"paranoid={paranoid}: may profile own processes including kernel samples"))
+    elif paranoid == 2:
+        caps.append(Capability("perf_event_paranoid", False,
+                               "paranoid=2: user-space samples only, no kernel [k] symbols; "
+                               "fix: sysctl kernel.perf_event_paranoid=1 (or run as root)"))
+    else:
+        caps.append(Capability("perf_event_paranoid", False,
+                               f"paranoid={paranoid}: unprivileged perf disabled; "
+                               "fix: sysctl kernel.perf_event_paranoid=1 (or run as root)"))
+
+    kptr = _read_int("/proc/sys/kernel/kptr_restrict")
+    # perf hides kernel addresses when kptr_restrict=2, or =1 without CAP_SYSLOG.
+    if kptr is None or kptr == 0 or (kptr == 1 and (_has_cap(34) or os.geteuid() == 0)):
+        caps.append(Capability("kernel symbols", True,
+                               f"kptr_restrict={kptr if kptr is not None else '?'}: kernel symbols resolve"))
+    else:
+        caps.append(Capability("kernel symbols", False,
+                               f"kptr_restrict={kptr} hides kernel addresses; "
+                               "fix: sysctl kernel.kptr_restrict=0"))
+
+    if perf is None:
+        caps.append(Capability("counters", False, "needs perf"))
+        caps.append(Capability("call-graph fp", False, "needs perf"))
+        caps.append(Capability("call-graph dwarf", False, "needs perf"))
+        return caps
+
+    counters = probe_counters(perf)
+    ok = [k for k, v in counters.items() if v]
+    missing = [k for k, v in counters.items() if not v]
+    detail = "supported: " + (", ".join(ok) or "none")
+    if missing:
+        detail += "; not supported: " + ", ".join(missing)
+        if {"cycles", "instructions"} & set(missing):
+            detail += " (no PMU, e.g. a VM without vPMU: no cycles/IPC; software events still work)"
+    caps.append(Capability("counters", bool(ok), detail))
+    hw = counters.get("cycles", False) and counters.get("instructions", False)
+    caps.append(Capability("hardware counters", hw,
+                           "cycles and instructions count (IPC available)" if hw else
+                           "cycles/instructions not supported: sampling falls back to cpu-clock, no IPC"))
+
+    caps.append(Capability("call-graph fp", True,
+                           "frame-pointer stacks; user frames need -fno-omit-frame-pointer"))
+    _, opts = _run_quick([perf, "version", "--build-options"])
+    dwarf = bool(re.search(r"(libunwind|libdw-dwarf-unwind):\s*\[\s*on", opts))
+    caps.append(Capability("call-graph dwarf", dwarf,
+                           "perf built with a DWARF unwinder (costly: copies 8 KiB of stack per sample)"
+                           if dwarf else "perf built without libunwind/libdw: no --call-graph dwarf"))
+    return caps
+
+
+# --------------------------------------------------------------------------- report parsing
+
+def _is_kernel(marker: str, dso: str) -> bool:
+    if marker:
+        return marker in ("k", "g")      # [k] host kernel, [g] guest kernel
+    return dso.startswith("[kernel") or dso.endswith(".ko") or dso.startswith("[bpf")
+
+
+def _pct(s: str) -> float | None:
+    try:
+        return float(s.strip().rstrip("%"))
+    except ValueError:
+        return None
+
+
+def _int(s: str) -> int:
+    try:
+        return int(s.strip())
+    except ValueError:
+        return 0
+
+
+_MARK_RE = re.compile(r"^\[(.)\]\s?(.*)$", re.S)
+# Whitespace-aligned fallback: "  12.34%   567  dso name  [k] symbol with spaces<a, b>"
+_ROW_RE = re.compile(r"^\s*(?P<pct>\d+(?:\.\d+)?)%\s+(?:(?P<n>\d+)\s+)?"
+                     r"(?:(?P<dso>\S.*?)\s+)?\[(?P<mark>.)\]\s(?P<sym>.*)$")
+
+
+def _symbol_cell(cell: str) -> tuple[str, str]:
+    """'[k] read_zero' -> ('k', 'read_zero'); a bare symbol has no marker."""
+    cell = cell.strip()
+    m = _MARK_RE.match(cell)
+    if m:
+        return m.group(1), m.group(2).strip()
+    return "", cell
+
+
+def parse_report(text: str) -> list[HotSymbol]:
+    """Parse `perf report --stdio` output into HotSymbols, best first. Never raises.
+
+    Best input is what `report_argv()` asks for (`-F overhead,sample,dso,sym` with a
+    \\x1f field separator), where the header names the columns. Plain whitespace-aligned
+    output (`--sort dso,sym [-n]`, or `--sort sym`) is parsed too, using the `# ....` rule
+    under the header for column spans, so symbols with spaces, commas and <> survive.
+    """
+    out: list[HotSymbol] = []
+    try:
+        cols: list[str] | None = None      # column names (separator mode)
+        spans: list[tuple[int, int]] | None = None
+        names: list[str] | None = None     # column names (aligned mode)
+        for raw in text.splitlines():
+            line = raw.rstrip("\n")
+            if not line.strip():
+                continue
+            if line.startswith("#"):
+                body = line[1:]
+                if "Overhead" in body:
+                    if _SEP in body:
+                        cols = [c.strip().lower() for c in body.split(_SEP)]
+                    else:
+                        names = [c.strip().lower() for c in re.split(r"\s{2,}", body.strip())]
+                elif names is not None and spans is None and re.fullmatch(r"[\s.]+", body) and "." in body:
+                    spans = [(m.start() + 1, m.end() + 1) for m in re.finditer(r"\.+", body)]
+                continue
+            sym = None
+            if _SEP in line:
+                sym = _parse_sep_row(line, cols)
+            elif names is not None and spans is not None and len(names) == len(spans):
+                sym = _parse_aligned_row(line, names, spans)
+            if sym is None:
+                sym = _parse_regex_row(line)
+            if sym is not None:
+                out.append(sym)
+    except Exception:  # noqa: BLE001 - a parser for a display must not take the run down
+        pass
+    out.sort(key=lambda s: (-s.percent, -s.samples))   # stable: ties keep perf's order
+    return out
+
+
+def _from_cells(cells: dict[str, str]) -> HotSymbol | None:
+    pct = _pct(cells.get("overhead", ""))
+    if pct is None:
+        return None
+    dso = cells.get("shared object", cells.get("dso", "")).strip()
+    marker, name = _symbol_cell(cells.get("symbol", ""))
+    if not name and not dso:
+        return None
+    return HotSymbol(symbol=name or "[unknown]", dso=dso or "[unknown]", percent=pct,
+                     kernel=_is_kernel(marker, dso), samples=_int(cells.get("samples", "")))
+
+
+def _parse_sep_row(line: str, cols: list[str] | None) -> HotSymbol | None:
+    parts = line.split(_SEP)
+    if cols is None or len(cols) != len(parts):
+        cols = ["overhead", "samples", "shared object", "symbol"][:len(parts)]
+        if len(parts) == 3:
+            cols = ["overhead", "shared object", "symbol"]
+    return _from_cells(dict(zip(cols, parts)))
+
+
+def _parse_aligned_row(line: str, names: list[str], spans: list[tuple[int, int]]) -> HotSymbol | None:
+    cells: dict[str, str] = {}
+    for i, (name, (start, end)) in enumerate(zip(names, spans)):
+        last = i == len(spans) - 1
+        cells[name] = line[start:] if last else line[start:end]
+    # A DSO wider than its rule would shift the symbol; trust the regex then.
+    if not cells.get("symbol", "").lstrip().startswith("[") and "symbol" in cells:
+        return None
+    return _from_cells(cells)
+
+
+def _parse_regex_row(line: str) -> HotSymbol | None:
+    m = _ROW_RE.match(line)
+    if not m:
+        return None
+    dso = (m.group("dso") or "").strip()
+    return HotSymbol(symbol=m.group("sym").strip() or "[unknown]", dso=dso or "[unknown]",
+                     percent=float(m.group("pct")), kernel=_is_kernel(m.group("mark"), dso),
+                     samples=int(m.group("n") or 0))
+
+
+def report_argv(perf: str, path: str) -> list[str]:
+    """The `perf report` command `parse_report` is built for."""
+    return [perf, "report", "-i", path, "--stdio", "--no-children", "-g", "none",
+            "--sort", "dso,sym", "-F", "overhead,sample,dso,sym",
+            f"--field-separator={_SEP}", "--percent-limit", "0"]
+
+
+def aggregate(windows: Iterable[Sequence[HotSymbol]]) -> list[HotSymbol]:
+    """Merge several summaries: sum samples per (symbol, dso), recompute percent.
+
+    Summaries without sample counts (samples == 0 everywhere) are averaged by percent.
+    """
+    samples: dict[tuple[str, str], int] = {}
+    pct: dict[tuple[str, str], float] = {}
+    kernel: dict[tuple[str, str], bool] = {}
+    n = 0
+    for syms in windows:
+        n += 1
+        for s in syms:
+            key = (s.symbol, s.dso)
+            samples[key] = samples.get(key, 0) + s.samples
+            pct[key] = pct.get(key, 0.0) + s.percent
+            kernel[key] = kernel.get(key, False) or s.kernel
+    total = sum(samples.values())
+    out = [HotSymbol(symbol=k[0], dso=k[1], kernel=kernel[k], samples=samples[k],
+                     percent=round(100.0 * samples[k] / total, 4) if total else round(pct[k] / max(n, 1), 4))
+           for k in samples]
+    out.sort(key=lambda s: (-s.percent, -s.samples, s.symbol))
+    return out
+
+
+# --------------------------------------------------------------------------- perf stat
+
+def parse_stat_csv(text: str) -> dict[str, float | None]:
+    """Parse `perf stat -x,` output: {event: value}; unsupported/uncounted -> None, never 0.
+
+    Adds "ipc" (instructions / cycles) when both counted. Other lines are ignored.
+    """
+    out: dict[str, float | None] = {}
+    for line in text.splitlines():
+        parts = line.split(",")
+        if len(parts) < 3 or line.startswith("#"):
+            continue
+        value, event = parts[0].strip(), parts[2].strip()
+        if not event or " " in event and not event.startswith("<"):
+            continue
+        event = event.split(":")[0] if event.endswith((":u", ":k", ":uk")) else event
+        if value.startswith("<"):          # <not supported>, <not counted>
+            out[event] = None
+            continue
+        try:
+            v = float(value)
+        except ValueError:
+            continue
+        out[event] = int(v) if v.is_integer() and "." not in value else v
+    cyc, ins = out.get("cycles"), out.get("instructions")
+    if cyc and ins is not None:
+        out["ipc"] = round(ins / cyc, 4)
+    elif "cycles" in out or "instructions" in out:
+        out["ipc"] = None
+    return out
+
+
+# --------------------------------------------------------------------------- symbol diff
+
+@dataclass(frozen=True)
+class SymbolDelta:
+    """One row of a `perf diff`-like comparison, in percentage points."""
+    symbol: str
+    dso: str
+    kernel: bool
+    baseline_pct: float
+    new_pct: float
+    delta: float
+
+
+def diff_symbols(base: Sequence[HotSymbol], new: Sequence[HotSymbol]) -> list[SymbolDelta]:
+    """Per (symbol, dso): baseline %, new %, delta (new - base), sorted by |delta| desc."""
+    b = {(s.symbol, s.dso): s for s in base}
+    n = {(s.symbol, s.dso): s for s in new}
+    rows = []
+    for key in b.keys() | n.keys():
+        bp = b[key].percent if key in b else 0.0
+        np_ = n[key].percent if key in n else 0.0
+        kern = (b[key].kernel if key in b else False) or (n[key].kernel if key in n else False)
+        rows.append(SymbolDelta(key[0], key[1], kern, bp, np_, round(np_ - bp, 4)))
+    rows.sort(key=lambda r: (-abs(r.delta), -max(r.baseline_pct, r.new_pct), r.symbol))
+    return rows
+
+
+# --------------------------------------------------------------------------- recorder
+
+@dataclass
+class PerfWindow:
+    """One completed window: the symbols sampled between two output rotations.
+
+    `run` is how many `cut()` calls happened before this window closed, i.e. the
+    0-based repetition it belongs to when the session cuts at the end of each one.
+    `start`/`end` are seconds since recording started.
+    """
+    index: int
+    run: int
+    symbols: list[HotSymbol]
+    samples: int
+    start: float
+    end: float
+    path: str | None = None
+
+
+@dataclass
+class PerfResult:
+    """What `PerfRecorder.stop()` returns: the session aggregate and per-run aggregates."""
+    symbols: list[HotSymbol] = field(default_factory=list)
+    samples: int = 0
+    windows: int = 0
+    runs: dict[int, list[HotSymbol]] = field(default_factory=dict)
+    counters: dict[str, float | None] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    data_dir: str | None = None
+    frequency: int = 0
+    call_graph: str = "none"
+
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_PR_SET_PDEATHSIG = 1
+
+
+def _child_setup(parent: int, idle: bool = False) -> Callable[[], None]:
+    """preexec_fn: die with us (PDEATHSIG), and for report jobs, yield the CPU to the workload."""
+    def setup() -> None:
+        _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != parent:       # we died between fork and prctl
+            os._exit(1)
+        if idle:
+            with contextlib.suppress(OSError):
+                os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+            with contextlib.suppress(OSError):
+                os.nice(19)
+    return setup
+
+
+def _remove_stale_dirs() -> None:
+    """Remove temp dirs left by a hotloop that was SIGKILLed (its pid is in the name)."""
+    tmp = tempfile.gettempdir()
+    with contextlib.suppress(OSError):
+        for name in os.listdir(tmp):
+            m = re.fullmatch(r"hotloop-perf-(\d+)-\w+", name)
+            if m and not os.path.exists(f"/proc/{m.group(1)}"):
+                shutil.rmtree(os.path.join(tmp, name), ignore_errors=True)
+
+
+def _killpg(proc: asyncio.subprocess.Process | None, sig: int = signal.SIGKILL) -> None:
+    if proc is None or proc.returncode is not None:
+        return
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, sig)        # started with start_new_session: pgid == pid
+
+
+class PerfRecorder:
+    """`perf record` (+ `perf stat`) attached to a set of pids, in windows of <= 2 s.
+
+    Usage::
+
+        rec = PerfRecorder([worker_pid, reader_pid], frequency=999, call_graph="none",
+                           keep_dir="results/x.perf")        # keep_dir: --keep-perf
+        if not await rec.start():           # False: no perf; rec.warnings says why
+            ...                             # carry on without symbols
+        async def consume():
+            async for w in rec.windows():   # PerfWindow, as each completes; ends after stop()
+                emit(HotSymbols(tuple(w.symbols[:30]), window=w.index, samples=w.samples))
+        task = asyncio.create_task(consume())
+        for rep in ...: run_repetition(); rec.cut()   # close the window at each rep's end
+        result = await rec.stop()           # PerfResult: aggregate, per-run, counters, warnings
+        await task
+
+    Alternatively pass `on_window` / `on_warning` callbacks. Nothing raises out of the
+    recorder for perf's own failures (missing, refused, crashed): they become strings in
+    `warnings` (and `on_warning`), and the result is just emptier. `async with` stops it.
+    perf runs in its own process group with PDEATHSIG=SIGKILL, so it never outlives us.
+    """
+
+    def __init__(self, pids: Sequence[int], *, frequency: int = DEFAULT_FREQUENCY,
+                 call_graph: str = DEFAULT_CALL_GRAPH, window_s: float = DEFAULT_WINDOW_S,
+                 counters: bool = True, keep_dir: str | os.PathLike[str] | None = None,
+                 event: str | None = None,
+                 on_window: Callable[[PerfWindow], Any] | None = None,
+                 on_warning: Callable[[str], Any] | None = None) -> None:
+        if call_graph not in CALL_GRAPHS:
+            raise ValueError(f"call_graph must be one of {', '.join(CALL_GRAPHS)}, not {call_graph!r}")
+        self.pids = [int(p) for p in pids]
+        self.frequency = int(frequency)
+        self.call_graph = call_graph
+        self.window_s = min(max(float(window_s), 0.1), 2.0)
+        self.counters_enabled = counters
+        self.keep_dir = os.fspath(keep_dir) if keep_dir is not None else None
+        self.event = event
+        self.on_window = on_window
+        self.on_warning = on_warning
+        self.warnings: list[str] = []
+        self.perf = find_perf()
+        self._dir: str | None = None
+        self._rec: asyncio.subprocess.Process | None = None
+        self._stat: asyncio.subprocess.Process | None = None
+        self._ctl_w: int | None = None
+        self._ack_r: int | None = None
+        self._tasks: list[asyncio.Task[Any]] = []
+        self._reader: asyncio.Task[None] | None = None
+        self._reporter: asyncio.Task[None] | None = None
+        self._preexisting: set[str] = set()
+        self._paths: asyncio.Queue[tuple[str, float] | None] = asyncio.Queue()
+        self._out: asyncio.Queue[PerfWindow | None] = asyncio.Queue()
+        self._seen: set[str] = set()
+        self._pending_since: float | None = None   # a SIGUSR2 sent, its Dump not seen yet
+        self._pending_runs: list[int] = []
+        self._last_rotate = 0.0
+        self._t0 = 0.0
+        self._run = 0
+        self._windows: list[PerfWindow] = []
+        self._stderr_tail: list[str] = []
+        self._stopping = False
+        self._stopped = False
+        self._started = False
+        self._result: PerfResult | None = None
+
+    # -- public ------------------------------------------------------------------------
+
+    async def start(self) -> bool:
+        """Start perf and return once sampling is enabled (True), or warn and return False."""
+        if self._started:
+            return self._rec is not None
+        self._started = True
+        if self.perf is None or not self.pids:
+            self._warn(PERF_MISSING + "; running without hot symbols" if self.perf is None
+                       else "perf: no pids to attach to")
+            self._out.put_nowait(None)
+            return False
+        try:
+            if self.keep_dir:
+                os.makedirs(self.keep_dir, exist_ok=True)
+                self._dir = self.keep_dir
+            else:
+                _remove_stale_dirs()
+                self._dir = tempfile.mkdtemp(prefix=f"hotloop-perf-{os.getpid()}-")
+            self._preexisting = set(os.listdir(self._dir))
+            ok = await self._start_record()
+            if ok and self.counters_enabled:
+                await self._start_stat()
+        except asyncio.CancelledError:
+            self.kill()
+            raise
+        except Exception as e:  # noqa: BLE001 - perf trouble must not stop the run
+            self._warn(f"perf record could not start: {e}")
+            self.kill()
+            ok = False
+        if not ok:
+            self._rec = None
+            self._out.put_nowait(None)      # windows() ends at once
+        return ok
+
+    def cut(self) -> None:
+        """Close the current window now (end of a repetition). Cheap and non-blocking.
+
+        If a rotation is already in flight, the two coalesce into one window.
+        """
+        self._rotate()
+        self._run += 1
+
+    async def windows(self) -> AsyncIterator[PerfWindow]:
+        """Yield each PerfWindow as it completes; ends once `stop()` has parsed the last."""
+        while True:
+            w = await self._out.get()
+            if w is None:
+                self._out.put_nowait(None)   # let other iterators end too
+                return
+            yield w
+
+    async def stop(self, timeout: float = 3.0) -> PerfResult:
+        """End perf (SIGINT, SIGKILL after `timeout`), parse the last window, aggregate."""
+        if self._result is not None:
+            return self._result
+        self._stopping = True
+        for proc in (self._stat, self._rec):    # both at once: counters and samples end together
+            if proc is not None and proc.returncode is None:
+                with contextlib.suppress(ProcessLookupError):
+                    proc.send_signal(signal.SIGINT)
+        try:
+            counters: dict[str, float | None] = {}
+            if self._stat is not None:
+                counters = await self._stop_stat(timeout)
+            if self._rec is not None:
+                await self._stop_record(timeout)
+            res = self._build_result(counters)
+        except asyncio.CancelledError:
+            self.kill()
+            raise
+        except Exception as e:  # noqa: BLE001
+            self._warn(f"perf: error while stopping: {e}")
+            self.kill()
+            res = self._build_result({})
+        finally:
+            self._stopped = True
+            self._out.put_nowait(None)
+            self._cleanup_files()
+        self._result = res
+        return res
+
+    def kill(self) -> None:
+        """Synchronously SIGKILL every perf process we started (for finally/cancel paths)."""
+        for p in (self._rec, self._stat):
+            _killpg(p)
+        for t in self._tasks:
+            if t is not asyncio.current_task():
+                t.cancel()
+        for fd in (self._ctl_w, self._ack_r):
+            if fd is not None:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+        self._ctl_w = self._ack_r = None
+        self._cleanup_files()              # the temp dir only; keep_dir stays
+
+    @property
+    def pids_of_perf(self) -> list[int]:
+        """pids of the running perf processes (for tests and diagnostics)."""
+        return [p.pid for p in (self._rec, self._stat) if p is not None and p.returncode is None]
+
+    async def __aenter__(self) -> PerfRecorder:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+    # -- internals ---------------------------------------------------------------------
+
+    def _warn(self, msg: str) -> None:
+        self.warnings.append(msg)
+        if self.on_warning is not None:
+            with contextlib.suppress(Exception):
+                self.on_warning(msg)
+
+    def _record_argv(self, ctl: int, ack: int) -> list[str]:
+        assert self.perf and self._dir
+        argv = [self.perf, "record", "-F", str(self.frequency), "-p", ",".join(map(str, self.pids)),
+                "-o", os.path.join(self._dir, "perf.data"), "--switch-output=signal",
+                # no build-id pass at each rotation: it re-reads the file, costing CPU mid-run
+                "-B", "-N",
+                # start disabled; we enable over the control pipe and wait for the ack
+                "-D", "-1", "--control", f"fd:{ctl},{ack}"]
+        if self.event:
+            argv += ["-e", self.event]
+        if self.call_graph != "none":
+            argv += ["--call-graph", self.call_graph]
+        return argv
+
+    async def _spawn(self, argv: list[str], pass_fds: tuple[int, ...] = (),
+                     stdout: int = subprocess.DEVNULL, idle: bool = False) -> asyncio.subprocess.Process:
+        return await asyncio.create_subprocess_exec(
+            *argv, stdin=subprocess.DEVNULL, stdout=stdout, stderr=subprocess.PIPE,
+            pass_fds=pass_fds, start_new_session=True,   # own group: terminal ^C is ours to relay
+            preexec_fn=_child_setup(os.getpid(), idle))
+
+    async def _control(self, ctl_w: int, ack_r: int, proc: asyncio.subprocess.Process,
+                       cmd: str, timeout: float = 5.0) -> bool:
+        """Send a --control command and wait for perf's "ack"."""
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[bytes] = loop.create_future()
+
+        def readable() -> None:
+            try:
+                data = os.read(ack_r, 64)
+            except OSError:
+                data = b""
+            if not fut.done():
+                fut.set_result(data)
+
+        loop.add_reader(ack_r, readable)
+        try:
+            os.write(ctl_w, cmd.encode() + b"\n")
+            waiter = asyncio.ensure_future(proc.wait())
+            done, _ = await asyncio.wait({fut, waiter}, timeout=timeout,
+                                         return_when=asyncio.FIRST_COMPLETED)
+            waiter.cancel()
+            return fut in done and fut.result().startswith(b"ack")
+        except OSError:
+            return False
+        finally:
+            loop.remove_reader(ack_r)
+
+    async def _start_record(self) -> bool:
+        ctl_r, ctl_w = os.pipe()
+        ack_r, ack_w = os.pipe()
+        try:
+            self._rec = await self._spawn(self._record_argv(ctl_r, ack_w), pass_fds=(ctl_r, ack_w))
+        finally:
+            os.close(ctl_r)
+            os.close(ack_w)
+        self._ctl_w, self._ack_r = ctl_w, ack_r
+        os.set_blocking(ack_r, False)
+        self._reader = asyncio.create_task(self._read_stderr())
+        self._tasks.append(self._reader)
+        if not await self._control(ctl_w, ack_r, self._rec, "enable"):
+            await asyncio.sleep(0.05)            # let stderr drain for the message
+            _killpg(self._rec)
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self._rec.wait(), 2)
+            self._warn("perf record failed to start: " + (self._tail() or "no ack from perf"))
+            self._rec = None
+            return False
+        self._t0 = self._last_rotate = time.monotonic()
+        self._reporter = asyncio.create_task(self._report_loop())
+        self._tasks.append(self._reporter)
+        self._tasks.append(asyncio.create_task(self._timer_loop()))
+        self._tasks.append(asyncio.create_task(self._watch()))
+        return True
+
+    async def _start_stat(self) -> None:
+        assert self.perf
+        ctl_r, ctl_w = os.pipe()
+        ack_r, ack_w = os.pipe()
+        argv = [self.perf, "stat", "-x", ",", "-e", ",".join(STAT_EVENTS),
+                "-p", ",".join(map(str, self.pids)), "-D", "-1", "--control", f"fd:{ctl_r},{ack_w}"]
+        try:
+            self._stat = await self._spawn(argv, pass_fds=(ctl_r, ack_w))
+        finally:
+            os.close(ctl_r)
+            os.close(ack_w)
+        os.set_blocking(ack_r, False)
+        try:
+            ok = await self._control(ctl_w, ack_r, self._stat, "enable")
+        finally:
+            os.close(ctl_w)
+            os.close(ack_r)
+        if not ok:
+            err = b""
+            _killpg(self._stat)
+            with contextlib.suppress(Exception):
+                _, err = await asyncio.wait_for(self._stat.communicate(), 2)
+            self._warn("perf stat failed to start, no counters: "
+                       + (err.decode(errors="replace").strip().splitlines() or ["no ack"])[-1])
+            self._stat = None
+
+    def _tail(self) -> str:
+        lines = [ln for ln in self._stderr_tail
+                 if not ln.startswith(("Events ", "[ perf record: Woken", "[ perf record: dump"))]
+        return " | ".join(lines[-3:])
+
+    def _rotate(self) -> None:
+        """Ask perf for a new output file (SIGUSR2), unless one is already in flight."""
+        p = self._rec
+        if p is None or p.returncode is not None or self._stopping:
+            return
+        now = time.monotonic()
+        # perf drops a SIGUSR2 that arrives mid-rotation; resend only if one looks lost.
+        if self._pending_since is not None and now - self._pending_since < 1.0:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            p.send_signal(signal.SIGUSR2)
+            if self._pending_since is None:
+                self._pending_runs.append(self._run)
+            self._pending_since = now
+            self._last_rotate = now
+
+    async def _timer_loop(self) -> None:
+        while not self._stopping:
+            delay = self._last_rotate + self.window_s - time.monotonic()
+            if delay > 0:
+                await asyncio.sleep(min(delay, self.window_s))
+                continue
+            self._rotate()
+            await asyncio.sleep(0.05)
+
+    async def _read_stderr(self) -> None:
+        assert self._rec and self._rec.stderr
+        while True:
+            raw = await self._rec.stderr.readline()
+            if not raw:
+                return
+            line = raw.decode(errors="replace").strip()
+            m = _DUMP_RE.search(line)
+            if m:
+                path = m.group(1)
+                if self._dir and not os.path.isabs(path):
+                    path = os.path.join(self._dir, os.path.basename(path))
+                self._pending_since = None
+                self._queue_path(path)
+            elif line:
+                self._stderr_tail = (self._stderr_tail + [line])[-20:]
+
+    def _queue_path(self, path: str) -> None:
+        if path in self._seen:
+            return
+        self._seen.add(path)
+        self._paths.put_nowait((path, time.monotonic() - self._t0))   # when the window closed
+
+    async def _report_loop(self) -> None:
+        start = 0.0
+        while True:
+            item = await self._paths.get()
+            if item is None:
+                return
+            path, end = item
+            run = self._pending_runs.pop(0) if self._pending_runs else self._run
+            symbols = await self._report(path)
+            w = PerfWindow(index=len(self._windows), run=run, symbols=symbols,
+                           samples=sum(s.samples for s in symbols), start=round(start, 3),
+                           end=round(end, 3), path=path if self.keep_dir else None)
+            start = end
+            self._windows.append(w)
+            if not self.keep_dir:
+                with contextlib.suppress(OSError):
+                    os.unlink(path)
+            self._out.put_nowait(w)
+            if self.on_window is not None:
+                try:
+                    self.on_window(w)
+                except Exception as e:  # noqa: BLE001
+                    self._warn(f"perf window callback failed: {e}")
+
+    async def _report(self, path: str) -> list[HotSymbol]:
+        assert self.perf
+        proc = None
+        try:
+            # idle priority: summarising must not steal CPU from the measured workload
+            proc = await self._spawn(report_argv(self.perf, path), stdout=subprocess.PIPE, idle=True)
+            out, err = await asyncio.wait_for(proc.communicate(), 20)
+        except asyncio.TimeoutError:
+            _killpg(proc)
+            self._warn(f"perf report timed out on {os.path.basename(path)}; window skipped")
+            return []
+        except asyncio.CancelledError:
+            _killpg(proc)
+            raise
+        except OSError as e:
+            self._warn(f"perf report failed: {e}")
+            return []
+        text = out.decode(errors="replace")
+        if proc.returncode != 0 and not text.strip():
+            msg = err.decode(errors="replace").strip().splitlines()
+            self._warn(f"perf report failed on {os.path.basename(path)}: {msg[-1] if msg else proc.returncode}")
+        return parse_report(text)
+
+    async def _watch(self) -> None:
+        assert self._rec
+        rc = await self._rec.wait()
+        if not self._stopping and rc != 0:
+            sig = f"signal {signal.Signals(-rc).name}" if rc < 0 and -rc in signal.Signals._value2member_map_ else f"status {rc}"
+            self._warn(f"perf record exited early ({sig}): {self._tail() or 'no message'}; "
+                       "the run continues without hot symbols")
+        # collect whatever perf wrote before it went away
+        await asyncio.sleep(0.05)
+        self._sweep_dir()
+
+    def _sweep_dir(self) -> None:
+        if not self._dir:
+            return
+        with contextlib.suppress(OSError):
+            for name in sorted(os.listdir(self._dir)):
+                if name.startswith("perf.data.") and name not in self._preexisting:
+                    self._queue_path(os.path.join(self._dir, name))
+
+    async def _stop_record(self, timeout: float) -> None:
+        p = self._rec
+        assert p is not None
+        if p.returncode is None:
+            try:
+                await asyncio.wait_for(p.wait(), timeout)
+            except asyncio.TimeoutError:
+                self._warn(f"perf record ignored SIGINT for {timeout:g}s; killed (last window lost)")
+                _killpg(p)
+                await p.wait()
+        rc = p.returncode
+        if rc not in (0, -signal.SIGINT, -signal.SIGKILL) and not any("exited early" in w for w in self.warnings):
+            self._warn(f"perf record ended with status {rc}: {self._tail() or 'no message'}")
+        # stderr reader sees EOF and queues the final Dump; then queue any file it missed
+        if self._reader is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(asyncio.shield(self._reader), 2)
+        self._sweep_dir()
+        self._paths.put_nowait(None)
+        if self._reporter is not None:
+            try:
+                await asyncio.wait_for(self._reporter, 30)
+            except asyncio.TimeoutError:
+                self._warn("perf: summarising the last windows timed out")
+        self.kill()
+
+    async def _stop_stat(self, timeout: float) -> dict[str, float | None]:
+        p = self._stat
+        assert p is not None
+        try:
+            _, err = await asyncio.wait_for(p.communicate(), timeout)
+        except asyncio.TimeoutError:
+            _killpg(p)
+            await p.wait()
+            self._warn("perf stat ignored SIGINT; killed, no counters")
+            return {}
+        counts = parse_stat_csv(err.decode(errors="replace"))
+        if not counts:
+            self._warn("perf stat produced no counts")
+        return counts
+
+    def _build_result(self, counters: dict[str, float | None]) -> PerfResult:
+        runs: dict[int, list[list[HotSymbol]]] = {}
+        for w in self._windows:
+            if w.samples:                  # the sliver after the last cut() is usually empty
+                runs.setdefault(w.run, []).append(w.symbols)
+        symbols = aggregate(w.symbols for w in self._windows)
+        return PerfResult(symbols=symbols, samples=sum(s.samples for s in symbols),
+                          windows=len(self._windows),
+                          runs={r: aggregate(lists) for r, lists in runs.items()},
+                          counters=counters, warnings=list(self.warnings),
+                          data_dir=self.keep_dir, frequency=self.frequency,
+                          call_graph=self.call_graph)
+
+    def _cleanup_files(self) -> None:
+        if self._dir and not self.keep_dir:
+            shutil.rmtree(self._dir, ignore_errors=True)
+
+
+# --------------------------------------------------------------------------- JSON
+
+def symbols_to_json(symbols: Iterable[HotSymbol], top: int | None = None) -> list[dict[str, Any]]:
+    out = [asdict(s) for s in symbols]
+    return out[:top] if top is not None else out
+
+
+def symbols_from_json(items: Iterable[dict[str, Any]]) -> list[HotSymbol]:
+    """Lenient: unknown keys ignored, missing ones defaulted."""
+    out = []
+    for d in items:
+        out.append(HotSymbol(symbol=str(d.get("symbol", "[unknown]")), dso=str(d.get("dso", "[unknown]")),
+                             percent=float(d.get("percent", 0.0)), kernel=bool(d.get("kernel", False)),
+                             samples=int(d.get("samples", 0))))
+    return out
+
+
+def to_json(obj: PerfResult | PerfWindow | SymbolDelta | Capability, top: int | None = None) -> dict[str, Any]:
+    """Plain-dict form of a perf result, window, delta or capability (symbols cut to `top`)."""
+    if isinstance(obj, PerfResult):
+        return {"symbols": symbols_to_json(obj.symbols, top), "samples": obj.samples,
+                "windows": obj.windows,
+                "runs": {str(k): symbols_to_json(v, top) for k, v in obj.runs.items()},
+                "counters": dict(obj.counters), "warnings": list(obj.warnings),
+                "data_dir": obj.data_dir, "frequency": obj.frequency, "call_graph": obj.call_graph}
+    if isinstance(obj, PerfWindow):
+        d = asdict(obj)
+        d["symbols"] = symbols_to_json(obj.symbols, top)
+        return d
+    return asdict(obj)
+
+
+def result_from_json(d: dict[str, Any]) -> PerfResult:
+    return PerfResult(symbols=symbols_from_json(d.get("symbols", [])), samples=int(d.get("samples", 0)),
+                      windows=int(d.get("windows", 0)),
+                      runs={int(k): symbols_from_json(v) for k, v in d.get("runs", {}).items()},
+                      counters={k: (None if v is None else v) for k, v in d.get("counters", {}).items()},
+                      warnings=list(d.get("warnings", [])), data_dir=d.get("data_dir"),
+                      frequency=int(d.get("frequency", 0)), call_graph=str(d.get("call_graph", "none")))
+
+
+def window_from_json(d: dict[str, Any]) -> PerfWindow:
+    return PerfWindow(index=int(d.get("index", 0)), run=int(d.get("run", 0)),
+                      symbols=symbols_from_json(d.get("symbols", [])), samples=int(d.get("samples", 0)),
+                      start=float(d.get("start", 0.0)), end=float(d.get("end", 0.0)), path=d.get("path"))
+
+
+def delta_from_json(d: dict[str, Any]) -> SymbolDelta:
+    return SymbolDelta(str(d["symbol"]), str(d["dso"]), bool(d.get("kernel", False)),
+                       float(d["baseline_pct"]), float(d["new_pct"]), float(d["delta"]))
+
+
+def capability_from_json(d: dict[str, Any]) -> Capability:
+    return Capability(str(d["name"]), bool(d["available"]), str(d.get("detail", "")))
+
+
+def from_json(d: dict[str, Any]) -> PerfResult:
+    """Inverse of `to_json(PerfResult)` (the shape stored in a result file)."""
+    return result_from_json(d)
