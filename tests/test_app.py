@@ -131,7 +131,7 @@ def test_run_to_completion(isolated: Path, leftovers) -> None:
             await wait_for(pilot, lambda: app.live.state == "finished", 60, "run finished")
             await wait_for(pilot, lambda: not app.running, 10)
             stats = app.query_one(StatsPanel)
-            await wait_for(pilot, lambda: "n 3/3" in str(
+            await wait_for(pilot, lambda: "runs 3/3" in str(
                 stats.query_one("#stats-runs").render()), 5, "stats n=3")
             assert "median" in str(stats.query_one("#stats-numbers").render())
             assert "B/s" in str(stats.query_one("#stats-numbers").render())
@@ -217,4 +217,53 @@ def test_quit_during_run_leaves_no_process(isolated: Path, leftovers) -> None:
         assert leftovers() == []
         result = results.read(next(out.glob("*.jsonl")))
         assert len(result.runs) >= 1
+    run(go())
+
+
+def test_hot_symbols_window_then_session(isolated: Path) -> None:
+    """What the panel does with perf's summaries (fed directly: perf may be absent here)."""
+    from tui import events as ev
+    from tui.messages import SymbolsArrived
+    from tui.widgets.symbols import SymbolsTable
+
+    def hot(scope: str, window: int, *names: str) -> ev.HotSymbols:
+        syms = tuple(ev.HotSymbol(n, "[kernel.kallsyms]" if n.startswith("k_") else "x.so",
+                                  50.0 / (i + 1), n.startswith("k_"))
+                     for i, n in enumerate(names))
+        return ev.HotSymbols(syms, scope=scope, window=window)
+
+    async def go() -> None:
+        app = HotloopApp()
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_for(pilot, lambda: app.form.base is not None, 10)
+            table = app.query_one(SymbolsTable)
+            app.post_message(SymbolsArrived(hot("window", 3, "k_unix_stream_sendmsg", "memcpy")))
+            await wait_for(pilot, lambda: table.row_count == 2, 5, "window rows")
+            assert "window 3" in str(table.border_title)
+            assert [str(c) for c in table.get_row_at(0)] == [" 50.0", "[k]",
+                                                              "k_unix_stream_sendmsg"]
+            assert str(table.get_row_at(1)[1]) == "[.]"
+            app.post_message(SymbolsArrived(hot("session", 0, "k_a", "k_b", "u_c")))
+            await wait_for(pilot, lambda: table.row_count == 3, 5, "session rows")
+            assert "whole run" in str(table.border_title)
+    run(go())
+
+
+def test_command_palette_has_the_bindings(isolated: Path) -> None:
+    async def go() -> None:
+        from textual.command import CommandPalette
+        app = HotloopApp()
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_for(pilot, lambda: app.form.base is not None, 10)
+            shown = {b.key: b.description for b in app.BINDINGS}
+            assert {"r", "x", "w", "q"} <= set(shown)
+            await pilot.press("ctrl+p")
+            await wait_for(pilot, lambda: isinstance(app.screen, CommandPalette), 5)
+            await pilot.press(*"save plan")
+            await wait_for(pilot, lambda: "Save plan" in str(
+                app.screen.query_one("CommandList").get_option_at_index(0).prompt), 5)
+            await pilot.press("enter")
+            await wait_for(pilot, lambda: isinstance(app.screen, SavePlanScreen), 5,
+                           "save dialog from the palette")
+            await pilot.press("escape")
     run(go())

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -38,7 +39,9 @@ from tui.widgets.stats_panel import StatsPanel
 from tui.widgets.symbols import SymbolsTable
 
 DEFAULT_PLAN = "quick"
-REDRAW_S = 0.1                  # at most 10 redraws a second, however fast runs arrive
+REDRAW_S = 0.1                  # stats: at most 10 redraws a second, however fast runs arrive
+PLOT_BUDGET = 0.03              # charts: at most ~3% of a CPU, so their rate adapts to their cost
+PLOT_MAX_S = 1.0                # ...but at least one chart redraw a second
 STOP_GRACE_S = 3.0              # then the worker is cancelled (the session kills its group)
 
 
@@ -67,6 +70,9 @@ class HotloopApp(App[None]):
         self.worker: Worker | None = None
         self.view = "setup"
         self._affinity: set[int] | None = None
+        self._plots_at = 0.0            # when the charts were last redrawn
+        self._plots_due = False
+        self._clock_at = 0.0
 
     # --- layout ----------------------------------------------------------------
 
@@ -364,21 +370,33 @@ class HotloopApp(App[None]):
 
     # --- drawing -----------------------------------------------------------------
 
+    def plot_interval(self) -> float:
+        """Seconds between chart redraws: what their last render cost, over the budget."""
+        cost = self.query_one(HistogramPlot).cost + self.query_one(DriftPlot).cost
+        return min(PLOT_MAX_S, max(REDRAW_S, cost / PLOT_BUDGET))
+
     def _tick(self) -> None:
         live = self.live
         if live is None:
             return
+        now = time.monotonic()
         if live.dirty:
             live.dirty = False
-            self._redraw(plots=True)
+            self._plots_due = True
+            self._redraw(plots=False)
             self._status()
-        elif live.running:
+        elif live.running and now - self._clock_at >= 0.5:
+            self._clock_at = now
             self.query_one(StatsPanel).show(live)   # the clock and time left move on
+        if self._plots_due and (not live.running or now - self._plots_at >= self.plot_interval()):
+            self._redraw(plots=True)
 
     def _redraw(self, plots: bool) -> None:
         live = self.live
         self.query_one(StatsPanel).show(live)
         if plots:
+            self._plots_at = time.monotonic()
+            self._plots_due = False
             self.query_one(HistogramPlot).show(live)
             self.query_one(DriftPlot).show(live)
 

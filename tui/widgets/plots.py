@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+import time
 
 from textual_plotext import PlotextPlot
 
@@ -27,6 +28,7 @@ class _LivePlot(PlotextPlot):
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
         self.live: LiveRun | None = None
+        self.cost = 0.0                 # seconds the last render took (plotext is not free)
 
     def show(self, live: LiveRun | None) -> None:
         self.live = live
@@ -36,11 +38,14 @@ class _LivePlot(PlotextPlot):
         self.refresh()
 
     def render(self):  # type: ignore[override]
+        start = time.perf_counter()
         plt = self.plt
         plt.clear_figure()
         plt.frame(False)
         self.draw(plt, self.live)
-        return super().render()
+        out = super().render()
+        self.cost = time.perf_counter() - start
+        return out
 
     def draw(self, plt, live: LiveRun | None) -> None:  # pragma: no cover - abstract
         raise NotImplementedError

@@ -48,7 +48,7 @@ class StatsPanel(Vertical):
         warm = ""
         if live.warmup and live.warmups_done < live.warmup and not live.n:
             warm = f" · warmup {live.warmups_done}/{live.warmup}"
-        runs.update(f"[b]n[/b] {live.n}/{live.runs} [dim]{state}{warm}[/dim]")
+        runs.update(f"runs [b]{live.n}/{live.runs}[/b]  [dim]{state}{warm}[/dim]")
         bar.update(total=max(1, live.runs), progress=live.n)
         s = live.summary()
         if s is None:
