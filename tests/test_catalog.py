@@ -94,7 +94,7 @@ def test_bad_input_on_the_command_line_exits_2_with_one_line_and_runs_nothing(tm
         (["run", "zero_null", "--runs", "0"], "--runs 0: must be at least 1"),
         (["run", "zero_null", "--profiles", str(d)], "[cpu.c] nice: expected an integer"),
         (["run", "zero_null", "--profiles", str(tmp_path / "none")], "no such directory"),
-        (["run"], "the following arguments are required: name"),
+        (["run"], "the following arguments are required: NAME"),
         (["frobnicate"], "invalid choice"),
     ]
     for args, expected in cases:

@@ -20,7 +20,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, \
     TimeElapsedColumn, TimeRemainingColumn
 
-from tui import __version__, build, catalog, compare, report, results, system
+from tui import __version__, build, catalog, compare, perf, report, results, system
 from tui import events as ev
 from tui.catalog import Catalog, Plan
 from tui.errors import HotloopError, RunFailed
@@ -63,6 +63,8 @@ def parser() -> argparse.ArgumentParser:
                           "values")
     run.add_argument("--perf", action=argparse.BooleanOptionalAction, default=None,
                      help="sample with perf (default: the plan's, on where perf works)")
+    run.add_argument("--keep-perf", action="store_true",
+                     help="keep perf.data files beside the result file (RESULT.perf/)")
     run.add_argument("--out", type=Path, help="result file (default results/<time>-<plan>.jsonl)")
     run.add_argument("--format", choices=("text", "json"), default="text")
     run.add_argument("--apply-system", action="store_true",
@@ -221,8 +223,8 @@ async def _run_sessions(sessions: list[Session], fmt: str,
 def cmd_run(args: argparse.Namespace) -> int:
     cat = catalog.load(_profiles(args))
     todo = variants(cat, args)
-    sessions = [Session(v.rp, v.out, variant=v.label, apply_system=args.apply_system)
-                for v in todo]
+    sessions = [Session(v.rp, v.out, variant=v.label, apply_system=args.apply_system,
+                        keep_perf=args.keep_perf) for v in todo]
     try:
         last = asyncio.run(_run_sessions(sessions, args.format, args.interleave))
     except KeyboardInterrupt:
@@ -326,6 +328,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     except HotloopError as e:
         rows.append(("compiler", False, str(e)))
     rows += [(c.name, c.available, c.detail) for c in system.capabilities()]
+    rows += [(c.name, c.available, c.detail) for c in perf.capabilities()]
     cat = catalog.load(_profiles(args))
     rows.append(("profiles", True, f"{len(cat.files)} files: {len(cat.workloads)} workloads, "
                  f"{len(cat.cpus)} cpu, {len(cat.kernels)} kernel, {len(cat.plans)} plans"))

@@ -47,9 +47,17 @@ def symbol_lines(symbols: Sequence[ev.HotSymbol], top: int = 15) -> list[str]:
             f"{s.dso}" for s in rows]
 
 
-def extra_unit(name: str) -> str:
+def extra_si(name: str, value: float) -> str:
     """Extra metrics carry their unit in their name: user_s, lat_p99_ns."""
-    return next((u for suffix, u in (("_ns", "ns"), ("_s", "s")) if name.endswith(suffix)), "")
+    if name.endswith("_ns"):
+        return si(value / 1e9, "s")
+    return si(value, "s") if name.endswith("_s") else f"{value:.6g}"
+
+
+def counter_lines(counters: dict[str, float | None]) -> list[str]:
+    """perf stat counts; an unsupported counter says so, never 0."""
+    return [f"  {name:<17} {'not supported here' if value is None else f'{value:,.6g}'}"
+            for name, value in counters.items()]
 
 
 def extra_summaries(runs: Sequence[ev.RunSample]) -> dict[str, Summary]:
@@ -80,14 +88,16 @@ def text(result: Result) -> str:
         lines.append(f"PARTIAL: {why}")
     lines += ["", "summary"] + summary_lines(result.summary, unit)
     for name, s in extra_summaries(result.runs).items():
-        u = extra_unit(name)
-        lines.append(f"  {name:<7} median {si(s.median, u)}  (min {si(s.min, u)}, "
-                     f"max {si(s.max, u)})")
+        lines.append(f"  {name:<7} median {extra_si(name, s.median)}  (min "
+                     f"{extra_si(name, s.min)}, max {extra_si(name, s.max)})")
     if result.runs:
         lines += ["", "histogram"] + histogram_lines(result.values, unit)
     if result.session_symbols and result.session_symbols.symbols:
         lines += ["", f"hot symbols ({result.session_symbols.samples} samples)"]
         lines += symbol_lines(result.session_symbols.symbols)
+    counters = result.finished.summary.get("counters") if result.finished else None
+    if counters:
+        lines += ["", "counters (perf stat, whole session)"] + counter_lines(counters)
     for warning in result.warnings:
         lines.append(f"warning: {warning}")
     lines += ["", f"result file: {result.path}"]
@@ -99,6 +109,15 @@ def document(result: Result) -> dict[str, Any]:
     w = result.workload
     s = result.summary
     symbols = result.session_symbols.symbols if result.session_symbols else ()
+    extras = extra_summaries(result.runs)
+    summary: dict[str, Any] = {**(s.to_json() if s else {"n": 0}),
+                               **{name: x.to_json() for name, x in extras.items()}}
+    latency = {name.removeprefix("lat_").removesuffix("_ns"): x.median
+               for name, x in extras.items() if name.startswith("lat_")}
+    if latency:
+        summary["latency"] = latency        # medians over the runs, in ns
+    if result.finished and result.finished.summary.get("counters"):
+        summary["counters"] = result.finished.summary["counters"]
     return {
         "workload": w.get("name"),
         "metric": w.get("metric"),
@@ -109,8 +128,7 @@ def document(result: Result) -> dict[str, Any]:
         "runs": [{"value": r.value, "ops": r.ops, "bytes": r.bytes, "ns": r.ns,
                   "cycles": r.cycles, **({"extra": r.extra} if r.extra else {})}
                  for r in result.runs],
-        "summary": {**(s.to_json() if s else {"n": 0}),
-                    **{name: x.to_json() for name, x in extra_summaries(result.runs).items()}},
+        "summary": summary,
         "hot_symbols": [{"symbol": h.symbol, "dso": h.dso, "percent": h.percent,
                          "kernel": h.kernel, "samples": h.samples}
                         for h in sorted(symbols, key=lambda h: -h.percent)[:30]],

@@ -35,7 +35,7 @@ class Writer:
     def __init__(self, path: Path):
         self.path = path
         path.parent.mkdir(parents=True, exist_ok=True)
-        self._f = open(path, "a", encoding="utf-8")
+        self._f = open(path, "w", encoding="utf-8")    # one session, one file
 
     def write(self, event: ev.Event) -> None:
         self._f.write(json.dumps(ev.to_json(event), separators=(",", ":"), default=str) + "\n")

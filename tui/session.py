@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, AsyncIterator
 
-from tui import __version__, build, paths, system
+from tui import __version__, build, paths, perf, system
 from tui import events as ev
 from tui.catalog import ResolvedPlan, Workload
 from tui.errors import HotloopError
@@ -31,6 +31,8 @@ from tui.results import Writer
 from tui.stats import summarize
 
 SETUP_GRACE = 30.0                      # seconds for Python start-up and hl_setup
+WINDOW_TOP = 30                         # symbols kept per perf window and per run
+SESSION_TOP = 100                       # symbols kept for the whole session
 
 
 def metric_value(w: Workload, sample: dict[str, Any]) -> float:
@@ -138,8 +140,11 @@ class Session:
     """Run `rp` once; iterate `events()` to drive it."""
 
     def __init__(self, rp: ResolvedPlan, result_file: Path, variant: str = "",
-                 apply_system: bool = False, gate: asyncio.Queue[None] | None = None):
+                 apply_system: bool = False, gate: asyncio.Queue[None] | None = None,
+                 keep_perf: bool = False):
         self.rp = rp
+        self.keep_perf = keep_perf           # keep perf.data beside the result file
+        self.counters: dict[str, float | None] = {}
         self.apply_system = apply_system     # the user's consent to system changes
         # With a gate, every repetition waits for a token: interleave.py hands
         # them out so that several sessions take turns, one run at a time.
@@ -237,13 +242,54 @@ class Session:
         while line := await stream.readline():
             self._stderr.append(line.decode(errors="replace").rstrip())
 
+    async def _read_worker(self, stream: asyncio.StreamReader,
+                           inbox: asyncio.Queue[tuple[str, Any]]) -> None:
+        while line := await stream.readline():
+            try:
+                await inbox.put(("worker", json.loads(line)))
+            except ValueError:
+                self._stderr.append(f"garbled worker line: {line[:80]!r}")
+        await inbox.put(("eof", None))
+
+    def _start_perf(self, inbox: asyncio.Queue[tuple[str, Any]]) -> perf.PerfRecorder:
+        plan = self.rp.plan
+        keep = self.result_file.with_suffix(".perf") if self.keep_perf else None
+        return perf.PerfRecorder(
+            self.pids, frequency=plan.perf_freq, call_graph=plan.call_graph, keep_dir=keep,
+            on_window=lambda w: inbox.put_nowait(("window", w)),
+            on_warning=lambda m: inbox.put_nowait(("warning", m)))
+
+    async def _stop_perf(self, rec: perf.PerfRecorder | None) -> list[ev.Event]:
+        """The run's and the session's hot symbols and counters, once perf has stopped."""
+        if rec is None:
+            return []
+        result = await rec.stop()
+        v = self.variant
+        out: list[ev.Event] = [
+            ev.HotSymbols(tuple(syms[:WINDOW_TOP]), scope="run", window=run,
+                          samples=sum(s.samples for s in syms), variant=v)
+            for run, syms in sorted(result.runs.items())]
+        out.append(ev.HotSymbols(tuple(result.symbols[:SESSION_TOP]), scope="session",
+                                 samples=result.samples, variant=v))
+        self.counters = {k: val for k, val in result.counters.items()}
+        if result.data_dir:
+            out.append(ev.Warning(f"perf data kept in {result.data_dir} (perf report -i "
+                                  f"FILE)", variant=v))
+        return out
+
     async def _drive(self, built: build.Built, runs: list[float]) -> AsyncIterator[ev.Event]:
         rp, v = self.rp, self.variant
+        loop = asyncio.get_running_loop()
         self._proc = proc = await self._spawn(built)
         assert proc.stdout is not None and proc.stderr is not None and proc.stdin is not None
-        stderr_task = asyncio.create_task(self._drain_stderr(proc.stderr))
-        timeout = rp.plan.timeout * (1 + rp.plan.warmup) + SETUP_GRACE
+        # One inbox for the worker's lines and perf's windows: both reach the
+        # consumer as they come; only the worker's lines reset the timeout.
+        inbox: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
+        tasks = [asyncio.create_task(self._drain_stderr(proc.stderr)),
+                 asyncio.create_task(self._read_worker(proc.stdout, inbox))]
+        deadline = loop.time() + rp.plan.timeout * (1 + rp.plan.warmup) + SETUP_GRACE
         warmups_left = rp.plan.warmup
+        rec: perf.PerfRecorder | None = None
 
         async def go() -> None:
             if self.gate is not None:
@@ -253,20 +299,32 @@ class Session:
         try:
             if self.gate is not None and warmups_left:
                 await go()
-                timeout = rp.plan.timeout + SETUP_GRACE
+                deadline = loop.time() + rp.plan.timeout + SETUP_GRACE
             while True:
                 try:
-                    line = await asyncio.wait_for(proc.stdout.readline(), timeout)
+                    source, msg = await asyncio.wait_for(inbox.get(), deadline - loop.time())
                 except asyncio.TimeoutError:
                     self._kill()
+                    for event in await self._stop_perf(rec):
+                        yield event
                     yield ev.Failed(f"run {len(runs) + 1}: no result within the timeout of "
                                     f"{rp.plan.timeout:g}s; worker killed", run=len(runs),
                                     signal="SIGKILL", variant=v)
                     return
-                if not line:
-                    yield await self._ended(len(runs))
+                if source == "window":
+                    yield ev.HotSymbols(tuple(msg.symbols[:WINDOW_TOP]), window=msg.index,
+                                        samples=msg.samples, variant=v)
+                    continue
+                if source == "warning":
+                    yield ev.Warning(f"perf: {msg}", variant=v)
+                    continue
+                if source == "eof":
+                    ended = await self._ended(len(runs))
+                    for event in await self._stop_perf(rec):
+                        yield event
+                    yield ended
                     return
-                msg = json.loads(line)
+                deadline = loop.time() + rp.plan.timeout
                 kind = msg.pop("type")
                 if kind == "run":
                     try:
@@ -276,29 +334,44 @@ class Session:
                         return
                     if not msg["warmup"]:
                         runs.append(value)
+                        if rec is not None:
+                            rec.cut()       # a window ends with each repetition
                     else:
                         warmups_left -= 1
-                    timeout = rp.plan.timeout
                     yield ev.RunSample(value=value, variant=v, **msg)
                     if self.gate is not None and (warmups_left or 0 < len(runs) < rp.plan.runs):
                         await go()
+                        deadline = loop.time() + rp.plan.timeout
                 elif kind == "ready":
                     self.pids = [msg["pid"], *msg["pids"]]
-                    timeout = rp.plan.timeout
+                    if rp.plan.perf:
+                        rec = self._start_perf(inbox)
+                        await rec.start()   # False: no perf here; a warning says why
                     await go()
+                    deadline = loop.time() + rp.plan.timeout
                 elif kind == "warning":
                     yield ev.Warning(msg["message"], variant=v)
                 elif kind == "failed":
                     await proc.wait()
+                    for event in await self._stop_perf(rec):
+                        yield event
                     yield ev.Failed(msg["message"], run=msg["run"],
                                     bad_input=msg["bad_input"], variant=v)
                     return
                 elif kind == "finished":
+                    for event in await self._stop_perf(rec):
+                        yield event
                     s = summarize(runs)
-                    yield ev.Finished(s.to_json() if s else {}, variant=v)
+                    summary: dict[str, Any] = s.to_json() if s else {}
+                    if self.counters:
+                        summary["counters"] = self.counters
+                    yield ev.Finished(summary, variant=v)
                     return
         finally:
-            stderr_task.cancel()
+            if rec is not None:
+                rec.kill()                  # a no-op once stopped
+            for t in tasks:
+                t.cancel()
 
     async def _ended(self, done: int) -> ev.Failed:
         """The worker's stream ended without a last word: say how it died."""
