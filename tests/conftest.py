@@ -77,3 +77,17 @@ def hotloop(*args: str, timeout: float = 300, **kw) -> subprocess.CompletedProce
 @pytest.fixture
 def run_cli() -> Callable[..., subprocess.CompletedProcess[str]]:
     return hotloop
+
+
+def path_without(tmp_path: Path, *hidden: str) -> str:
+    """A PATH with every command of this one except `hidden` (e.g. perf)."""
+    shadow = tmp_path / "shadow-bin"
+    shadow.mkdir(exist_ok=True)
+    for d in os.environ["PATH"].split(os.pathsep):
+        if not os.path.isdir(d):
+            continue
+        for entry in os.scandir(d):
+            link = shadow / entry.name
+            if entry.name not in hidden and not link.exists() and not link.is_symlink():
+                link.symlink_to(entry.path)
+    return str(shadow)
