@@ -14,6 +14,7 @@ struct state {
     int zero, null;
     size_t block;
     uint64_t count;
+    uint64_t spin;                  /* known extra work per op, for sensitivity studies */
     char *buf;
 };
 
@@ -31,6 +32,7 @@ void *hl_setup(const struct hl_param *p, int n, const struct hl_env *env,
     s->zero = s->null = -1;
     s->block = (size_t)hl_param_int(p, n, "block_size", 512);
     s->count = (uint64_t)hl_param_int(p, n, "count", 1048576);
+    s->spin = (uint64_t)hl_param_int(p, n, "spin", 0);
     if (!(s->buf = malloc(s->block)))
         hl_fail_errno(err, errlen, "malloc");
     else if ((s->zero = open("/dev/zero", O_RDONLY | O_CLOEXEC)) < 0)
@@ -58,13 +60,26 @@ int hl_run(void *state, struct hl_result *res, char *err, size_t errlen)
 
     getrusage(RUSAGE_SELF, &before);
     hl_clock_start(&c);
-    for (i = 0; i < s->count; i++) {
-        r = read(s->zero, s->buf, s->block);
-        if (r != (ssize_t)s->block)
-            break;
-        w = write(s->null, s->buf, s->block);
-        if (w != (ssize_t)s->block)
-            break;
+    if (!s->spin) {
+        for (i = 0; i < s->count; i++) {
+            r = read(s->zero, s->buf, s->block);
+            if (r != (ssize_t)s->block)
+                break;
+            w = write(s->null, s->buf, s->block);
+            if (w != (ssize_t)s->block)
+                break;
+        }
+    } else {                        /* a separate loop: spin = 0 pays nothing for it */
+        for (i = 0; i < s->count; i++) {
+            r = read(s->zero, s->buf, s->block);
+            if (r != (ssize_t)s->block)
+                break;
+            w = write(s->null, s->buf, s->block);
+            if (w != (ssize_t)s->block)
+                break;
+            for (uint64_t k = 0; k < s->spin; k++)
+                __asm__ __volatile__("" ::: "memory");
+        }
     }
     hl_clock_stop(&c, res);
     getrusage(RUSAGE_SELF, &after);
