@@ -114,7 +114,12 @@ async def overhead(args: argparse.Namespace, out: Path) -> None:
     print(f"{'mode':<10}{'median of medians':>20}{'sessions':>10}")
     print(f"{'headless':<10}{si(hm, unit):>20}{len(h):>10}")
     print(f"{'tui':<10}{si(tm, unit):>20}{len(t):>10}")
-    print(f"TUI vs headless: {(tm - hm) / hm * 100:+.2f}% "
+    paired = [tui / head - 1 for (_, a, head), (_, b, tui) in
+              ((next(x for x in rows if x[0] == r and x[1] == "headless"),
+                next(x for x in rows if x[0] == r and x[1] == "tui"))
+               for r in range(args.rounds))]
+    print(f"TUI vs headless: {(tm - hm) / hm * 100:+.2f}% on the medians; "
+          f"median of per-round ratios {statistics.median(paired) * 100:+.2f}% "
           f"(session-to-session spread of headless medians: {spread:.1f}%)")
 
 
@@ -202,7 +207,7 @@ def main() -> None:
     p.add_argument("--msgs", type=int, default=100_000)
     p.add_argument("--cpu", default="same-core")
     p.add_argument("--flood-runs", type=int, default=3000)
-    p.add_argument("--flood-msgs", type=int, default=100)
+    p.add_argument("--flood-msgs", type=int, default=20)
     p.add_argument("--launches", type=int, default=5)
     p.add_argument("--skip", default="", help="comma list of: overhead,flood,launch")
     args = p.parse_args()

@@ -18,6 +18,7 @@ from textual import work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
+from textual.css.query import NoMatches
 from textual.widgets import Footer, RichLog, Static
 from textual.worker import Worker, WorkerState
 from rich.text import Text
@@ -99,7 +100,7 @@ class HotloopApp(App[None]):
                   "#log": "log"}
         for sel, title in titles.items():
             self.query_one(sel).border_title = title
-        self.screen.add_class("-view-setup")
+        self.main_screen.add_class("-view-setup")
         self.set_interval(REDRAW_S, self._tick)
         try:
             self.cat = catalog.load(self.profiles)
@@ -115,6 +116,15 @@ class HotloopApp(App[None]):
         if first:
             await self.pick(*first)
         self.query_one(CatalogTree).focus()
+
+    @property
+    def main_screen(self):
+        """The console's own screen (not a dialog or the palette above it)."""
+        return self.screen_stack[0]
+
+    @property
+    def narrow(self) -> bool:
+        return self.main_screen.has_class("-narrow")
 
     # --- the catalogue and the form ----------------------------------------------
 
@@ -174,7 +184,7 @@ class HotloopApp(App[None]):
         if action == "stop":
             return True if self.running else None
         if action == "toggle_view":
-            return self.screen.has_class("-narrow")
+            return self.narrow
         return True
 
     def action_run(self) -> None:
@@ -200,7 +210,7 @@ class HotloopApp(App[None]):
                       f"(+{plan.warmup} warmup), cpu {rp.cpu.name} → {path}")
         self._away_from(rp.cpu.cpus)
         self.worker = self.run_session(self.session, self.live)
-        if self.screen.has_class("-narrow"):
+        if self.narrow:
             self.set_view("live")
         self._redraw(plots=True)
         self.refresh_bindings()
@@ -352,9 +362,9 @@ class HotloopApp(App[None]):
 
     def set_view(self, view: str) -> None:
         self.view = view
-        self.screen.set_class(view == "setup", "-view-setup")
-        self.screen.set_class(view == "live", "-view-live")
-        if self.screen.has_class("-narrow"):
+        self.main_screen.set_class(view == "setup", "-view-setup")
+        self.main_screen.set_class(view == "live", "-view-live")
+        if self.narrow:
             if view == "setup":
                 self.query_one(CatalogTree).focus()
             else:
@@ -376,6 +386,12 @@ class HotloopApp(App[None]):
         return min(PLOT_MAX_S, max(REDRAW_S, cost / PLOT_BUDGET))
 
     def _tick(self) -> None:
+        try:
+            self._tick_once()
+        except NoMatches:       # shutting down: the panels are already gone
+            pass
+
+    def _tick_once(self) -> None:
         live = self.live
         if live is None:
             return
@@ -411,7 +427,7 @@ class HotloopApp(App[None]):
                 edited = self._edited(plan, form.base)
             except (ValueError, HotloopError):
                 plan, edited = form.base, True
-            narrow = self.screen.has_class("-narrow")
+            narrow = self.narrow
             parts.append(f"{plan.name}{'*' if edited else ''} · {plan.workload} · "
                          + ("" if narrow else f"cpu {plan.cpu} · ") + f"{plan.runs} runs")
         live = self.live
@@ -421,7 +437,7 @@ class HotloopApp(App[None]):
                     "stopped": f"stopped {live.n}/{live.runs}",
                     "failed": "failed"}[live.state]
             parts.append(mark)
-        if self.screen.has_class("-narrow"):
+        if self.narrow:
             parts.append(f"[dim]v {'live' if self.view == 'setup' else 'setup'}[/dim]")
         self.query_one("#status", Static).update("  │  ".join(parts))
 
