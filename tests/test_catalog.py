@@ -41,8 +41,9 @@ def test_bundled_catalogue_loads_and_resolves_every_plan():
     assert {"default", "same-core", "split", "fifo"} <= set(cat.cpus)
     assert "quick" in cat.plans
     for plan in cat.plans.values():
-        rp = cat.resolve(plan)
-        assert set(rp.params) == set(rp.workload.params)
+        for _, variant in cat.variants(plan):
+            rp = cat.resolve(variant)
+            assert set(rp.params) == set(rp.workload.params)
 
 
 @pytest.mark.parametrize("toml, expected", [

@@ -202,3 +202,31 @@ def test_doctor_lists_each_capability():
     assert p.returncode == 0
     for name in ("compiler", "cpus", "cpufreq", "smt", "sched_setscheduler", "tsc"):
         assert name in p.stdout
+
+
+def test_every_bundled_plan_runs_here_as_bundled(tmp_path):
+    # As bundled, but two recorded runs each to keep the suite short; batch plans
+    # (a list of values) run every variant and end with their comparison.
+    from tui import catalog
+    cat = catalog.load()
+    assert {"quick", "seqpacket-100", "tcp-rr-1000-flows", "page-pool",
+            "dd-zero-null"} <= set(cat.plans)
+    for name, plan in cat.plans.items():
+        p = hotloop("run", name, "--runs", "2", "--warmup", "0", "--format", "json")
+        assert p.returncode == 0, (name, p.stderr)
+        doc = json.loads(p.stdout)
+        docs = doc["results"] if "results" in doc else [doc]
+        assert len(docs) == len(cat.variants(plan))
+        for d in docs:
+            assert d["workload"] == plan.workload and len(d["runs"]) == 2
+            assert d["summary"]["median"] > 0
+
+
+def test_a_plan_with_a_list_of_values_is_a_batch_and_refuses_single_resolution():
+    from tui import catalog
+    from tui.errors import HotloopError
+    cat = catalog.load()
+    labels = [label for label, _ in cat.variants(cat.plans["page-pool"])]
+    assert labels == ["mode=fast_path", "mode=ptr_ring", "mode=slow"]
+    with pytest.raises(HotloopError, match="the plan is a batch"):
+        cat.resolve(cat.plans["page-pool"])

@@ -7,6 +7,7 @@ the line where it can be found, the table and the key.
 """
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import sys
@@ -330,11 +331,18 @@ def _kernel(where: _Where, name: str, t: dict) -> KernelProfile:
                          dict(t.get("sysctl", {})), dict(t.get("expect", {})), str(where.path))
 
 
+def _scalar(value: Any) -> bool:
+    return isinstance(value, (int, str)) and not isinstance(value, bool)
+
+
 def _plan(where: _Where, name: str, t: dict) -> Plan:
     for key, value in t.get("params", {}).items():
-        if not isinstance(value, (int, str)) or isinstance(value, bool):
-            raise where.error("plan", name, f"params.{key}",
-                              f"expected an integer or a string, got {_type_name(value)}")
+        # A list of values makes the plan a batch: one variant per value.
+        if isinstance(value, list) and value and all(map(_scalar, value)):
+            continue
+        if not _scalar(value):
+            raise where.error("plan", name, f"params.{key}", "expected an integer, a string "
+                              f"or a non-empty array of them, got {_type_name(value)}")
     if "timeout" in t and not t["timeout"] > 0:
         raise where.error("plan", name, "timeout", "must be above 0 seconds")
     fields = {k: v for k, v in t.items() if k != "params"}
@@ -398,7 +406,20 @@ class Catalog:
     def validate_plans(self) -> None:
         """Cross-table checks, once every file is in."""
         for plan in self.plans.values():
-            self.resolve(plan)
+            for _, variant in self.variants(plan):
+                self.resolve(variant)
+
+    def variants(self, plan: Plan) -> list[tuple[str, Plan]]:
+        """A plan whose params hold lists is a batch: (label, plan) per combination."""
+        multi = {k: v for k, v in plan.params.items() if isinstance(v, list)}
+        if not multi:
+            return [("", plan)]
+        out = []
+        for combo in itertools.product(*multi.values()):
+            chosen = dict(zip(multi, combo))
+            label = " ".join(f"{k}={v}" for k, v in chosen.items())
+            out.append((label, replace(plan, params={**plan.params, **chosen})))
+        return out
 
     def resolve(self, plan: Plan) -> ResolvedPlan:
         def where_key(key: str, message: str) -> HotloopError:
@@ -428,6 +449,9 @@ class Catalog:
                             f"(known: {', '.join(sorted(self.kernels))})")
         params = {name: p.default for name, p in w.params.items()}
         for key, value in plan.params.items():
+            if isinstance(value, list):
+                raise where_key(f"params.{key}", f"several values ({', '.join(map(str, value))}):"
+                                f" the plan is a batch; run it with `hotloop run {plan.name}`")
             p = w.params.get(key)
             if p is None:
                 raise where_key(f"params.{key}", f"workload {w.name} has no param {key!r} "

@@ -132,10 +132,9 @@ def parse_params(cat: Catalog, workload: str, items: list[str],
     return params
 
 
-def resolve_run_plan(cat: Catalog, args: argparse.Namespace, name: str, cpu: str | None,
+def resolve_run_plan(cat: Catalog, args: argparse.Namespace, plan: Plan, cpu: str | None,
                      param_items: list[str]) -> catalog.ResolvedPlan:
     """A plan named on the command line with the command line's overrides."""
-    plan = cat.plan_for(name)
     params = parse_params(cat, plan.workload, param_items, plan.params)
     for flag in ("runs", "warmup"):
         value = getattr(args, flag)
@@ -167,11 +166,14 @@ def variants(cat: Catalog, args: argparse.Namespace) -> list[Variant]:
         else:
             fixed.append(item)
     cpus = args.cpu or [None]
+    plans = [(name, label, plan) for name in args.names
+             for label, plan in cat.variants(cat.plan_for(name))]
     out: list[Variant] = []
-    for name, cpu, combo in itertools.product(args.names, cpus, itertools.product(*multi)):
-        rp = resolve_run_plan(cat, args, name, cpu, fixed + list(combo))
-        parts = ([name] if len(args.names) > 1 else []) + \
-                ([f"cpu={cpu}"] if len(cpus) > 1 else []) + list(combo)
+    for (name, plan_label, plan), cpu, combo in itertools.product(plans, cpus,
+                                                                   itertools.product(*multi)):
+        rp = resolve_run_plan(cat, args, plan, cpu, fixed + list(combo))
+        parts = ([name] if len(args.names) > 1 else []) + ([plan_label] if plan_label else []) \
+            + ([f"cpu={cpu}"] if len(cpus) > 1 else []) + list(combo)
         label = " ".join(parts)
         slug = re.sub(r"[^A-Za-z0-9_.+-]+", "_", label)
         path = results.default_path(f"{rp.plan.name}-{slug}" if slug else rp.plan.name)
