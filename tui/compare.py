@@ -47,33 +47,9 @@ from scipy import stats as sps
 
 from tui import results
 from tui.errors import HotloopError
-from tui.events import HotSymbol
+from tui.perf import SymbolDelta, diff_symbols
 from tui.results import Result
-from tui.stats import Bucket, Summary, bucket_labels, edges, si, summarize
-
-try:                                    # written concurrently in tui/perf.py
-    from tui.perf import SymbolDelta, diff_symbols
-except ImportError:                     # pragma: no cover - fallback until perf.py has it
-    @dataclass(frozen=True)
-    class SymbolDelta:                  # type: ignore[no-redef]
-        symbol: str
-        dso: str
-        kernel: bool
-        baseline_pct: float
-        new_pct: float
-        delta: float
-
-    def diff_symbols(base: Sequence[HotSymbol], new: Sequence[HotSymbol]) -> list[SymbolDelta]:
-        b = {(s.symbol, s.dso): s for s in base}
-        n = {(s.symbol, s.dso): s for s in new}
-        rows = []
-        for key in b.keys() | n.keys():
-            bp = b[key].percent if key in b else 0.0
-            np_ = n[key].percent if key in n else 0.0
-            kern = any(key in d and d[key].kernel for d in (b, n))
-            rows.append(SymbolDelta(key[0], key[1], kern, bp, np_, round(np_ - bp, 4)))
-        rows.sort(key=lambda r: (-abs(r.delta), -max(r.baseline_pct, r.new_pct), r.symbol))
-        return rows
+from tui.stats import Bucket, Summary, bucket_labels, edges, si
 
 FORMATS = ("text", "md", "org", "csv", "json")
 MIN_RUNS = 5                            # fewer on either side: no verdict
