@@ -237,11 +237,11 @@ def test_hot_symbols_window_then_session(isolated: Path) -> None:
         async with app.run_test(size=SIZE) as pilot:
             await wait_for(pilot, lambda: app.form.base is not None, 10)
             table = app.query_one(SymbolsTable)
-            app.post_message(SymbolsArrived(hot("window", 3, "k_unix_stream_sendmsg", "memcpy")))
+            app.post_message(SymbolsArrived(hot("window", 3, "k_sendmsg", "memcpy")))
             await wait_for(pilot, lambda: table.row_count == 2, 5, "window rows")
             assert "window 3" in str(table.border_title)
             assert [str(c) for c in table.get_row_at(0)] == [" 50.0", "[k]",
-                                                              "k_unix_stream_sendmsg"]
+                                                              "k_sendmsg"]
             assert str(table.get_row_at(1)[1]) == "[.]"
             app.post_message(SymbolsArrived(hot("session", 0, "k_a", "k_b", "u_c")))
             await wait_for(pilot, lambda: table.row_count == 3, 5, "session rows")

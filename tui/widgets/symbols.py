@@ -33,7 +33,7 @@ class SymbolsTable(DataTable):
     def show(self, hot: ev.HotSymbols) -> None:
         self.latest = hot
         self.clear()
-        room = max(10, self.size.width - 13)
+        room = max(10, self.size.width - 17)   # the other columns, padding, scrollbar
         for s in hot.symbols[:TOP]:
             name = s.symbol if len(s.symbol) <= room else s.symbol[:room - 1] + "…"
             self.add_row(Text(f"{s.percent:5.1f}", justify="right"),
