@@ -20,7 +20,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, \
     TimeElapsedColumn, TimeRemainingColumn
 
-from tui import __version__, build, catalog, compare, perf, report, results, system
+from tui import __version__, build, catalog, perf, report, results, system
 from tui import events as ev
 from tui.catalog import Catalog, Plan
 from tui.errors import HotloopError, RunFailed
@@ -78,7 +78,7 @@ def parser() -> argparse.ArgumentParser:
 
     cmp = sub.add_parser("compare", help="compare result files; the first is the baseline")
     cmp.add_argument("files", nargs="+", type=Path)
-    cmp.add_argument("--format", choices=compare.FORMATS, default="text")
+    cmp.add_argument("--format", choices=("text", "md", "org", "csv", "json"), default="text")
     _profiles_option(cmp)
 
     lst = sub.add_parser("list", help="list workloads, CPU and kernel profiles, plans")
@@ -269,6 +269,7 @@ def _batch_comparison(done: list[results.Result]) -> tuple[str, str] | None:
     """The batch's comparison as (text, json), or None when it cannot be compared."""
     if len(done) < 2:
         return None
+    from tui import compare
     try:
         comp = compare.compare(done)
     except HotloopError as e:
@@ -294,6 +295,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
+    from tui import compare              # scipy: only when comparing (0.8 s to import)
     print(compare.main_compare(args.files, args.format))
     return 0
 

@@ -176,6 +176,8 @@ class Session:
             raise HotloopError(pre.refusal())
         built = await asyncio.to_thread(build.build, rp.workload.source, rp.cpu.cflags,
                                         rp.workload.name)
+        if self._stopping:                  # stopped while the workload compiled
+            return
         names = list(rp.kernel.sysctl)
         before = system.kernel_facts(names)["sysctl"]
         try:
@@ -234,6 +236,9 @@ class Session:
                 "runs": rp.plan.runs, "warmup": rp.plan.warmup,
                 "step": self.gate is not None}
         assert proc.stdin is not None
+        self._proc = proc
+        if self._stopping:                  # stop() came while the worker started
+            self._kill()
         proc.stdin.write((json.dumps(spec) + "\n").encode())
         await proc.stdin.drain()
         return proc
