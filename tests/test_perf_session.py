@@ -149,3 +149,46 @@ def test_perf_never_outlives_the_session(faulty, tmp_path, leftovers, how):
         assert proc.returncode == 130
     assert leftovers() == []
     assert results.read(out).runs
+
+
+@pytest.fixture
+def kptr_restrict_2():
+    """kernel.kptr_restrict=2 hides kernel addresses even from root; always put back."""
+    path = Path("/proc/sys/kernel/kptr_restrict")
+    original = path.read_text().strip()
+    path.write_text("2")
+    try:
+        yield
+    finally:
+        path.write_text(original)
+
+
+@needs_perf
+def test_hidden_kernel_symbols_are_a_warning_with_the_fix_and_the_run_goes_on(
+        tmp_path, kptr_restrict_2):
+    out = tmp_path / "kp.jsonl"
+    p = hotloop("run", "zero_null", "--runs", "2", "--param", "count=100000", "--perf",
+                "--out", str(out))
+    assert p.returncode == 0, p.stderr
+    res = results.read(out)
+    assert len(res.runs) == 2
+    assert any("kptr_restrict=2" in w and "sysctl kernel.kptr_restrict=0" in w
+               for w in res.warnings), res.warnings
+
+
+@needs_perf
+def test_missing_hardware_counters_are_said_never_shown_as_zero(tmp_path):
+    from tui import perf
+    caps = {c.name: c for c in perf.capabilities()}
+    out = tmp_path / "hw.jsonl"
+    p = hotloop("run", "zero_null", "--runs", "2", "--param", "count=100000", "--perf",
+                "--out", str(out))
+    assert p.returncode == 0, p.stderr
+    res = results.read(out)
+    counters = res.finished.summary["counters"]
+    if caps["hardware counters"].available:     # a machine with a PMU
+        assert counters["cycles"] > 0 and counters["ipc"] > 0
+    else:                                       # a VM like this one
+        assert counters["cycles"] is None and counters["ipc"] is None
+        assert any("hardware counters" in w for w in res.warnings)
+        assert "not supported here" in hotloop("show", str(out)).stdout

@@ -173,6 +173,14 @@ def capabilities() -> list[Capability]:
     return caps
 
 
+def recording_warnings(call_graph: str = DEFAULT_CALL_GRAPH) -> list[str]:
+    """What a recording here will lack, one line each with its fix (for Warning events)."""
+    wanted = {"perf_event_paranoid", "kernel symbols", "hardware counters",
+              f"call-graph {call_graph}"}
+    return [f"{c.name}: {c.detail}" for c in capabilities()
+            if c.name in wanted and not c.available]
+
+
 # --------------------------------------------------------------------------- report parsing
 
 def _is_kernel(marker: str, dso: str) -> bool:

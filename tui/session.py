@@ -350,6 +350,10 @@ class Session:
                 elif kind == "ready":
                     self.pids = [msg["pid"], *msg["pids"]]
                     if rp.plan.perf:
+                        if perf.find_perf() is not None:
+                            for message in await asyncio.to_thread(
+                                    perf.recording_warnings, rp.plan.call_graph):
+                                yield ev.Warning(f"perf: {message}", variant=v)
                         rec = self._start_perf(inbox)
                         await rec.start()   # False: no perf here; a warning says why
                     await go()
