@@ -8,8 +8,13 @@ thermal, page cache) hits them all alike. The recorder runs exactly as in a sess
 1 s windows, `perf report` per window, `perf stat` alongside, a cut() after each rep.
 
     python benchmarks/perf_overhead.py [--rounds 5] [--reps 6] [--configs off,999,...]
+    python benchmarks/perf_overhead.py --workload zero_null [--param count=300000]
+                                       [--cpu-profile same-core] [--rounds 5] [--reps 6]
 
 Prints per-configuration median repetition time and the slowdown vs perf off.
+With --workload, the real hotloop sessions run instead of a synthetic child: perf
+off and each perf configuration as interleaved sessions (one repetition each in
+turn, see tui/interleave.py), and the table gives the workload's own metric.
 """
 from __future__ import annotations
 
@@ -79,8 +84,55 @@ async def one(config: str, reps: int, loops: int, cpu: int | None) -> list[tuple
     return times[1:]                 # first rep absorbs attach and cache warm-up
 
 
+async def workload_mode(args: argparse.Namespace, configs: list[str]) -> None:
+    import tempfile
+    from dataclasses import replace
+    from pathlib import Path
+
+    from tui import catalog, events as ev
+    from tui.interleave import interleave
+    from tui.session import Session
+
+    cat = catalog.load()
+    plan = cat.plan_for(args.workload)
+    params = dict(plan.params)
+    for item in args.param:
+        key, _, value = item.partition("=")
+        params[key] = cat.workloads[plan.workload].params[key].parse(value)
+    out = Path(tempfile.mkdtemp())
+    values: dict[str, list[float]] = {c: [] for c in configs}
+    unit = cat.workloads[plan.workload].unit
+    for r in range(args.rounds):
+        order = configs[:]
+        random.shuffle(order)
+        sessions = []
+        for c in order:
+            spec = parse_config(c)
+            p = replace(plan, cpu=args.cpu_profile, runs=args.reps, warmup=1, params=params,
+                        perf=spec is not None, perf_freq=spec[0] if spec else 999,
+                        call_graph=spec[1] if spec else "none")
+            sessions.append(Session(cat.resolve(p), out / f"{r}-{c}.jsonl", variant=c))
+        async for e in interleave(sessions):
+            if isinstance(e, ev.RunSample) and not e.warmup:
+                values[e.variant].append(e.value)
+        print(f"round {r + 1}/{args.rounds} done", file=sys.stderr)
+    hib = cat.workloads[plan.workload].higher_is_better
+    base = statistics.median(values["off"]) if "off" in values else None
+    print(f"{args.workload} {params} cpu {args.cpu_profile}: n per config "
+          f"{args.rounds * args.reps}, interleaved")
+    print(f"{'config':>10}  {'median':>12}  {'cv%':>5}  {'slowdown %':>10}")
+    for c in configs:
+        m = statistics.median(values[c])
+        cv = 100 * statistics.stdev(values[c]) / statistics.mean(values[c])
+        slow = "-" if base is None else f"{100 * ((base / m if hib else m / base) - 1):+.1f}"
+        print(f"{c:>10}  {m:12.4g}  {cv:5.1f}  {slow:>10}   ({unit})")
+
+
 async def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--workload", help="measure this hotloop workload's sessions instead")
+    ap.add_argument("--param", action="append", default=[], metavar="K=V")
+    ap.add_argument("--cpu-profile", default="same-core")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--reps", type=int, default=6)
     ap.add_argument("--loops", type=int, default=60000, help="read/write pairs per repetition")
@@ -88,6 +140,9 @@ async def main() -> None:
     ap.add_argument("--cpu", type=int, default=0, help="pin the workload here (-1: unpinned)")
     args = ap.parse_args()
     configs = args.configs.split(",")
+    if args.workload:
+        await workload_mode(args, configs)
+        return
     results: dict[str, list[tuple[float, float]]] = {c: [] for c in configs}
     cpu = None if args.cpu < 0 else args.cpu
     t0 = time.monotonic()
