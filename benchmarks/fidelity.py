@@ -133,6 +133,21 @@ def main() -> None:
         ratio = h / r if row.higher_is_better else r / h
         print(f"{row.name:<44} {r:>12.4g} {h:>12.4g} {ratio:>7.3f}  {row.target} "
               f"({row.unit}, n={len(ref)}+{len(hot)})", flush=True)
+    if args.only is None or "pool" in args.only:
+        harness_cost(args.rounds * args.per_round)
+
+
+def harness_cost(runs: int) -> None:
+    """pool's baseline mode is the empty loop: what the harness itself costs per op."""
+    cmd = [sys.executable, "-m", "tui", "run", "pool", "--cpu", "same-core", "--runs",
+           str(runs), "--param", "mode=baseline", "--no-perf", "--format", "json",
+           "--out", str(Path(tempfile.mkdtemp()) / "b.jsonl")]
+    doc = json.loads(subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT,
+                                    check=True).stdout)
+    ns = statistics.median(r["ns"] / r["ops"] for r in doc["runs"])
+    cycles = statistics.median(r["cycles"] / r["ops"] for r in doc["runs"])
+    print(f"{'pool baseline (the empty loop)':<44} {'':>12} {ns:>9.3f} ns/op, "
+          f"{cycles:.2f} TSC cycles/op: the harness's own cost per op (n={runs})")
 
 
 if __name__ == "__main__":
