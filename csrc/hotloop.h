@@ -44,6 +44,7 @@ struct hl_param {
 struct hl_env {
     int ncpus;
     int cpus[256];          /* HL_MAX_CPUS */
+    int worker_pid;         /* the worker process: the parent of hl_child_init's callers */
 };
 
 struct hl_metric {
@@ -76,6 +77,7 @@ void hl_teardown(void *state);
 #include <string.h>
 #include <time.h>
 #include <sys/prctl.h>
+#include <unistd.h>
 #if defined(__x86_64__) || defined(__i386__)
 #include <x86intrin.h>
 #endif
@@ -179,10 +181,14 @@ static inline int hl_pin(const struct hl_env *env, int index)
     return sched_setaffinity(0, sizeof(set), &set);
 }
 
-/* For a forked child: die with the worker, so no process outlives hotloop. */
+/* For a child the worker forked: die with the worker, so no process outlives
+ * hotloop.  A worker that died between fork() and prctl() never sends the
+ * signal, hence the check of who the parent is now. */
 static inline void hl_child_init(const struct hl_env *env, int index)
 {
     prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (env->worker_pid > 0 && getppid() != env->worker_pid)
+        _exit(1);
     hl_pin(env, index);
 }
 

@@ -111,6 +111,8 @@ int hl_run(void *state, struct hl_result *res, char *err, size_t errlen)
             break;
         }
     close(sks[0]);
+    if (werr)                       /* a datagram reader would wait for the rest forever */
+        kill(pid, SIGKILL);
 
     struct reader_report r;
     ssize_t got = read(rep[0], &r, sizeof(r));

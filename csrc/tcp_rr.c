@@ -334,6 +334,18 @@ static int send_rest(struct client *c, struct flow *f, int armed)
 }
 
 /* One run's share of transactions on this thread's flows. */
+/* Has the server exited?  WNOWAIT leaves it to teardown to reap (a zombie
+ * still answers kill(pid, 0), so that test cannot tell). */
+static int server_gone(struct state *s)
+{
+    siginfo_t si;
+    memset(&si, 0, sizeof(si));
+    if (s->server <= 0)
+        return 1;
+    return waitid(P_PID, (id_t)s->server, &si, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+           si.si_pid == s->server;
+}
+
 static void client_run(struct client *c)
 {
     struct state *s = c->s;
@@ -365,7 +377,7 @@ static void client_run(struct client *c)
                 client_fail(c, "stopped: another client thread failed");
                 return;
             }
-            if (n == 0 && (s->server <= 0 || kill(s->server, 0) < 0)) {
+            if (n == 0 && server_gone(s)) {
                 client_fail(c, "the server is gone");
                 return;
             }

@@ -50,6 +50,13 @@ expect = {{ release = "2.6.*" }}
 cpus = [0]
 governor = "performance"
 
+[cpu.big]
+cpus = [0, 999]
+
+[cpu.big-strict]
+cpus = [0, 999]
+strict = true
+
 [cpu.gov-strict]
 cpus = [0]
 governor = "performance"
@@ -140,6 +147,7 @@ def test_hotloop_restore_by_hand(prof, busy_poll):
     (["--kernel", "readonly", "--apply-system"], "kernel.osrelease"),
     (["--kernel", "other-release"], "[kernel.other-release] expect"),
     (["--cpu", "gov-strict"], "cpufreq"),
+    (["--cpu", "big-strict"], "k.toml:29: [cpu.big-strict] cpus: CPU 999 is beyond this machine"),
 ])
 def test_profiles_that_cannot_run_here_exit_2_and_change_nothing(prof, busy_poll, args,
                                                                   expected):
@@ -148,6 +156,18 @@ def test_profiles_that_cannot_run_here_exit_2_and_change_nothing(prof, busy_poll
     assert expected in p.stderr
     assert len(p.stderr.strip().splitlines()) == 1 and "Traceback" not in p.stderr
     assert not system.journal_path().exists()
+
+
+def test_a_cpu_this_machine_lacks_is_skipped_with_a_warning_when_not_strict(prof, tmp_path):
+    assert hotloop("list", "cpu", "--profiles", str(prof)).returncode == 0
+    out = tmp_path / "b.jsonl"
+    p = hotloop("run", "faulty", "--profiles", str(prof), "--cpu", "big", "--runs", "2",
+                "--param", "fault=pin", "--out", str(out), "--no-perf")
+    assert p.returncode == 0, p.stderr
+    assert "CPU 999 is beyond this machine (CPUs" in p.stderr and "skipped" in p.stderr
+    res = results.read(out)
+    assert res.header["cpu"]["cpus"] == [0]        # what really ran is recorded
+    assert {r.extra["child_cpu"] for r in res.runs} == {0}
 
 
 def test_a_missing_feature_is_a_warning_when_not_strict(prof, tmp_path):

@@ -51,7 +51,7 @@ int hl_run(void *state, struct hl_result *res, char *err, size_t len)
         if (!strcmp(s->fault, "error")) return hl_fail(err, len, "the device went away");
     }
     if (!strcmp(s->fault, "child")) {          /* a helper process that must not survive */
-        if (fork() == 0) { struct hl_env e = {0}; hl_child_init(&e, 1); for (;;) pause(); }
+        if (fork() == 0) { hl_child_init(&s->env, 1); for (;;) pause(); }
     }
     if (!strcmp(s->fault, "pin")) {            /* where does process 1 run? */
         int fds[2], cpu = -1;

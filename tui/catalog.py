@@ -18,6 +18,7 @@ from typing import Any, Callable
 import tomli_w
 
 from tui import paths, system
+from tui.perf import CALL_GRAPHS
 from tui.errors import HotloopError
 
 if sys.version_info >= (3, 11):
@@ -28,7 +29,6 @@ else:  # pragma: no cover - 3.10
 METRICS = {"bytes/s": ("B/s", True), "ops/s": ("ops/s", True),
            "ns/op": ("ns/op", False), "cycles/op": ("cycles/op", False)}
 SCHED_POLICIES = ("other", "fifo", "rr", "batch", "idle")
-CALL_GRAPHS = ("none", "fp", "dwarf")
 KINDS = ("workload", "cpu", "kernel", "plan")
 
 
@@ -149,6 +149,33 @@ class ResolvedPlan:
     cpu: CpuProfile
     kernel: KernelProfile
     params: dict[str, int | str]
+    warnings: tuple[str, ...] = ()        # what fitting it to this machine skipped
+
+
+def fit_to_machine(cpu: CpuProfile) -> tuple[CpuProfile, list[str]]:
+    """The profile with CPUs this machine lacks dropped, and a warning saying so.
+
+    A strict profile, a profile left with no CPU, or a priority the policy does
+    not allow, is an error naming the file, table and key instead."""
+    def error(key: str, message: str) -> HotloopError:
+        if cpu.origin and Path(cpu.origin).is_file():
+            return _Where(Path(cpu.origin), Path(cpu.origin).read_text()).error(
+                "cpu", cpu.name, key, message)
+        return HotloopError(f"[cpu.{cpu.name}] {key}: {message}")
+
+    bad = system.validate_priority(cpu.sched, cpu.priority)
+    if bad:
+        raise error("priority", bad)
+    missing = [c for c in cpu.cpus if system.validate_cpus([c])]
+    if not missing:
+        return cpu, []
+    problem = system.validate_cpus(missing) or ""
+    keep = tuple(c for c in cpu.cpus if c not in missing)
+    if cpu.strict or not keep:
+        raise error("cpus", problem)
+    return replace(cpu, cpus=keep), [
+        f"[cpu.{cpu.name}] cpus: {problem}; skipped, its processes share CPUs "
+        f"{','.join(map(str, keep))} (strict = true makes this an error)"]
 
 
 # --- validation ------------------------------------------------------------
@@ -407,7 +434,7 @@ class Catalog:
         """Cross-table checks, once every file is in."""
         for plan in self.plans.values():
             for _, variant in self.variants(plan):
-                self.resolve(variant)
+                self.resolve(variant, here=False)
 
     def variants(self, plan: Plan) -> list[tuple[str, Plan]]:
         """A plan whose params hold lists is a batch: (label, plan) per combination."""
@@ -421,7 +448,10 @@ class Catalog:
             out.append((label, replace(plan, params={**plan.params, **chosen})))
         return out
 
-    def resolve(self, plan: Plan) -> ResolvedPlan:
+    def resolve(self, plan: Plan, here: bool = True) -> ResolvedPlan:
+        """Look up the plan's profiles and fill in its params; with `here`, also fit
+        the CPU profile to this machine (only for a plan about to run: a profile
+        for a bigger machine may sit in the catalogue without breaking anything)."""
         def where_key(key: str, message: str) -> HotloopError:
             if plan.origin and Path(plan.origin).is_file():
                 w = _Where(Path(plan.origin), Path(plan.origin).read_text())
@@ -436,12 +466,9 @@ class Catalog:
         if cpu is None:
             raise where_key("cpu", f"unknown CPU profile {plan.cpu!r} "
                             f"(known: {', '.join(sorted(self.cpus))})")
-        # Checked on use, not on load: a profile for a bigger machine may sit
-        # in the catalogue without breaking every command here.
-        bad = system.validate_cpus(cpu.cpus) or system.validate_priority(cpu.sched, cpu.priority)
-        if bad:
-            where = _Where(Path(cpu.origin), Path(cpu.origin).read_text())
-            raise where.error("cpu", cpu.name, "cpus" if "CPU" in bad else "priority", bad)
+        warnings: list[str] = []
+        if here:
+            cpu, warnings = fit_to_machine(cpu)
         kernel = (self.kernels.get(plan.kernel)
                   or (_BUILTIN_KERNEL if plan.kernel == "default" else None))
         if kernel is None:
@@ -460,7 +487,7 @@ class Catalog:
             if bad:
                 raise where_key(f"params.{key}", bad)
             params[key] = value
-        return ResolvedPlan(plan, w, cpu, kernel, params)
+        return ResolvedPlan(plan, w, cpu, kernel, params, tuple(warnings))
 
     def plan_for(self, name: str) -> Plan:
         """A plan by name, or a workload by name run with its defaults."""
@@ -479,6 +506,9 @@ def search_path(extra: list[Path] | None = None) -> list[Path]:
 
 def load(extra: list[Path] | None = None) -> Catalog:
     """The catalogue from every TOML file on the search path."""
+    if not paths.BUNDLED_PROFILES.is_dir():
+        raise HotloopError(f"the bundled profiles are missing ({paths.BUNDLED_PROFILES}): "
+                           f"install hotloop from a checkout with `pip install -e .`")
     for d in extra or []:
         if not d.is_dir():
             raise HotloopError(f"--profiles {d}: no such directory")

@@ -11,6 +11,7 @@ import asyncio
 import itertools
 import json
 import re
+import signal
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -178,6 +179,10 @@ def variants(cat: Catalog, args: argparse.Namespace) -> list[Variant]:
         slug = re.sub(r"[^A-Za-z0-9_.+-]+", "_", label)
         path = results.default_path(f"{rp.plan.name}-{slug}" if slug else rp.plan.name)
         out.append(Variant(label, rp, path))
+    labels = [v.label for v in out]
+    twice = sorted({l for l in labels if labels.count(l) > 1})
+    if twice:
+        raise HotloopError(f"the batch names the same variant twice: {', '.join(twice)}")
     if len(out) > 1 and args.out:
         raise HotloopError("--out names one file, and this batch writes one per variant")
     if len(out) == 1 and args.out:
@@ -367,7 +372,15 @@ COMMANDS = {"run": cmd_run, "show": cmd_show, "compare": cmd_compare, "list": cm
             "save": cmd_save, "restore": cmd_restore}
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    # A dropped SSH session (SIGHUP) or a kill (SIGTERM) takes the Ctrl-C path:
+    # the worker is stopped, the system restored, the result file closed.
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, _interrupt)
     try:
         args = parser().parse_args(argv)
         if args.command != "restore":

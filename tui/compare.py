@@ -291,10 +291,9 @@ _COUNTER_UP = {"ipc", "instructions-per-cycle"}     # counters where more is bet
 
 def _counters(r: Result) -> dict[str, float]:
     found: dict[str, Any] = {}
-    for source in (r.header.get("counters"),
-                   (r.finished.summary.get("counters") if r.finished else None)):
-        if isinstance(source, dict):
-            found.update(source)
+    source = r.finished.summary.get("counters") if r.finished else None
+    if isinstance(source, dict):
+        found.update(source)
     return {k: float(v) for k, v in found.items()
             if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)}
 

@@ -21,7 +21,3 @@ def config_dir() -> Path:
 
 def cache_dir() -> Path:
     return _xdg("XDG_CACHE_HOME", ".cache")
-
-
-def state_dir() -> Path:
-    return _xdg("XDG_STATE_HOME", ".local/state")

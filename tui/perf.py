@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ctypes
+import functools
 import os
 import re
 import shutil
@@ -23,7 +24,7 @@ import subprocess
 import tempfile
 import time
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 from .events import HotSymbol
@@ -173,12 +174,13 @@ def capabilities() -> list[Capability]:
     return caps
 
 
-def recording_warnings(call_graph: str = DEFAULT_CALL_GRAPH) -> list[str]:
+@functools.cache
+def recording_warnings(call_graph: str = DEFAULT_CALL_GRAPH) -> tuple[str, ...]:
     """What a recording here will lack, one line each with its fix (for Warning events)."""
     wanted = {"perf_event_paranoid", "kernel symbols", "hardware counters",
               f"call-graph {call_graph}"}
-    return [f"{c.name}: {c.detail}" for c in capabilities()
-            if c.name in wanted and not c.available]
+    return tuple(f"{c.name}: {c.detail}" for c in capabilities()
+                 if c.name in wanted and not c.available)
 
 
 # --------------------------------------------------------------------------- report parsing
@@ -919,64 +921,3 @@ class PerfRecorder:
     def _cleanup_files(self) -> None:
         if self._dir and not self.keep_dir:
             shutil.rmtree(self._dir, ignore_errors=True)
-
-
-# --------------------------------------------------------------------------- JSON
-
-def symbols_to_json(symbols: Iterable[HotSymbol], top: int | None = None) -> list[dict[str, Any]]:
-    out = [asdict(s) for s in symbols]
-    return out[:top] if top is not None else out
-
-
-def symbols_from_json(items: Iterable[dict[str, Any]]) -> list[HotSymbol]:
-    """Lenient: unknown keys ignored, missing ones defaulted."""
-    out = []
-    for d in items:
-        out.append(HotSymbol(symbol=str(d.get("symbol", "[unknown]")), dso=str(d.get("dso", "[unknown]")),
-                             percent=float(d.get("percent", 0.0)), kernel=bool(d.get("kernel", False)),
-                             samples=int(d.get("samples", 0))))
-    return out
-
-
-def to_json(obj: PerfResult | PerfWindow | SymbolDelta | Capability, top: int | None = None) -> dict[str, Any]:
-    """Plain-dict form of a perf result, window, delta or capability (symbols cut to `top`)."""
-    if isinstance(obj, PerfResult):
-        return {"symbols": symbols_to_json(obj.symbols, top), "samples": obj.samples,
-                "windows": obj.windows,
-                "runs": {str(k): symbols_to_json(v, top) for k, v in obj.runs.items()},
-                "counters": dict(obj.counters), "warnings": list(obj.warnings),
-                "data_dir": obj.data_dir, "frequency": obj.frequency, "call_graph": obj.call_graph}
-    if isinstance(obj, PerfWindow):
-        d = asdict(obj)
-        d["symbols"] = symbols_to_json(obj.symbols, top)
-        return d
-    return asdict(obj)
-
-
-def result_from_json(d: dict[str, Any]) -> PerfResult:
-    return PerfResult(symbols=symbols_from_json(d.get("symbols", [])), samples=int(d.get("samples", 0)),
-                      windows=int(d.get("windows", 0)),
-                      runs={int(k): symbols_from_json(v) for k, v in d.get("runs", {}).items()},
-                      counters={k: (None if v is None else v) for k, v in d.get("counters", {}).items()},
-                      warnings=list(d.get("warnings", [])), data_dir=d.get("data_dir"),
-                      frequency=int(d.get("frequency", 0)), call_graph=str(d.get("call_graph", "none")))
-
-
-def window_from_json(d: dict[str, Any]) -> PerfWindow:
-    return PerfWindow(index=int(d.get("index", 0)), run=int(d.get("run", 0)),
-                      symbols=symbols_from_json(d.get("symbols", [])), samples=int(d.get("samples", 0)),
-                      start=float(d.get("start", 0.0)), end=float(d.get("end", 0.0)), path=d.get("path"))
-
-
-def delta_from_json(d: dict[str, Any]) -> SymbolDelta:
-    return SymbolDelta(str(d["symbol"]), str(d["dso"]), bool(d.get("kernel", False)),
-                       float(d["baseline_pct"]), float(d["new_pct"]), float(d["delta"]))
-
-
-def capability_from_json(d: dict[str, Any]) -> Capability:
-    return Capability(str(d["name"]), bool(d["available"]), str(d.get("detail", "")))
-
-
-def from_json(d: dict[str, Any]) -> PerfResult:
-    """Inverse of `to_json(PerfResult)` (the shape stored in a result file)."""
-    return result_from_json(d)

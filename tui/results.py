@@ -34,8 +34,11 @@ class Writer:
 
     def __init__(self, path: Path):
         self.path = path
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._f = open(path, "w", encoding="utf-8")    # one session, one file
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._f = open(path, "w", encoding="utf-8")    # one session, one file
+        except OSError as e:
+            raise HotloopError(f"{path}: cannot write the result file: {e.strerror}") from None
 
     def write(self, event: ev.Event) -> None:
         self._f.write(json.dumps(ev.to_json(event), separators=(",", ":"), default=str) + "\n")

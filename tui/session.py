@@ -169,56 +169,73 @@ class Session:
                 pass
 
     async def events(self) -> AsyncIterator[ev.Event]:
-        """Build, apply system settings, run; bad input raises HotloopError first."""
+        """Build, apply system settings, run; bad input raises HotloopError first.
+
+        The stream (and the result file) ends with Finished or Failed; the
+        system is restored before that last event."""
         rp, v = self.rp, self.variant
         pre = preflight(rp)
         if pre.changes and not self.apply_system:
             raise HotloopError(pre.refusal())
         built = await asyncio.to_thread(build.build, rp.workload.source, rp.cpu.cflags,
                                         rp.workload.name)
+        # Asked once per process: probing starts perf a few times.
+        perf_notes = await asyncio.to_thread(perf.recording_warnings, rp.plan.call_graph) \
+            if rp.plan.perf and perf.find_perf() is not None else []
         if self._stopping:                  # stopped while the workload compiled
             return
+        writer = Writer(self.result_file)   # HotloopError if it cannot be written
         names = list(rp.kernel.sysctl)
         before = system.kernel_facts(names)["sysctl"]
         try:
             applied = system.apply(pre.changes)
         except system.SystemSettingError as e:
+            writer.close()
+            self.result_file.unlink(missing_ok=True)
             raise HotloopError(str(e)) from None
-        writer: Writer | None = None
         runs: list[float] = []
+
+        def note(message: str) -> ev.Warning:
+            event = ev.Warning(message, variant=v)
+            writer.write(event)
+            return event
         try:
             during = system.kernel_facts(names)["sysctl"]
             sysctl = {n: {"before": before[n], "during": during[n]} for n in names}
-            writer = Writer(self.result_file)
             started = ev.Started(header(rp, built, v, sysctl), str(self.result_file))
             writer.write(started)
             yield started
-            for message in [*applied.recovered, *pre.warnings,
+            for message in [*applied.recovered, *rp.warnings, *pre.warnings,
+                            *(f"perf: {m}" for m in perf_notes),
                             *(f"applied {c.describe()}" for c in applied.changes)]:
-                event = ev.Warning(message, variant=v)
-                writer.write(event)
-                yield event
+                yield note(message)
+            final: ev.Event | None = None
             async for event in self._drive(built, runs):
+                if isinstance(event, (ev.Finished, ev.Failed)):
+                    final = event           # after the restore, so it is the last line
+                    continue
                 writer.write(event)
                 yield event
+            self._kill()
             for message in _restore(applied):
-                event = ev.Warning(message, variant=v)
-                writer.write(event)
-                yield event
+                yield note(message)
+            if final is not None:
+                writer.write(final)
+                yield final
         except asyncio.CancelledError:
-            if writer is not None:
-                writer.write(ev.Failed("interrupted", run=len(runs), interrupted=True,
-                                       variant=v))
+            self._kill()
+            for message in _restore(applied):
+                note(message)
+            writer.write(ev.Failed("interrupted", run=len(runs), interrupted=True,
+                                   variant=v))
             raise
         finally:
             self._kill()
             if self._proc is not None:
                 await asyncio.shield(self._proc.wait())
-            problems = _restore(applied)     # a no-op when already restored
-            if writer is not None:
-                for message in problems:
-                    writer.write(ev.Warning(message, variant=v))
-                writer.close()
+            for message in _restore(applied):   # a no-op when already restored
+                note(message)
+            writer.close()
 
     async def _spawn(self, built: build.Built) -> asyncio.subprocess.Process:
         rp = self.rp
@@ -350,10 +367,6 @@ class Session:
                 elif kind == "ready":
                     self.pids = [msg["pid"], *msg["pids"]]
                     if rp.plan.perf:
-                        if perf.find_perf() is not None:
-                            for message in await asyncio.to_thread(
-                                    perf.recording_warnings, rp.plan.call_graph):
-                                yield ev.Warning(f"perf: {message}", variant=v)
                         rec = self._start_perf(inbox)
                         await rec.start()   # False: no perf here; a warning says why
                     await go()
@@ -361,7 +374,10 @@ class Session:
                 elif kind == "warning":
                     yield ev.Warning(msg["message"], variant=v)
                 elif kind == "failed":
-                    await proc.wait()
+                    try:                    # teardown gets the run's timeout, no more
+                        await asyncio.wait_for(proc.wait(), rp.plan.timeout)
+                    except asyncio.TimeoutError:
+                        self._kill()
                     for event in await self._stop_perf(rec):
                         yield event
                     yield ev.Failed(msg["message"], run=msg["run"],

@@ -60,6 +60,7 @@ class Workload:
         self.env = ffi.new("struct hl_env *")
         cpus = spec["cpus"][:256]
         self.env.ncpus = len(cpus)
+        self.env.worker_pid = os.getpid()
         for i, c in enumerate(cpus):
             self.env.cpus[i] = c
         self.err = ffi.new("char[]", 512)
