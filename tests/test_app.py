@@ -267,3 +267,99 @@ def test_command_palette_has_the_bindings(isolated: Path) -> None:
                            "save dialog from the palette")
             await pilot.press("escape")
     run(go())
+
+
+BUSY = (Path("/proc/sys/net/core/busy_poll"), Path("/proc/sys/net/core/busy_read"))
+
+
+def test_system_changes_ask_first_no_then_yes(isolated: Path, leftovers) -> None:
+    """Kernel profile busy-poll: the modal lists the sysctls; no changes nothing, yes runs
+    with them and the originals are back afterwards."""
+    from tui.widgets.consent import ConsentScreen
+    import os
+    if not all(p.exists() and os.access(p, os.W_OK) for p in BUSY):
+        import pytest
+        pytest.skip("net.core.busy_poll is not writable here")
+    original = [p.read_text() for p in BUSY]
+
+    def values() -> list[str]:
+        return [p.read_text().strip() for p in BUSY]
+
+    async def go() -> None:
+        out = isolated / "results"
+        app = HotloopApp(results_dir=out)
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_for(pilot, lambda: app.form.base is not None, 10)
+            await small_run(pilot, app, "2000", "2")
+            await set_choice(pilot, app, "kernel", "busy-poll")
+            before = values()
+            await pilot.press("r")
+            await wait_for(pilot, lambda: isinstance(app.screen, ConsentScreen), 5, "modal")
+            listed = str(app.screen.query_one("#consent-changes").render())
+            assert f"net.core.busy_poll {before[0]} -> 50" in listed
+            assert "net.core.busy_read" in listed
+            await pilot.press("n")
+            await wait_for(pilot, lambda: "nothing was changed" in log_text(app), 5, "no")
+            assert app.screen is app.main_screen
+            assert app.worker is None and not out.exists()
+            assert values() == before
+            # yes: the run happens with the sysctls set, and they are restored after it
+            await pilot.press("r")
+            await wait_for(pilot, lambda: isinstance(app.screen, ConsentScreen), 5, "modal")
+            await pilot.press("y")
+            await wait_for(pilot, lambda: app.live is not None, 5, "run started")
+            await wait_for(pilot, lambda: app.live.state == "finished", 60, "run finished")
+            await wait_for(pilot, lambda: not app.running, 10)
+            assert values() == before
+            result = results.read(next(out.glob("*.jsonl")))
+            assert len(result.runs) == 2
+            assert result.header["sysctl"]["net.core.busy_poll"]["during"] == "50"
+            assert "applied net.core.busy_poll" in log_text(app)
+        assert leftovers() == []
+
+    try:
+        run(go())
+    finally:
+        for p, v in zip(BUSY, original):
+            p.write_text(v)
+
+
+def test_profile_that_cannot_run_here_is_one_log_line(isolated: Path) -> None:
+    conf = isolated / "config" / "hotloop"
+    conf.mkdir(parents=True)
+    (conf / "odd.toml").write_text('[kernel.ancient]\nlabel = "2.6"\n'
+                                   'expect = { release = "2.6.*" }\n')
+
+    async def go() -> None:
+        app = HotloopApp(results_dir=isolated / "results")
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_for(pilot, lambda: app.form.base is not None, 10)
+            await set_choice(pilot, app, "kernel", "ancient")
+            await pilot.press("escape")
+            await pilot.press("r")
+            await wait_for(pilot, lambda: "cannot run" in log_text(app), 5, "refusal")
+            text = " ".join(log_text(app).split())        # the log wraps long lines
+            assert "does not match '2.6.*'" in text.split("cannot run:", 1)[1]
+            assert app.worker is None and app.screen is app.main_screen
+    run(go())
+
+
+def test_batch_plan_loads_its_first_variant(isolated: Path) -> None:
+    async def go() -> None:
+        app = HotloopApp(results_dir=isolated / "results")
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_for(pilot, lambda: app.form.base is not None, 10)
+            tree = app.query_one(CatalogTree)
+            tree.focus()
+            node = tree.node_for("plan", "page-pool")
+            assert node is not None
+            tree.move_cursor(node)
+            await pilot.press("enter")
+            await wait_for(pilot, lambda: app.form.base is not None
+                           and app.form.base.workload == "pool", 5, "page-pool loaded")
+            assert app.form.build().params["mode"] == "fast_path"
+            assert "3 variants" in log_text(app)
+            assert "hotloop run page-pool" in str(app.form.query_one("#form-hint").render())
+            assert app.check_action("run", ()) is True
+            assert "page-pool" in str(app.query_one("#status").render())
+    run(go())

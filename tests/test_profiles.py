@@ -84,6 +84,7 @@ def test_applied_during_the_run_recorded_and_restored_after(prof, busy_poll, tmp
     assert res.header["sysctl"] == {SYSCTL: {"before": busy_poll, "during": "77"}}
     assert res.header["label"] == "stock + busy_poll 77"
     assert any("restored" in w for w in res.warnings)
+    assert json.loads(out.read_text().splitlines()[-1])["type"] == "finished"
     assert not system.journal_path().exists()
 
 

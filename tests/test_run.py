@@ -228,6 +228,19 @@ def test_ctrl_c_kills_children_keeps_valid_jsonl_and_exits_130(faulty, leftovers
     assert leftovers() == []
 
 
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
+def test_sigterm_and_sighup_clean_up_like_ctrl_c(faulty, leftovers, sig):
+    out = Path("t.jsonl")
+    proc = _start(["run", "faulty", "--profiles", str(faulty), "--param", "fault=child",
+                   "--runs", "1000", "--warmup", "0", "--out", str(out), "--no-perf"])
+    _wait_for_runs(out, 2)
+    proc.send_signal(sig)
+    proc.communicate(timeout=30)
+    assert proc.returncode == 130
+    assert lines(out)[-1]["interrupted"]
+    assert leftovers() == []
+
+
 def test_sigkill_of_hotloop_takes_the_worker_and_its_children_along(faulty, leftovers):
     out = Path("k.jsonl")
     proc = _start(["run", "faulty", "--profiles", str(faulty), "--param", "fault=child",
