@@ -56,7 +56,9 @@ def extra_si(name: str, value: float) -> str:
 
 def counter_lines(counters: dict[str, float | None]) -> list[str]:
     """perf stat counts; an unsupported counter says so, never 0."""
-    return [f"  {name:<17} {'not supported here' if value is None else f'{value:,.6g}'}"
+    units = {"task-clock": " ms CPU"}        # perf stat counts task-clock in msec
+    return [f"  {name:<17} " + ("not supported here" if value is None else
+                                f"{value:,.6g}{units.get(name, '')}")
             for name, value in counters.items()]
 
 
