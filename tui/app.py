@@ -5,6 +5,10 @@ the session runs in an async Textual worker, feeds a plain `LiveRun` model,
 and a 10 Hz timer redraws whatever changed, so thousands of runs a second
 cost a handful of redraws.  Stop and quit call `Session.stop()` and wait for
 the worker, so no process outlives the console.
+
+`c` opens the compare screen on the results directory (tui.compare and scipy
+load only then).  A run whose kernel/CPU profile would change the system asks
+first (a modal listing each change); only a yes runs with `apply_system`.
 """
 from __future__ import annotations
 
@@ -25,11 +29,11 @@ from rich.text import Text
 
 from tui import catalog, results
 from tui import events as ev
-from tui.catalog import Catalog, Plan
+from tui.catalog import Catalog, Plan, ResolvedPlan
 from tui.commands import HotloopCommands
 from tui.errors import HotloopError
 from tui.messages import CatalogPicked, FormChanged, LogLine, SessionEnded, SymbolsArrived
-from tui.session import Session
+from tui.session import Session, preflight
 from tui.stats import si
 from tui.widgets.catalog_tree import CatalogTree
 from tui.widgets.live import LiveRun
@@ -44,6 +48,7 @@ REDRAW_S = 0.1                  # stats: at most 10 redraws a second, however fa
 PLOT_BUDGET = 0.03              # charts: at most ~3% of a CPU, so their rate adapts to their cost
 PLOT_MAX_S = 1.0                # ...but at least one chart redraw a second
 STOP_GRACE_S = 3.0              # then the worker is cancelled (the session kills its group)
+CONSOLE_ACTIONS = ("run", "stop", "save", "toggle_view", "compare")
 
 
 class HotloopApp(App[None]):
@@ -55,6 +60,7 @@ class HotloopApp(App[None]):
         Binding("r", "run", "Run", id="run"),
         Binding("x", "stop", "Stop", id="stop"),
         Binding("w", "save", "Save plan", id="save"),
+        Binding("c", "compare", "Compare", id="compare"),
         Binding("v", "toggle_view", "Setup/Live", id="view"),
         Binding("q", "quit", "Quit", id="quit"),
         Binding("escape", "leave_field", "Leave field", id="leave", show=False),
@@ -99,7 +105,7 @@ class HotloopApp(App[None]):
                   "#drift": "run by run", "#stats": "stats", "#symbols": "hot symbols",
                   "#log": "log"}
         for sel, title in titles.items():
-            self.query_one(sel).border_title = title
+            self._q(sel).border_title = title
         self.main_screen.add_class("-view-setup")
         self.set_interval(REDRAW_S, self._tick)
         try:
@@ -109,18 +115,36 @@ class HotloopApp(App[None]):
             self.log_line(str(e), "error")
             self._status()
             return
-        self.query_one(CatalogTree).fill(self.cat)
+        self._q(CatalogTree).fill(self.cat)
         first = (("plan", DEFAULT_PLAN) if DEFAULT_PLAN in self.cat.plans else
                  ("plan", next(iter(self.cat.plans))) if self.cat.plans else
                  ("workload", next(iter(self.cat.workloads))) if self.cat.workloads else None)
         if first:
             await self.pick(*first)
-        self.query_one(CatalogTree).focus()
+        self._q(CatalogTree).focus()
 
     @property
     def main_screen(self):
         """The console's own screen (not a dialog or the palette above it)."""
         return self.screen_stack[0]
+
+    def _q(self, selector, expect_type=None):
+        """query_one on the console's own screen, whatever dialog is above it."""
+        if not self.screen_stack:
+            raise NoMatches("no screen")
+        screen = self.screen_stack[0]
+        return screen.query_one(selector) if expect_type is None else \
+            screen.query_one(selector, expect_type)
+
+    @property
+    def console_blocked(self) -> bool:
+        """A screen of ours (compare, consent, save) is on top: the console's keys rest."""
+        from textual.command import CommandPalette
+        for screen in reversed(self.screen_stack):
+            if isinstance(screen, CommandPalette):
+                continue
+            return bool(getattr(screen, "blocks_console", False))
+        return False
 
     @property
     def narrow(self) -> bool:
@@ -130,18 +154,21 @@ class HotloopApp(App[None]):
 
     @property
     def form(self) -> ParamsForm:
-        return self.query_one(ParamsForm)
+        return self._q(ParamsForm)
 
     async def pick(self, kind: str, name: str) -> None:
         """Show a catalogue entry: plans and workloads load the form, profiles set it."""
         cat = self.cat
         if cat is None:
             return
-        tree = self.query_one(CatalogTree)
+        tree = self._q(CatalogTree)
         tree.point_at(kind, name)
         try:
             if kind == "plan":
-                await self.form.load(cat, cat.plans[name])
+                variants = cat.variants(cat.plans[name])
+                await self.form.load(cat, variants[0][1])
+                if len(variants) > 1:
+                    self.batch_note(name, variants)
             elif kind == "workload":
                 await self.form.load(cat, Plan(name=name, workload=name))
             elif kind in ("cpu", "kernel"):
@@ -156,6 +183,17 @@ class HotloopApp(App[None]):
             self.log_line(str(e), "error")
         self._status()
 
+    def batch_note(self, name: str, variants: list[tuple[str, Plan]]) -> None:
+        """A plan with list params is a batch: the form holds its first variant."""
+        labels = ", ".join(label for label, _ in variants)
+        keys = sorted({k for _, v in variants for k in v.params
+                       if v.params[k] != variants[0][1].params[k]})
+        note = (f"{name} is a batch of {len(variants)} variants ({labels}); the form holds "
+                f"the first, change {', '.join(keys) or 'the params'} for another; run them "
+                f"all headless with `hotloop run {name}`")
+        self.form.hint(note)
+        self.log_line(note)
+
     async def on_catalog_picked(self, message: CatalogPicked) -> None:
         await self.pick(message.kind, message.name)
 
@@ -169,7 +207,7 @@ class HotloopApp(App[None]):
     def action_leave_field(self) -> None:
         focused = self.focused
         if focused is not None and self.form in focused.ancestors:
-            self.query_one(CatalogTree).focus()
+            self._q(CatalogTree).focus()
 
     # --- running -----------------------------------------------------------------
 
@@ -179,6 +217,8 @@ class HotloopApp(App[None]):
                                                                  WorkerState.RUNNING)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in CONSOLE_ACTIONS and self.console_blocked:
+            return False
         if action == "run":
             return None if self.running or self.cat is None else True
         if action == "stop":
@@ -193,18 +233,41 @@ class HotloopApp(App[None]):
         try:
             plan = self.form.build()
             rp = self.cat.resolve(plan)
+            pre = preflight(rp)
         except (ValueError, HotloopError) as e:
-            self.log_line(f"cannot run: {e}", "error")
+            self.log_line(f"cannot run: {' '.join(str(e).split())}", "error")
             self.notify(f"cannot run: {e}", severity="error", timeout=4)
             return
+        if not pre.changes:
+            self.start_run(rp)
+            return
+        changes = [c.describe() for c in pre.changes]
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.log_line(f"consent given: {', '.join(changes)} (restored after the run)",
+                              "warning")
+                self.start_run(rp, apply_system=True)
+            else:
+                self.log_line(f"not run: kernel profile {rp.kernel.name} would change "
+                              f"{', '.join(changes)}; nothing was changed", "warning")
+
+        from tui.widgets.consent import ConsentScreen
+        self.push_screen(ConsentScreen(plan.name, rp.kernel.name, changes), answered)
+
+    def start_run(self, rp: ResolvedPlan, apply_system: bool = False) -> None:
+        """Start a session of `rp` (system changes only with `apply_system`, the user's yes)."""
+        if self.running:
+            return
+        plan = rp.plan
         path = results.default_path(plan.name, self.results_dir)
-        self.session = Session(rp, path)
+        self.session = Session(rp, path, apply_system=apply_system)
         self.live = LiveRun(plan.name, plan.runs, plan.warmup, rp.workload.unit,
                             rp.workload.higher_is_better, plan.perf)
-        symbols = self.query_one(SymbolsTable)
+        symbols = self._q(SymbolsTable)
         symbols.show_message("perf: waiting for the first window…" if plan.perf
                              else "perf is off for this run")
-        self.query_one("#symbols").border_title = "hot symbols" if plan.perf else \
+        self._q("#symbols").border_title = "hot symbols" if plan.perf else \
             "hot symbols · off"
         self.log_line(f"run {plan.name}: {rp.workload.name}, {plan.runs} runs "
                       f"(+{plan.warmup} warmup), cpu {rp.cpu.name} → {path}")
@@ -261,9 +324,9 @@ class HotloopApp(App[None]):
 
     def on_symbols_arrived(self, message: SymbolsArrived) -> None:
         hot = message.symbols
-        self.query_one(SymbolsTable).show(hot)
+        self._q(SymbolsTable).show(hot)
         where = "whole run" if hot.scope == "session" else f"window {hot.window}"
-        self.query_one("#symbols").border_title = f"hot symbols · {where}"
+        self._q("#symbols").border_title = f"hot symbols · {where}"
 
     def on_session_ended(self, message: SessionEnded) -> None:
         live = self.live
@@ -280,8 +343,8 @@ class HotloopApp(App[None]):
             self.log_line(f"failed after {message.runs} runs"
                           + (f"; see {message.result_file}" if message.result_file else ""),
                           "error")
-        if live is not None and live.perf and self.query_one(SymbolsTable).latest is None:
-            self.query_one(SymbolsTable).show_message("perf: no samples")
+        if live is not None and live.perf and self._q(SymbolsTable).latest is None:
+            self._q(SymbolsTable).show_message("perf: no samples")
         self._restore_affinity()
         self._redraw(plots=True)
         self.refresh_bindings()
@@ -317,6 +380,15 @@ class HotloopApp(App[None]):
     async def action_quit(self) -> None:
         await self.stop_run(wait=True)
         self.exit()
+
+    # --- comparing -----------------------------------------------------------------
+
+    def action_compare(self) -> None:
+        """The compare screen on the results directory (tui.compare loads only then)."""
+        if self.console_blocked:
+            return
+        from tui.widgets.compare_screen import CompareScreen   # not on the launch path
+        self.push_screen(CompareScreen(self.results_dir))
 
     # --- saving ------------------------------------------------------------------
 
@@ -354,9 +426,9 @@ class HotloopApp(App[None]):
         except HotloopError as e:
             self.log_line(str(e), "error")
             return
-        self.query_one(CatalogTree).fill(self.cat)
+        self._q(CatalogTree).fill(self.cat)
         await self.pick("plan", name)
-        self.query_one(CatalogTree).focus()
+        self._q(CatalogTree).focus()
 
     # --- views -------------------------------------------------------------------
 
@@ -366,9 +438,9 @@ class HotloopApp(App[None]):
         self.main_screen.set_class(view == "live", "-view-live")
         if self.narrow:
             if view == "setup":
-                self.query_one(CatalogTree).focus()
+                self._q(CatalogTree).focus()
             else:
-                self.query_one(SymbolsTable).focus()
+                self._q(SymbolsTable).focus()
         self._status()
 
     def action_toggle_view(self) -> None:
@@ -382,7 +454,7 @@ class HotloopApp(App[None]):
 
     def plot_interval(self) -> float:
         """Seconds between chart redraws: what their last render cost, over the budget."""
-        cost = self.query_one(HistogramPlot).cost + self.query_one(DriftPlot).cost
+        cost = self._q(HistogramPlot).cost + self._q(DriftPlot).cost
         return min(PLOT_MAX_S, max(REDRAW_S, cost / PLOT_BUDGET))
 
     def _tick(self) -> None:
@@ -403,18 +475,18 @@ class HotloopApp(App[None]):
             self._status()
         elif live.running and now - self._clock_at >= 0.5:
             self._clock_at = now
-            self.query_one(StatsPanel).show(live)   # the clock and time left move on
+            self._q(StatsPanel).show(live)   # the clock and time left move on
         if self._plots_due and (not live.running or now - self._plots_at >= self.plot_interval()):
             self._redraw(plots=True)
 
     def _redraw(self, plots: bool) -> None:
         live = self.live
-        self.query_one(StatsPanel).show(live)
+        self._q(StatsPanel).show(live)
         if plots:
             self._plots_at = time.monotonic()
             self._plots_due = False
-            self.query_one(HistogramPlot).show(live)
-            self.query_one(DriftPlot).show(live)
+            self._q(HistogramPlot).show(live)
+            self._q(DriftPlot).show(live)
 
     def _status(self) -> None:
         if not self.is_mounted:
@@ -439,7 +511,7 @@ class HotloopApp(App[None]):
             parts.append(mark)
         if self.narrow:
             parts.append(f"[dim]v {'live' if self.view == 'setup' else 'setup'}[/dim]")
-        self.query_one("#status", Static).update("  │  ".join(parts))
+        self._q("#status", Static).update("  │  ".join(parts))
 
     def _edited(self, plan: Plan, base: Plan) -> bool:
         """Whether the form differs from the plan it was loaded from (params resolved)."""
@@ -454,7 +526,7 @@ class HotloopApp(App[None]):
         if colour:
             style = self.theme_variables.get(colour, "") or ""
         prefix = {"warning": "warning: ", "error": "error: "}.get(level, "")
-        self.query_one(RichLog).write(Text(prefix + text, style=style))
+        self._q(RichLog).write(Text(prefix + text, style=style))
 
     def on_log_line(self, message: LogLine) -> None:
         self.log_line(message.text, message.level)

@@ -13,6 +13,7 @@ ACTIONS = (
     ("run", "Run", "run the current settings (r)"),
     ("stop", "Stop", "stop the run; the runs measured so far are kept (x)"),
     ("save", "Save plan", "save the current settings as a plan (w)"),
+    ("compare", "Compare results", "pick result files: verdicts, histograms, symbol diff (c)"),
     ("toggle_view", "Switch view", "setup or live panels on a small terminal (v)"),
     ("quit", "Quit", "stop any run and quit (q)"),
 )

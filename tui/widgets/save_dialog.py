@@ -16,6 +16,7 @@ class SavePlanScreen(ModalScreen[str | None]):
     `save(name)` does the saving and returns an error message (shown inline,
     the dialog stays open) or None on success."""
 
+    blocks_console = True           # the console's run/stop/compare keys rest meanwhile
     BINDINGS = [Binding("escape", "cancel", "Cancel", id="save.cancel")]
     DEFAULT_CSS = """
     SavePlanScreen { align: center middle; }
