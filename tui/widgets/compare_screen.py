@@ -101,6 +101,13 @@ def _cut(text: str, width: int) -> str:
     return text if len(text) <= width else text[:width - 1] + "…"
 
 
+def ci_text(low: float | None, high: float | None) -> str:
+    """The 95% CI of the % change, compact: "[-52.7, -36.4]"."""
+    if low is None or high is None:
+        return "-"
+    return f"[{low:+.1f}, {high:+.1f}]"
+
+
 def verdict_text(verdict: str) -> Text:
     style = "bold green" if verdict in GOOD else "bold red" if verdict in BAD else "dim"
     return Text(verdict, style=style)
@@ -245,7 +252,7 @@ class CompareScreen(Screen[None]):
             files.add_column(label, key=key)
         table = self.query_one("#compare-table", DataTable)
         for key, label in (("metric", "metric"), ("change", "change"), ("verdict", "verdict"),
-                           ("baseline", "baseline"), ("new", "new"), ("ci", "95% CI"),
+                           ("baseline", "baseline"), ("new", "new"), ("ci", "95% CI %"),
                            ("p", "p")):
             table.add_column(label, key=key)
         syms = self.query_one("#compare-symbols", DataTable)
@@ -414,7 +421,7 @@ class CompareScreen(Screen[None]):
 
     @staticmethod
     def _metric_rows(table: DataTable, p: Pair) -> None:
-        from tui.compare import _ci, _num, _p, _pct   # the CLI's own number formats
+        from tui.compare import _num, _p, _pct   # the CLI's own number formats
         for i, m in enumerate(p.metrics):
             t = m.test
             name = Text(_cut(m.metric, METRIC_WIDTH), style="bold" if i == 0 else "")
@@ -422,7 +429,7 @@ class CompareScreen(Screen[None]):
                           verdict_text(t.verdict),
                           Text(_num(t.baseline, m.unit), justify="right"),
                           Text(_num(t.new, m.unit), justify="right"),
-                          _ci(t), _p(t.p_value))
+                          ci_text(t.ci_low, t.ci_high), _p(t.p_value))
 
     # --- navigation ----------------------------------------------------------------
 
