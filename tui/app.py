@@ -251,6 +251,7 @@ class HotloopApp(App[None]):
             else:
                 self.log_line(f"not run: kernel profile {rp.kernel.name} would change "
                               f"{', '.join(changes)}; nothing was changed", "warning")
+                self.notify("not run: nothing was changed on the system", timeout=4)
 
         from tui.widgets.consent import ConsentScreen
         self.push_screen(ConsentScreen(plan.name, rp.kernel.name, changes), answered)

@@ -48,7 +48,8 @@ class ConsentScreen(ModalScreen[bool]):
             yield Static("\n".join(f"  {c}" for c in self.changes), id="consent-changes",
                          markup=False)
             yield Static("The original values are journaled first and restored after the "
-                         "run, on error and on Ctrl-C (hotloop restore if it is killed).",
+                         "run, on error and on Ctrl-C (hotloop restore if it is killed).\n"
+                         "y yes · n or esc no",
                          id="consent-help", markup=False)
             with Horizontal():
                 yield Button("No", id="consent-no", variant="default")
