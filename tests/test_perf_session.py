@@ -192,3 +192,16 @@ def test_missing_hardware_counters_are_said_never_shown_as_zero(tmp_path):
         assert counters["cycles"] is None and counters["ipc"] is None
         assert any("hardware counters" in w for w in res.warnings)
         assert "not supported here" in hotloop("show", str(out)).stdout
+
+
+@needs_perf
+def test_each_session_keeps_only_its_own_samples_when_sharing_cpus(tmp_path):
+    # perf samples whole CPUs (per-task events would tax every context switch);
+    # the worker's process name keeps each session to its own samples.
+    p = hotloop("run", "zero_null", "syscall", "--interleave", "--cpu", "same-core",
+                "--runs", "3", "--perf", "--format", "json")
+    assert p.returncode == 0, p.stderr
+    for doc in json.loads(p.stdout)["results"]:
+        modules = {s["dso"] for s in doc["hot_symbols"] if s["dso"].startswith("_hl_")}
+        assert modules and all(m.startswith(f"_hl_{doc['workload']}_") for m in modules), \
+            (doc["workload"], modules)

@@ -304,11 +304,19 @@ def _parse_regex_row(line: str) -> HotSymbol | None:
                      samples=int(m.group("n") or 0))
 
 
-def report_argv(perf: str, path: str) -> list[str]:
-    """The `perf report` command `parse_report` is built for."""
+def report_argv(perf: str, path: str, comm: str | None = None) -> list[str]:
+    """The `perf report` command `parse_report` is built for; `comm` keeps only the
+    samples of processes with that name (system-wide recordings), in % of those."""
+    only = ["--comm", comm, "--percentage", "relative"] if comm else []
     return [perf, "report", "-i", path, "--stdio", "--no-children", "-g", "none",
             "--sort", "dso,sym", "-F", "overhead,sample,dso,sym",
-            f"--field-separator={_SEP}", "--percent-limit", "0"]
+            f"--field-separator={_SEP}", "--percent-limit", "0", *only]
+
+
+def system_wide_allowed() -> bool:
+    """May this process sample whole CPUs (`perf record -a`)?"""
+    paranoid = _read_int("/proc/sys/kernel/perf_event_paranoid")
+    return _privileged() or (paranoid is not None and paranoid <= 0)
 
 
 def aggregate(windows: Iterable[Sequence[HotSymbol]]) -> list[HotSymbol]:
@@ -431,12 +439,17 @@ _libc = ctypes.CDLL(None, use_errno=True)
 _PR_SET_PDEATHSIG = 1
 
 
-def _child_setup(parent: int, idle: bool = False) -> Callable[[], None]:
-    """preexec_fn: die with us (PDEATHSIG), and for report jobs, yield the CPU to the workload."""
+def _child_setup(parent: int, idle: bool = False,
+                 cpus: set[int] | None = None) -> Callable[[], None]:
+    """preexec_fn: die with us (PDEATHSIG), keep to `cpus` (those the workload does not
+    use), and for report jobs, yield the CPU to the workload."""
     def setup() -> None:
         _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
         if os.getppid() != parent:       # we died between fork and prctl
             os._exit(1)
+        if cpus:
+            with contextlib.suppress(OSError):
+                os.sched_setaffinity(0, cpus)
         if idle:
             with contextlib.suppress(OSError):
                 os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
@@ -489,11 +502,17 @@ class PerfRecorder:
                  call_graph: str = DEFAULT_CALL_GRAPH, window_s: float = DEFAULT_WINDOW_S,
                  counters: bool = True, keep_dir: str | os.PathLike[str] | None = None,
                  event: str | None = None,
+                 cpus: Sequence[int] = (), comm: str | None = None,
                  on_window: Callable[[PerfWindow], Any] | None = None,
                  on_warning: Callable[[str], Any] | None = None) -> None:
         if call_graph not in CALL_GRAPHS:
             raise ValueError(f"call_graph must be one of {', '.join(CALL_GRAPHS)}, not {call_graph!r}")
         self.pids = [int(p) for p in pids]
+        # With `comm`, sample the CPUs (`-a -C cpus`) and keep that comm's samples:
+        # per-task events (`-p`) add work to every context switch of the task,
+        # which halved seqpacket's same-core rate here; per-CPU events do not.
+        self.comm = comm if comm and system_wide_allowed() else None
+        self.cpus = [int(c) for c in cpus]
         self.frequency = int(frequency)
         self.call_graph = call_graph
         self.window_s = min(max(float(window_s), 0.1), 2.0)
@@ -646,7 +665,9 @@ class PerfRecorder:
 
     def _record_argv(self, ctl: int, ack: int) -> list[str]:
         assert self.perf and self._dir
-        argv = [self.perf, "record", "-F", str(self.frequency), "-p", ",".join(map(str, self.pids)),
+        target = (["-a"] + (["-C", ",".join(map(str, self.cpus))] if self.cpus else [])
+                  if self.comm else ["-p", ",".join(map(str, self.pids))])
+        argv = [self.perf, "record", "-F", str(self.frequency), *target,
                 "-o", os.path.join(self._dir, "perf.data"), "--switch-output=signal",
                 # no build-id pass at each rotation: it re-reads the file, costing CPU mid-run
                 "-B", "-N",
@@ -663,7 +684,13 @@ class PerfRecorder:
         return await asyncio.create_subprocess_exec(
             *argv, stdin=subprocess.DEVNULL, stdout=stdout, stderr=subprocess.PIPE,
             pass_fds=pass_fds, start_new_session=True,   # own group: terminal ^C is ours to relay
-            preexec_fn=_child_setup(os.getpid(), idle))
+            preexec_fn=_child_setup(os.getpid(), idle, self._spare_cpus()))
+
+    def _spare_cpus(self) -> set[int] | None:
+        """The CPUs the workload is not pinned to, where perf should do its own work;
+        None when it is not pinned or uses them all."""
+        spare = os.sched_getaffinity(0) - set(self.cpus)
+        return spare if self.cpus and spare else None
 
     async def _control(self, ctl_w: int, ack_r: int, proc: asyncio.subprocess.Process,
                        cmd: str, timeout: float = 5.0) -> bool:
@@ -827,7 +854,8 @@ class PerfRecorder:
         proc = None
         try:
             # idle priority: summarising must not steal CPU from the measured workload
-            proc = await self._spawn(report_argv(self.perf, path), stdout=subprocess.PIPE, idle=True)
+            proc = await self._spawn(report_argv(self.perf, path, self.comm),
+                                     stdout=subprocess.PIPE, idle=True)
             out, err = await asyncio.wait_for(proc.communicate(), 20)
         except asyncio.TimeoutError:
             _killpg(proc)

@@ -152,6 +152,7 @@ class Session:
         self.result_file = result_file
         self.variant = variant
         self.pids: list[int] = []        # worker and its helper processes, once ready
+        self.comm = ""                   # the worker's process name, inherited by its children
         self._proc: asyncio.subprocess.Process | None = None
         self._stopping = False
         self._stderr: collections.deque[str] = collections.deque(maxlen=20)
@@ -246,7 +247,8 @@ class Session:
             sys.executable, "-m", "tui.worker", stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
             start_new_session=True, env=env, limit=1 << 20)
-        spec = {"parent": os.getpid(), "module_path": str(built.path),
+        spec = {"parent": os.getpid(), "workload": rp.workload.name,
+                "module_path": str(built.path),
                 "module_name": built.module_name, "params": rp.params,
                 "cpus": list(rp.cpu.cpus), "sched": rp.cpu.sched,
                 "priority": rp.cpu.priority, "nice": rp.cpu.nice,
@@ -278,6 +280,7 @@ class Session:
         keep = self.result_file.with_suffix(".perf") if self.keep_perf else None
         return perf.PerfRecorder(
             self.pids, frequency=plan.perf_freq, call_graph=plan.call_graph, keep_dir=keep,
+            cpus=self.rp.cpu.cpus, comm=self.comm,
             on_window=lambda w: inbox.put_nowait(("window", w)),
             on_warning=lambda m: inbox.put_nowait(("warning", m)))
 
@@ -366,6 +369,7 @@ class Session:
                         deadline = loop.time() + rp.plan.timeout
                 elif kind == "ready":
                     self.pids = [msg["pid"], *msg["pids"]]
+                    self.comm = msg["comm"]
                     if rp.plan.perf:
                         rec = self._start_perf(inbox)
                         await rec.start()   # False: no perf here; a warning says why

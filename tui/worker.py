@@ -5,7 +5,7 @@ the built workload module, runs setup, the warmups and the recorded runs,
 and writes one JSON line per event on its original stdout.  The workload's
 own stdout goes to stderr so a stray printf cannot corrupt the stream.
 
-Lines written: ready {pid, pids}, run {index, warmup, ops, bytes, ns,
+Lines written: ready {pid, pids, comm}, run {index, warmup, ops, bytes, ns,
 cycles, extra}, warning {message}, failed {message, run, bad_input},
 finished {}.  After `ready` the worker waits for a line on stdin ("go") so
 the session can attach perf to the measured runs only; with `step` it waits
@@ -22,6 +22,7 @@ from typing import Any, Callable
 from tui import build, system
 
 PR_SET_PDEATHSIG = 1
+PR_SET_NAME = 15
 BAD_PARAM = "bad param "
 
 
@@ -31,6 +32,14 @@ def die_with_parent(parent: int) -> None:
     libc.prctl(PR_SET_PDEATHSIG, 9, 0, 0, 0)
     if os.getppid() != parent:          # the parent died before prctl took effect
         os._exit(1)
+
+
+def name_process(workload: str) -> str:
+    """Give the worker (and every child it forks: they inherit it) a comm of its own,
+    so a system-wide perf recording can keep just this session's samples."""
+    comm = f"hl{os.getpid()}-{workload}"[:15]
+    ctypes.CDLL(None).prctl(PR_SET_NAME, comm.encode(), 0, 0, 0)
+    return comm
 
 
 def apply_cpu_profile(spec: dict[str, Any]) -> None:
@@ -105,6 +114,7 @@ def main() -> int:
 
     spec = json.loads(sys.stdin.readline())
     die_with_parent(spec["parent"])
+    comm = name_process(spec["workload"])
     try:
         apply_cpu_profile(spec)
     except (OSError, system.SystemSettingError) as e:
@@ -129,7 +139,7 @@ def main() -> int:
                 emit("failed", message=f"warmup {i + 1}: {out}", run=-1, bad_input=False)
                 return 1
             emit("run", index=-(i + 1), warmup=True, **out)
-        emit("ready", pid=os.getpid(), pids=w.pids())
+        emit("ready", pid=os.getpid(), pids=w.pids(), comm=comm)
         for i in range(spec["runs"]):
             if (i == 0 or step) and not sys.stdin.readline():
                 return 1
