@@ -82,6 +82,9 @@ META_FIELDS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("params", ("params",)),            # compared key by key: params.block_size
     ("hotloop", ("hotloop",)),
     ("source_sha256", ("source_sha256",)),
+    # sampling keeps vCPUs out of idle: on vs off can move wake-up-bound workloads
+    ("perf", ("plan", "perf")),
+    ("perf_freq", ("plan", "perf_freq")),
 )
 
 
