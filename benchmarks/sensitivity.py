@@ -67,6 +67,7 @@ class Session:
 
 
 PROFILES: list[str] = []               # --profiles DIR, passed on to every session
+PROCESSES = 1                           # --processes N, passed on to every session
 
 
 def run_session(workdir: Path, workload: str, runs: int, params: dict[str, str],
@@ -76,6 +77,7 @@ def run_session(workdir: Path, workload: str, runs: int, params: dict[str, str],
             str(warmup), "--no-perf", "--out", str(out)]
     if cpu:
         argv += ["--cpu", cpu]
+    argv += ["--processes", str(min(PROCESSES, runs))]
     for k, v in params.items():
         argv += ["--param", f"{k}={v}"]
     for d in PROFILES:
@@ -88,6 +90,11 @@ def run_session(workdir: Path, workload: str, runs: int, params: dict[str, str],
     r = results.read(out)
     out.unlink()
     return Session(tag.split("-")[0], r.values, bool(r.workload.get("higher_is_better", True)))
+
+
+def spread(values: list[float], n: int) -> list[float]:
+    """n of a session's runs, evenly spaced: with --processes, from every worker."""
+    return [values[i * len(values) // n] for i in range(n)]
 
 
 def slowed(values: list[float], s: float, higher_is_better: bool) -> list[float]:
@@ -147,6 +154,8 @@ def main() -> None:
     ap.add_argument("--sessions", type=int, default=10, help="sessions per setting")
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--cpu", default=None, help="CPU profile (default: the workload's default)")
+    ap.add_argument("--processes", type=int, default=1,
+                    help="worker processes per session (hotloop run --processes)")
     ap.add_argument("--param", action="append", default=[], metavar="K=V")
     ap.add_argument("--calibrate-spin", type=int, default=2000,
                     help="spin count of the calibration sessions (aim for +50%%..+200%%)")
@@ -162,6 +171,8 @@ def main() -> None:
     params = dict(p.split("=", 1) for p in args.param)
     params.setdefault("count", "100000")
     PROFILES[:] = [str(Path(d).resolve()) for d in args.profiles]
+    global PROCESSES
+    PROCESSES = args.processes
     wl = catalog.load([Path(d) for d in PROFILES]).workloads.get(args.workload)
     if wl is None:
         raise SystemExit(f"no workload {args.workload!r}")
@@ -249,7 +260,8 @@ def report(args: argparse.Namespace, knob: str, params: dict[str, str], wl: cata
         for n in run_counts:
             hits = 0
             for x, y in ps:
-                t = compare_samples(x[:n], y[:n], higher_is_better=hib, resamples=RESAMPLES)
+                t = compare_samples(spread(x, n), spread(y, n), higher_is_better=hib,
+                                    resamples=RESAMPLES)
                 hits += t.significant and (setting == "A" or t.verdict == bad)
             table.setdefault(n, {})[setting] = hits / len(ps)
 

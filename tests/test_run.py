@@ -264,3 +264,31 @@ def test_concurrent_builds_of_one_source_do_not_race(tmp_path):
     outs = {p.communicate(timeout=120)[0].strip() for p in procs}
     assert all(p.returncode == 0 for p in procs)
     assert len(outs) == 1 and Path(outs.pop()).exists()
+
+
+def test_runs_spread_over_several_worker_processes(faulty, tmp_path, leftovers):
+    # Each worker is a new process (its own memory layout): 7 runs over 3 workers
+    # are 3+2+2, each worker with its own warmup; the runs are numbered straight through.
+    out = tmp_path / "p.jsonl"
+    p = hotloop("run", "faulty", "--profiles", str(faulty), "--runs", "7", "--warmup", "1",
+                "--processes", "3", "--out", str(out), "--no-perf")
+    assert p.returncode == 0, p.stderr
+    rows = [r for r in lines(out) if r["type"] == "run"]
+    assert [r["index"] for r in rows] == [-1, 0, 1, 2, -1, 3, 4, -1, 5, 6]
+    res = results.read(out)
+    assert len(res.runs) == 7 and res.finished.summary["n"] == 7
+    assert hotloop("run", "faulty", "--profiles", str(faulty), "--processes", "0").returncode == 2
+    assert leftovers() == []
+
+
+def test_a_crash_with_several_workers_ends_the_session(faulty, tmp_path, leftovers):
+    # The first worker crashes on its 3rd run: no later worker starts.
+    out = tmp_path / "c.jsonl"
+    p = hotloop("run", "faulty", "--profiles", str(faulty), "--param", "fault=segv",
+                "--param", "at=3", "--runs", "6", "--warmup", "0", "--processes", "2",
+                "--out", str(out), "--no-perf")
+    assert p.returncode == 1
+    assert "run 3: worker killed by SIGSEGV" in p.stderr
+    assert len(results.read(out).runs) == 2
+    assert sum(1 for r in lines(out) if r["type"] == "started") == 1
+    assert leftovers() == []

@@ -136,6 +136,7 @@ class Plan:
     perf_freq: int = 999
     call_graph: str = "none"
     timeout: float = 300.0          # seconds one repetition may take
+    processes: int = 1              # worker processes the runs are spread over, in turn
     params: dict[str, int | str] = field(default_factory=dict)
     summary: str = ""
     origin: str = ""
@@ -278,6 +279,7 @@ _SPECS: dict[str, dict[str, Check]] = {
              "runs": _int_range(1, 1_000_000), "warmup": _int_range(0, 10_000),
              "perf": _is(bool), "perf_freq": _int_range(1, 100_000),
              "call_graph": _one_of(CALL_GRAPHS), "timeout": _is(int, float),
+             "processes": _int_range(1, 1000),
              "params": _is(dict)},
 }
 _REQUIRED = {"workload": ("source",), "plan": ("workload",), "cpu": (), "kernel": ()}

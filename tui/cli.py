@@ -59,6 +59,9 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--runs", type=int, help="recorded repetitions")
     run.add_argument("--warmup", type=int, help="unrecorded repetitions first")
     run.add_argument("--timeout", type=float, help="seconds one repetition may take")
+    run.add_argument("--processes", type=int,
+                     help="spread the runs over N worker processes, in turn (default: the "
+                          "plan's, 1): averages out what one process's memory layout does")
     run.add_argument("--param", action="append", default=[], metavar="K=V",
                      help="override a workload parameter (repeatable); K=V1,V2 compares "
                           "values")
@@ -143,9 +146,11 @@ def resolve_run_plan(cat: Catalog, args: argparse.Namespace, plan: Plan, cpu: st
             raise HotloopError(f"--{flag} {value}: must be at least {1 if flag == 'runs' else 0}")
     if args.timeout is not None and args.timeout <= 0:
         raise HotloopError(f"--timeout {args.timeout:g}: must be above 0 seconds")
+    if args.processes is not None and args.processes < 1:
+        raise HotloopError(f"--processes {args.processes}: must be at least 1")
     plan = catalog.with_overrides(plan, cpu=cpu, kernel=args.kernel, runs=args.runs,
                                   warmup=args.warmup, timeout=args.timeout, perf=args.perf,
-                                  params=params)
+                                  processes=args.processes, params=params)
     return cat.resolve(plan)
 
 

@@ -629,6 +629,11 @@ class PerfRecorder:
         self._result = res
         return res
 
+    @property
+    def windows_done(self) -> int:
+        """How many windows this recording has delivered."""
+        return len(self._windows)
+
     def kill(self) -> None:
         """Synchronously SIGKILL every perf process we started (for finally/cancel paths)."""
         for p in (self._rec, self._stat):

@@ -153,6 +153,8 @@ class Session:
         self.variant = variant
         self.pids: list[int] = []        # worker and its helper processes, once ready
         self.comm = ""                   # the worker's process name, inherited by its children
+        self._perf_results: list[perf.PerfResult] = []
+        self._windows = 0                # perf windows of earlier workers, to number on
         self._proc: asyncio.subprocess.Process | None = None
         self._stopping = False
         self._stderr: collections.deque[str] = collections.deque(maxlen=20)
@@ -238,7 +240,7 @@ class Session:
                 note(message)
             writer.close()
 
-    async def _spawn(self, built: build.Built) -> asyncio.subprocess.Process:
+    async def _spawn(self, built: build.Built, runs: int) -> asyncio.subprocess.Process:
         rp = self.rp
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(paths.ROOT),
@@ -252,7 +254,7 @@ class Session:
                 "module_name": built.module_name, "params": rp.params,
                 "cpus": list(rp.cpu.cpus), "sched": rp.cpu.sched,
                 "priority": rp.cpu.priority, "nice": rp.cpu.nice,
-                "runs": rp.plan.runs, "warmup": rp.plan.warmup,
+                "runs": runs, "warmup": rp.plan.warmup,
                 "step": self.gate is not None}
         assert proc.stdin is not None
         self._proc = proc
@@ -284,28 +286,71 @@ class Session:
             on_window=lambda w: inbox.put_nowait(("window", w)),
             on_warning=lambda m: inbox.put_nowait(("warning", m)))
 
-    async def _stop_perf(self, rec: perf.PerfRecorder | None) -> list[ev.Event]:
-        """The run's and the session's hot symbols and counters, once perf has stopped."""
+    async def _stop_perf(self, rec: perf.PerfRecorder | None, first_run: int) -> None:
+        """Stop one worker's recording and keep its result, run numbers made global."""
         if rec is None:
-            return []
+            return
         result = await rec.stop()
+        result.runs = {first_run + i: syms for i, syms in result.runs.items()}
+        self._perf_results.append(result)
+
+    def _perf_events(self) -> list[ev.Event]:
+        """The per-run and whole-session hot symbols, and the counters, of every worker."""
+        done, self._perf_results = self._perf_results, []
+        if not done:
+            return []
         v = self.variant
         out: list[ev.Event] = [
             ev.HotSymbols(tuple(syms[:WINDOW_TOP]), scope="run", window=run,
                           samples=sum(s.samples for s in syms), variant=v)
-            for run, syms in sorted(result.runs.items())]
-        out.append(ev.HotSymbols(tuple(result.symbols[:SESSION_TOP]), scope="session",
-                                 samples=result.samples, variant=v))
-        self.counters = {k: val for k, val in result.counters.items()}
-        if result.data_dir:
-            out.append(ev.Warning(f"perf data kept in {result.data_dir} (perf report -i "
-                                  f"FILE)", variant=v))
+            for r in done for run, syms in sorted(r.runs.items())]
+        out.append(ev.HotSymbols(tuple(perf.aggregate(r.symbols for r in done)[:SESSION_TOP]),
+                                 scope="session", samples=sum(r.samples for r in done),
+                                 variant=v))
+        # Counts add up over the workers; one that could not count makes it unknown.
+        names = dict.fromkeys(k for r in done for k in r.counters)
+        self.counters = {k: None if any(r.counters.get(k) is None for r in done)
+                         else sum(r.counters[k] for r in done) for k in names}
+        if "ipc" in self.counters and self.counters.get("cycles"):
+            self.counters["ipc"] = (self.counters.get("instructions") or 0) / \
+                self.counters["cycles"]
+        for r in done:
+            if r.data_dir:
+                out.append(ev.Warning(f"perf data kept in {r.data_dir} (perf report -i FILE)",
+                                      variant=v))
+                break
         return out
 
     async def _drive(self, built: build.Built, runs: list[float]) -> AsyncIterator[ev.Event]:
+        """The plan's runs spread over `processes` workers, one after the other: a
+        process's memory layout shifts its results a little (pyperf does the same)."""
         rp, v = self.rp, self.variant
+        n, k = divmod(rp.plan.runs, rp.plan.processes)
+        shares = [n + (i < k) for i in range(rp.plan.processes) if n + (i < k)]
+        for share in shares:
+            async for event in self._drive_worker(built, runs, share):
+                if isinstance(event, ev.Failed):
+                    for e in self._perf_events():
+                        yield e
+                    yield event
+                    return
+                yield event
+        for e in self._perf_events():
+            yield e
+        s = summarize(runs)
+        summary: dict[str, Any] = s.to_json() if s else {}
+        if self.counters:
+            summary["counters"] = self.counters
+        yield ev.Finished(summary, variant=v)
+
+    async def _drive_worker(self, built: build.Built, runs: list[float],
+                            share: int) -> AsyncIterator[ev.Event]:
+        """One worker process doing `share` of the runs; ends quietly when it is done,
+        with a Failed event when not."""
+        rp, v = self.rp, self.variant
+        first = len(runs)
         loop = asyncio.get_running_loop()
-        self._proc = proc = await self._spawn(built)
+        self._proc = proc = await self._spawn(built, share)
         assert proc.stdout is not None and proc.stderr is not None and proc.stdin is not None
         # One inbox for the worker's lines and perf's windows: both reach the
         # consumer as they come; only the worker's lines reset the timeout.
@@ -330,14 +375,14 @@ class Session:
                     source, msg = await asyncio.wait_for(inbox.get(), deadline - loop.time())
                 except asyncio.TimeoutError:
                     self._kill()
-                    for event in await self._stop_perf(rec):
-                        yield event
+                    await self._stop_perf(rec, first)
                     yield ev.Failed(f"run {len(runs) + 1}: no result within the timeout of "
                                     f"{rp.plan.timeout:g}s; worker killed", run=len(runs),
                                     signal="SIGKILL", variant=v)
                     return
                 if source == "window":
-                    yield ev.HotSymbols(tuple(msg.symbols[:WINDOW_TOP]), window=msg.index,
+                    yield ev.HotSymbols(tuple(msg.symbols[:WINDOW_TOP]),
+                                        window=self._windows + msg.index,
                                         samples=msg.samples, variant=v)
                     continue
                 if source == "warning":
@@ -345,8 +390,7 @@ class Session:
                     continue
                 if source == "eof":
                     ended = await self._ended(len(runs))
-                    for event in await self._stop_perf(rec):
-                        yield event
+                    await self._stop_perf(rec, first)
                     yield ended
                     return
                 deadline = loop.time() + rp.plan.timeout
@@ -358,13 +402,15 @@ class Session:
                         yield ev.Failed(str(e), run=len(runs), variant=v)
                         return
                     if not msg["warmup"]:
+                        msg["index"] += first
                         runs.append(value)
                         if rec is not None:
                             rec.cut()       # a window ends with each repetition
                     else:
                         warmups_left -= 1
                     yield ev.RunSample(value=value, variant=v, **msg)
-                    if self.gate is not None and (warmups_left or 0 < len(runs) < rp.plan.runs):
+                    if self.gate is not None and (warmups_left or
+                                                  0 < len(runs) - first < share):
                         await go()
                         deadline = loop.time() + rp.plan.timeout
                 elif kind == "ready":
@@ -382,22 +428,17 @@ class Session:
                         await asyncio.wait_for(proc.wait(), rp.plan.timeout)
                     except asyncio.TimeoutError:
                         self._kill()
-                    for event in await self._stop_perf(rec):
-                        yield event
-                    yield ev.Failed(msg["message"], run=msg["run"],
-                                    bad_input=msg["bad_input"], variant=v)
+                    await self._stop_perf(rec, first)
+                    yield ev.Failed(msg["message"], run=msg["run"] + first if msg["run"] >= 0
+                                    else msg["run"], bad_input=msg["bad_input"], variant=v)
                     return
                 elif kind == "finished":
-                    for event in await self._stop_perf(rec):
-                        yield event
-                    s = summarize(runs)
-                    summary: dict[str, Any] = s.to_json() if s else {}
-                    if self.counters:
-                        summary["counters"] = self.counters
-                    yield ev.Finished(summary, variant=v)
+                    await self._stop_perf(rec, first)
+                    await proc.wait()
                     return
         finally:
             if rec is not None:
+                self._windows += rec.windows_done
                 rec.kill()                  # a no-op once stopped
             for t in tasks:
                 t.cancel()
