@@ -128,6 +128,47 @@ def calibrate_spin(workdir: Path, args: argparse.Namespace, params: dict[str, st
     return per_iter / probe
 
 
+def measure_interleaved(args: argparse.Namespace, params: dict[str, str], settings: list[str],
+                        spin_of: dict[str, int], nmax: int, t0: float,
+                        work: Path) -> dict[str, list[Session]]:
+    """Every setting, and a second baseline A2, as variants of one interleaved batch
+    (hotloop run --interleave: one repetition of each in turn), `--sessions` times.
+    The A/A pair is then (A, A2) of the same batch, as a user comparing two
+    interleaved variants gets."""
+    import asyncio
+    from dataclasses import replace
+
+    from tui import events as ev
+    from tui.interleave import interleave
+    from tui.session import Session as Run
+
+    cat = catalog.load([Path(d) for d in PROFILES])
+    plan = cat.plan_for(args.workload)
+    w = cat.workloads[plan.workload]
+    typed = {k: w.params[k].parse(v) for k, v in params.items()}
+    keys = ["A", "A2", *settings[1:]]
+    out: dict[str, list[Session]] = {k: [] for k in keys}
+    for rnd in range(args.sessions):
+        runs = []
+        for k in keys:
+            p = replace(plan, cpu=args.cpu or plan.cpu, runs=nmax, warmup=args.warmup,
+                        perf=False, processes=min(PROCESSES, nmax),
+                        params={**plan.params, **typed, "spin": spin_of["A" if k == "A2" else k]})
+            runs.append(Run(cat.resolve(p), work / f"{k.rstrip('%')}-{rnd}.jsonl", variant=k))
+        values: dict[str, list[float]] = {k: [] for k in keys}
+
+        async def collect() -> None:
+            async for e in interleave(runs):
+                if isinstance(e, ev.RunSample) and not e.warmup:
+                    values[e.variant].append(e.value)
+        asyncio.run(collect())
+        for k in keys:
+            out[k].append(Session(k, values[k], w.higher_is_better))
+        print(f"batch {rnd + 1}/{args.sessions} done, {time.monotonic() - t0:.0f}s",
+              file=sys.stderr)
+    return out
+
+
 def simulate(within: float, between: float, settings: list[str], sessions: int,
              nmax: int, seed: int = 1) -> dict[str, list[Session]]:
     """Synthetic sessions of a rate metric (higher is better) with lognormal noise."""
@@ -154,6 +195,8 @@ def main() -> None:
     ap.add_argument("--sessions", type=int, default=10, help="sessions per setting")
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--cpu", default=None, help="CPU profile (default: the workload's default)")
+    ap.add_argument("--interleaved", action="store_true",
+                    help="run the settings as variants of one interleaved batch")
     ap.add_argument("--processes", type=int, default=1,
                     help="worker processes per session (hotloop run --processes)")
     ap.add_argument("--param", action="append", default=[], metavar="K=V")
@@ -209,6 +252,8 @@ def measure(args: argparse.Namespace, knob: str, params: dict[str, str], setting
             print(f"calibration: one spin iteration adds {100 * per_iter:.4f}% per op; "
                   + ", ".join(f"{k} -> spin={v}" for k, v in spin_of.items() if k != "A"),
                   file=sys.stderr)
+        if args.interleaved and knob == "spin":
+            return measure_interleaved(args, params, settings, spin_of, nmax, t0, work)
         # A/A needs sessions+1 baselines; inject needs a second baseline session per pair
         need = {"A": args.sessions + 1}
         if knob == "spin":
@@ -240,6 +285,8 @@ def report(args: argparse.Namespace, knob: str, params: dict[str, str], wl: cata
     between = statistics.stdev(medians) / statistics.mean(medians)
 
     def pairs(setting: str) -> list[tuple[list[float], list[float]]]:
+        if setting == "A" and "A2" in sessions:      # interleaved: the same batch
+            return [(base[i].values, sessions["A2"][i].values) for i in range(args.sessions)]
         if setting == "A":
             return [(base[i].values, base[i + 1].values) for i in range(args.sessions)]
         if "B" in sessions:
