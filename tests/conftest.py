@@ -91,3 +91,14 @@ def path_without(tmp_path: Path, *hidden: str) -> str:
             if entry.name not in hidden and not link.exists() and not link.is_symlink():
                 link.symlink_to(entry.path)
     return str(shadow)
+
+
+@pytest.fixture
+def faulty(tmp_path: Path) -> Path:
+    """A profile directory with the `faulty` workload (tests/faulty.py)."""
+    from faulty import FAULTY_C, FAULTY_TOML
+    d = tmp_path / "myprofiles"
+    d.mkdir()
+    (d / "faulty.c").write_text(FAULTY_C)
+    (d / "w.toml").write_text(FAULTY_TOML)
+    return d

@@ -14,22 +14,9 @@ import pytest
 from tui import results
 
 from conftest import ROOT, hotloop, path_without
-from test_run import FAULTY_C, FAULTY_TOML, _wait_for_runs
+from faulty import lines, wait_for_runs as _wait_for_runs
 
 needs_perf = pytest.mark.skipif(shutil.which("perf") is None, reason="perf not installed")
-
-
-@pytest.fixture
-def faulty(tmp_path: Path) -> Path:
-    d = tmp_path / "prof"
-    d.mkdir()
-    (d / "faulty.c").write_text(FAULTY_C)
-    (d / "w.toml").write_text(FAULTY_TOML)
-    return d
-
-
-def lines(path: Path) -> list[dict]:
-    return [json.loads(l) for l in path.read_text().splitlines()]
 
 
 @needs_perf

@@ -2,18 +2,15 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from tui import results, system
 
-from conftest import ROOT, hotloop
-from test_run import FAULTY_C, FAULTY_TOML, _wait_for_runs
+from conftest import hotloop
+from faulty import FAULTY_C, FAULTY_TOML, start as _start, wait_for_runs as _wait_for_runs
 
 SYSCTL = "net.core.busy_poll"
 
@@ -93,12 +90,6 @@ def test_restored_after_a_worker_crash(prof, busy_poll):
                 "--param", "fault=segv", "--no-perf")
     assert p.returncode == 1 and "SIGSEGV" in p.stderr
     assert system.read_sysctl(SYSCTL) == busy_poll
-
-
-def _start(args: list[str]) -> subprocess.Popen[str]:
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    return subprocess.Popen([sys.executable, "-m", "tui", *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=env)
 
 
 def test_restored_on_ctrl_c(prof, busy_poll, leftovers):
