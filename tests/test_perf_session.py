@@ -117,7 +117,7 @@ def test_doctor_says_what_perf_can_do_here():
 
 
 @needs_perf
-@pytest.mark.parametrize("how", ["crash", "ctrl-c"])
+@pytest.mark.parametrize("how", ["crash", "ctrl-c", "sigkill"])
 def test_perf_never_outlives_the_session(faulty, tmp_path, leftovers, how):
     out = tmp_path / f"{how}.jsonl"
     args = ["run", "faulty", "--profiles", str(faulty), "--perf", "--warmup", "0",
@@ -131,10 +131,10 @@ def test_perf_never_outlives_the_session(faulty, tmp_path, leftovers, how):
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                 env=env)
         _wait_for_runs(out, 3)
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(signal.SIGKILL if how == "sigkill" else signal.SIGINT)
         proc.communicate(timeout=30)
-        assert proc.returncode == 130
-    assert leftovers() == []
+        assert proc.returncode == (-signal.SIGKILL if how == "sigkill" else 130)
+    assert leftovers(grace=5) == []         # perf and perf report too (PDEATHSIG)
     assert results.read(out).runs
 
 
