@@ -1,11 +1,13 @@
-"""A session: one resolved plan, run in a worker process, as a stream of events.
+"""A session: one resolved plan, run in worker processes, as a stream of events.
 
 The session is the only place that knows how a run happens: it builds the
-workload, starts `python -m tui.worker` in its own process group, turns the
-worker's JSON lines into typed events, appends each to the result file as it
-arrives, and yields it to the consumer (the headless reporter or the TUI).
-Whatever happens (a normal end, a crash, a timeout, Ctrl-C, stop()), the
-worker's whole process group is killed before the stream ends.
+workload, applies the profile's system settings, starts `python -m tui.worker`
+(one after another when the runs are spread over several) in its own process
+group, attaches perf, turns the worker's JSON lines and perf's windows into
+typed events, appends each to the result file as it arrives, and yields it to
+the consumer (the headless reporter or the TUI).  Whatever happens (a normal
+end, a crash, a timeout, Ctrl-C, stop()), the worker's whole process group is
+killed and the system restored before the stream ends.
 """
 from __future__ import annotations
 
