@@ -282,11 +282,10 @@ class HotloopApp(App[None]):
     @work(exclusive=True, group="session", exit_on_error=False)
     async def run_session(self, session: Session, live: LiveRun) -> None:
         """Drive one session to its end; the only place that reads its events."""
-        outcome, last = "failed", None
+        outcome = "failed"
         since_yield = 0
         try:
             async for event in session.events():
-                last = event
                 if isinstance(event, ev.RunSample):
                     live.add(event.value, event.warmup)
                     since_yield += 1
@@ -316,10 +315,7 @@ class HotloopApp(App[None]):
             self.post_message(LogLine(f"session error: {type(e).__name__}: {e}", "error"))
         finally:
             live.end(outcome)
-            path = session.result_file
-            if (isinstance(last, ev.Failed) and last.bad_input and not live.n
-                    and path.exists()):
-                path.unlink(missing_ok=True)   # nothing ran: leave nothing behind
+            path = session.result_file         # gone when nothing ran (bad input)
             self.post_message(SessionEnded(outcome, str(path) if path.exists() else "",
                                            live.n))
 

@@ -249,9 +249,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     interrupted = False
     for v in todo:
         end = last[v.label]
-        if isinstance(end, ev.Failed) and end.bad_input and not _has_runs(v.out):
-            v.out.unlink(missing_ok=True)   # nothing ran: leave nothing behind
-            raise HotloopError(end.message)
+        if isinstance(end, ev.Failed) and end.bad_input and not v.out.exists():
+            raise HotloopError(end.message)  # nothing ran, and the session kept nothing
         if isinstance(end, ev.Failed):
             interrupted |= end.interrupted
             if not end.interrupted:
@@ -286,13 +285,6 @@ def _batch_comparison(done: list[results.Result]) -> tuple[str, str] | None:
         print(f"hotloop: no comparison: {e}", file=sys.stderr)
         return None
     return compare.render(comp, "text"), compare.render(comp, "json")
-
-
-def _has_runs(path: Path) -> bool:
-    try:
-        return bool(results.read(path).runs)
-    except HotloopError:
-        return False
 
 
 def cmd_show(args: argparse.Namespace) -> int:

@@ -199,6 +199,7 @@ class Session:
             self.result_file.unlink(missing_ok=True)
             raise HotloopError(str(e)) from None
         runs: list[float] = []
+        final: ev.Event | None = None
 
         def note(message: str) -> ev.Warning:
             event = ev.Warning(message, variant=v)
@@ -214,7 +215,6 @@ class Session:
                             *(f"perf: {m}" for m in perf_notes),
                             *(f"applied {c.describe()}" for c in applied.changes)]:
                 yield note(message)
-            final: ev.Event | None = None
             async for event in self._drive(built, runs):
                 if isinstance(event, (ev.Finished, ev.Failed)):
                     final = event           # after the restore, so it is the last line
@@ -241,6 +241,8 @@ class Session:
             for message in _restore(applied):   # a no-op when already restored
                 note(message)
             writer.close()
+            if isinstance(final, ev.Failed) and final.bad_input and not runs:
+                self.result_file.unlink(missing_ok=True)    # nothing ran: nothing kept
 
     async def _spawn(self, built: build.Built, runs: int) -> asyncio.subprocess.Process:
         rp = self.rp
