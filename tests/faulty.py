@@ -61,7 +61,7 @@ int hl_run(void *state, struct hl_result *res, char *err, size_t len)
     hl_clock_start(&c);
     usleep(20000);
     hl_clock_stop(&c, res);
-    res->ops = 1000;
+    res->ops = strcmp(s->fault, "noops") ? 1000 : 0;
     return 0;
 }
 int hl_pids(void *state, int *pids, int max) { (void)state; (void)pids; (void)max; return 0; }
@@ -72,7 +72,7 @@ FAULTY_TOML = """
 [workload.faulty]
 source = "faulty.c"
 metric = "ops/s"
-params.fault = { default = "none", choices = ["none", "segv", "hang", "error", "setup", "badparam", "child", "pin"] }
+params.fault = { default = "none", choices = ["none", "segv", "hang", "error", "setup", "badparam", "child", "pin", "noops"] }
 params.at = { default = 3, min = 1 }
 """
 

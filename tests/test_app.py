@@ -362,3 +362,20 @@ def test_batch_plan_loads_its_first_variant(isolated: Path) -> None:
             assert app.check_action("run", ()) is True
             assert "page-pool" in str(app.query_one("#status").render())
     run(go())
+
+
+def test_a_broken_user_profile_is_left_out_and_said_on_the_first_screen(isolated: Path) -> None:
+    user = isolated / "config" / "hotloop"
+    user.mkdir(parents=True)
+    (user / "broken.toml").write_text("[workload.x\n")
+
+    async def go() -> None:
+        app = HotloopApp(results_dir=isolated / "results")
+        async with app.run_test(size=(80, 24)) as pilot:
+            await wait_for(pilot, lambda: app.form.base is not None, 10, "quick selected")
+            assert "seqpacket" in app.cat.workloads and app.form.base.name == "quick"
+            assert any("broken.toml: malformed TOML" in e for e in app.cat.errors)
+            await wait_for(pilot, lambda: any("broken.toml" in str(n.message)
+                                              for n in app._notifications), 5, "notified")
+            assert "malformed TOML" in log_text(app)
+    run(go())

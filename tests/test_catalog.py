@@ -56,6 +56,8 @@ def test_bundled_catalogue_loads_and_resolves_every_plan():
     (GOOD_WORKLOAD.replace("default = 10,", "default = 1000,"),
      "[workload.mine] params.n.default: 1000 is above the maximum 100"),
     (GOOD_WORKLOAD.replace('"mine.c"', '"gone.c"'), "[workload.mine] source: no such file"),
+    (GOOD_WORKLOAD.replace('"ops/s"', '"ns/ops"'),
+     "p.toml:4: [workload.mine] metric: unknown metric 'ns/ops' (one of bytes/s"),
     ("[cpu.c]\ncpus = [0, 4096]\n", "[cpu.c] cpus: item 1: 4096 is above the maximum 4095"),
     ("[cpu.c]\nsched = 'fast'\n", "[cpu.c] sched: 'fast' is not one of other, fifo"),
     ("[cpu.c]\nsched = 'fifo'\npriority = 0\n", "p.toml:3: [cpu.c] priority: sched fifo needs"),

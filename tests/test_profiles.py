@@ -207,6 +207,10 @@ def test_save_command_writes_a_plan_that_runs(tmp_path):
     assert again.returncode == 2 and "exists" in again.stderr
     bad = hotloop("save", "t2", "--workload", "zero_null", "--param", "count=0")
     assert bad.returncode == 2 and "below the minimum" in bad.stderr
+    # a plan that would not load back is refused, and the catalogue stays loadable
+    bad = hotloop("save", "t3", "--workload", "zero_null", "--runs", "0")
+    assert bad.returncode == 2 and "plan t3:5: [plan.t3] runs: 0 is below" in bad.stderr
+    assert hotloop("list", "plans").returncode == 0
 
 
 def test_doctor_lists_each_capability():

@@ -142,7 +142,7 @@ def test_sigterm_and_sighup_clean_up_like_ctrl_c(faulty, leftovers, sig):
     _wait_for_runs(out, 2)
     proc.send_signal(sig)
     proc.communicate(timeout=30)
-    assert proc.returncode == 130
+    assert proc.returncode == 128 + sig       # as a shell reports it: 143, 129
     assert lines(out)[-1]["interrupted"]
     assert leftovers() == []
 
@@ -198,3 +198,26 @@ def test_a_crash_with_several_workers_ends_the_session(faulty, tmp_path, leftove
     assert len(results.read(out).runs) == 2
     assert sum(1 for r in lines(out) if r["type"] == "started") == 1
     assert leftovers() == []
+
+
+def test_a_symbol_nothing_defines_is_bad_input_not_a_crash(faulty):
+    src = (faulty / "faulty.c").read_text()
+    (faulty / "faulty.c").write_text(src.replace("int hl_pids(", "int hl_pids_typo("))
+    p = hotloop("run", "faulty", "--profiles", str(faulty), "--no-perf")
+    assert p.returncode == 2
+    assert "does not link: undefined symbol hl_pids" in p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1
+
+
+def test_a_run_reporting_no_ops_fails_instead_of_a_wrong_figure(faulty):
+    p = hotloop("run", "faulty", "--profiles", str(faulty), "--param", "fault=noops",
+                "--warmup", "0", "--no-perf")
+    assert p.returncode == 1
+    assert "run 1: the workload reported 0 ops" in p.stderr
+
+
+def test_output_into_a_closed_pipe_is_quiet():
+    p = subprocess.run(f"{sys.executable} -m tui list | head -1", shell=True, text=True,
+                       capture_output=True, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert p.stdout.strip() == "workloads"
+    assert "Traceback" not in p.stderr and "BrokenPipe" not in p.stderr

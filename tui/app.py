@@ -109,10 +109,14 @@ class HotloopApp(App[None]):
         self.main_screen.add_class("-view-setup")
         self.set_interval(REDRAW_S, self._tick)
         try:
-            self.cat = catalog.load(self.profiles)
+            self.cat = catalog.load(self.profiles, skip_bad=True)
         except HotloopError as e:
             self.cat = Catalog()
-            self.log_line(str(e), "error")
+            self.cat.errors.append(str(e))
+        for error in self.cat.errors:       # shown on the first screen, not only the log
+            self.log_line(f"left out: {error}", "error")
+            self.notify(error, title="profile left out", severity="error", timeout=15)
+        if not (self.cat.plans or self.cat.workloads):
             self._status()
             return
         self._q(CatalogTree).fill(self.cat)
@@ -419,7 +423,7 @@ class HotloopApp(App[None]):
         if name is None:
             return
         try:
-            self.cat = catalog.load(self.profiles)
+            self.cat = catalog.load(self.profiles, skip_bad=True)
         except HotloopError as e:
             self.log_line(str(e), "error")
             return

@@ -8,6 +8,7 @@ building the same module at once.
 """
 from __future__ import annotations
 
+import ctypes
 import fcntl
 import functools
 import hashlib
@@ -109,9 +110,23 @@ def _compile(source: Path, cflags: tuple[str, ...], module_name: str, target: Pa
         proc = subprocess.run(cmd, capture_output=True, text=True)
         if proc.returncode != 0:
             raise HotloopError(f"{source}: does not compile: {first_errors(proc.stderr)}")
+        check_links(source, tmp_so)
         os.replace(tmp_so, target)      # atomic: a reader never sees half a file
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def check_links(source: Path, so: Path) -> None:
+    """A symbol nothing defines (a typo, a missing hl_* function) shows only when the
+    module is loaded: load it now (RTLD_NOW), so it is bad input, not a crashed worker."""
+    try:
+        ctypes.CDLL(str(so))
+    except OSError as e:
+        m = re.search(r"undefined symbol: (\S+)", str(e))
+        what = f"undefined symbol {m.group(1)}" if m else str(e)
+        hint = " (a workload defines hl_setup, hl_run, hl_pids and hl_teardown)" \
+            if m and m.group(1).startswith("hl_") else ""
+        raise HotloopError(f"{source}: does not link: {what}{hint}") from None
 
 
 def first_errors(stderr: str) -> str:

@@ -51,7 +51,8 @@ class Param:
             value: int | str = text
         else:
             try:
-                value = int(text.replace("_", ""), 0)
+                digits = text.strip().replace("_", "")
+                value = int(digits, 16 if digits.lower().startswith(("0x", "+0x")) else 10)
             except ValueError:
                 raise ValueError(f"expected an integer, got {text!r}") from None
         problem = self.problem(value)
@@ -328,6 +329,10 @@ def _workload(where: _Where, name: str, t: dict) -> Workload:
     if not source.is_file():
         raise where.error("workload", name, "source", f"no such file: {source}")
     metric = t.get("metric", "ops/s")
+    if metric not in METRICS and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", metric):
+        raise where.error("workload", name, "metric", f"unknown metric {metric!r} (one of "
+                          f"{', '.join(METRICS)}, or the name of an extra the workload "
+                          f"reports with hl_add_extra)")
     unit, better = METRICS.get(metric, (metric, True))
     params = {p: _param(where, name, p, s) for p, s in t.get("params", {}).items()}
     return Workload(name, source, t.get("summary", ""), metric, t.get("unit", unit),
@@ -395,6 +400,7 @@ class Catalog:
     kernels: dict[str, KernelProfile] = field(default_factory=dict)
     plans: dict[str, Plan] = field(default_factory=dict)
     files: list[Path] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)     # files left out (skip_bad)
 
     def table(self, kind: str) -> dict[str, Any]:
         return {"workload": self.workloads, "cpu": self.cpus, "kernel": self.kernels,
@@ -506,8 +512,11 @@ def search_path(extra: list[Path] | None = None) -> list[Path]:
     return [paths.BUNDLED_PROFILES, paths.config_dir(), *(extra or [])]
 
 
-def load(extra: list[Path] | None = None) -> Catalog:
-    """The catalogue from every TOML file on the search path."""
+def load(extra: list[Path] | None = None, skip_bad: bool = False) -> Catalog:
+    """The catalogue from every TOML file on the search path.
+
+    A bad file is an error; with `skip_bad` (the console) it is left out instead,
+    with its error in `errors`, so one broken file does not hide the others."""
     if not paths.BUNDLED_PROFILES.is_dir():
         raise HotloopError(f"the bundled profiles are missing ({paths.BUNDLED_PROFILES}): "
                            f"install hotloop from a checkout with `pip install -e .`")
@@ -522,8 +531,27 @@ def load(extra: list[Path] | None = None) -> Catalog:
         for f in sorted(d.rglob("*.toml")):
             if f.resolve() not in seen:
                 seen.add(f.resolve())
-                cat.load_file(f)
-    cat.validate_plans()
+                if not skip_bad:
+                    cat.load_file(f)
+                    continue
+                before = [dict(cat.table(k)) for k in KINDS]
+                try:
+                    cat.load_file(f)
+                except HotloopError as e:
+                    for k, table in zip(KINDS, before):     # none of a bad file
+                        cat.table(k).clear()
+                        cat.table(k).update(table)
+                    cat.errors.append(str(e))
+    if not skip_bad:
+        cat.validate_plans()
+        return cat
+    for name, plan in list(cat.plans.items()):
+        try:
+            for _, variant in cat.variants(plan):
+                cat.resolve(variant, here=False)
+        except HotloopError as e:
+            del cat.plans[name]
+            cat.errors.append(str(e))
     return cat
 
 
@@ -551,7 +579,6 @@ def save_plan(plan: Plan, directory: Path | None = None, overwrite: bool = False
     directory = directory or paths.config_dir() / "plans"
     target = directory / f"{plan.name}.toml"
     if cat is not None:
-        cat.resolve(plan)
         other = cat.plans.get(plan.name)
         if other is not None and Path(other.origin).resolve() != target.resolve():
             raise HotloopError(f"plan {plan.name!r} already exists in {other.origin}")
@@ -560,6 +587,17 @@ def save_plan(plan: Plan, directory: Path | None = None, overwrite: bool = False
     directory.mkdir(parents=True, exist_ok=True)
     tmp = target.with_suffix(".toml.tmp")
     tmp.write_text(tomli_w.dumps({"plan": {plan.name: plan_table(plan)}}))
+    try:
+        # Exactly the checks a later load makes: a saved plan must never break it.
+        probe = Catalog(dict(cat.workloads), dict(cat.cpus), dict(cat.kernels)) if cat \
+            else Catalog()
+        probe.load_file(tmp)
+        if cat is not None:
+            for _, variant in probe.variants(probe.plans[plan.name]):
+                probe.resolve(variant, here=False)
+    except HotloopError as e:
+        tmp.unlink(missing_ok=True)
+        raise HotloopError(str(e).replace(str(tmp), f"plan {plan.name}")) from None
     os.replace(tmp, target)
     return target
 

@@ -10,6 +10,7 @@ import argparse
 import asyncio
 import itertools
 import json
+import os
 import re
 import signal
 import sys
@@ -29,23 +30,23 @@ from tui.interleave import interleave
 from tui.session import Session
 from tui.stats import si
 
-EXIT_INTERRUPTED = 130
 
 
-def _profiles_option(p: argparse.ArgumentParser) -> None:
+def _profiles_option(p: argparse.ArgumentParser, dest: str = "profiles") -> None:
     p.add_argument("--profiles", metavar="DIR", type=Path, action="append", default=[],
-                   help="another directory of TOML profiles (repeatable)")
+                   dest=dest, help="another directory of TOML profiles (repeatable)")
 
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:      # one line, exit 2
-        raise HotloopError(f"{self.prog}: {message}")
+        raise HotloopError(f"{self.prog.removeprefix('hotloop').strip() or 'usage'}: "
+                           f"{message}")
 
 
 def parser() -> argparse.ArgumentParser:
     top = _Parser(prog="hotloop", description="Benchmark Linux kernel and system hot paths.")
     top.add_argument("--version", action="version", version=f"hotloop {__version__}")
-    _profiles_option(top)
+    _profiles_option(top, dest="top_profiles")     # before the subcommand, or after it
     sub = top.add_subparsers(dest="command", parser_class=_Parser)
 
     run = sub.add_parser("run", help="run plans or workloads headless")
@@ -94,14 +95,18 @@ def parser() -> argparse.ArgumentParser:
 
     save = sub.add_parser("save", help="save a plan to your profile directory")
     save.add_argument("name", help="the plan's name")
-    save.add_argument("--workload", required=True)
-    save.add_argument("--cpu", default="default")
-    save.add_argument("--kernel", default="default")
-    save.add_argument("--runs", type=int, default=10)
-    save.add_argument("--warmup", type=int, default=1)
-    save.add_argument("--param", action="append", default=[], metavar="K=V")
-    save.add_argument("--perf", action=argparse.BooleanOptionalAction, default=True)
-    save.add_argument("--summary", default="")
+    save.add_argument("--workload", required=True, help="the workload it runs")
+    save.add_argument("--cpu", default="default", help="CPU profile")
+    save.add_argument("--kernel", default="default", help="kernel profile")
+    save.add_argument("--runs", type=int, default=10, help="recorded repetitions")
+    save.add_argument("--warmup", type=int, default=1, help="unrecorded repetitions first")
+    save.add_argument("--processes", type=int, default=1,
+                      help="worker processes the runs are spread over")
+    save.add_argument("--param", action="append", default=[], metavar="K=V",
+                      help="a workload parameter (repeatable)")
+    save.add_argument("--perf", action=argparse.BooleanOptionalAction, default=True,
+                      help="sample with perf")
+    save.add_argument("--summary", default="", help="one line for `hotloop list plans`")
     save.add_argument("--force", action="store_true", help="replace a plan saved before")
     _profiles_option(save)
 
@@ -111,7 +116,7 @@ def parser() -> argparse.ArgumentParser:
 
 
 def _profiles(args: argparse.Namespace) -> list[Path]:
-    return list(getattr(args, "profiles", []) or [])
+    return [*args.top_profiles, *getattr(args, "profiles", [])]
 
 
 def parse_params(cat: Catalog, workload: str, items: list[str],
@@ -203,7 +208,7 @@ def variants(cat: Catalog, args: argparse.Namespace) -> list[Variant]:
 async def _run_sessions(sessions: list[Session], fmt: str,
                         interleaved: bool) -> dict[str, ev.Event | None]:
     """Drive the sessions with a progress bar on stderr; each one's Finished or Failed."""
-    console = Console(stderr=True)
+    console = Console(stderr=True, soft_wrap=True)    # a warning stays one line
     last: dict[str, ev.Event | None] = {s.variant: None for s in sessions}
     with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                   TextColumn("{task.fields[value]}"), TimeElapsedColumn(),
@@ -241,9 +246,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         last = asyncio.run(_run_sessions(sessions, args.format, args.interleave))
     except KeyboardInterrupt:
         files = ", ".join(str(v.out) for v in todo if v.out.exists())
-        print(f"hotloop: interrupted; the runs measured so far are in {files}",
-              file=sys.stderr)
-        return EXIT_INTERRUPTED
+        print("hotloop: interrupted; " + (f"the runs measured so far are in {files}" if files
+                                           else "nothing was measured yet"), file=sys.stderr)
+        return interrupted_status()
     done: list[results.Result] = []
     failures: list[str] = []
     interrupted = False
@@ -268,7 +273,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         if comparison:
             print("\n" + comparison[0])
     if interrupted:
-        return EXIT_INTERRUPTED
+        return interrupted_status()
     if failures:
         raise RunFailed("; ".join(failures))
     return 0
@@ -347,7 +352,7 @@ def cmd_save(args: argparse.Namespace) -> int:
     cat = catalog.load(_profiles(args))
     plan = Plan(name=args.name, workload=args.workload, cpu=args.cpu, kernel=args.kernel,
                 runs=args.runs, warmup=args.warmup, perf=args.perf, summary=args.summary,
-                params=parse_params(cat, args.workload, args.param))
+                processes=args.processes, params=parse_params(cat, args.workload, args.param))
     path = catalog.save_plan(plan, overwrite=args.force, cat=cat)
     print(f"saved plan {plan.name} to {path}")
     return 0
@@ -369,8 +374,18 @@ COMMANDS = {"run": cmd_run, "show": cmd_show, "compare": cmd_compare, "list": cm
             "save": cmd_save, "restore": cmd_restore}
 
 
+_signal_received = signal.SIGINT
+
+
 def _interrupt(signum: int, frame: object) -> None:
+    global _signal_received
+    _signal_received = signal.Signals(signum)
     raise KeyboardInterrupt
+
+
+def interrupted_status() -> int:
+    """128 + the signal, as a shell reports it: 130 for Ctrl-C, 143 for SIGTERM."""
+    return 128 + int(_signal_received)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -389,4 +404,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"hotloop: {e}", file=sys.stderr)
         return e.exit_code
     except KeyboardInterrupt:
-        return EXIT_INTERRUPTED
+        return interrupted_status()
+    except BrokenPipeError:             # `hotloop list | head`: the reader has gone
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0

@@ -39,7 +39,13 @@ SESSION_TOP = 100                       # symbols kept for the whole session
 
 def metric_value(w: Workload, sample: dict[str, Any]) -> float:
     """The workload's primary metric from one run's counters."""
-    ns, ops = sample["ns"] or 1, sample["ops"] or 1
+    per_op = w.metric in ("ns/op", "cycles/op", "ops/s")
+    if per_op and not sample["ops"] or not sample["ns"]:
+        raise ValueError(f"the workload reported {sample['ops']} ops in {sample['ns']} ns: "
+                         f"no {w.metric} (hl_run must fill res->ops and res->ns)")
+    if w.metric == "cycles/op" and not sample["cycles"]:
+        raise ValueError("no cycles/op: this CPU has no TSC for hl_clock to read")
+    ns, ops = sample["ns"], sample["ops"]
     match w.metric:
         case "bytes/s":
             return sample["bytes"] * 1e9 / ns
@@ -52,8 +58,9 @@ def metric_value(w: Workload, sample: dict[str, Any]) -> float:
     try:
         return float(sample["extra"][w.metric])
     except KeyError:
-        raise ValueError(f"the workload reported no metric {w.metric!r} (it reported: "
-                         f"{', '.join(sample['extra']) or 'none'})") from None
+        raise ValueError(f"the workload reported no extra metric {w.metric!r} with "
+                         f"hl_add_extra (its extras: {', '.join(sample['extra']) or 'none'})"
+                         ) from None
 
 
 def _plain(obj: Any) -> Any:
@@ -295,6 +302,7 @@ class Session:
         if rec is None:
             return
         result = await rec.stop()
+        self._windows += rec.windows_done
         result.runs = {first_run + i: syms for i, syms in result.runs.items()}
         self._perf_results.append(result)
 
@@ -403,7 +411,7 @@ class Session:
                     try:
                         value = metric_value(rp.workload, msg)
                     except ValueError as e:
-                        yield ev.Failed(str(e), run=len(runs), variant=v)
+                        yield ev.Failed(f"run {len(runs) + 1}: {e}", run=len(runs), variant=v)
                         return
                     if not msg["warmup"]:
                         msg["index"] += first
@@ -413,8 +421,13 @@ class Session:
                     else:
                         warmups_left -= 1
                     yield ev.RunSample(value=value, variant=v, **msg)
-                    if self.gate is not None and (warmups_left or
-                                                  0 < len(runs) - first < share):
+                    if len(runs) - first == share:      # its last run: stop perf, then
+                        await self._stop_perf(rec, first)   # let the worker tear down
+                        rec = None
+                        proc.stdin.write(b"go\n")
+                        await proc.stdin.drain()
+                        deadline = loop.time() + rp.plan.timeout
+                    elif self.gate is not None and (warmups_left or len(runs) > first):
                         await go()
                         deadline = loop.time() + rp.plan.timeout
                 elif kind == "ready":
@@ -437,12 +450,10 @@ class Session:
                                     else msg["run"], bad_input=msg["bad_input"], variant=v)
                     return
                 elif kind == "finished":
-                    await self._stop_perf(rec, first)
                     await proc.wait()
                     return
         finally:
             if rec is not None:
-                self._windows += rec.windows_done
                 rec.kill()                  # a no-op once stopped
             for t in tasks:
                 t.cancel()
