@@ -187,7 +187,8 @@ def variants(cat: Catalog, args: argparse.Namespace) -> list[Variant]:
             + ([f"cpu={cpu}"] if len(cpus) > 1 else []) + list(combo)
         label = " ".join(parts)
         slug = re.sub(r"[^A-Za-z0-9_.+-]+", "_", label)
-        path = results.default_path(f"{rp.plan.name}-{slug}" if slug else rp.plan.name)
+        stem = slug if slug.startswith(rp.plan.name) else f"{rp.plan.name}-{slug}"
+        path = results.default_path(stem if slug else rp.plan.name)
         out.append(Variant(label, rp, path))
     labels = [v.label for v in out]
     twice = sorted({l for l in labels if labels.count(l) > 1})

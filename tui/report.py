@@ -1,6 +1,7 @@
 """The headless report: a result as text for people or as one JSON document."""
 from __future__ import annotations
 
+import re
 from typing import Any, Sequence
 
 from tui import events as ev
@@ -63,7 +64,9 @@ def counter_lines(counters: dict[str, float | None]) -> list[str]:
 
 
 def extra_summaries(runs: Sequence[ev.RunSample]) -> dict[str, Summary]:
-    names = sorted({k for r in runs for k in r.extra})
+    # natural order: lat_p99_ns before lat_p999_ns
+    names = sorted({k for r in runs for k in r.extra},
+                   key=lambda k: [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", k)])
     out = {}
     for name in names:
         s = summarize([r.extra[name] for r in runs if name in r.extra])
@@ -84,7 +87,7 @@ def text(result: Result) -> str:
              f"{where}, kernel {h.get('kernel_release', '?')} [{h.get('label', '')}], "
              f"{h.get('host', '?')}",
              f"{w.get('metric', '?')} ({'higher' if w.get('higher_is_better') else 'lower'}"
-             f" is better), {len(result.runs)} runs"]
+             f" is better), {len(result.runs)} run{'' if len(result.runs) == 1 else 's'}"]
     if result.partial:
         why = result.failed.message if result.failed else "the file ends early (a crash?)"
         lines.append(f"PARTIAL: {why}")

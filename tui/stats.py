@@ -81,9 +81,9 @@ def si(value: float, unit: str = "", digits: int = 3) -> str:
     """12345678 B/s -> '12.3 MB/s'; per-op units stay unprefixed below 10k."""
     if value == 0 or not math.isfinite(value):
         return f"{value:g} {unit}".strip()
-    if "/op" in unit and abs(value) < 1e4:
-        return f"{value:.{digits}g} {unit}".strip() if abs(value) >= 1 else \
-            f"{value:.3g} {unit}".strip()
+    if "/op" in unit and abs(value) < 1e4:     # 3694 ns/op, 87.7 ns/op, 0.142 ns/op
+        decimals = max(0, digits - 1 - int(math.floor(math.log10(abs(value)))))
+        return f"{value:.{decimals}f} {unit}".strip()
     for scale, prefix in _PREFIXES:
         if abs(value) >= scale:
             scaled = value / scale
