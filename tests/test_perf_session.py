@@ -192,3 +192,33 @@ def test_each_session_keeps_only_its_own_samples_when_sharing_cpus(tmp_path):
         modules = {s["dso"] for s in doc["hot_symbols"] if s["dso"].startswith("_hl_")}
         assert modules and all(m.startswith(f"_hl_{doc['workload']}_") for m in modules), \
             (doc["workload"], modules)
+
+
+@needs_perf
+def test_stop_while_perf_stops_ends_as_stopped_and_windows_count_up(tmp_path, leftovers):
+    # stop() as the last run arrives lands while perf is being stopped and the
+    # worker told to tear down; with two workers, windows are numbered straight on.
+    import asyncio
+
+    from tui import catalog, events as ev
+    from tui.session import Session
+
+    cat = catalog.load()
+    plan = catalog.with_overrides(cat.plan_for("zero_null"), runs=4, warmup=0, perf=True,
+                                  processes=2, params={"count": 1_500_000})
+    session = Session(cat.resolve(plan), tmp_path / "s.jsonl")
+
+    async def collect() -> list[ev.Event]:
+        seen = []
+        async for e in session.events():
+            seen.append(e)
+            if isinstance(e, ev.RunSample) and e.index == 1:    # worker 1's last run
+                session.stop()
+        return seen
+
+    events = asyncio.run(collect())
+    assert isinstance(events[-1], ev.Failed) and events[-1].interrupted
+    windows = [e.window for e in events if isinstance(e, ev.HotSymbols) and e.scope == "window"]
+    assert windows == sorted(set(windows))
+    assert json.loads((tmp_path / "s.jsonl").read_text().splitlines()[-1])["interrupted"]
+    assert leftovers() == []

@@ -221,3 +221,24 @@ def test_output_into_a_closed_pipe_is_quiet():
                        capture_output=True, env=dict(os.environ, PYTHONPATH=str(ROOT)))
     assert p.stdout.strip() == "workloads"
     assert "Traceback" not in p.stderr and "BrokenPipe" not in p.stderr
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_during_a_flood_of_tiny_runs_still_stops_at_once(tmp_path, leftovers, sig):
+    # Thousands of lines a second queue up between the worker and the session: the
+    # cancel must not be lost while one is being handed over.
+    out = tmp_path / "flood.jsonl"
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    proc = subprocess.Popen([sys.executable, "-m", "tui", "run", "zero_null", "--param",
+                             "count=1", "--runs", "1000000", "--warmup", "0", "--no-perf",
+                             "--timeout", "30", "--out", str(out)], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True, env=env,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    _wait_for_runs(out, 2000)
+    t0 = time.monotonic()
+    proc.send_signal(sig)
+    proc.communicate(timeout=60)
+    assert proc.returncode == 128 + sig
+    assert time.monotonic() - t0 < 10
+    assert lines(out)[-1]["interrupted"]
+    assert leftovers() == []

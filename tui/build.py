@@ -8,7 +8,6 @@ building the same module at once.
 """
 from __future__ import annotations
 
-import ctypes
 import fcntl
 import functools
 import hashlib
@@ -18,6 +17,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import sysconfig
 from dataclasses import dataclass
 from pathlib import Path
@@ -119,14 +119,16 @@ def _compile(source: Path, cflags: tuple[str, ...], module_name: str, target: Pa
 def check_links(source: Path, so: Path) -> None:
     """A symbol nothing defines (a typo, a missing hl_* function) shows only when the
     module is loaded: load it now (RTLD_NOW), so it is bad input, not a crashed worker."""
-    try:
-        ctypes.CDLL(str(so))
-    except OSError as e:
-        m = re.search(r"undefined symbol: (\S+)", str(e))
-        what = f"undefined symbol {m.group(1)}" if m else str(e)
+    # In a child process: the user's constructors must not run inside hotloop.
+    probe = subprocess.run([sys.executable, "-c", "import ctypes, sys; ctypes.CDLL(sys.argv[1])",
+                            str(so)], capture_output=True, text=True)
+    if probe.returncode != 0:
+        err = probe.stderr.strip().splitlines()[-1] if probe.stderr.strip() else "load failed"
+        m = re.search(r"undefined symbol: (\S+)", err)
+        what = f"undefined symbol {m.group(1)}" if m else err
         hint = " (a workload defines hl_setup, hl_run, hl_pids and hl_teardown)" \
             if m and m.group(1).startswith("hl_") else ""
-        raise HotloopError(f"{source}: does not link: {what}{hint}") from None
+        raise HotloopError(f"{source}: does not link: {what}{hint}")
 
 
 def first_errors(stderr: str) -> str:

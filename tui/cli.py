@@ -209,6 +209,12 @@ def variants(cat: Catalog, args: argparse.Namespace) -> list[Variant]:
 async def _run_sessions(sessions: list[Session], fmt: str,
                         interleaved: bool) -> dict[str, ev.Event | None]:
     """Drive the sessions with a progress bar on stderr; each one's Finished or Failed."""
+    # SIGTERM/SIGHUP (a kill, a dropped SSH session) cancel the run like Ctrl-C does:
+    # the worker is stopped, the system restored, the result file ends "interrupted".
+    loop, main = asyncio.get_running_loop(), asyncio.current_task()
+    assert main is not None
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        loop.add_signal_handler(sig, _cancel, sig, main)
     console = Console(stderr=True, soft_wrap=True)    # a warning stays one line
     last: dict[str, ev.Event | None] = {s.variant: None for s in sessions}
     with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
@@ -245,7 +251,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                         keep_perf=args.keep_perf) for v in todo]
     try:
         last = asyncio.run(_run_sessions(sessions, args.format, args.interleave))
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, asyncio.CancelledError):
         files = ", ".join(str(v.out) for v in todo if v.out.exists())
         print("hotloop: interrupted; " + (f"the runs measured so far are in {files}" if files
                                            else "nothing was measured yet"), file=sys.stderr)
@@ -378,10 +384,18 @@ COMMANDS = {"run": cmd_run, "show": cmd_show, "compare": cmd_compare, "list": cm
 _signal_received = signal.SIGINT
 
 
-def _interrupt(signum: int, frame: object) -> None:
+def _interrupt(signum: int, frame: Any) -> None:
+    """SIGTERM/SIGHUP outside a run (building, listing): like Ctrl-C."""
     global _signal_received
     _signal_received = signal.Signals(signum)
     raise KeyboardInterrupt
+
+
+def _cancel(signum: int, task: asyncio.Task[Any]) -> None:
+    """SIGTERM/SIGHUP during a run: cancel it, as asyncio.run does for Ctrl-C."""
+    global _signal_received
+    _signal_received = signal.Signals(signum)
+    task.cancel()
 
 
 def interrupted_status() -> int:

@@ -35,6 +35,7 @@ from tui.stats import summarize
 SETUP_GRACE = 30.0                      # seconds for Python start-up and hl_setup
 WINDOW_TOP = 30                         # symbols kept per perf window and per run
 SESSION_TOP = 100                       # symbols kept for the whole session
+REAP_S = 5.0                            # how long a killed worker may take to be reaped
 
 
 def metric_value(w: Workload, sample: dict[str, Any]) -> float:
@@ -137,6 +138,16 @@ def header(rp: ResolvedPlan, built: build.Built, variant: str = "",
     }
 
 
+async def _send(proc: asyncio.subprocess.Process, line: bytes) -> None:
+    """A line to the worker; one that has died is noticed by its reader, not here."""
+    assert proc.stdin is not None
+    try:
+        proc.stdin.write(line)
+        await proc.stdin.drain()
+    except (BrokenPipeError, ConnectionResetError):
+        pass
+
+
 def _restore(applied: system.Applied) -> list[str]:
     """Put the system back; what was restored, or why it could not be."""
     try:
@@ -164,6 +175,8 @@ class Session:
         self.comm = ""                   # the worker's process name, inherited by its children
         self._perf_results: list[perf.PerfResult] = []
         self._windows = 0                # perf windows of earlier workers, to number on
+        self._perf_said: set[str] = set()
+        self._tearing_down = False       # the worker is past its last run
         self._proc: asyncio.subprocess.Process | None = None
         self._stopping = False
         self._stderr: collections.deque[str] = collections.deque(maxlen=20)
@@ -234,7 +247,8 @@ class Session:
             if final is not None:
                 writer.write(final)
                 yield final
-        except asyncio.CancelledError:
+        except (asyncio.CancelledError, GeneratorExit):
+            # Cancelled while running, or closed by a consumer that went away.
             self._kill()
             for message in _restore(applied):
                 note(message)
@@ -243,15 +257,15 @@ class Session:
             raise
         finally:
             self._kill()
-            if self._proc is not None:
-                await asyncio.shield(self._proc.wait())
+            await self._reap()
             for message in _restore(applied):   # a no-op when already restored
                 note(message)
             writer.close()
             if isinstance(final, ev.Failed) and final.bad_input and not runs:
                 self.result_file.unlink(missing_ok=True)    # nothing ran: nothing kept
 
-    async def _spawn(self, built: build.Built, runs: int) -> asyncio.subprocess.Process:
+    async def _spawn(self, built: build.Built, runs: int,
+                     first: int) -> asyncio.subprocess.Process:
         rp = self.rp
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(paths.ROOT),
@@ -265,15 +279,23 @@ class Session:
                 "module_name": built.module_name, "params": rp.params,
                 "cpus": list(rp.cpu.cpus), "sched": rp.cpu.sched,
                 "priority": rp.cpu.priority, "nice": rp.cpu.nice,
-                "runs": runs, "warmup": rp.plan.warmup,
+                "runs": runs, "first": first, "warmup": rp.plan.warmup,
                 "step": self.gate is not None}
         assert proc.stdin is not None
         self._proc = proc
         if self._stopping:                  # stop() came while the worker started
             self._kill()
-        proc.stdin.write((json.dumps(spec) + "\n").encode())
-        await proc.stdin.drain()
+        await _send(proc, (json.dumps(spec) + "\n").encode())
         return proc
+
+    async def _reap(self) -> None:
+        """Wait for the (killed) worker, but not forever: asyncio's wait() also waits
+        for its pipes, which a paused reader may never drain."""
+        if self._proc is not None and self._proc.returncode is None:
+            try:
+                await asyncio.wait_for(asyncio.shield(self._proc.wait()), REAP_S)
+            except asyncio.TimeoutError:
+                pass
 
     async def _drain_stderr(self, stream: asyncio.StreamReader) -> None:
         while line := await stream.readline():
@@ -294,7 +316,7 @@ class Session:
         return perf.PerfRecorder(
             self.pids, frequency=plan.perf_freq, call_graph=plan.call_graph, keep_dir=keep,
             cpus=self.rp.cpu.cpus, comm=self.comm,
-            on_window=lambda w: inbox.put_nowait(("window", w)),
+            on_window=lambda w, base=self._windows: inbox.put_nowait(("window", (base, w))),
             on_warning=lambda m: inbox.put_nowait(("warning", m)))
 
     async def _stop_perf(self, rec: perf.PerfRecorder | None, first_run: int) -> None:
@@ -316,9 +338,10 @@ class Session:
             ev.HotSymbols(tuple(syms[:WINDOW_TOP]), scope="run", window=run,
                           samples=sum(s.samples for s in syms), variant=v)
             for r in done for run, syms in sorted(r.runs.items())]
-        out.append(ev.HotSymbols(tuple(perf.aggregate(r.symbols for r in done)[:SESSION_TOP]),
-                                 scope="session", samples=sum(r.samples for r in done),
-                                 variant=v))
+        if any(r.samples for r in done):
+            out.append(ev.HotSymbols(
+                tuple(perf.aggregate(r.symbols for r in done)[:SESSION_TOP]),
+                scope="session", samples=sum(r.samples for r in done), variant=v))
         # Counts add up over the workers; one that could not count makes it unknown.
         names = dict.fromkeys(k for r in done for k in r.counters)
         self.counters = {k: None if any(r.counters.get(k) is None for r in done)
@@ -340,6 +363,12 @@ class Session:
         n, k = divmod(rp.plan.runs, rp.plan.processes)
         shares = [n + (i < k) for i in range(rp.plan.processes) if n + (i < k)]
         for share in shares:
+            if self._stopping:              # stop() between two workers
+                for e in self._perf_events():
+                    yield e
+                yield ev.Failed("stopped by the user", run=len(runs), interrupted=True,
+                                variant=v)
+                return
             async for event in self._drive_worker(built, runs, share):
                 if isinstance(event, ev.Failed):
                     for e in self._perf_events():
@@ -362,7 +391,8 @@ class Session:
         rp, v = self.rp, self.variant
         first = len(runs)
         loop = asyncio.get_running_loop()
-        self._proc = proc = await self._spawn(built, share)
+        self._proc = proc = await self._spawn(built, share, first)
+        self._tearing_down = False
         assert proc.stdout is not None and proc.stderr is not None and proc.stdin is not None
         # One inbox for the worker's lines and perf's windows: both reach the
         # consumer as they come; only the worker's lines reset the timeout.
@@ -372,33 +402,41 @@ class Session:
         deadline = loop.time() + rp.plan.timeout * (1 + rp.plan.warmup) + SETUP_GRACE
         warmups_left = rp.plan.warmup
         rec: perf.PerfRecorder | None = None
+        getter: asyncio.Future[tuple[str, Any]] | None = None
 
         async def go() -> None:
             if self.gate is not None:
                 await self.gate.get()
-            proc.stdin.write(b"go\n")
-            await proc.stdin.drain()
+            await _send(proc, b"go\n")
         try:
             if self.gate is not None and warmups_left:
                 await go()
                 deadline = loop.time() + rp.plan.timeout + SETUP_GRACE
             while True:
-                try:
-                    source, msg = await asyncio.wait_for(inbox.get(), deadline - loop.time())
-                except asyncio.TimeoutError:
+                # asyncio.wait, not wait_for: on 3.11 wait_for loses a cancel (Ctrl-C)
+                # that arrives as the queue hands over an item.
+                getter = getter or asyncio.ensure_future(inbox.get())
+                done, _ = await asyncio.wait({getter}, timeout=deadline - loop.time())
+                if not done:
                     self._kill()
                     await self._stop_perf(rec, first)
-                    yield ev.Failed(f"run {len(runs) + 1}: no result within the timeout of "
+                    what = "the worker's teardown" if self._tearing_down else \
+                        f"run {len(runs) + 1}"
+                    yield ev.Failed(f"{what}: no result within the timeout of "
                                     f"{rp.plan.timeout:g}s; worker killed", run=len(runs),
                                     signal="SIGKILL", variant=v)
                     return
+                source, msg = getter.result()
+                getter = None
                 if source == "window":
-                    yield ev.HotSymbols(tuple(msg.symbols[:WINDOW_TOP]),
-                                        window=self._windows + msg.index,
-                                        samples=msg.samples, variant=v)
+                    base, w = msg
+                    yield ev.HotSymbols(tuple(w.symbols[:WINDOW_TOP]), window=base + w.index,
+                                        samples=w.samples, variant=v)
                     continue
                 if source == "warning":
-                    yield ev.Warning(f"perf: {msg}", variant=v)
+                    if msg not in self._perf_said:     # once a session, not once a worker
+                        self._perf_said.add(msg)
+                        yield ev.Warning(f"perf: {msg}", variant=v)
                     continue
                 if source == "eof":
                     ended = await self._ended(len(runs))
@@ -424,8 +462,8 @@ class Session:
                     if len(runs) - first == share:      # its last run: stop perf, then
                         await self._stop_perf(rec, first)   # let the worker tear down
                         rec = None
-                        proc.stdin.write(b"go\n")
-                        await proc.stdin.drain()
+                        self._tearing_down = True
+                        await _send(proc, b"go\n")
                         deadline = loop.time() + rp.plan.timeout
                     elif self.gate is not None and (warmups_left or len(runs) > first):
                         await go()
@@ -453,8 +491,12 @@ class Session:
                     await proc.wait()
                     return
         finally:
+            if getter is not None:
+                getter.cancel()
             if rec is not None:
                 rec.kill()                  # a no-op once stopped
+            self._kill()                    # a no-op once it has exited
+            await self._reap()              # while the readers still drain its pipes
             for t in tasks:
                 t.cancel()
 
@@ -471,5 +513,6 @@ class Session:
         else:
             name, why = "", f"worker exited with status {code}"
         tail = "; ".join(list(self._stderr)[-3:])
-        return ev.Failed(f"run {done + 1}: {why}" + (f" ({tail})" if tail else ""),
+        what = "the worker's teardown" if self._tearing_down else f"run {done + 1}"
+        return ev.Failed(f"{what}: {why}" + (f" ({tail})" if tail else ""),
                          run=done, signal=name, variant=self.variant)

@@ -145,7 +145,8 @@ def main() -> int:
                 return 1
             out = w.run()
             if isinstance(out, str):
-                emit("failed", message=f"run {i + 1}: {out}", run=i, bad_input=False)
+                n = spec.get("first", 0) + i      # the session's number for this run
+                emit("failed", message=f"run {n + 1}: {out}", run=i, bad_input=False)
                 return 1
             emit("run", index=i, warmup=False, **out)
         # One more line before teardown: the session stops perf first, so the
