@@ -379,3 +379,27 @@ def test_a_broken_user_profile_is_left_out_and_said_on_the_first_screen(isolated
                                               for n in app._notifications), 5, "notified")
             assert "malformed TOML" in log_text(app)
     run(go())
+
+
+def test_sighup_stops_the_run_and_quits_like_q(isolated: Path, leftovers) -> None:
+    # A dropped SSH session: the run is stopped (result file ends "interrupted"),
+    # nothing is left running, the console exits with 128 + SIGHUP.
+    import os
+    import signal
+
+    async def go() -> None:
+        out = isolated / "results"
+        app = HotloopApp(results_dir=out)
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_for(pilot, lambda: app.form.base is not None, 10)
+            await small_run(pilot, app, "20000", "1000")
+            await pilot.press("r")
+            await wait_for(pilot, lambda: app.live is not None and app.live.n >= 2, 60,
+                           "two runs measured")
+            os.kill(os.getpid(), signal.SIGHUP)
+            await wait_for(pilot, lambda: app.return_code is not None, 10, "app exits")
+        assert app.return_code == 128 + signal.SIGHUP
+        result = results.read(next(out.glob("*.jsonl")))
+        assert result.failed is not None and result.failed.interrupted
+    run(go())
+    assert leftovers() == []

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -106,6 +107,9 @@ class HotloopApp(App[None]):
                   "#log": "log"}
         for sel, title in titles.items():
             self._q(sel).border_title = title
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGHUP):
+            loop.add_signal_handler(sig, self._on_signal, sig)
         self.main_screen.add_class("-view-setup")
         self.set_interval(REDRAW_S, self._tick)
         try:
@@ -381,6 +385,13 @@ class HotloopApp(App[None]):
     async def action_quit(self) -> None:
         await self.stop_run(wait=True)
         self.exit()
+
+    def _on_signal(self, signum: int) -> None:
+        """SIGTERM/SIGHUP (a dropped SSH session): quit as `q` does, run stopped first."""
+        async def quit_cleanly() -> None:
+            await self.stop_run(wait=True)
+            self.exit(return_code=128 + signum)
+        self.run_worker(quit_cleanly(), group="signal", exclusive=True)
 
     # --- comparing -----------------------------------------------------------------
 

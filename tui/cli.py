@@ -373,8 +373,9 @@ def cmd_restore(args: argparse.Namespace) -> int:
 
 def cmd_tui(args: argparse.Namespace) -> int:
     from tui.app import HotloopApp       # only the console needs Textual loaded
-    HotloopApp(profiles=_profiles(args)).run()
-    return 0
+    app = HotloopApp(profiles=_profiles(args))
+    app.run()
+    return app.return_code or 0
 
 
 COMMANDS = {"run": cmd_run, "show": cmd_show, "compare": cmd_compare, "list": cmd_list, "doctor": cmd_doctor,
