@@ -69,6 +69,15 @@ async def small_run(pilot, app: HotloopApp, msgs: str, runs: str) -> None:
     await wait_for(pilot, lambda: isinstance(app.focused, CatalogTree), 5, "tree focus")
 
 
+async def start_long_run(pilot, app: HotloopApp) -> None:
+    """A run of quick's seqpacket that goes on until stopped, two runs measured."""
+    await wait_for(pilot, lambda: app.form.base is not None, 10)
+    await small_run(pilot, app, "20000", "1000")
+    await pilot.press("r")
+    await wait_for(pilot, lambda: app.live is not None and app.live.n >= 2, 60,
+                   "two runs measured")
+
+
 def test_start_selects_quick_and_workload_from_tree(isolated: Path) -> None:
     async def go() -> None:
         app = HotloopApp()
@@ -151,11 +160,7 @@ def test_stop_mid_run_keeps_measured_runs(isolated: Path, leftovers) -> None:
         out = isolated / "results"
         app = HotloopApp(results_dir=out)
         async with app.run_test(size=SIZE) as pilot:
-            await wait_for(pilot, lambda: app.form.base is not None, 10)
-            await small_run(pilot, app, "20000", "1000")
-            await pilot.press("r")
-            await wait_for(pilot, lambda: app.live is not None and app.live.n >= 2, 60,
-                           "two runs measured")
+            await start_long_run(pilot, app)
             await pilot.press("x")
             await wait_for(pilot, lambda: not app.running, 5, "worker ended")
             assert app.live.state == "stopped"
@@ -391,11 +396,7 @@ def test_sighup_stops_the_run_and_quits_like_q(isolated: Path, leftovers) -> Non
         out = isolated / "results"
         app = HotloopApp(results_dir=out)
         async with app.run_test(size=SIZE) as pilot:
-            await wait_for(pilot, lambda: app.form.base is not None, 10)
-            await small_run(pilot, app, "20000", "1000")
-            await pilot.press("r")
-            await wait_for(pilot, lambda: app.live is not None and app.live.n >= 2, 60,
-                           "two runs measured")
+            await start_long_run(pilot, app)
             os.kill(os.getpid(), signal.SIGHUP)
             await wait_for(pilot, lambda: app.return_code is not None, 10, "app exits")
         assert app.return_code == 128 + signal.SIGHUP
