@@ -76,7 +76,9 @@ void hl_teardown(void *state);
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <fcntl.h>
 #include <sys/prctl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #if defined(__x86_64__) || defined(__i386__)
 #include <x86intrin.h>
@@ -190,6 +192,60 @@ static inline void hl_child_init(const struct hl_env *env, int index)
     if (env->worker_pid > 0 && getppid() != env->worker_pid)
         _exit(1);
     hl_pin(env, index);
+}
+
+/* In a forked child: keep only fds a and b (0-2 go to /dev/null), so the child
+ * never holds the worker's event pipe, perf's pipes or any other descriptor of
+ * the worker.  Async-signal-safe calls only.  Pass -1 for an fd not needed. */
+static inline void hl_child_keep_fds(int a, int b)
+{
+    int lo = a < b ? a : b, hi = a < b ? b : a;
+    int null = open("/dev/null", O_RDWR);
+    if (null >= 0) {
+        dup2(null, 0);
+        dup2(null, 1);
+        dup2(null, 2);
+    }
+    if (lo < 3)                     /* one fd unused: close all but the other */
+        lo = hi;
+    if (lo > 3)
+        close_range(3, (unsigned)lo - 1, 0);
+    if (hi > lo + 1)
+        close_range((unsigned)lo + 1, (unsigned)hi - 1, 0);
+    close_range((unsigned)hi + 1, ~0u, 0);
+}
+
+/* Reap the child *pid (then set to -1), giving one that is already dying
+ * ~100 ms so `how` says how it died rather than "killed" by us; kills it if
+ * it is still running.  `how` may be NULL. */
+static inline void hl_reap_child(pid_t *pid, char *how, size_t howlen)
+{
+    int status = 0;
+    pid_t got = 0;
+    if (*pid <= 0) {
+        if (how)
+            snprintf(how, howlen, "was already reaped");
+        return;
+    }
+    for (int i = 0; i < 100 && (got = waitpid(*pid, &status, WNOHANG)) == 0; i++) {
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+    if (got == 0) {
+        kill(*pid, SIGKILL);
+        got = waitpid(*pid, &status, 0);
+        if (how)
+            snprintf(how, howlen, "was still running (killed)");
+    } else if (how) {
+        if (got < 0)
+            snprintf(how, howlen, "could not be waited for: %s", strerror(errno));
+        else if (WIFSIGNALED(status))
+            snprintf(how, howlen, "was killed by signal %d (%s)", WTERMSIG(status),
+                     strsignal(WTERMSIG(status)));
+        else
+            snprintf(how, howlen, "exited with status %d", WEXITSTATUS(status));
+    }
+    *pid = -1;
 }
 
 static inline void hl_add_extra(struct hl_result *res, const char *name, double value)

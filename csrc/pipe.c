@@ -29,24 +29,6 @@ struct state {
 
 void hl_teardown(void *state);
 
-/* In a forked child: keep only fds a and b (and 0-2 pointed at /dev/null),
- * so the child never holds the worker's stdout, perf's pipes or any other
- * descriptor of the worker.  Async-signal-safe calls only. */
-static void child_keep_fds(int a, int b)
-{
-    int lo = a < b ? a : b, hi = a < b ? b : a;
-    int null = open("/dev/null", O_RDWR);
-    if (null >= 0) {
-        dup2(null, 0);
-        dup2(null, 1);
-        dup2(null, 2);
-    }
-    if (lo > 3)
-        close_range(3, (unsigned)lo - 1, 0);
-    if (hi > lo + 1)
-        close_range((unsigned)lo + 1, (unsigned)hi - 1, 0);
-    close_range((unsigned)hi + 1, ~0u, 0);
-}
 
 /* The echo child: read a byte, write it back, until EOF or error. */
 static void echo(int in, int out)
@@ -66,34 +48,6 @@ static void echo(int in, int out)
     }
 }
 
-/* Stop and reap the child; describe how it ended in `how` if given. */
-static void reap_child(struct state *s, char *how, size_t howlen)
-{
-    int status = 0;
-    if (s->child <= 0)
-        return;
-    /* Give a child that is already dying a moment to be reapable, so the
-     * message says how it died rather than "killed by signal 9" from us. */
-    pid_t got = 0;
-    for (int i = 0; i < 100 && (got = waitpid(s->child, &status, WNOHANG)) == 0; i++) {
-        struct timespec ts = {0, 1000000};
-        nanosleep(&ts, NULL);
-    }
-    if (got == 0) {
-        kill(s->child, SIGKILL);
-        got = waitpid(s->child, &status, 0);
-        if (how)
-            snprintf(how, howlen, "was still running (killed)");
-    } else if (how) {
-        if (got < 0)
-            snprintf(how, howlen, "could not be waited for: %s", strerror(errno));
-        else if (WIFSIGNALED(status))
-            snprintf(how, howlen, "was killed by signal %d", WTERMSIG(status));
-        else
-            snprintf(how, howlen, "exited with status %d", WEXITSTATUS(status));
-    }
-    s->child = -1;
-}
 
 static void close_fd(int *fd)
 {
@@ -152,7 +106,7 @@ void *hl_setup(const struct hl_param *p, int n, const struct hl_env *env,
         hl_child_init(env, 1);
         if (getppid() != parent)
             _exit(1);               /* the worker died before PDEATHSIG was set */
-        child_keep_fds(down[0], up[1]);
+        hl_child_keep_fds(down[0], up[1]);
         echo(down[0], up[1]);
     }
     close(down[0]);
@@ -166,7 +120,7 @@ void *hl_setup(const struct hl_param *p, int n, const struct hl_env *env,
     if (write(s->to_child, &b, 1) != 1 || read(s->from_child, &b, 1) != 1) {
         char how[128] = "";
         int e = errno;
-        reap_child(s, how, sizeof(how));
+        hl_reap_child(&s->child, how, sizeof(how));
         hl_fail(err, errlen, "pipe echo child (pid %d) did not answer (%s): it %s",
                 pid, e ? strerror(e) : "EOF", how);
         hl_teardown(s);
@@ -203,7 +157,7 @@ int hl_run(void *state, struct hl_result *res, char *err, size_t errlen)
         char how[128] = "";
         close_fd(&s->to_child);
         close_fd(&s->from_child);
-        reap_child(s, how, sizeof(how));
+        hl_reap_child(&s->child, how, sizeof(how));
         const char *what = w != 1 ? "write to" : "read from";
         ssize_t got = w != 1 ? w : r;
         return hl_fail(err, errlen, "%s the echo child (pid %d) failed at round trip %llu (%s); "

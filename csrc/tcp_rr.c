@@ -145,37 +145,6 @@ static int set_nonblock(int fd)
     return fl < 0 ? -1 : fcntl(fd, F_SETFL, fl | O_NONBLOCK);
 }
 
-/* Wait up to ~100 ms for the server to finish dying; say how it ended.
- * Kills it if it is still running.  Leaves s->server = -1. */
-static void reap_server(struct state *s, char *how, size_t howlen)
-{
-    int status = 0;
-    pid_t got = 0;
-    if (s->server <= 0) {
-        if (how)
-            snprintf(how, howlen, "was already reaped");
-        return;
-    }
-    for (int i = 0; i < 100 && (got = waitpid(s->server, &status, WNOHANG)) == 0; i++) {
-        struct timespec ts = {0, 1000000};
-        nanosleep(&ts, NULL);
-    }
-    if (got == 0) {
-        kill(s->server, SIGKILL);
-        got = waitpid(s->server, &status, 0);
-        if (how)
-            snprintf(how, howlen, "was still running (killed)");
-    } else if (how) {
-        if (got < 0)
-            snprintf(how, howlen, "could not be waited for: %s", strerror(errno));
-        else if (WIFSIGNALED(status))
-            snprintf(how, howlen, "was killed by signal %d (%s)", WTERMSIG(status),
-                     strsignal(WTERMSIG(status)));
-        else
-            snprintf(how, howlen, "exited with status %d", WEXITSTATUS(status));
-    }
-    s->server = -1;
-}
 
 /* ----------------------------------------------------------------- server */
 
@@ -185,23 +154,6 @@ struct sconn {
     uint32_t sent;                  /* response bytes out; == resp when idle */
 };
 
-/* In the forked child: keep fds a and b only (0-2 go to /dev/null), so the
- * server never holds the worker's stdout, perf's pipes or anything else. */
-static void child_keep_fds(int a, int b)
-{
-    int lo = a < b ? a : b, hi = a < b ? b : a;
-    int null = open("/dev/null", O_RDWR);
-    if (null >= 0) {
-        dup2(null, 0);
-        dup2(null, 1);
-        dup2(null, 2);
-    }
-    if (lo > 3)
-        close_range(3, (unsigned)lo - 1, 0);
-    if (hi > lo + 1)
-        close_range((unsigned)lo + 1, (unsigned)hi - 1, 0);
-    close_range((unsigned)hi + 1, ~0u, 0);
-}
 
 /* The server process.  Accepts `total` connections, tells the worker on
  * `ready`, then echoes a response per request until every client closes.
@@ -572,7 +524,7 @@ static int start_server(struct state *s, int *ready_fd, char *err, size_t errlen
         hl_child_init(&s->env, 1);
         if (getppid() != parent)
             _exit(1);               /* the worker died before PDEATHSIG was set */
-        child_keep_fds(s->listen_fd, rp[1]);
+        hl_child_keep_fds(s->listen_fd, rp[1]);
         server_main(s, s->listen_fd, rp[1], conns, sbuf, total);
         _exit(0);
     }
@@ -779,7 +731,7 @@ void *hl_setup(const struct hl_param *p, int n, const struct hl_env *env,
     if (got != 1) {
         char how[160];
         pid_t pid = s->server;
-        reap_server(s, how, sizeof(how));
+        hl_reap_child(&s->server, how, sizeof(how));
         hl_fail(err, errlen, "the server (pid %d) did not accept %d connections within %d ms: "
                 "it %s", pid, s->flows * s->threads, READY_TIMEOUT_MS, how);
         goto fail;
@@ -843,7 +795,7 @@ int hl_run(void *state, struct hl_result *res, char *err, size_t errlen)
             continue;
         char how[160];
         pid_t pid = s->server;
-        reap_server(s, how, sizeof(how));
+        hl_reap_child(&s->server, how, sizeof(how));
         snprintf(s->broken_why, sizeof(s->broken_why), "client thread %d: %s", t, c->err);
         s->broken = 1;
         stop_all(s);
