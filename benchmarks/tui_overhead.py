@@ -37,7 +37,6 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from tui import catalog, results  # noqa: E402
-from tui import events as ev  # noqa: E402
 from tui.app import HotloopApp  # noqa: E402
 from tui.session import Session  # noqa: E402
 from tui.stats import si  # noqa: E402
