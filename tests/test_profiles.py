@@ -134,6 +134,43 @@ def test_hotloop_restore_by_hand(prof, busy_poll):
     assert hotloop("restore").stdout.strip() == "nothing to restore"
 
 
+@pytest.mark.parametrize("value, says", [
+    (r'"11\n22"', r"holds the control character '\n'"),
+    (r'"11\t22"', r"holds the control character '\t'"),
+    (r'"1\u00002"', r"holds the control character '\x00'"),
+    ('""', "is empty"),
+    ('"011"', "the kernel reads a number with a leading 0 as octal (011 is 9)"),
+    ('"4096 087380 6291456"', "the kernel reads a number with a leading 0 as octal;"),
+], ids=["newline", "tab", "nul", "empty", "octal", "octal-field"])
+def test_a_sysctl_value_not_written_as_it_reads_is_refused_at_load(tmp_path, busy_poll, value,
+                                                                   says):
+    d = tmp_path / "odd"
+    d.mkdir()
+    (d / "k.toml").write_text(f'[kernel.odd]\nlabel = "odd"\nsysctl = {{ "{SYSCTL}" = {value} }}\n')
+    for args in (["list", "kernel"], ["run", "zero_null", "--kernel", "odd", "--apply-system"]):
+        p = hotloop(*args, "--profiles", str(d))
+        assert p.returncode == 2, p.stderr
+        lines = p.stderr.strip().splitlines()
+        assert len(lines) == 1 and "Traceback" not in p.stderr
+        assert lines[0].startswith(f"hotloop: {d / 'k.toml'}:3: [kernel.odd] sysctl: {SYSCTL}: value ")
+        assert says in lines[0]
+    assert system.read_sysctl(SYSCTL) == busy_poll
+    assert not system.journal_path().exists()
+
+
+def test_a_state_dir_others_may_write_refuses_system_changes(prof, busy_poll):
+    system.state_dir().mkdir(parents=True)
+    system.state_dir().chmod(0o777)
+    p = hotloop("run", "faulty", "--profiles", str(prof), "--kernel", "poll", "--apply-system",
+                "--runs", "2", "--no-perf")
+    assert p.returncode == 2
+    assert p.stderr.strip() == (f"hotloop: refusing the state directory {system.state_dir()}: "
+                                f"others may write to it (mode 0777); no setting is changed or "
+                                f"restored from it until `chmod go-w {system.state_dir()}`")
+    assert system.read_sysctl(SYSCTL) == busy_poll
+    assert not list(Path().rglob("*.jsonl"))
+
+
 @pytest.mark.parametrize("args, expected", [
     (["--kernel", "bogus", "--apply-system"], "net.core.no_such_knob"),
     (["--kernel", "readonly", "--apply-system"], "kernel.osrelease"),

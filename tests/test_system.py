@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 
@@ -254,6 +255,74 @@ def test_exception_inside_with_block_restores():
     assert not system.journal_path().exists()
 
 
+# --------------------------------------------------------------------------- checked writes
+
+
+@needs_root_sysctl
+@pytest.mark.parametrize("value", ["11\n22", "11\t22", "1\x002", "", "  ", "011", "4096 0131"])
+def test_a_value_not_written_as_it_reads_is_refused_before_anything(state_home, value):
+    poll0 = cur(POLL)
+    with pytest.raises(SystemSettingError) as info:
+        system.apply([Change("sysctl", POLL, value)])
+    assert str(info.value).startswith(f"{POLL}: value {value!r}")
+    assert "\n" not in str(info.value)
+    with pytest.raises(SystemSettingError, match=f"sysctl '{POLL}': value"):
+        system.plan_changes({POLL: value}, None, None, [])
+    assert cur(POLL) == poll0 and not (state_home / "restore.json").exists()
+
+
+@needs_root_sysctl
+@pytest.mark.parametrize("value, why", [
+    ("0x10", "it reads back as 16"),            # integer sysctls are parsed with base 0
+    ("7 8", "the kernel took 2 of 3 bytes"),    # a second field for a one-field sysctl
+])
+def test_a_write_not_taken_whole_or_reading_back_otherwise_is_undone(state_home, value, why):
+    poll0, read0 = cur(POLL), cur(READ)
+    with pytest.raises(SystemSettingError) as info:
+        system.apply([Change("sysctl", READ, other_value(READ)), Change("sysctl", POLL, value)])
+    assert str(info.value) == (f"cannot set {POLL} to {value!r}: {why} "
+                               f"(restored 2 value(s) already changed)")
+    assert (cur(POLL), cur(READ)) == (poll0, read0)
+    assert not (state_home / "restore.json").exists()
+
+
+TCP_RMEM = Path("/proc/sys/net/ipv4/tcp_rmem")
+
+
+@pytest.mark.skipif(not os.access(TCP_RMEM, os.W_OK), reason="needs writable tcp_rmem (root)")
+def test_a_multi_field_sysctl_is_written_with_spaces_and_reads_back_with_tabs(state_home):
+    name, before = "net.ipv4.tcp_rmem", TCP_RMEM.read_text()
+    lo, mid, hi = before.split()
+    value = f"{lo} {int(mid) + 1} {hi}"
+    try:
+        changes, _ = system.plan_changes({name: value}, None, None, [])
+        assert system.describe_changes(changes, hint="") == \
+            f"would change: {name} {lo} {mid} {hi} -> {value}"
+        with system.apply(changes):
+            assert cur(name) == value.replace(" ", "\t")
+        assert TCP_RMEM.read_text() == before
+    finally:
+        if TCP_RMEM.read_text() != before:
+            TCP_RMEM.write_text(before)
+
+
+def test_consent_shows_values_exactly_as_they_will_be_written():
+    def line(value: str, original: str = "0") -> str:
+        return Change("sysctl", POLL, value, original).describe()
+    assert line("50") == f"{POLL} 0 -> 50"
+    assert line("4096 131072 6291456", "4096\t87380\t6291456") == \
+        f"{POLL} 4096 87380 6291456 -> 4096 131072 6291456"
+    assert line("011") == f"{POLL} 0 -> '011'"
+    assert line("") == f"{POLL} 0 -> ''"
+    assert line("11\n22") == f"{POLL} 0 -> '11\\n22'"
+    assert line("11\t22") == f"{POLL} 0 -> '11\\t22'"
+    assert line("1  2") == f"{POLL} 0 -> '1  2'"
+    assert line(" 5") == f"{POLL} 0 -> ' 5'"
+    assert line("bbr", "") == f"{POLL} '' -> bbr"
+    assert system.describe_changes([Change("sysctl", POLL, "011", "0")]) == \
+        f"would change: {POLL} 0 -> '011'; pass --apply-system"
+
+
 def test_apply_nothing_is_a_no_op(state_home):
     with system.apply([]) as a:
         assert a.journal is None
@@ -349,14 +418,21 @@ def test_recover_unreadable_journal_is_moved_aside(state_home):
     assert system.recover() == []
 
 
-def test_recover_keeps_what_cannot_be_restored(state_home, tmp_path):
-    ro = tmp_path / "readonly-setting"
-    ro.write_text("1")
-    ok = tmp_path / "ok-setting"
-    ok.write_text("2")
+@pytest.fixture
+def fake_proc_sys(tmp_path, monkeypatch):
+    """A /proc/sys stand-in holding fake.ok = 2, for what the real one cannot show."""
+    root = tmp_path / "proc-sys"
+    (root / "fake").mkdir(parents=True)
+    (root / "fake" / "ok").write_text("2\n")
+    monkeypatch.setattr(system, "PROC_SYS", root)
+    return root
+
+
+def test_recover_keeps_what_cannot_be_restored(state_home, fake_proc_sys):
+    ok = fake_proc_sys / "fake" / "ok"
     _write_journal(state_home, [
         {"kind": "sysctl", "target": "fake.ok", "path": str(ok), "original": "1", "value": "2"},
-        {"kind": "sysctl", "target": "fake.gone", "path": str(tmp_path / "no/such/file"),
+        {"kind": "sysctl", "target": "fake.gone", "path": str(fake_proc_sys / "fake" / "gone"),
          "original": "0", "value": "1"},
     ])
     msgs = system.recover()
@@ -364,6 +440,181 @@ def test_recover_keeps_what_cannot_be_restored(state_home, tmp_path):
     assert any(m.startswith("could not restore fake.gone") for m in msgs)
     left = json.loads((state_home / "restore.json").read_text())["entries"]
     assert [e["target"] for e in left] == ["fake.gone"]
+
+
+# --------------------------------------------------------------------------- a journal not to be trusted
+
+
+def _one_line_each(msgs: list[str]) -> None:
+    assert msgs and all(m and "\n" not in m and "Traceback" not in m for m in msgs)
+
+
+def test_a_journal_path_that_is_not_the_named_setting_is_never_written(state_home, tmp_path):
+    victim = tmp_path / "victim"
+    victim.write_text("safe\n")
+    poll0, read0 = cur(POLL), cur(READ)
+    _write_journal(state_home, [
+        {"kind": "sysctl", "target": POLL, "path": str(victim), "original": "pwned", "value": "1"},
+        # Under /proc/sys, but another setting than the one named.
+        {"kind": "sysctl", "target": POLL, "path": str(READ_FILE), "original": "9", "value": "1"},
+    ])
+    msgs = system.recover()
+    _one_line_each(msgs)
+    assert len(msgs) == 2 and all("set aside, not restored" in m for m in msgs)
+    assert f"entry 1 set aside, not restored: {POLL}: its path" in msgs[0]
+    assert victim.read_text() == "safe\n"
+    assert (cur(POLL), cur(READ)) == (poll0, read0)
+    # Nothing lost: the entries wait beside the journal for a person to check.
+    assert not (state_home / "restore.json").exists()
+    aside = [p for p in state_home.iterdir() if p.name.startswith("restore.json.rejected-")]
+    assert len(aside) == 1 and len(json.loads(aside[0].read_text())["entries"]) == 2
+    assert system.recover() == []
+
+
+BAD_ENTRIES = {
+    "original-0": {"kind": "sysctl", "target": READ, "original": 0, "value": "1"},
+    "original-null": {"kind": "sysctl", "target": READ, "original": None, "value": "1"},
+    "path-null": {"kind": "sysctl", "target": READ, "path": None, "original": "0", "value": "1"},
+    "path-int": {"kind": "sysctl", "target": READ, "path": 7, "original": "0", "value": "1"},
+    "value-list": {"kind": "sysctl", "target": READ, "original": "0", "value": ["1"]},
+    "original-newline": {"kind": "sysctl", "target": READ, "original": "1\n2", "value": "1"},
+    "original-surrogate": {"kind": "sysctl", "target": READ, "original": "\ud800", "value": "1"},
+    "dotdot": {"kind": "sysctl", "target": "../../../tmp/x", "original": "0"},
+    "empty-part": {"kind": "sysctl", "target": "net.core..busy_read", "original": "0"},
+    "target-list": {"kind": "sysctl", "target": ["net", "core"], "original": "0"},
+    "governor-dotdot": {"kind": "governor", "target": "cpu0/../../../../tmp/x",
+                        "original": "performance"},
+    "boost-unknown": {"kind": "boost", "target": "no_turbo", "original": "1"},
+    "kind-int": {"kind": 1, "target": READ, "original": "0"},
+    "no-kind": {"target": READ, "original": "0"},
+    "string": "net.core.busy_read=0",
+    "null": None,
+}
+
+
+@needs_root_sysctl
+@pytest.mark.parametrize("bad, command", [(b, "restore") for b in BAD_ENTRIES]
+                         + [(b, "list") for b in ("original-0", "original-null", "path-null")])
+def test_a_bad_journal_entry_is_set_aside_in_one_line_and_blocks_nothing(state_home, bad,
+                                                                          command):
+    from conftest import hotloop
+    poll0 = cur(POLL)
+    value = other_value(POLL)
+    POLL_FILE.write_text(value)
+    _write_journal(state_home, [
+        {"kind": "sysctl", "target": POLL, "path": str(POLL_FILE), "original": poll0, "value": value},
+        BAD_ENTRIES[bad]])
+    READ_FILE.write_text("1")
+    p = hotloop(*(["list", "plans"] if command == "list" else [command]))
+    assert p.returncode == 0 and "Traceback" not in p.stderr, p.stderr
+    said = p.stdout + p.stderr
+    assert len([l for l in said.splitlines() if "entry 2 set aside, not restored" in l]) == 1
+    assert f"restored {POLL} to {poll0}" in said        # the good entry is restored
+    assert cur(POLL) == poll0
+    assert cur(READ) == "1"                             # the bad one touched nothing
+    assert not (state_home / "restore.json").exists()
+    assert hotloop("list", "plans").stderr == ""        # set aside for good
+
+
+@pytest.mark.parametrize("make, why", [
+    (lambda j: j.mkdir(), "not a regular file"),
+    (lambda j: os.mkfifo(j), "not a regular file"),
+    (lambda j: j.symlink_to(j.parent.parent / "victim"), "symbolic link"),
+    (lambda j: j.write_text('{"version": 1, "entries": [' + "0," * 600_000 + "0]}"), "larger than"),
+    (lambda j: j.write_text("[" * 100_000), "nested too deeply"),
+    (lambda j: j.write_bytes(b'{"version": 1, "entries": [], "pid": "\xff"}'), "not JSON"),
+    (lambda j: j.write_text("[]"), "not a JSON object"),
+    (lambda j: j.write_text('{"version": 2, "entries": []}'), "version 2"),
+    (lambda j: j.write_text('{"version": 1, "entries": {"a": 1}}'), "entries are not a list"),
+], ids=["directory", "fifo", "symlink", "huge", "deep", "binary", "array", "version", "entries"])
+def test_a_journal_that_is_no_journal_is_moved_aside_in_one_line(state_home, tmp_path, make, why):
+    victim = tmp_path / "state" / "victim"
+    state_home.mkdir(parents=True)
+    victim.write_text("safe\n")
+    journal = state_home / "restore.json"
+    make(journal)
+    out: list[list[str]] = []
+    t = threading.Thread(target=lambda: out.append(system.recover()), daemon=True)
+    t.start()
+    t.join(10)
+    if t.is_alive():                    # blocked reading a FIFO: give it an EOF, then fail
+        os.close(os.open(journal, os.O_WRONLY | os.O_NONBLOCK))
+        t.join(10)
+        pytest.fail("recover() hung on the journal")
+    msgs = out[0]
+    _one_line_each(msgs)
+    assert len(msgs) == 1 and "unreadable" in msgs[0] and why in msgs[0], msgs
+    assert not os.path.lexists(journal)
+    assert any(p.name.startswith("restore.json.corrupt-") for p in state_home.iterdir())
+    assert victim.read_text() == "safe\n"
+    assert system.recover() == []
+
+
+def test_symlinks_out_of_the_setting_trees_are_not_followed(state_home, fake_proc_sys,
+                                                            fake_cpufreq, tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "x").write_text("safe\n")
+    (outside / "scaling_governor").write_text("safe\n")
+    (fake_proc_sys / "fake" / "link").symlink_to(outside / "x")     # the file itself
+    (fake_proc_sys / "evil").symlink_to(outside)                    # a directory on the way
+    (fake_cpufreq / "cpu2" / "cpufreq").unlink()                    # cpufreq links, but out
+    (fake_cpufreq / "cpu2" / "cpufreq").symlink_to(outside)
+    _write_journal(state_home, [
+        {"kind": "sysctl", "target": "fake.link", "original": "1"},
+        {"kind": "sysctl", "target": "evil.x", "original": "2"},
+        {"kind": "governor", "target": "cpu2", "original": "pwned"},
+    ])
+    msgs = system.recover()
+    _one_line_each(msgs)
+    assert [m.split(":")[0] for m in msgs[:3]] == [
+        "could not restore cpu2 governor to pwned", "could not restore evil.x to 2",
+        "could not restore fake.link to 1"]
+    assert all("outside" in m for m in msgs[:3])
+    assert (outside / "x").read_text() == "safe\n"
+    assert (outside / "scaling_governor").read_text() == "safe\n"
+    # Applying refuses them too, and writes nothing.
+    for change in (Change("sysctl", "fake.link", "5"), Change("sysctl", "evil.x", "5"),
+                   Change("governor", "cpu2", "performance")):
+        with pytest.raises(SystemSettingError, match="outside"):
+            system.apply([change])
+    assert (outside / "x").read_text() == "safe\n"
+    # The kernel's own cpuN/cpufreq -> ../cpufreq/policyN links stay usable.
+    with system.apply([Change("governor", "cpu1", "performance")]):
+        assert (fake_cpufreq / "cpufreq/policy0/scaling_governor").read_text() == "performance"
+    assert (fake_cpufreq / "cpufreq/policy0/scaling_governor").read_text() == "powersave"
+
+
+def test_a_change_whose_path_is_not_its_file_is_refused(state_home, tmp_path):
+    victim = tmp_path / "victim"
+    victim.write_text("safe\n")
+    with pytest.raises(SystemSettingError, match=f"{POLL}: {victim} is not its file"):
+        system.apply([Change("sysctl", POLL, "5", path=str(victim))])
+    assert victim.read_text() == "safe\n"
+    assert not (state_home / "restore.json").exists()
+
+
+@needs_root_sysctl
+@pytest.mark.parametrize("spoil, why", [
+    (lambda d: d.chmod(0o777), "others may write to it (mode 0777)"),
+    (lambda d: d.chmod(0o720), "others may write to it (mode 0720)"),
+    (lambda d: os.chown(d, 65534, 65534), "belongs to uid 65534"),
+], ids=["0777", "group-writable", "someone-else"])
+def test_a_state_dir_others_control_is_refused(state_home, spoil, why):
+    from conftest import hotloop
+    poll0 = cur(POLL)
+    _write_journal(state_home, [
+        {"kind": "sysctl", "target": POLL, "path": str(POLL_FILE), "original": "12", "value": "1"}])
+    spoil(state_home)
+    msgs = system.recover()
+    assert len(msgs) == 1 and msgs[0].startswith(f"refusing the state directory {state_home}")
+    assert why in msgs[0]
+    assert cur(POLL) == poll0 and (state_home / "restore.json").exists()
+    p = hotloop("restore")
+    assert p.returncode == 0 and why in p.stdout and cur(POLL) == poll0
+    with pytest.raises(SystemSettingError, match=why.replace("(", r"\(").replace(")", r"\)")):
+        system.apply([Change("sysctl", POLL, other_value(POLL))])
+    assert cur(POLL) == poll0
 
 
 def test_no_journal_recover_is_cheap(state_home):

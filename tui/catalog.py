@@ -360,6 +360,10 @@ def _kernel(where: _Where, name: str, t: dict) -> KernelProfile:
         if not isinstance(value, (int, str)) or isinstance(value, bool):
             raise where.error("kernel", name, "sysctl",
                               f"{key}: expected an integer or a string, got {_type_name(value)}")
+        # Control characters, "" and "011" would not be written as they read.
+        problem = system.value_problem(str(value))
+        if problem:
+            raise where.error("kernel", name, "sysctl", f"{key}: {problem}")
     _check_keys(where, "kernel", name, t.get("expect", {}), _EXPECT_SPEC, "expect.")
     return KernelProfile(name, t.get("summary", ""), t.get("label", name),
                          dict(t.get("sysctl", {})), dict(t.get("expect", {})), str(where.path))

@@ -29,6 +29,7 @@ import fnmatch
 import json
 import os
 import re
+import stat
 import threading
 import time
 from dataclasses import dataclass, field
@@ -63,17 +64,6 @@ def _read_opt(path: Path) -> str | None:
         return path.read_text().strip()
     except OSError:
         return None
-
-
-def _write(path: Path, value: str) -> None:
-    # One write() call: /proc and /sys handlers parse each write separately, and
-    # a buffered file object could split or defer it past the error check.
-    # O_TRUNC is ignored by procfs/sysfs and keeps plain files (tests) exact.
-    fd = os.open(path, os.O_WRONLY | os.O_TRUNC)
-    try:
-        os.write(fd, value.encode())
-    finally:
-        os.close(fd)
 
 
 def _norm(value: str) -> str:
@@ -196,14 +186,66 @@ def sysctl_writable(name: str) -> Writable:
 def _sysctl_value(name: str, value: Any) -> str:
     # TOML hands us ints, strings, bools or arrays (tcp_rmem = [4096, 131072, 6291456]).
     if isinstance(value, bool):
-        return "1" if value else "0"
-    if isinstance(value, (int, str)):
-        return str(value)
-    if isinstance(value, (list, tuple)) and all(
+        text = "1" if value else "0"
+    elif isinstance(value, (int, str)):
+        text = str(value)
+    elif isinstance(value, (list, tuple)) and all(
         isinstance(v, (int, str)) and not isinstance(v, bool) for v in value
     ):
-        return " ".join(str(v) for v in value)
-    raise SystemSettingError(f"sysctl {name!r}: value {value!r} must be an integer, string or list")
+        text = " ".join(str(v) for v in value)
+    else:
+        raise SystemSettingError(f"sysctl {name!r}: value {value!r} must be an integer, string or list")
+    problem = value_problem(text)
+    if problem:
+        raise SystemSettingError(f"sysctl {name!r}: {problem}")
+    return text
+
+
+# A value is written with one write(), and the kernel parses that write up to the
+# first character it cannot take: "11\n22" sets 11 (3 of 5 bytes taken), a NUL
+# ends it, a tab is only how multi-field values read back. So no control
+# characters in what we write; fields are separated by spaces.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_OCTAL_LOOKING = re.compile(r"-?0[0-9]+")
+
+
+def value_problem(value: str) -> str | None:
+    """Why a value may not be written to a setting, or None (one line, value shown with repr).
+
+    "011" is refused rather than accepted and verified: integer sysctls are
+    parsed with base 0 (proc_dointvec), so the kernel stores 9 while the profile
+    and the result header say 011, which a reader takes for eleven. The read-back
+    check would catch it too, but only after consent and a write, as a bare
+    mismatch. The price: a string sysctl whose value really starts with 0 and a
+    digit cannot be set from a profile.
+    """
+    m = _CONTROL.search(value)
+    if m:
+        return (f"value {value!r} holds the control character {m.group()!r}: a value is "
+                f"one line, its fields separated by spaces")
+    if not value.strip():
+        return f"value {value!r} is empty: a setting cannot be set to nothing"
+    for f in value.split():
+        if _OCTAL_LOOKING.fullmatch(f):
+            digits = f.lstrip("-")
+            octal = f" ({f} is {int(f, 8)})" if set(digits) <= set("01234567") else ""
+            return (f"value {value!r}: the kernel reads a number with a leading 0 as "
+                    f"octal{octal}; write it without the leading 0")
+    return None
+
+
+_PLAIN = re.compile(r"[A-Za-z0-9_.,:/@%+=-]+( [A-Za-z0-9_.,:/@%+=-]+)*")
+
+
+def show_value(value: str) -> str:
+    """A value as it will be written: bare when that is unambiguous, else Python's repr.
+
+    '' and '011' are quoted, so an empty value or a leading-zero string cannot
+    pass for a number in a consent line; so are tabs, newlines, runs of spaces.
+    """
+    if _PLAIN.fullmatch(value) and not any(_OCTAL_LOOKING.fullmatch(f) for f in value.split()):
+        return value
+    return repr(value)
 
 
 # --------------------------------------------------------------------------- cpufreq
@@ -233,6 +275,127 @@ def _boost_control() -> tuple[Path, bool] | None:
     return None
 
 
+# --------------------------------------------------------------------------- setting files
+
+_GOVERNOR_TARGET = re.compile(r"cpu(0|[1-9][0-9]{0,5})")
+_BOOST_FILES = {"boost": ("cpufreq", "boost"), "intel_pstate.no_turbo": ("intel_pstate", "no_turbo")}
+_MAX_VALUE = 1 << 16                    # bytes read back from one setting file
+
+
+def setting_file(kind: Any, target: Any) -> tuple[Path, Path]:
+    """The file a setting lives in and the tree it must stay inside, from its kind and name.
+
+    Nothing else decides what hotloop writes: a journal's stored path is never
+    trusted, so a forged entry can at most name another setting of its kind.
+    """
+    if kind == "sysctl":
+        return sysctl_path(target), PROC_SYS
+    if kind == "governor":
+        m = _GOVERNOR_TARGET.fullmatch(target) if isinstance(target, str) else None
+        if m is None:
+            raise SystemSettingError(f"bad governor target {_brief(target)} (expected cpuN)")
+        return _cpufreq_dir(int(m[1])) / "scaling_governor", CPU_SYS
+    if kind == "boost":
+        parts = _BOOST_FILES.get(target) if isinstance(target, str) else None
+        if parts is None:
+            raise SystemSettingError(f"bad boost target {_brief(target)} "
+                                     f"(expected {' or '.join(_BOOST_FILES)})")
+        return CPU_SYS.joinpath(*parts), CPU_SYS
+    raise SystemSettingError(f"unknown kind {_brief(kind)} (expected sysctl, governor or boost)")
+
+
+def _brief(value: Any, limit: int = 60) -> str:
+    """Untrusted JSON for a one-line message: escaped, and cut short."""
+    text = json.dumps(value, default=str)
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def _open_setting(kind: str, target: str, write: bool) -> int:
+    """Open the setting's file, never one outside its tree or reached through a symlink out.
+
+    A sysctl file is exactly PROC_SYS/<name parts>, no symlink on the way
+    (/proc/sys has none); cpufreq files sit behind the kernel's own cpuN/cpufreq
+    -> ../cpufreq/policyN links, so there the resolved file must stay inside
+    CPU_SYS and keep its name. After opening, /proc/self/fd confirms the file
+    opened is the file checked (nothing swapped in between). SystemSettingError
+    for a refused path, OSError from the system.
+    """
+    path, root = setting_file(kind, target)
+    real_root = os.path.realpath(root)
+    real = os.path.realpath(path)
+    if kind == "sysctl":
+        allowed = real == os.path.join(real_root, os.path.relpath(path, root))
+    else:
+        allowed = real.startswith(real_root + os.sep) and os.path.basename(real) == path.name
+    if not allowed:
+        raise SystemSettingError(f"{path} leads to {real}, outside {root} or not its file")
+    # O_NONBLOCK: a FIFO swapped in must not hang us; O_NOFOLLOW: nor a last-moment symlink.
+    flags = (os.O_WRONLY if write else os.O_RDONLY) | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    fd = os.open(real, flags)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise SystemSettingError(f"{path} is not a setting file")
+        if os.readlink(f"/proc/self/fd/{fd}") != real:
+            raise SystemSettingError(f"{path} changed while it was opened")
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _read_setting(kind: str, target: str) -> str:
+    """The setting's value, whitespace-trimmed, read through `_open_setting`."""
+    fd = _open_setting(kind, target, write=False)
+    try:
+        chunks: list[bytes] = []
+        size = 0
+        while chunk := os.read(fd, 4096):
+            chunks.append(chunk)
+            size += len(chunk)
+            if size > _MAX_VALUE:
+                raise SystemSettingError(f"{setting_file(kind, target)[0]}: more than "
+                                         f"{_MAX_VALUE} bytes, not a setting")
+    finally:
+        os.close(fd)
+    return b"".join(chunks).decode(errors="replace").strip()
+
+
+class _NotAsWritten(SystemSettingError):
+    """The write reached the file but the setting is not what was asked: it changed."""
+
+
+def _set(kind: str, target: str, value: str) -> None:
+    """Write `value` with one write(), check the kernel took all of it, read it back.
+
+    SystemSettingError with the reason alone ("Invalid argument", "it reads
+    back as 9"); the caller names the setting. A procfs/sysfs write is never
+    retried for its rest: the kernel would parse the rest as a new value.
+    """
+    # An empty original (a string sysctl) is restored with a newline: a write
+    # of no bytes never reaches the kernel's handler.
+    data = value.encode() or b"\n"
+    try:
+        fd = _open_setting(kind, target, write=True)
+        try:
+            try:
+                os.ftruncate(fd, 0)     # plain files (tests) stay exact; procfs/sysfs ignore it
+            except OSError:
+                pass
+            n = os.write(fd, data)
+        finally:
+            os.close(fd)
+    except OSError as e:
+        raise SystemSettingError(e.strerror or str(e)) from None
+    if n != len(data):
+        raise _NotAsWritten(f"the kernel took {n} of {len(data)} bytes")
+    try:
+        back = _read_setting(kind, target)
+    except OSError as e:
+        raise _NotAsWritten(f"cannot read it back: {e.strerror}") from None
+    if _norm(back) != _norm(value):
+        raise _NotAsWritten(f"it reads back as {show_value(_norm(back))}")
+
+
 # --------------------------------------------------------------------------- planned changes
 
 
@@ -243,7 +406,9 @@ class Change:
     `target` is what the user recognises: the sysctl name, "cpuN" for a governor
     (N's cpufreq policy), "boost" or "intel_pstate.no_turbo". `original` is the
     value at planning time (apply re-reads it, the system may have moved on).
-    `path` is the file written; empty means derive it from kind and target.
+    `path` is the file written, for people reading the journal: the file is
+    always derived from kind and target (`setting_file`), and a `path` that
+    names another file is refused.
     """
     kind: ChangeKind
     target: str
@@ -252,16 +417,7 @@ class Change:
     path: str = ""
 
     def file(self) -> Path:
-        if self.path:
-            return Path(self.path)
-        if self.kind == "sysctl":
-            return sysctl_path(self.target)
-        if self.kind == "governor":
-            return _cpufreq_dir(int(self.target.removeprefix("cpu"))) / "scaling_governor"
-        control = _boost_control()
-        if control is None:
-            raise SystemSettingError("boost: no cpufreq boost control on this machine")
-        return control[0]
+        return setting_file(self.kind, self.target)[0]
 
     def label(self) -> str:
         if self.kind == "sysctl":
@@ -271,9 +427,14 @@ class Change:
         return self.target
 
     def describe(self) -> str:
-        """"net.core.busy_poll 0 -> 50"."""
-        before = "?" if self.original is None else (_norm(self.original) or "''")
-        return f"{self.label()} {before} -> {_norm(self.value) or repr('')}"
+        """"net.core.busy_poll 0 -> 50": the new value exactly as it will be written."""
+        return f"{self.label()} {show_original(self.original)} -> {show_value(self.value)}"
+
+
+def show_original(original: str | None) -> str:
+    """A value the kernel reported, for messages: multi-field values read back
+    tab-separated and are shown with spaces, like the values people write."""
+    return "?" if original is None else show_value(_norm(original))
 
 
 def describe_changes(changes: Iterable[Change], hint: str = "pass --apply-system") -> str:
@@ -290,7 +451,8 @@ def describe_changes(changes: Iterable[Change], hint: str = "pass --apply-system
         else:
             parts.append(c.describe())
     for (orig, value), cpus in gov.items():
-        parts.append(f"cpu{format_cpu_list(cpus)} governor {orig or '?'} -> {value}")
+        parts.append(f"cpu{format_cpu_list(cpus)} governor {show_original(orig)} -> "
+                     f"{show_value(value)}")
     line = "would change: " + ", ".join(parts)
     return f"{line}; {hint}" if hint else line
 
@@ -375,6 +537,8 @@ def plan_changes(
 
 # --------------------------------------------------------------------------- restore journal
 
+_MAX_JOURNAL = 1 << 20                  # bytes; hotloop's own journals hold a few hundred
+
 
 def state_dir() -> Path:
     """$XDG_STATE_HOME/hotloop, else ~/.local/state/hotloop (XDG says: ignore a relative value)."""
@@ -385,6 +549,33 @@ def state_dir() -> Path:
 
 def journal_path() -> Path:
     return state_dir() / JOURNAL_NAME
+
+
+def state_dir_problem(directory: Path | None = None) -> str | None:
+    """Why the state directory may not hold a restore journal, or None.
+
+    The journal says what to write into /proc/sys, so whoever may write the
+    directory decides what the next hotloop (maybe root's) writes there: it
+    must be this user's and writable by nobody else. Missing is fine: it is
+    then created 0700.
+    """
+    d = directory or state_dir()
+    try:
+        st = os.stat(d)
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        return f"cannot use the state directory {d}: {e.strerror}"
+    if not stat.S_ISDIR(st.st_mode):
+        return f"refusing the state directory {d}: it is not a directory"
+    if st.st_uid != os.geteuid():
+        return (f"refusing the state directory {d}: it belongs to uid {st.st_uid}, not to "
+                f"this user (uid {os.geteuid()}); no setting is changed or restored from it")
+    if st.st_mode & 0o022:
+        return (f"refusing the state directory {d}: others may write to it (mode "
+                f"{stat.S_IMODE(st.st_mode):04o}); no setting is changed or restored from it "
+                f"until `chmod go-w {d}`")
+    return None
 
 
 def _boot_id() -> str:
@@ -408,7 +599,7 @@ def _write_journal(path: Path, data: dict[str, Any]) -> None:
     # Write-fsync-rename-fsync(dir): after a power cut the journal is either the
     # old one or the new one, never half a file.
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     try:
         os.write(fd, (json.dumps(data, indent=2) + "\n").encode())
         os.fsync(fd)
@@ -426,13 +617,24 @@ def _remove_journal(path: Path) -> None:
     _fsync_dir(path.parent)
 
 
+def _aside(path: Path, why: str) -> Path:
+    """A free name beside the journal, for what is kept for a person to check."""
+    stem = f"{path.name}.{why}-{time.strftime('%Y%m%d-%H%M%S')}"
+    aside, n = path.with_name(stem), 1
+    while os.path.lexists(aside):
+        n += 1
+        aside = path.with_name(f"{stem}-{n}")
+    return aside
+
+
 class _Lock:
     """An exclusive flock on restore.lock; the kernel drops it when the holder dies."""
 
     def __init__(self, directory: Path) -> None:
         directory.mkdir(parents=True, exist_ok=True, mode=0o700)
-        # O_CLOEXEC (Python's default): an exec'd worker must not keep the lock.
-        self.fd: int | None = os.open(directory / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o600)
+        # O_CLOEXEC: an exec'd worker must not keep the lock.
+        self.fd: int | None = os.open(directory / LOCK_NAME,
+                                      os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
 
     def try_acquire(self) -> bool:
         assert self.fd is not None
@@ -450,38 +652,130 @@ class _Lock:
             self.fd = None
 
 
+def _entry_problem(entry: Any) -> str | None:
+    """Why a journal entry may not be restored, or None. Its file comes from kind and
+    target alone; a stored path must name that very file."""
+    if not isinstance(entry, dict):
+        return f"it is {_brief(entry)}, not an object"
+    try:
+        path, _ = setting_file(entry.get("kind"), entry.get("target"))
+    except SystemSettingError as e:
+        why = str(e)
+        return why if len(why) <= 120 else why[:120] + "..."
+    label = Change(entry["kind"], entry["target"], "").label()
+    original = entry.get("original")
+    if not isinstance(original, str):
+        return f"{label}: its original is {_brief(original)}, not a string"
+    if _CONTROL.search(original.replace("\t", " ")):  # tabs: how multi-field values read
+        return f"{label}: its original {_brief(original)} holds a control character"
+    try:
+        original.encode()
+    except UnicodeEncodeError:          # JSON allows lone surrogates; a file write does not
+        return f"{label}: its original {_brief(original)} is not valid text"
+    if not isinstance(entry.get("value", ""), str):
+        return f"{label}: its value is {_brief(entry['value'])}, not a string"
+    if "path" in entry and entry["path"] != str(path):
+        return f"{label}: its path {_brief(entry['path'])} is not the file of {label} ({path})"
+    return None
+
+
+def _load_journal(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]], list[tuple[int, Any, str]]]:
+    """Read and check a journal: (its header fields, entries to restore, entries set aside:
+    (1-based number, entry, why)).
+
+    ValueError when it cannot be read as a journal at all; FileNotFoundError
+    passes through (its owner finished meanwhile).
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        raise
+    except OSError as e:
+        raise ValueError("it is a symbolic link" if e.errno == errno.ELOOP else e.strerror) from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise ValueError("it is not a regular file")
+        if st.st_uid != os.geteuid():
+            raise ValueError(f"it belongs to uid {st.st_uid}, not to this user")
+        raw = b""
+        while len(raw) <= _MAX_JOURNAL and (chunk := os.read(fd, 1 << 16)):
+            raw += chunk
+    except OSError as e:
+        raise ValueError(e.strerror) from None
+    finally:
+        os.close(fd)
+    if len(raw) > _MAX_JOURNAL:
+        raise ValueError(f"it is larger than {_MAX_JOURNAL} bytes")
+    try:
+        data = json.loads(raw)
+    except RecursionError:
+        raise ValueError("it is nested too deeply") from None
+    except ValueError as e:             # JSONDecodeError, UnicodeDecodeError, huge ints
+        raise ValueError(f"not JSON: {' '.join(str(e).split())[:120]}") from None
+    if not isinstance(data, dict):
+        raise ValueError("it is not a JSON object")
+    if data.get("version") != JOURNAL_VERSION:
+        raise ValueError(f"version {_brief(data.get('version'))}, expected {JOURNAL_VERSION}")
+    entries = data.get("entries")
+    if not isinstance(entries, list):
+        raise ValueError("its entries are not a list")
+    good: list[dict[str, Any]] = []
+    bad: list[tuple[int, Any, str]] = []
+    for i, entry in enumerate(entries, 1):
+        why = _entry_problem(entry)
+        if why:
+            bad.append((i, entry, why))
+        else:
+            good.append(entry)
+    header = {k: data[k] for k in ("version", "pid", "boot_id", "created") if k in data}
+    return header, good, bad
+
+
+def _pid(header: Mapping[str, Any]) -> int | None:
+    pid = header.get("pid")
+    return pid if isinstance(pid, int) and not isinstance(pid, bool) and pid > 0 else None
+
+
 def _journal_owner(path: Path) -> str:
     try:
-        pid = json.loads(path.read_text()).get("pid")
-        return f"pid {pid}"
-    except (OSError, ValueError, AttributeError):
-        return "another process"
+        pid = _pid(_load_journal(path)[0])
+    except (OSError, ValueError):
+        pid = None
+    return f"pid {pid}" if pid else "another process"
 
 
 def _restore_entries(entries: list[dict[str, Any]]) -> tuple[list[str], list[dict[str, Any]], list[str]]:
-    """Write originals back in reverse order: (restored messages, entries left, errors)."""
+    """Write originals back in reverse order: (restored messages, entries left, errors).
+
+    Entries are checked ones (`_entry_problem`): each write goes to the file
+    its kind and target name, whole, and is read back.
+    """
     done: list[str] = []
     left: list[dict[str, Any]] = []
     errors: list[str] = []
     for entry in reversed(entries):
-        label = Change(entry["kind"], entry["target"], entry.get("value", ""), None).label()
-        original = entry["original"]
+        kind, target, original = entry["kind"], entry["target"], entry["original"]
+        label = Change(kind, target, "").label()
         try:
-            current = _read_opt(Path(entry["path"]))
+            try:
+                current: str | None = _read_setting(kind, target)
+            except OSError:
+                current = None
             # Idempotent: already back (or never changed) needs no write.
             if current is None or _norm(current) != _norm(original):
-                _write(Path(entry["path"]), original)
-            done.append(f"restored {label} to {_norm(original) or repr('')}")
-        except OSError as e:
-            errors.append(f"could not restore {label} to {_norm(original)!r}: {e.strerror}")
+                _set(kind, target, original)
+            done.append(f"restored {label} to {show_original(original)}")
+        except SystemSettingError as e:
+            errors.append(f"could not restore {label} to {show_original(original)}: {e}")
             left.insert(0, entry)
     return done, left, errors
 
 
-def _finish(path: Path, data: dict[str, Any], left: list[dict[str, Any]]) -> None:
+def _finish(path: Path, header: dict[str, Any], left: list[Any]) -> None:
     if left:
         # Keep only what still needs restoring, so the next start retries exactly that.
-        _write_journal(path, {**data, "entries": left})
+        _write_journal(path, {**header, "entries": left})
     else:
         _remove_journal(path)
 
@@ -492,11 +786,16 @@ def recover(force: bool = False) -> list[str]:
     Returns one message per restored value (empty when there was nothing to do,
     the common case, which costs one stat()). A journal whose owner is still
     running is left alone (message says so) unless `force`. Never raises: the
-    messages carry any failure, and the journal keeps what could not be restored.
+    messages carry any failure, and the journal keeps what could not be
+    restored. An entry that fails the checks (`_entry_problem`) is set aside in
+    a file beside the journal, one message each, and the others are restored.
     """
     path = journal_path()
-    if not path.exists():
+    if not os.path.lexists(path):
         return []
+    problem = state_dir_problem(path.parent)
+    if problem:
+        return [problem]
     try:
         lock = _Lock(path.parent)
     except OSError as e:
@@ -508,31 +807,43 @@ def recover(force: bool = False) -> list[str]:
                 f"left in place; they are restored when it ends"
             ]
         try:
-            data = json.loads(path.read_text())
-            entries = list(data["entries"])
-            for e in entries:
-                if not {"kind", "target", "path", "original"} <= set(e):
-                    raise ValueError("entry without kind/target/path/original")
+            header, entries, bad = _load_journal(path)
         except FileNotFoundError:
             return []  # its owner finished between our stat() and the lock
-        except (OSError, ValueError, KeyError, TypeError) as e:
-            aside = path.with_name(f"{path.name}.corrupt-{int(time.time())}")
+        except ValueError as e:
+            aside = _aside(path, "corrupt")
             try:
                 os.replace(path, aside)
             except OSError:
                 aside = path
-            return [f"restore journal unreadable ({e}); moved to {aside}: check its values by hand"]
+            return [f"restore journal {path} unreadable ({e}); moved to {aside}: "
+                    f"check its values by hand"]
+        msgs: list[str] = []
+        kept: list[Any] = []
+        if bad:
+            aside = _aside(path, "rejected")
+            try:
+                _write_journal(aside, {**header, "entries": [e for _, e, _ in bad]})
+                where = f"kept in {aside}"
+            except OSError as e:
+                kept = [e for _, e, _ in bad]       # nothing dropped: it stays in the journal
+                where = f"left in {path} ({aside}: {e.strerror})"
+            msgs += [f"restore journal entry {i} set aside, not restored: {why}; {where}"
+                     for i, _, why in bad]
         done, left, errors = _restore_entries(entries)
         try:
-            _finish(path, data, left)
+            _finish(path, header, left + kept)
         except OSError as e:
             errors.append(f"could not update {path}: {e.strerror}")
-        who = f"pid {data.get('pid')}" if data.get("pid") else "a previous hotloop"
-        prefix = f"hotloop ({who}) did not finish: "
-        msgs = [prefix + m for m in done] + errors
+        pid = _pid(header)
+        prefix = f"hotloop ({f'pid {pid}' if pid else 'a previous hotloop'}) did not finish: "
+        msgs += [prefix + m for m in done] + errors
         if left:
             msgs.append(f"kept {len(left)} unrestored value(s) in {path}; `hotloop restore` retries")
         return msgs
+    except Exception as e:  # noqa: BLE001 - runs before every command: never block them
+        return [f"restore journal {path} not restored ({type(e).__name__}: "
+                f"{' '.join(str(e).split())[:200]}); `hotloop restore` retries"]
     finally:
         lock.release()
 
@@ -568,9 +879,8 @@ class Applied:
                 return []
             entries = [_entry(c) for c in self.changes]
             done, left, errors = _restore_entries(entries)
-            data = _journal_data(entries)
             try:
-                _finish(self.journal, data, left)
+                _finish(self.journal, _journal_data([]), left)
             except OSError as e:
                 errors.append(f"could not update {self.journal}: {e.strerror}")
             if errors:
@@ -611,18 +921,34 @@ def _journal_data(entries: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+def _check_change(c: Change) -> None:
+    """Refuse, before anything is touched, a change hotloop could not write exactly."""
+    file = c.file()                     # SystemSettingError for a bad kind or target
+    if c.path and c.path != str(file):
+        raise SystemSettingError(f"{c.label()}: {c.path} is not its file ({file})")
+    problem = value_problem(c.value) if isinstance(c.value, str) else "value must be a string"
+    if problem:
+        raise SystemSettingError(f"{c.label()}: {problem}")
+
+
 def apply(changes: Iterable[Change]) -> Applied:
     """Apply changes, journalling the originals first; returns the Applied handle.
 
     A stale journal (its owner died) is restored first, into `Applied.recovered`.
-    If another live hotloop holds the journal, or any write fails, raises
-    SystemSettingError with one line; on a failed write, everything already
-    written is restored before raising, and the journal is removed.
+    If another live hotloop holds the journal, the state directory is not
+    trusted, or any write fails, is not taken whole or does not read back as
+    written, raises SystemSettingError with one line; everything already
+    written is then restored before raising, and the journal is removed.
     """
     changes = list(changes)
     if not changes:
         return Applied([], None)
+    for c in changes:
+        _check_change(c)
     path = journal_path()
+    problem = state_dir_problem(path.parent)
+    if problem:
+        raise SystemSettingError(problem)
     try:
         lock = _Lock(path.parent)
     except OSError as e:
@@ -632,16 +958,17 @@ def apply(changes: Iterable[Change]) -> Applied:
         lock.release()
         raise SystemSettingError(f"another hotloop ({owner}) has system settings applied; wait for it to end")
     try:
-        recovered = recover(force=True) if path.exists() else []
+        recovered = recover(force=True) if os.path.lexists(path) else []
         # Re-read originals now: the plan may be minutes old (a TUI confirmation).
         fresh: list[Change] = []
         for c in changes:
-            target = c.file()
             try:
-                current = _read(target)
+                current = _read_setting(c.kind, c.target)
             except OSError as e:
                 raise SystemSettingError(f"cannot read {c.label()}: {e.strerror}") from None
-            fresh.append(Change(c.kind, c.target, c.value, current, str(target)))
+            except SystemSettingError as e:
+                raise SystemSettingError(f"cannot read {c.label()}: {e}") from None
+            fresh.append(Change(c.kind, c.target, c.value, current, str(c.file())))
         entries = [_entry(c) for c in fresh]
         try:
             _write_journal(path, _journal_data(entries))
@@ -656,9 +983,11 @@ def apply(changes: Iterable[Change]) -> Applied:
     try:
         for c in fresh:
             try:
-                _write(Path(c.path), c.value)
-            except OSError as e:
-                raise SystemSettingError(f"cannot set {c.label()} to {c.value!r}: {e.strerror}") from None
+                _set(c.kind, c.target, c.value)
+            except SystemSettingError as e:
+                if isinstance(e, _NotAsWritten):
+                    written.append(c)       # it did change: counted among the restored
+                raise SystemSettingError(f"cannot set {c.label()} to {c.value!r}: {e}") from None
             written.append(c)
     except BaseException as failure:  # Ctrl-C mid-apply too
         # Roll back: restore every entry (unwritten ones are already equal, so a
