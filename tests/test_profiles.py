@@ -81,6 +81,7 @@ def test_applied_during_the_run_recorded_and_restored_after(prof, busy_poll, tmp
     assert res.header["sysctl"] == {SYSCTL: {"before": busy_poll, "during": "77"}}
     assert res.header["label"] == "stock + busy_poll 77"
     assert any("restored" in w for w in res.warnings)
+    assert not any("changed during the run" in w for w in res.warnings)
     assert json.loads(out.read_text().splitlines()[-1])["type"] == "finished"
     assert not system.journal_path().exists()
 
@@ -156,6 +157,53 @@ def test_a_sysctl_value_not_written_as_it_reads_is_refused_at_load(tmp_path, bus
         assert says in lines[0]
     assert system.read_sysctl(SYSCTL) == busy_poll
     assert not system.journal_path().exists()
+
+
+def test_a_run_does_not_ride_on_a_setting_another_run_holds(prof, busy_poll, leftovers):
+    holder = _start(["run", "faulty", "--profiles", str(prof), "--kernel", "poll",
+                     "--apply-system", "--runs", "1000", "--out", "a.jsonl", "--no-perf"])
+    try:
+        _wait_for_runs(Path("a.jsonl"), 2)
+        assert system.read_sysctl(SYSCTL) == "77"
+        refusal = (f"hotloop: {SYSCTL} = 77 is held by a running hotloop (pid {holder.pid}), "
+                   f"which puts it back to {busy_poll} when it ends: this run depends on it; "
+                   f"start it once that run is over")
+        # Without consent it needs none (77 is in place); with it, the same answer.
+        for consent in ([], ["--apply-system"]):
+            p = hotloop("run", "faulty", "--profiles", str(prof), "--kernel", "poll", "--runs",
+                        "2", "--out", "b.jsonl", "--no-perf", *consent)
+            assert p.returncode == 2, p.stderr
+            assert p.stderr.splitlines().count(refusal) == 1 and "Traceback" not in p.stderr
+            assert not Path("b.jsonl").exists()
+        # A run that does not depend on it goes ahead, and leaves it alone.
+        p = hotloop("run", "faulty", "--profiles", str(prof), "--runs", "2", "--out", "c.jsonl",
+                    "--no-perf")
+        assert p.returncode == 0, p.stderr
+        assert system.read_sysctl(SYSCTL) == "77"
+    finally:
+        holder.send_signal(signal.SIGINT)
+        holder.communicate(timeout=30)
+    assert holder.returncode == 130
+    assert system.read_sysctl(SYSCTL) == busy_poll
+    assert leftovers() == []
+
+
+def test_a_setting_changed_under_a_run_is_a_warning_in_its_file(prof, busy_poll):
+    out = Path("d.jsonl")
+    proc = _start(["run", "faulty", "--profiles", str(prof), "--kernel", "poll",
+                   "--apply-system", "--runs", "100", "--out", str(out), "--no-perf"])
+    _wait_for_runs(out, 2)
+    system.sysctl_path(SYSCTL).write_text("78")     # another program, mid-run
+    proc.communicate(timeout=60)
+    assert proc.returncode == 0
+    res = results.read(out)
+    assert res.header["sysctl"] == {SYSCTL: {"before": busy_poll, "during": "77"}}
+    changed = (f"sysctl {SYSCTL} changed during the run: 77 at its start, 78 at its end; "
+               f"the header's \"during\" does not hold for every run")
+    assert res.warnings.count(changed) == 1
+    # Read before restoring: after it, every run would seem to have changed it.
+    assert res.warnings.index(changed) < res.warnings.index(f"restored {SYSCTL} to {busy_poll}")
+    assert system.read_sysctl(SYSCTL) == busy_poll
 
 
 def test_a_state_dir_others_may_write_refuses_system_changes(prof, busy_poll):

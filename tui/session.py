@@ -81,8 +81,13 @@ class Preflight:
 def preflight(rp: ResolvedPlan) -> Preflight:
     """Check the kernel profile's expectations and plan its system changes.
 
-    Touches nothing; HotloopError (exit 2) for a profile that cannot run here."""
+    Touches nothing; HotloopError (exit 2) for a profile that cannot run here,
+    or whose settings another running hotloop holds (and will restore mid-run)."""
     k, cpu = rp.kernel, rp.cpu
+    owner, held = system.held_elsewhere(k.sysctl, cpu.governor is not None,
+                                        cpu.boost is not None, cpu.cpus)
+    if held:
+        raise HotloopError(system.describe_held(owner, held))
     try:
         changes, warnings = system.plan_changes(k.sysctl, cpu.governor, cpu.boost,
                                                 cpu.cpus, strict=cpu.strict)
@@ -146,6 +151,24 @@ async def _send(proc: asyncio.subprocess.Process, line: bytes) -> None:
         await proc.stdin.drain()
     except (BrokenPipeError, ConnectionResetError):
         pass
+
+
+def _changed_during(during: dict[str, str | None]) -> list[str]:
+    """The profile's sysctls that no longer read as the header's "during" says,
+    read at the end of the run before restoring (another program changed them)."""
+    out = []
+    for name, was in during.items():
+        try:
+            now: str | None = system.read_sysctl(name)
+        except system.SystemSettingError:
+            now = None
+        if now != was:
+            show = [system.show_original(v) if v is not None else "unreadable"
+                    for v in (was, now)]
+            out.append(f"sysctl {name} changed during the run: {show[0]} at its start, "
+                       f"{show[1]} at its end; the header's \"during\" does not hold for "
+                       f"every run")
+    return out
 
 
 def _restore(applied: system.Applied) -> list[str]:
@@ -220,6 +243,7 @@ class Session:
             raise HotloopError(str(e)) from None
         runs: list[float] = []
         final: ev.Event | None = None
+        during: dict[str, str | None] = {}
 
         def note(message: str) -> ev.Warning:
             event = ev.Warning(message, variant=v)
@@ -242,6 +266,8 @@ class Session:
                 writer.write(event)
                 yield event
             self._kill()
+            for message in _changed_during(during):
+                yield note(message)
             for message in _restore(applied):
                 yield note(message)
             if final is not None:
@@ -250,6 +276,8 @@ class Session:
         except (asyncio.CancelledError, GeneratorExit):
             # Cancelled while running, or closed by a consumer that went away.
             self._kill()
+            for message in _changed_during(during):
+                note(message)
             for message in _restore(applied):
                 note(message)
             writer.write(ev.Failed("interrupted", run=len(runs), interrupted=True,

@@ -848,6 +848,59 @@ def recover(force: bool = False) -> list[str]:
         lock.release()
 
 
+def held_elsewhere(sysctls: Iterable[str] = (), governor: bool = False, boost: bool = False,
+                   cpus: Iterable[int] = ()) -> tuple[str, list[Change]]:
+    """Which of these settings a running hotloop has changed and will put back when it ends.
+
+    Returns (its owner, "pid N"; its changes as its journal holds them), or
+    ("", []) when none: no journal, its owner dead (recover's business), or a
+    state directory not trusted. A run that merely finds such a value in place
+    would otherwise ride on it and see it restored half-way. Reads only; the
+    lock is probed only when a journal exists.
+    """
+    path = journal_path()
+    if not os.path.lexists(path) or state_dir_problem(path.parent):
+        return "", []
+    try:
+        lock = _Lock(path.parent)
+    except OSError:
+        return "", []
+    try:
+        if lock.try_acquire():
+            return "", []
+        header, entries, _ = _load_journal(path)
+    except (OSError, ValueError):
+        return "", []
+    finally:
+        lock.release()
+    files: set[str] = set()
+    for name in sysctls:
+        try:
+            files.add(os.path.realpath(sysctl_path(name)))
+        except SystemSettingError:
+            pass
+    if governor:
+        files.update(os.path.realpath(_cpufreq_dir(c) / "scaling_governor")
+                     for c in (list(cpus) or online_cpus()))
+    control = _boost_control() if boost else None
+    if control is not None:
+        files.add(os.path.realpath(control[0]))
+    held = [Change(e["kind"], e["target"], e.get("value", ""), e["original"]) for e in entries
+            if os.path.realpath(setting_file(e["kind"], e["target"])[0]) in files]
+    pid = _pid(header)
+    return (f"pid {pid}" if pid else "another process"), held
+
+
+def describe_held(owner: str, held: list[Change]) -> str:
+    """One line refusing a run that depends on settings `held_elsewhere` found."""
+    values = ", ".join(f"{c.label()} = {show_value(c.value)}" for c in held)
+    originals = ", ".join(show_original(c.original) for c in held)
+    one = len(held) == 1
+    return (f"{values} {'is' if one else 'are'} held by a running hotloop ({owner}), which "
+            f"puts {'it' if one else 'them'} back to {originals} when it ends: this run "
+            f"depends on {'it' if one else 'them'}; start it once that run is over")
+
+
 @dataclass
 class Applied:
     """System changes in force; restore() (or leaving `with`) puts the originals back.
