@@ -617,6 +617,45 @@ def test_a_state_dir_others_control_is_refused(state_home, spoil, why):
     assert cur(POLL) == poll0
 
 
+def test_held_elsewhere_names_what_a_running_hotloop_holds(state_home, fake_cpufreq):
+    code = textwrap.dedent(f"""
+        import time
+        from pathlib import Path
+        from tui import system
+        system.CPU_SYS = Path({str(fake_cpufreq)!r})
+        applied = system.apply([system.Change("governor", "cpu0", "performance")])
+        print("applied", flush=True)
+        time.sleep(60)
+    """)
+    child = subprocess.Popen([sys.executable, "-c", code], cwd=REPO, stdout=subprocess.PIPE,
+                             text=True, env={**os.environ, "PYTHONPATH": str(REPO)})
+    try:
+        assert child.stdout.readline().strip() == "applied"
+        # cpu1 shares cpu0's cpufreq policy: the same file, so the same setting.
+        owner, held = system.held_elsewhere(governor=True, cpus=[1])
+        assert owner == f"pid {child.pid}"
+        assert [(c.target, c.value, c.original) for c in held] == [
+            ("cpu0", "performance", "powersave")]
+        assert system.describe_held(owner, held) == (
+            f"cpu0 governor = performance is held by a running hotloop (pid {child.pid}), which "
+            f"puts it back to powersave when it ends: this run depends on it; start it once "
+            f"that run is over")
+        assert system.held_elsewhere(governor=True, cpus=[2])[1] == []
+        assert system.held_elsewhere(sysctls=[POLL], boost=True)[1] == []
+        os.kill(child.pid, signal.SIGKILL)
+        child.wait(10)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+        child.stdout.close()
+    # Its owner is gone: nothing is held, and the next start restores it.
+    assert system.held_elsewhere(governor=True, cpus=[1]) == ("", [])
+    assert system.recover() == [
+        f"hotloop (pid {child.pid}) did not finish: restored cpu0 governor to powersave"]
+    assert (fake_cpufreq / "cpufreq/policy0/scaling_governor").read_text() == "powersave"
+
+
 def test_no_journal_recover_is_cheap(state_home):
     t = time.perf_counter()
     assert system.recover() == []
