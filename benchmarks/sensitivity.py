@@ -50,6 +50,7 @@ sys.path.insert(0, str(ROOT))
 from tui import catalog, results, significance  # noqa: E402
 from tui.compare import compare_samples, test_metric  # noqa: E402
 from tui.metrics import SPEED, Series  # noqa: E402
+from tui.noise import SessionNoise  # noqa: E402
 
 PROFILES: list[str] = []
 
@@ -104,11 +105,15 @@ def naive(base: list[list[float]], new: list[list[float]]) -> bool:
 
 
 def separate(pool_a: list[list[float]], pool_b: list[list[float]],
-             calib: list[list[float]], hib: bool, trials: int,
+             calib: list[list[float]], k_calib: int, hib: bool, trials: int,
              rng: np.random.Generator) -> list[list[str]]:
-    ests = [significance.session_estimate(s, True) for s in calib]
-    var_b, df = significance.between_variance([ests])
-    noise = significance.SessionNoise(var_b ** 0.5, df, "calibrated")
+    """Each trial draws its own calibration of `k_calib` sessions from the `calib` pool, so
+    the rates are over calibrations too, as over all the users who calibrate."""
+    def calibration() -> SessionNoise:
+        ests = [significance.session_estimate(calib[i], True)
+                for i in rng.permutation(len(calib))[:k_calib]]
+        var_b, df = significance.between_variance([ests])
+        return SessionNoise(var_b ** 0.5, df, "calibrated")
     rows = []
     for k in (1, 3, 5):
         if 2 * k > len(pool_a) or k > len(pool_b):
@@ -119,6 +124,7 @@ def separate(pool_a: list[list[float]], pool_b: list[list[float]],
             a1 = [pool_a[i] for i in pick[:k]]
             a2 = [pool_a[i] for i in pick[k:2 * k]]
             b = [pool_b[i] for i in rng.permutation(len(pool_b))[:k]]
+            noise = calibration()
             for j, other in enumerate((a2, b)):
                 counts["naive"][j] += naive(a1, other)
                 for name, cal in (("raw", None), ("cal", noise)):
@@ -127,7 +133,7 @@ def separate(pool_a: list[list[float]], pool_b: list[list[float]],
                     counts[name][j] += t.significant and (j == 0 or t.verdict == "slower")
         for name, label in (("naive", "runs as independent samples (before)"),
                             ("raw", "sessions, no calibration"),
-                            ("cal", f"sessions + calibration ({len(calib)} sessions)")):
+                            ("cal", f"sessions + calibration ({k_calib} sessions)")):
             aa, hit = counts[name]
             rows.append([str(k), label, f"{100 * aa / trials:.0f}%", f"{100 * hit / trials:.0f}%"])
     return rows
@@ -177,7 +183,8 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=30, help="runs per session")
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--pool", type=int, default=30, help="A sessions (and as many B)")
-    ap.add_argument("--calibration", type=int, default=8, help="A sessions for the profile")
+    ap.add_argument("--calibration", type=int, default=8,
+                    help="sessions a calibration has (drawn from a pool twice as big)")
     ap.add_argument("--trials", type=int, default=40)
     ap.add_argument("--slowdown", type=float, default=5.0, help="%% the B sessions carry")
     ap.add_argument("--interleaved", action="store_true")
@@ -203,11 +210,12 @@ def main() -> None:
         pool_a = [one() for _ in range(args.pool)]
         pool_b = [[1 / v for v in one(args.slowdown / 100)] for _ in range(args.pool)]
         pool_a = [[1 / v for v in s] for s in pool_a]      # a rate: higher is better
-        calib = [[1 / v for v in one()] for _ in range(args.calibration)]
+        calib = [[1 / v for v in one()] for _ in range(2 * args.calibration)]
         print(f"synthetic: within-session CV {100 * within:g}%, session-to-session "
               f"{100 * between:g}%, {args.runs} runs a session, +{args.slowdown:g}% in B")
         print(table(["sessions/side", "method", "A/A false positive", f"+{args.slowdown:g}% found"],
-                    separate(pool_a, pool_b, calib, True, args.trials, rng)))
+                    separate(pool_a, pool_b, calib, args.calibration, True, args.trials,
+                             rng)))
         return
 
     wl = catalog.load([Path(d) for d in PROFILES]).workloads.get(args.workload)
@@ -246,7 +254,7 @@ def main() -> None:
         for i in range(args.pool):
             pool_a.append(run_session(work, args, 0, f"a{i}"))
             pool_b.append(run_session(work, args, spin, f"b{i}"))
-            if i < args.calibration:
+            if i < 2 * args.calibration:
                 calib.append(run_session(work, args, 0, f"c{i}"))
             print(f"round {i + 1}/{args.pool}, {time.monotonic() - t0:.0f}s", file=sys.stderr)
         slowdown = 100 * (cost_per_op([v for s in pool_b for v in s], hib)
@@ -260,7 +268,8 @@ def main() -> None:
               f"{100 * statistics.stdev(medians) / statistics.mean(medians):.2f}%; "
               f"B measured {slowdown:+.2f}%")
         print(table(["sessions/side", "method", "A/A false positive", f"{slowdown:+.1f}% found"],
-                    separate(pool_a, pool_b, calib, hib, args.trials, rng)))
+                    separate(pool_a, pool_b, calib, args.calibration, hib, args.trials,
+                             rng)))
 
 
 if __name__ == "__main__":

@@ -383,15 +383,16 @@ def test_synthetic_a_a_false_positives_stay_at_alpha():
     5%, whether the noise comes from the sessions, a calibration or the assumed value."""
     import numpy as np
     from tui import significance as sg
+    from tui.noise import SessionNoise
     rng = np.random.default_rng(7)
 
     def session(effect: float = 0.0, n: int = 30) -> np.ndarray:
         return np.exp(rng.normal(rng.normal(0, 0.025) + np.log1p(effect), 0.02, n))
 
-    def calibration() -> sg.SessionNoise:
+    def calibration() -> SessionNoise:
         var, df = sg.between_variance([[sg.session_estimate(session(), True)
                                         for _ in range(8)]])
-        return sg.SessionNoise(var ** 0.5, df, "calibrated")
+        return SessionNoise(var ** 0.5, df, "calibrated")
 
     trials = 300
     for k, calibrated in ((1, True), (3, False), (3, True), (5, False)):

@@ -235,7 +235,7 @@ def _worded(o: Outcome, higher_is_better: bool | None, words: tuple[str, str],
 
 
 def _test(o: Outcome, n_base: int, n_new: int, k_base: int, k_new: int, verdict: str,
-          calibrated: significance.SessionNoise | None) -> Test:
+          calibrated: noise_mod.SessionNoise | None) -> Test:
     used_calibration = o.noise_source is not None and "calibrated" in o.noise_source
     return Test(n_base, n_new, o.baseline, o.new, o.new - o.baseline, o.change_pct,
                 o.ci_low, o.ci_high, o.p_value, o.significant and verdict not in
@@ -245,7 +245,7 @@ def _test(o: Outcome, n_base: int, n_new: int, k_base: int, k_new: int, verdict:
 
 
 def test_metric(base: Sequence[Series], new: Sequence[Series], *, paired: bool = False,
-                calibrated: significance.SessionNoise | None = None) -> Test:
+                calibrated: noise_mod.SessionNoise | None = None) -> Test:
     """One metric, each side a list of sessions' series."""
     b0 = base[0]
     hib, words = b0.higher_is_better, b0.words
@@ -277,7 +277,7 @@ def test_metric(base: Sequence[Series], new: Sequence[Series], *, paired: bool =
 def compare_samples(base: Sequence[float], new: Sequence[float], *,
                     higher_is_better: bool | None = True,
                     words: tuple[str, str] = SPEED, paired: bool = False,
-                    calibrated: significance.SessionNoise | None = None) -> Test:
+                    calibrated: noise_mod.SessionNoise | None = None) -> Test:
     """Two samples of one session each (synthetic data, benchmarks): the Test compare gives."""
     def one(values: Sequence[float]) -> Series:
         return Series("value", "", higher_is_better, words, list(values))

@@ -24,14 +24,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-import numpy as np
-
-from tui import __version__, metrics, significance, system
+from tui import __version__, metrics, system
 from tui.errors import HotloopError
 from tui.results import Result
 
 VERSION = 1
 MIN_SESSIONS = 3                        # two sessions give one degree of freedom: no estimate
+MIN_RUNS = 5                            # as compare's: fewer runs in a session, no verdict
 ASSUMED_SESSION_COST_S = 1.5            # start-up of a session when only files were given
 MAX_SESSIONS = 50                       # beyond this, planning says "interleave instead"
 RUN_CHOICES = (*range(5, 31), 40, 50, 60, 80, 100, 150, 200, 300, 500, 1000, 2000, 5000,
@@ -42,6 +41,14 @@ KEY_FIELDS = ("host", "workload", "params", "cpu", "cpus", "perf")
 
 class NoiseError(HotloopError):
     """A noise profile that cannot be used (one line)."""
+
+
+@dataclass(frozen=True)
+class SessionNoise:
+    """Session-to-session noise of one metric, as a verdict uses it."""
+    sigma: float                # standard deviation of a session's offset (log scale, fraction)
+    df: int                     # degrees of freedom of its estimate
+    source: str                 # "calibrated"
 
 
 @dataclass(frozen=True)
@@ -72,11 +79,11 @@ class NoiseProfile:
     files: list[str] = field(default_factory=list)
     path: str = ""              # where it was read from or saved to
 
-    def noise(self, metric: str) -> significance.SessionNoise | None:
+    def noise(self, metric: str) -> SessionNoise | None:
         m = self.metrics.get(metric)
         if m is None:
             return None
-        return significance.SessionNoise(m.sigma_between, m.df, "calibrated")
+        return SessionNoise(m.sigma_between, m.df, "calibrated")
 
     def describe(self) -> str:
         k = self.key
@@ -237,6 +244,9 @@ def estimate(sessions: Sequence[Result], session_cost_s: float | None = None,
 
     Without measured costs (sessions given as files), a run costs its measured time and a
     session start is assumed to cost ASSUMED_SESSION_COST_S."""
+    import numpy as np                  # numpy and scipy: only when calibrating
+
+    from tui import significance
     if len(sessions) < MIN_SESSIONS:
         raise HotloopError(f"calibrate: {len(sessions)} session"
                            f"{'' if len(sessions) == 1 else 's'}; a calibration needs at least "
@@ -250,9 +260,9 @@ def estimate(sessions: Sequence[Result], session_cost_s: float | None = None,
                                    f"{sessions[0].path}'s {key[name]!r}: a calibration needs "
                                    f"sessions of one benchmark")
     for r in sessions:
-        if len(r.runs) < significance.MIN_RUNS:
+        if len(r.runs) < MIN_RUNS:
             raise HotloopError(f"{r.path}: {len(r.runs)} runs; a calibration session needs at "
-                               f"least {significance.MIN_RUNS}")
+                               f"least {MIN_RUNS}")
     every = [metrics.series(r) for r in sessions]
     found: dict[str, MetricNoise] = {}
     for name in every[0]:
@@ -300,6 +310,7 @@ def repetitions(m: MetricNoise, session_cost_s: float, run_cost_s: float, change
     """Kalibera-Jones repetition counts by search: for each runs-per-session, the fewest
     sessions a side whose comparison (with this calibration pooled in, as compare does)
     reaches 80% power; the cheapest of those."""
+    from tui import significance
     best: Repetitions = Repetitions(change_pct, None, None, None)
     for n in RUN_CHOICES:
         v = m.at(n)

@@ -46,10 +46,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 from scipy import stats as sps
+
+from tui.stats import median_se
+
+if TYPE_CHECKING:
+    from tui.noise import SessionNoise
 
 ALPHA = 0.05
 CONFIDENCE = 1 - ALPHA
@@ -57,14 +62,6 @@ Z = float(sps.norm.ppf(1 - ALPHA / 2))      # 1.96
 ASSUMED_SESSION_NOISE = 0.03    # sigma_b when nothing measured it: see the README's figures
 MIN_RUNS = 5                    # fewer runs in a session: no verdict
 MIN_ROUNDS = 6                  # fewer paired rounds: no two-sided test can reach p < 0.05
-
-
-@dataclass(frozen=True)
-class SessionNoise:
-    """Session-to-session noise of one metric: sigma_b (relative: log scale) and how well known."""
-    sigma: float                # standard deviation of a session's offset, as a fraction
-    df: int | None              # degrees of freedom of its estimate; None: assumed, not measured
-    source: str                 # "calibrated", "assumed" (or "measured" when from the data)
 
 
 @dataclass(frozen=True)
@@ -88,27 +85,6 @@ class Outcome:
 
 
 # --------------------------------------------------------------------------- one session
-
-def median_se(sorted_values: np.ndarray) -> float:
-    """Standard error of the median from two order statistics (McKean-Schrader):
-    distribution-free, so a bimodal session gets the wide error it deserves."""
-    n = len(sorted_values)
-    if n < 2:
-        return 0.0
-    c = max(1, int(round((n + 1) / 2 - Z * math.sqrt(n / 4))))
-    return float(sorted_values[n - c] - sorted_values[c - 1]) / (2 * Z)
-
-
-def median_ci(sorted_values: np.ndarray, confidence: float = CONFIDENCE) -> tuple[float, float]:
-    """Distribution-free confidence interval of the median: the order statistics a binomial
-    (sign test) puts around it.  With fewer than 6 values it is the whole range."""
-    n = len(sorted_values)
-    k = int(sps.binom.ppf((1 - confidence) / 2, n, 0.5))    # P(B <= k) ~ alpha/2
-    if k > 0 and sps.binom.cdf(k - 1, n, 0.5) > (1 - confidence) / 2:
-        k -= 1
-    k = max(k, 1)
-    return float(sorted_values[k - 1]), float(sorted_values[n - k])
-
 
 @dataclass(frozen=True)
 class SessionEstimate:

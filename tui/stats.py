@@ -30,6 +30,61 @@ def summarize(values: Sequence[float]) -> Summary | None:
                    stdev / mean if mean else 0.0, min(values), max(values))
 
 
+# --------------------------------------------------------------------------- the median's precision
+
+Z95 = 1.959963984540054                 # two-sided 95%
+Z80 = 0.8416212335729143                # one-sided 80%: the power a "detectable" change has
+
+
+def median_se(s: Sequence[float]) -> float:
+    """Standard error of the median of sorted values from two order statistics
+    (McKean-Schrader): distribution-free, so a bimodal sample gets the wide error it deserves."""
+    n = len(s)
+    if n < 2:
+        return 0.0
+    c = max(1, int(round((n + 1) / 2 - Z95 * math.sqrt(n / 4))))
+    return float(s[n - c] - s[c - 1]) / (2 * Z95)
+
+
+def _median_rank(n: int) -> int:
+    """k such that [x_(k), x_(n-k+1)] covers the median with >= 95% (sign test)."""
+    if n > 200:
+        return max(1, int(math.floor((n - Z95 * math.sqrt(n)) / 2)))
+    cdf, k, total = 0.0, 0, 2 ** n
+    while True:                         # largest k with P(B <= k - 1) <= 2.5%
+        cdf += math.comb(n, k) / total
+        if cdf > 0.025:
+            return max(1, k)
+        k += 1
+
+
+def median_ci(s: Sequence[float]) -> tuple[float, float]:
+    """Distribution-free 95% interval of the median of sorted values; with fewer than
+    6 values it is their whole range."""
+    n = len(s)
+    k = _median_rank(n)
+    return float(s[k - 1]), float(s[n - k])
+
+
+def median_ci_pct(s: Sequence[float]) -> float | None:
+    """How far (in %) the 95% interval of the median reaches from it: "known to +-x%"."""
+    n = len(s)
+    if n < 6:
+        return None
+    m = s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2
+    if not m:
+        return None
+    lo, hi = median_ci(s)
+    return 100.0 * max(m - lo, hi - m) / abs(m)
+
+
+def detectable_pct(sigma_b: float, v: float, sessions: int = 1) -> float:
+    """The smallest change (in %) that `sessions` sessions a side find with 80% power at
+    alpha 0.05, each with session noise sigma_b and median sampling variance v (log scale),
+    normal quantiles: the live panel's figure, before any degrees of freedom."""
+    return math.expm1((Z95 + Z80) * math.sqrt(2 * (sigma_b ** 2 + v) / sessions)) * 100.0
+
+
 @dataclass(frozen=True)
 class Bucket:
     low: float                # inclusive
