@@ -36,14 +36,19 @@ Z95 = 1.959963984540054                 # two-sided 95%
 Z80 = 0.8416212335729143                # one-sided 80%: the power a "detectable" change has
 
 
-def median_se(s: Sequence[float]) -> float:
+def median_se(s: Sequence[float], log: bool = False) -> float:
     """Standard error of the median of sorted values from two order statistics
-    (McKean-Schrader): distribution-free, so a bimodal sample gets the wide error it deserves."""
+    (McKean-Schrader): distribution-free, so a bimodal sample gets the wide error it deserves.
+    With `log`, of the median of the values' logarithms (values above 0), without taking the
+    logarithm of every value."""
     n = len(s)
     if n < 2:
         return 0.0
     c = max(1, int(round((n + 1) / 2 - Z95 * math.sqrt(n / 4))))
-    return float(s[n - c] - s[c - 1]) / (2 * Z95)
+    lo, hi = float(s[c - 1]), float(s[n - c])
+    if log:
+        lo, hi = math.log(lo), math.log(hi)
+    return (hi - lo) / (2 * Z95)
 
 
 def _median_rank(n: int) -> int:
@@ -145,6 +150,19 @@ def si(value: float, unit: str = "", digits: int = 3) -> str:
             decimals = max(0, digits - 1 - int(math.floor(math.log10(abs(scaled)))))
             return f"{scaled:.{decimals}f} {prefix}{unit}".strip()
     return f"{value:.3g} {unit}".strip()
+
+
+def si_range(lo: float, hi: float, unit: str = "", digits: int = 3) -> str:
+    """'15.6-22.7 MB/s': both ends on the scale of the larger, the unit once."""
+    top = max(abs(lo), abs(hi))
+    if not (math.isfinite(lo) and math.isfinite(hi)) or top == 0:
+        return f"{si(lo, unit)} - {si(hi, unit)}"
+    if "/op" in unit and top < 1e4:
+        scale, prefix = 1.0, ""
+    else:
+        scale, prefix = next(((sc, p) for sc, p in _PREFIXES if top >= sc), (1e-9, "n"))
+    decimals = max(0, digits - 1 - int(math.floor(math.log10(top / scale))))
+    return f"{lo / scale:.{decimals}f}-{hi / scale:.{decimals}f} {prefix}{unit}".strip()
 
 
 def bucket_labels(buckets: Sequence[Bucket], unit: str = "") -> list[str]:
