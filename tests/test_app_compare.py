@@ -78,9 +78,9 @@ async def pick(pilot, screen: CompareScreen, name: str, key: str = "space") -> N
     row = [e.path.name for e in screen.entries].index(name)
     while table.cursor_row != row:
         await pilot.press("down" if table.cursor_row < row else "up")
+    before = [list(side) for side in screen.sides]
     await pilot.press(key)
-    await wait_for(pilot, lambda: any(p.name == name for p in screen.picked), 5,
-                   f"{name} picked")
+    await wait_for(pilot, lambda: screen.sides != before, 5, f"{name} (un)picked")
 
 
 def status(screen: CompareScreen) -> str:
@@ -132,6 +132,49 @@ def test_compare_two_files_verdict_histogram_and_back(isolated: Path,
             await pilot.press("escape")
             await wait_for(pilot, lambda: app.screen is app.main_screen, 5, "back")
             assert app.check_action("run", ()) is True
+    run(go())
+
+
+def test_sessions_marked_into_sides(isolated: Path, made: dict[str, Path]) -> None:
+    """Two sessions a side: space starts a side, `a` adds a session to the last one."""
+    async def go() -> None:
+        copies = []
+        for name in ("small", "big"):
+            twin = isolated / f"{made[name].stem}-again.jsonl"
+            shutil.copyfile(made[name], twin)
+            copies += [made[name], twin]
+        out = results_dir(isolated, copies)
+        app = HotloopApp(results_dir=out)
+        async with app.run_test(size=SIZE) as pilot:
+            screen = await open_compare(pilot, app, 4)
+            await pick(pilot, screen, "bs512.jsonl")
+            await pick(pilot, screen, "bs512-again.jsonl", "a")
+            await pick(pilot, screen, "bs16k.jsonl")
+            await pick(pilot, screen, "bs16k-again.jsonl", "a")
+            assert [[p.name for p in side] for side in screen.sides] == [
+                ["bs512.jsonl", "bs512-again.jsonl"], ["bs16k.jsonl", "bs16k-again.jsonl"]]
+            files = screen.query_one("#compare-files", DataTable)
+            assert str(files.get_cell(str(out / "bs512-again.jsonl"), "pick")) == "base"
+            assert str(files.get_cell(str(out / "bs16k-again.jsonl"), "pick")) == "2"
+            assert "2 sessions" in status(screen)
+            await pilot.press("c")
+            await wait_for(pilot, lambda: screen.comparison is not None or screen.error, 30,
+                           "the comparison")
+            assert screen.error == ""
+            comp = screen.comparison
+            assert [s.sessions for s in comp.sides] == [2, 2]
+            sides = str(screen.query_one("#compare-sides", Static).render())
+            assert "2 sessions, 10 runs" in sides
+            assert "session noise: measured from the sides' own sessions" in sides
+            table = screen.query_one("#compare-table", DataTable)
+            await wait_for(pilot, lambda: table.row_count > 0, 5, "table rows")
+            assert str(table.get_row_at(0)[2]) == "faster"
+            # space on a picked file takes it out of its side
+            await pilot.press("1")
+            await pick(pilot, screen, "bs16k-again.jsonl", "space")
+            await wait_for(pilot, lambda: len(screen.sides[1]) == 1, 5, "a session dropped")
+            await pilot.press("escape")
+            await wait_for(pilot, lambda: app.screen is app.main_screen, 5, "back")
     run(go())
 
 

@@ -22,7 +22,7 @@ from tui import results
 from tui.errors import HotloopError
 from tui.events import HotSymbol, HotSymbols
 
-from conftest import ROOT
+from conftest import ROOT, hotloop
 
 RUNS = "6"
 COUNT = "count=20000"
@@ -270,3 +270,179 @@ def test_truncated_result_is_compared_and_flagged_partial(files, tmp_path):
     assert "(partial)" in cmp.render(comp, "md")
     # a partial baseline works too
     assert cmp.load_and_compare([cut, files["big"]]).baseline.partial
+
+
+# --------------------------------------------------------------------------- sessions as sides
+
+@pytest.fixture(scope="module")
+def sessions(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Real sessions: three of zero_null in one directory, two in another, and one of each of
+    two other params; made once for the module."""
+    home = tmp_path_factory.mktemp("sessions")
+    env = dict(os.environ, PYTHONPATH=str(ROOT), XDG_CONFIG_HOME=str(home / "config"),
+               XDG_STATE_HOME=str(home / "state"), XDG_CACHE_HOME=str(home / "cache"))
+    stock, patched = home / "stock", home / "patched"
+    for d, k in ((stock, 3), (patched, 2)):
+        d.mkdir()
+        for i in range(k):
+            _run(env, d, "zero_null", "--runs", RUNS, "--param", COUNT)
+    return {"stock": stock, "patched": patched, "home": home,
+            "other": _run(env, home, "zero_null", "--runs", RUNS, "--param", COUNT,
+                          "--param", "block_size=1024"),
+            "seqpacket": _run(env, home, "seqpacket", "--runs", "5", "--param", "msgs=2000")}
+
+
+def test_sides_made_of_sessions_directories_and_commas(sessions):
+    stock, patched = sessions["stock"], sessions["patched"]
+    comp = cmp.load_and_compare([str(stock), str(patched)])
+    base, new = comp.sides
+    assert (base.sessions, new.sessions) == (3, 2) and (base.runs, new.runs) == (18, 12)
+    assert base.name == "stock" and new.name == "patched"
+    (pair,) = comp.pairs
+    m = row(pair, "bytes/s")
+    assert m.method == "sessions" and (m.sessions_baseline, m.sessions_new) == (3, 2)
+    assert m.noise_source == "measured" and m.session_noise_pct is None
+    assert m.ci_low < m.change_pct < m.ci_high
+    # the same sessions named one by one, joined by commas, are the same comparison
+    files = sorted(str(p) for p in stock.glob("*.jsonl"))
+    again = cmp.load_and_compare([",".join(files), str(patched)])
+    assert row(again.pairs[0], "bytes/s").ci_low == pytest.approx(m.ci_low)
+    # a side's histogram pools its sessions
+    h = comp.histogram
+    assert [sum(b.counts[i] for b in h.buckets) for i in (0, 1)] == [18, 12]
+    text = cmp.render(comp)
+    assert "3 sessions, 18 runs" in text and "sessions as replicates" in text
+    assert "measured from the sides' own sessions" in text
+    assert "| 3 vs 2 |" in cmp.render(comp, "md")
+    doc = json.loads(cmp.render(comp, "json"))
+    r = doc["comparisons"][0]
+    assert (r["sessions_baseline"], r["sessions_new"], r["session_noise_pct"]) == (3, 2, None)
+    assert doc["baseline"]["sessions"] == 3 and len(doc["baseline"]["files"]) == 3
+    csv_row = next(csv.DictReader(io.StringIO(cmp.render(comp, "csv"))))
+    assert csv_row["sessions_baseline"] == "3" and csv_row["method"] == "sessions"
+    assert "3/2" in cmp.render(comp, "org")
+
+
+def test_bad_sides_are_one_line_exit_2(sessions, tmp_path):
+    stock = sessions["stock"]
+    one = sorted(stock.glob("*.jsonl"))[0]
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    mixed = tmp_path / "mixed"
+    mixed.mkdir()
+    (mixed / "a.jsonl").write_text(one.read_text())
+    (mixed / "b.jsonl").write_text(sessions["seqpacket"].read_text())
+    params = f"{one},{sessions['other']}"
+    for args, expected in [
+        ([str(empty), str(stock)], "no result files"),
+        ([str(stock), str(mixed)], "workload"),
+        ([params, str(stock)], "params"),
+        ([f"{one},{one}", str(stock)], "named twice"),
+    ]:
+        p = hotloop("compare", *args)
+        assert p.returncode == 2, (args, p.stderr)
+        assert expected in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
+
+
+def test_one_session_a_side_without_calibration_says_so(sessions):
+    a, b = sorted(sessions["stock"].glob("*.jsonl"))[:2]
+    comp = cmp.load_and_compare([a, b])
+    m = row(comp.pairs[0], "bytes/s")
+    assert m.noise_source == "assumed" and m.noise_pct == pytest.approx(3.0)
+    assert not m.significant and m.verdict.startswith("within assumed noise (±")
+    # an assumed 3% session noise: nothing smaller than about 8% is called
+    assert m.ci_high - m.ci_low > 2 * 8
+    hint = "hotloop calibrate zero_null"
+    assert any(hint in w and "no noise profile" in w for w in comp.warnings)
+    for fmt in ("text", "md", "org"):
+        assert hint in cmp.render(comp, fmt)
+    doc = json.loads(cmp.render(comp, "json"))
+    assert doc["comparisons"][0]["session_noise_pct"] is None
+    assert doc["noise_profile"] is None and any(hint in w for w in doc["warnings"])
+
+
+def test_interleaved_variants_are_compared_round_by_round(tmp_path):
+    p = hotloop("run", "zero_null", "--param", "count=5000", "--param", "spin=0,400",
+                "--interleave", "--runs", "8", "--no-perf", "--format", "json")
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(p.stdout)
+    files = [r["result_file"] for r in doc["results"]]
+    batch = [results.read(Path(f)).header["batch"] for f in files]
+    assert batch[0]["interleaved"] and batch[0]["id"] == batch[1]["id"]
+    row_ = next(r for r in doc["comparison"]["comparisons"] if r["metric"] == "bytes/s")
+    assert row_["method"] == "paired" and row_["verdict"] == "slower", row_
+    assert row_["noise_source"] is None
+    # two separate (not interleaved) sessions of the same settings are not paired
+    comp = cmp.load_and_compare([files[0], files[0]])
+    assert comp.pairs[0].method == "exact"
+
+
+def test_synthetic_a_a_false_positives_stay_at_alpha():
+    """Synthetic sessions (pure statistics) with 2.5% session noise and 2% within a session:
+    the old test on runs called most A/A pairs significant; sessions as replicates call about
+    5%, whether the noise comes from the sessions, a calibration or the assumed value."""
+    import numpy as np
+    from tui import significance as sg
+    from tui.noise import SessionNoise
+    rng = np.random.default_rng(7)
+
+    def session(effect: float = 0.0, n: int = 30) -> np.ndarray:
+        return np.exp(rng.normal(rng.normal(0, 0.025) + np.log1p(effect), 0.02, n))
+
+    def calibration() -> SessionNoise:
+        var, df = sg.between_variance([[sg.session_estimate(session(), True)
+                                        for _ in range(8)]])
+        return SessionNoise(var ** 0.5, df, "calibrated")
+
+    trials = 300
+    for k, calibrated in ((1, True), (3, False), (3, True), (5, False)):
+        hits = sum(sg.sessions_test([session() for _ in range(k)],
+                                    [session() for _ in range(k)],
+                                    calibrated=calibration() if calibrated else None
+                                    ).significant for _ in range(trials))
+        assert hits / trials <= 0.08, (k, calibrated, hits)
+    # ...and a 10% change is still found with 5 sessions a side
+    found = sum(sg.sessions_test([session() for _ in range(5)],
+                                 [session(0.10) for _ in range(5)]).significant
+                for _ in range(100))
+    assert found >= 80
+    # the paired test on interleaved rounds sharing a drift: A/A at alpha, 2% found
+    drift = lambda n: np.cumsum(rng.normal(0, 0.01, n))
+    aa = sum(sg.paired_test(*(np.exp(d + rng.normal(0, 0.02, 40)) for d in [drift(40)] * 2)
+                            ).significant for _ in range(trials))
+    assert aa / trials <= 0.08
+    hit = 0
+    for _ in range(100):
+        d = drift(40)
+        hit += sg.paired_test(np.exp(d + rng.normal(0, 0.02, 40)),
+                              np.exp(d + np.log(1.02) + rng.normal(0, 0.02, 40))).significant
+    assert hit >= 80
+
+
+def test_compare_memory_does_not_grow_with_resamples_times_runs(tmp_path):
+    """20,000 runs a side: a bootstrap holding resamples x runs took 1.6 GB here; the
+    order-statistic methods hold the runs.  benchmarks/compare_memory.py measures 100,000."""
+    from tui import events as ev
+    from tui.results import Writer
+    import numpy as np
+    rng = np.random.default_rng(3)
+    paths = []
+    for name, shift in (("a", 0.0), ("b", 0.01)):
+        path = tmp_path / f"{name}.jsonl"
+        w = Writer(path)
+        w.write(ev.Started({"workload": {"name": "synthetic", "metric": "ns/op", "unit": "ns/op",
+                                         "higher_is_better": False}, "host": "h"}))
+        for i, v in enumerate(np.exp(rng.normal(np.log(100) + shift, 0.02, 20000))):
+            w.write(ev.RunSample(index=i, value=float(v), ops=1000, bytes=0,
+                                 ns=int(v * 1000), cycles=0))
+        w.write(ev.Finished({}))
+        w.close()
+        paths.append(str(path))
+    probe = ("import resource, subprocess, sys; subprocess.run([sys.executable, '-m', 'tui', "
+             f"'compare', {paths[0]!r}, {paths[1]!r}, '--format', 'json'], check=True, "
+             "stdout=subprocess.DEVNULL); "
+             "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
+    p = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                       env=dict(os.environ, PYTHONPATH=str(ROOT)), timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert int(p.stdout) < 300 * 1024, f"{int(p.stdout) / 1024:.0f} MB"

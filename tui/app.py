@@ -304,6 +304,7 @@ class HotloopApp(App[None]):
                     live.result_file = event.result_file
                     live.state = "running"
                     live.dirty = True
+                    self.find_noise(live, event.header)
                 elif isinstance(event, ev.HotSymbols):
                     self.post_message(SymbolsArrived(event))
                 elif isinstance(event, ev.Warning):
@@ -326,6 +327,17 @@ class HotloopApp(App[None]):
             path = session.result_file         # gone when nothing ran (bad input)
             self.post_message(SessionEnded(outcome, str(path) if path.exists() else "",
                                            live.n))
+
+    @work(thread=True, group="noise")
+    def find_noise(self, live: LiveRun, header: dict) -> None:
+        """The calibrated session noise of what runs (for the stats panel's "detect")."""
+        from tui import noise
+        profile, _ = noise.find(header)
+        metric = str((header.get("workload") or {}).get("metric", ""))
+        found = profile.metrics.get(metric) if profile is not None else None
+        if found is not None:
+            live.session_noise = found.sigma_between
+            live.dirty = True
 
     def on_symbols_arrived(self, message: SymbolsArrived) -> None:
         hot = message.symbols

@@ -10,13 +10,14 @@ import argparse
 import asyncio
 import itertools
 import json
+import math
 import os
 import re
 import signal
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, AsyncIterator, Sequence
+from typing import Any, AsyncIterator, Callable, Sequence
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, \
@@ -43,6 +44,27 @@ class _Parser(argparse.ArgumentParser):
                            f"{message}")
 
 
+def _plan_options(p: argparse.ArgumentParser, several: bool = False) -> None:
+    """What `run` and `calibrate` take to adjust the plan they run."""
+    p.add_argument("--cpu", action="append" if several else None,
+                   help="CPU profile" + ("; repeat to compare profiles" if several else ""))
+    p.add_argument("--kernel", help="kernel profile")
+    p.add_argument("--runs", type=int, help="recorded repetitions")
+    p.add_argument("--warmup", type=int, help="unrecorded repetitions first")
+    p.add_argument("--timeout", type=float, help="seconds one repetition may take")
+    p.add_argument("--processes", type=int,
+                   help="spread the runs over N worker processes, in turn (default: the "
+                        "plan's, 1): averages out what one process's memory layout does")
+    p.add_argument("--param", action="append", default=[], metavar="K=V",
+                   help="override a workload parameter (repeatable)"
+                        + ("; K=V1,V2 compares values" if several else ""))
+    p.add_argument("--perf", action=argparse.BooleanOptionalAction, default=None,
+                   help="sample with perf (default: the plan's, on where perf works)")
+    p.add_argument("--apply-system", action="store_true",
+                   help="allow the profiles' sysctl/governor changes (restored after)")
+    _profiles_option(p)
+
+
 def parser() -> argparse.ArgumentParser:
     top = _Parser(prog="hotloop", description="Benchmark Linux kernel and system hot paths.")
     top.add_argument("--version", action="version", version=f"hotloop {__version__}")
@@ -52,39 +74,37 @@ def parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="run plans or workloads headless")
     run.add_argument("names", nargs="+", metavar="NAME",
                      help="plan or workload name; several run as a batch and are compared")
-    run.add_argument("--cpu", action="append",
-                     help="CPU profile; repeat to compare profiles")
     run.add_argument("--interleave", action="store_true",
                      help="run the variants alternately, one repetition each (ABAB...)")
-    run.add_argument("--kernel", help="kernel profile")
-    run.add_argument("--runs", type=int, help="recorded repetitions")
-    run.add_argument("--warmup", type=int, help="unrecorded repetitions first")
-    run.add_argument("--timeout", type=float, help="seconds one repetition may take")
-    run.add_argument("--processes", type=int,
-                     help="spread the runs over N worker processes, in turn (default: the "
-                          "plan's, 1): averages out what one process's memory layout does")
-    run.add_argument("--param", action="append", default=[], metavar="K=V",
-                     help="override a workload parameter (repeatable); K=V1,V2 compares "
-                          "values")
-    run.add_argument("--perf", action=argparse.BooleanOptionalAction, default=None,
-                     help="sample with perf (default: the plan's, on where perf works)")
     run.add_argument("--keep-perf", action="store_true",
                      help="keep perf.data files beside the result file (RESULT.perf/)")
     run.add_argument("--out", type=Path, help="result file (default results/<time>-<plan>.jsonl)")
     run.add_argument("--format", choices=("text", "json"), default="text")
-    run.add_argument("--apply-system", action="store_true",
-                     help="allow the profiles' sysctl/governor changes (restored after)")
-    _profiles_option(run)
+    _plan_options(run, several=True)
 
     show = sub.add_parser("show", help="summary, histogram and hot symbols of a result file")
     show.add_argument("file", type=Path)
     show.add_argument("--format", choices=("text", "json"), default="text")
     _profiles_option(show)
 
-    cmp = sub.add_parser("compare", help="compare result files; the first is the baseline")
-    cmp.add_argument("files", nargs="+", type=Path)
+    cmp = sub.add_parser("compare", help="compare results; the first side is the baseline")
+    cmp.add_argument("files", nargs="+", metavar="SIDE",
+                     help="a result file, a directory of them, or files joined by commas: "
+                          "each one side, its files that side's sessions")
     cmp.add_argument("--format", choices=("text", "md", "org", "csv", "json"), default="text")
+    cmp.add_argument("--noise", type=Path, metavar="FILE",
+                     help="the noise profile to use (default: the stored one that matches)")
     _profiles_option(cmp)
+
+    cal = sub.add_parser("calibrate", help="measure the session-to-session noise of a plan")
+    cal.add_argument("names", nargs="*", metavar="PLAN|PATH",
+                     help="a plan or workload to run K sessions of, or A/A result files or "
+                          "directories to read")
+    cal.add_argument("--sessions", type=int, default=8, help="sessions to run (default 8)")
+    cal.add_argument("--gap", type=float, default=0.0, metavar="S",
+                     help="seconds between sessions")
+    cal.add_argument("--list", action="store_true", help="list the stored noise profiles")
+    _plan_options(cal)
 
     lst = sub.add_parser("list", help="list workloads, CPU and kernel profiles, plans")
     lst.add_argument("what", nargs="?", choices=("workloads", "cpu", "kernel", "plans"))
@@ -206,9 +226,12 @@ def variants(cat: Catalog, args: argparse.Namespace) -> list[Variant]:
     return out
 
 
-async def _run_sessions(sessions: list[Session], fmt: str,
-                        interleaved: bool) -> dict[str, ev.Event | None]:
-    """Drive the sessions with a progress bar on stderr; each one's Finished or Failed."""
+async def _run_sessions(sessions: list[Session], fmt: str, interleaved: bool,
+                        gap: float = 0.0, observe: Callable[[str, ev.Event | None], None]
+                        | None = None) -> dict[str, ev.Event | None]:
+    """Drive the sessions with a progress bar on stderr; each one's Finished or Failed.
+    In turn: `gap` seconds between two sessions; `observe` sees each event (None when a
+    session begins)."""
     # SIGTERM/SIGHUP (a kill, a dropped SSH session) cancel the run like Ctrl-C does:
     # the worker is stopped, the system restored, the result file ends "interrupted".
     loop, main = asyncio.get_running_loop(), asyncio.current_task()
@@ -227,6 +250,9 @@ async def _run_sessions(sessions: list[Session], fmt: str,
 
         async def consume(stream: AsyncIterator[ev.Event]) -> None:
             async for event in stream:
+                if observe is not None:
+                    observe(event.header.get("variant", "") if isinstance(event, ev.Started)
+                            else event.variant, event)
                 if isinstance(event, (ev.Finished, ev.Failed)):
                     last[event.variant] = event
                 elif isinstance(event, ev.RunSample) and not event.warmup:
@@ -239,8 +265,14 @@ async def _run_sessions(sessions: list[Session], fmt: str,
         if interleaved:
             await consume(interleave(sessions))
         else:
-            for s in sessions:
+            for i, s in enumerate(sessions):
+                if i and gap > 0:
+                    await asyncio.sleep(gap)
+                if observe is not None:
+                    observe(s.variant, None)
                 await consume(s.events())
+                if isinstance(last[s.variant], ev.Failed):
+                    break               # a failed session ends the ones after it
     return last
 
 
@@ -310,7 +342,68 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 def cmd_compare(args: argparse.Namespace) -> int:
     from tui import compare              # scipy: only when comparing (0.8 s to import)
-    print(compare.main_compare(args.files, args.format))
+    print(compare.main_compare(args.files, args.format, args.noise))
+    return 0
+
+
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    from tui import calibrate, noise     # scipy, as compare
+    if args.list:
+        print(calibrate.listing())
+        return 0
+    if not args.names:
+        raise HotloopError("calibrate: name a plan to run, or A/A result files or directories "
+                           "to read (or --list)")
+    if args.sessions < noise.MIN_SESSIONS:
+        raise HotloopError(f"--sessions {args.sessions}: a calibration needs at least "
+                           f"{noise.MIN_SESSIONS} sessions (8 or more give a usable estimate)")
+    if not math.isfinite(args.gap) or args.gap < 0:
+        raise HotloopError(f"--gap {args.gap:g}: must be 0 or more seconds")
+    from tui import compare
+    looks_like_path = [n for n in args.names if Path(n.split(",")[0]).exists() or "/" in n
+                       or n.endswith(".jsonl")]
+    if looks_like_path:
+        if len(looks_like_path) != len(args.names):
+            raise HotloopError("calibrate: give one plan to run, or result files and "
+                               "directories to read, not both")
+        sessions = [r for side in compare.load_sides(args.names) for r in side]
+        profile = noise.estimate(sessions)
+        print(calibrate.report(profile, noise.save(profile)))
+        return 0
+    if len(args.names) > 1:
+        raise HotloopError("calibrate: one plan at a time")
+    cat = catalog.load(_profiles(args))
+    plan = cat.plan_for(args.names[0])
+    rp = resolve_run_plan(cat, args, plan, args.cpu, args.param)
+    where = calibrate.new_directory(rp.plan.name)
+    sessions_run = [Session(rp, where / f"session-{i:02d}.jsonl", variant=f"session {i}",
+                            apply_system=args.apply_system)
+                    for i in range(1, args.sessions + 1)]
+    watch = calibrate.Stopwatch()
+
+    def observe(variant: str, event: ev.Event | None) -> None:
+        watch.see(variant, event)
+        if isinstance(event, ev.Finished) and event.summary:
+            s = event.summary
+            print(f"{variant}/{args.sessions}: {s.get('n')} runs, median "
+                  f"{si(s.get('median', 0), rp.workload.unit)}, CV {100 * s.get('cv', 0):.2f}%",
+                  file=sys.stderr)
+    try:
+        last = asyncio.run(_run_sessions(sessions_run, "text", False, args.gap, observe))
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        print(f"hotloop: interrupted; the sessions so far are in {where}", file=sys.stderr)
+        return interrupted_status()
+    failed = [e for e in last.values() if isinstance(e, ev.Failed)]
+    if failed:
+        if failed[0].interrupted:
+            return interrupted_status()
+        raise RunFailed(f"calibrate: {failed[0].variant}: {failed[0].message} (sessions so far "
+                        f"in {where})")
+    done = [results.read(s.result_file) for s in sessions_run]
+    costs = watch.costs()
+    profile = noise.estimate(done, *(costs or (None, None)))
+    print(calibrate.report(profile, noise.save(profile)))
+    print(f"the sessions: {where} (hotloop calibrate {where} reads them again)")
     return 0
 
 
@@ -378,7 +471,8 @@ def cmd_tui(args: argparse.Namespace) -> int:
     return app.return_code or 0
 
 
-COMMANDS = {"run": cmd_run, "show": cmd_show, "compare": cmd_compare, "list": cmd_list, "doctor": cmd_doctor,
+COMMANDS = {"run": cmd_run, "show": cmd_show, "compare": cmd_compare,
+            "calibrate": cmd_calibrate, "list": cmd_list, "doctor": cmd_doctor,
             "save": cmd_save, "restore": cmd_restore}
 
 

@@ -1,33 +1,42 @@
-"""Compare result files: baseline (the first) against each later one.
+"""Compare results: baseline (the first side) against each later side.
 
-For every metric the files recorded (the workload's primary metric, ns/op, cycles/op where the
-CPU counted cycles, each `extra` value such as user_s, sys_s or latency percentiles, and perf
-counters where a file carries them) a comparison row holds the baseline and new medians, the
-difference, the % change, a 95% bootstrap confidence interval of the % change, a two-sided
-Mann-Whitney U p-value and a verdict.  Around that: which header fields other than the kernel
-differ (apples vs oranges), the primary metric's distributions on shared bucket edges (seed
-000's table, side by side) and the perf symbol diff (seed 003).
+A side is one result file, a directory (every result file in it is one session of that side) or
+several files joined by commas: the sessions of one kernel, say.  For every metric the files
+recorded (the workload's primary metric, ns/op, cycles/op where the CPU counted cycles, each
+`extra` value such as user_s, sys_s or latency percentiles, and perf counters) a comparison row
+holds the two sides' centres, the difference, the % change, a 95% confidence interval of it, a
+p-value and a verdict, from the method that fits how the runs were taken (tui.significance):
+
+* separate sessions (the usual case: stock and patched kernels with a reboot between): the
+  session is the unit of replication; the session-to-session noise comes from the sides' own
+  sessions and from this machine's noise profile (`hotloop calibrate`), found by the files'
+  headers or given with `--noise FILE`.  With one session a side and no profile, an assumed
+  noise (`significance.ASSUMED_SESSION_NOISE`) is used and the verdict and a warning say so.
+* the variants of one interleaved batch (one session a side, ABAB...): a paired test on the
+  rounds, which removes the drift the rounds share.
+
+Around that: which header fields other than the kernel differ (apples vs oranges), the primary
+metric's distributions on shared bucket edges (a side's sessions pooled) and the perf symbol
+diff (a side's sessions pooled).
 
 Decisions (documented here because every format shows their outcome):
 
-* `change_pct` is the raw relative change of the medians, ``(new / baseline - 1) * 100``: a
+* `change_pct` is the relative change of the sides' centres, ``(new / baseline - 1) * 100``: a
   positive number means the metric went up, whatever the metric.  Whether up is good is what
-  the verdict says, following the metric's direction (`higher_is_better`).
-* The CI is a percentile bootstrap (``scipy.stats.bootstrap``, 9999 resamples, fixed seed, so
-  the same files always give the same interval) of the % change of the medians, each sample
-  resampled independently.  Where the baseline's values are not all of one sign (a CPU time of
-  0 s), the ratio is not defined for every resample: the interval of the *difference* of medians
-  is bootstrapped instead and divided by the baseline median.
-* `significant` = p < 0.05 and the CI excludes 0.  Both must agree: the rank test alone also
-  flags changes of shape that leave the median in place.
+  the verdict says, following the metric's direction (`higher_is_better`).  A side's centre is
+  its session's median, or with several sessions the geometric mean of their medians (each
+  session counts once, however many runs it has).
 * Verdict words: "faster"/"slower" for the primary metric, per-op costs (ns/op, cycles/op) and
   latencies (extra names starting with ``lat`` or ending in ``_ns``); "better"/"worse" for
   resources a run consumes (CPU times ending in ``_s``, perf counters); "higher"/"lower" for
-  extra values whose direction nobody declared.  "no significant change" otherwise, and
-  "too few runs (n<5)" instead of any of these when either side has fewer than 5 runs (with 4
-  against 4 runs no rank test can reach p < 0.05 anyway).
-* perf counters are one number per session: they are shown with their difference and % change
-  but no test ("one value each, no test").
+  extra values whose direction nobody declared.  When the interval holds 0: "within session
+  noise (+-X%)" for separate sessions (X: the interval's half width, the change that noise
+  alone can make), "within assumed noise (+-X%)" when nothing measured that noise, "no
+  significant change" for paired rounds.  "too few runs (n<5)" when a session has fewer than 5
+  runs, "too few rounds (n<6)" for fewer than 6 paired rounds.
+* perf counters are one number per session: with one session a side and no calibration of
+  them they are shown with their difference and % change but no test ("one value each, no
+  test"); with several sessions a side they are tested like the rest.
 * A partial result (a crash mid-run) is compared on the runs it holds and flagged.
 """
 from __future__ import annotations
@@ -36,34 +45,35 @@ import csv
 import io
 import json
 import math
-import statistics
-import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-import numpy as np
-from scipy import stats as sps
-
-from tui import results
+from tui import noise as noise_mod
+from tui import results, significance
 from tui.errors import HotloopError
-from tui.perf import SymbolDelta, diff_symbols
+from tui.metrics import RESOURCE, SPEED, UNDIRECTED, Series, extra_kind, series
+from tui.perf import SymbolDelta, aggregate, diff_symbols
 from tui.results import Result
-from tui.stats import Bucket, Summary, bucket_labels, edges, si
+from tui.significance import ALPHA, CONFIDENCE, MIN_ROUNDS, MIN_RUNS, Outcome
+from tui.stats import Bucket, Summary, bucket_labels, edges, si, summarize
+
+__all__ = ["RESOURCE", "SPEED", "UNDIRECTED", "extra_kind", "compare", "compare_sides"]
 
 FORMATS = ("text", "md", "org", "csv", "json")
-MIN_RUNS = 5                            # fewer on either side: no verdict
-ALPHA = 0.05
-CONFIDENCE = 0.95
-RESAMPLES = 9999
-SEED = 20151118                         # fixed: the same files give the same interval
 TOP_SYMBOLS = 15
 TOO_FEW = f"too few runs (n<{MIN_RUNS})"
+TOO_FEW_ROUNDS = f"too few rounds (n<{MIN_ROUNDS})"
 NO_CHANGE = "no significant change"
 NO_TEST = "one value each, no test"
-SPEED = ("faster", "slower")
-RESOURCE = ("better", "worse")
-UNDIRECTED = ("higher", "lower")
+METHODS = {
+    "sessions": "sessions as replicates: t interval on session log-medians, session noise "
+                "from the sessions and the noise profile",
+    "paired": "paired rounds of one interleaved batch: Wilcoxon signed-rank on per-round "
+              "log ratios, Hodges-Lehmann interval",
+    "exact": "identical samples",
+    "none": "one value each, no test",
+}
 
 # Header fields that must match for a fair comparison (everything but the kernel).
 META_FIELDS: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -92,33 +102,41 @@ META_FIELDS: tuple[tuple[str, tuple[str, ...]], ...] = (
 
 @dataclass(frozen=True)
 class Side:
-    """One compared result file, as the report names it."""
+    """One compared side: one session or several, as the report names it."""
     index: int                          # 0 = the baseline
-    name: str                           # unique among the compared files
+    name: str                           # unique among the compared sides
     label: str                          # the kernel profile's label ("stock")
-    kernel: str                         # kernel release
-    file: str
+    kernel: str                         # kernel release(s)
+    file: str                           # as given: a file, a directory, or files joined by ","
     variant: str
-    runs: int
+    runs: int                           # over all its sessions
     partial: bool
     partial_reason: str
-    summary: Summary | None
+    summary: Summary | None             # of all its runs, pooled
+    files: tuple[str, ...] = ()         # one per session
+    sessions: int = 1
 
 
 @dataclass(frozen=True)
 class Test:
-    """Two samples of one metric compared (no names: `compare_samples`' answer)."""
-    n_baseline: int
+    """Two sides of one metric compared (no names: the statistics' answer, worded)."""
+    n_baseline: int                     # runs (or, per session metrics, sessions)
     n_new: int
-    baseline: float                     # median
-    new: float                          # median
+    baseline: float                     # the side's centre
+    new: float
     diff: float                         # new - baseline
     change_pct: float | None            # (new / baseline - 1) * 100; None if baseline is 0
     ci_low: float | None                # 95% CI of change_pct
     ci_high: float | None
-    p_value: float | None               # Mann-Whitney U, two-sided
+    p_value: float | None
     significant: bool
     verdict: str
+    method: str = "sessions"            # a key of METHODS
+    sessions_baseline: int = 1
+    sessions_new: int = 1
+    session_noise_pct: float | None = None  # the calibrated session noise used, else None
+    noise_pct: float | None = None      # the session noise the interval used (any source)
+    noise_source: str | None = None     # measured / calibrated / measured+calibrated / assumed
 
 
 @dataclass(frozen=True)
@@ -144,12 +162,13 @@ class MetaDiff:
 
 @dataclass
 class Pair:
-    """The baseline against one later result."""
+    """The baseline against one later side."""
     baseline: Side
     new: Side
     metrics: list[MetricDelta]
     metadata: list[MetaDiff]
     symbols: list[SymbolDelta] | None   # None unless both sides have session hot symbols
+    method: str = "sessions"            # how the primary metric was tested
 
 
 @dataclass(frozen=True)
@@ -157,7 +176,7 @@ class SharedBucket:
     low: float
     high: float
     label: str
-    counts: tuple[int, ...]             # one per compared file, in order
+    counts: tuple[int, ...]             # one per compared side, in order
     percents: tuple[float, ...]
 
 
@@ -180,6 +199,7 @@ class Comparison:
     pairs: list[Pair] = field(default_factory=list)
     histogram: SharedHistogram | None = None
     warnings: list[str] = field(default_factory=list)
+    noise: noise_mod.NoiseProfile | None = None     # the calibration used, if any
 
     @property
     def baseline(self) -> Side:
@@ -187,163 +207,81 @@ class Comparison:
 
     @property
     def single(self) -> bool:
-        """One file only: the comparison just carries its summary."""
+        """One side only: the comparison just carries its summary."""
         return not self.pairs
 
 
-# --------------------------------------------------------------------------- statistics
+# --------------------------------------------------------------------------- tests of a metric
 
-def _finite(x: float) -> float | None:
-    return float(x) if x is not None and math.isfinite(x) else None
-
-
-def _pct_of_medians(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray:
-    return (np.median(y, axis=axis) / np.median(x, axis=axis) - 1.0) * 100.0
+def _words(up: bool, higher_is_better: bool | None, words: tuple[str, str]) -> str:
+    if higher_is_better is None:
+        return UNDIRECTED[0] if up else UNDIRECTED[1]
+    return words[0] if up == higher_is_better else words[1]
 
 
-def _diff_of_medians(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray:
-    return np.median(y, axis=axis) - np.median(x, axis=axis)
+def _worded(o: Outcome, higher_is_better: bool | None, words: tuple[str, str],
+            too_few: str | None) -> str:
+    if too_few:
+        return too_few
+    if o.method == "exact":
+        return NO_CHANGE
+    if o.significant:
+        up = o.new > o.baseline if o.new != o.baseline else (o.ci_low or 0) > 0
+        return _words(up, higher_is_better, words)
+    if o.method == "sessions" and o.half_width_pct is not None:
+        kind = "assumed" if o.noise_source == "assumed" else "session"
+        return f"within {kind} noise (±{o.half_width_pct:.1f}%)"
+    return NO_CHANGE
 
 
-def _bootstrap(stat: Any, x: np.ndarray, y: np.ndarray, resamples: int,
-               seed: int) -> tuple[float, float] | None:
-    if len(x) < 2 or len(y) < 2:
-        return None
-    with warnings.catch_warnings(), np.errstate(all="ignore"):
-        warnings.simplefilter("ignore")
-        res = sps.bootstrap((x, y), stat, vectorized=True, paired=False,
-                            confidence_level=CONFIDENCE, n_resamples=resamples,
-                            method="percentile", rng=np.random.default_rng(seed))
-    lo, hi = _finite(res.confidence_interval.low), _finite(res.confidence_interval.high)
-    return None if lo is None or hi is None else (lo, hi)
+def _test(o: Outcome, n_base: int, n_new: int, k_base: int, k_new: int, verdict: str,
+          calibrated: noise_mod.SessionNoise | None) -> Test:
+    used_calibration = o.noise_source is not None and "calibrated" in o.noise_source
+    return Test(n_base, n_new, o.baseline, o.new, o.new - o.baseline, o.change_pct,
+                o.ci_low, o.ci_high, o.p_value, o.significant and verdict not in
+                (TOO_FEW, TOO_FEW_ROUNDS), verdict, o.method, k_base, k_new,
+                100 * calibrated.sigma if calibrated and used_calibration else None,
+                o.noise_pct, o.noise_source)
+
+
+def test_metric(base: Sequence[Series], new: Sequence[Series], *, paired: bool = False,
+                calibrated: noise_mod.SessionNoise | None = None) -> Test:
+    """One metric, each side a list of sessions' series."""
+    b0 = base[0]
+    hib, words = b0.higher_is_better, b0.words
+    kb, kn = len(base), len(new)
+    if b0.per_session or new[0].per_session:
+        # One value per session: the sessions are the samples.
+        bv = [[s.values[0]] for s in base]
+        nv = [[s.values[0]] for s in new]
+        if kb + kn - 2 <= 0 and calibrated is None:
+            mb, mn = bv[0][0], nv[0][0]
+            change = (mn / mb - 1.0) * 100.0 if mb else (0.0 if mn == mb else None)
+            return Test(kb, kn, mb, mn, mn - mb, change, None, None, None, False, NO_TEST,
+                        "none", kb, kn)
+        o = significance.sessions_test(bv, nv, calibrated=calibrated)
+        return _test(o, kb, kn, kb, kn, _worded(o, hib, words, None), calibrated)
+    nb = sum(len(s.values) for s in base)
+    nn = sum(len(s.values) for s in new)
+    if paired:
+        o = significance.paired_test(base[0].values, new[0].values)
+        too_few = TOO_FEW_ROUNDS if o.method != "exact" and o.rounds < MIN_ROUNDS else None
+        return _test(o, nb, nn, kb, kn, _worded(o, hib, words, too_few), None)
+    o = significance.sessions_test([s.values for s in base], [s.values for s in new],
+                                   calibrated=calibrated)
+    short = min(len(s.values) for s in [*base, *new]) < MIN_RUNS
+    return _test(o, nb, nn, kb, kn, _worded(o, hib, words, TOO_FEW if short else None),
+                 calibrated)
 
 
 def compare_samples(base: Sequence[float], new: Sequence[float], *,
                     higher_is_better: bool | None = True,
-                    words: tuple[str, str] = SPEED,
-                    resamples: int = RESAMPLES, seed: int = SEED) -> Test:
-    """Medians, % change, bootstrap CI, Mann-Whitney p and verdict of two samples.
-
-    `words` are (the word for a change in the good direction, the bad one); with
-    `higher_is_better` None the direction is unknown and the verdict says "higher"/"lower".
-    """
-    x = np.asarray(base, dtype=float)
-    y = np.asarray(new, dtype=float)
-    if not len(x) or not len(y):
-        raise ValueError("compare_samples needs at least one value on each side")
-    mb, mn = statistics.median(x.tolist()), statistics.median(y.tolist())
-    diff = mn - mb
-    change = (mn / mb - 1.0) * 100.0 if mb else (0.0 if mn == mb else None)
-
-    p: float | None = None
-    if len(x) >= 1 and len(y) >= 1:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            p = _finite(sps.mannwhitneyu(x, y, alternative="two-sided").pvalue)
-    ci: tuple[float, float] | None = None
-    excludes_zero = False
-    if (x > 0).all() or (x < 0).all():          # every resampled median is nonzero
-        ci = _bootstrap(_pct_of_medians, x, y, resamples, seed)
-        if ci is not None:
-            excludes_zero = ci[0] > 0 or ci[1] < 0
-    else:
-        dci = _bootstrap(_diff_of_medians, x, y, resamples, seed)
-        if dci is not None:
-            excludes_zero = dci[0] > 0 or dci[1] < 0
-            if mb:
-                ci = (dci[0] / abs(mb) * 100.0, dci[1] / abs(mb) * 100.0)
-    significant = bool(p is not None and p < ALPHA and excludes_zero
-                       and len(x) >= MIN_RUNS and len(y) >= MIN_RUNS)
-    if len(x) < MIN_RUNS or len(y) < MIN_RUNS:
-        verdict = TOO_FEW
-    elif not significant:
-        verdict = NO_CHANGE
-    else:
-        up = diff > 0 if diff else (ci is not None and ci[0] > 0)
-        if higher_is_better is None:
-            verdict = UNDIRECTED[0] if up else UNDIRECTED[1]
-        else:
-            verdict = words[0] if up == higher_is_better else words[1]
-    return Test(len(x), len(y), mb, mn, diff, change,
-                ci[0] if ci else None, ci[1] if ci else None, p, significant, verdict)
-
-
-# --------------------------------------------------------------------------- metrics of a result
-
-@dataclass(frozen=True)
-class Series:
-    name: str
-    unit: str
-    higher_is_better: bool | None
-    words: tuple[str, str]
-    values: list[float]
-    per_session: bool = False           # a perf counter: one value for the whole session
-
-
-def extra_kind(name: str) -> tuple[str, bool | None, tuple[str, str]]:
-    """(unit, higher_is_better, verdict words) of an `extra` value, from its name."""
-    if name.startswith("lat") or name.endswith("_ns"):
-        return ("ns" if name.endswith("_ns") else ""), False, SPEED
-    if name.endswith("_s"):
-        return "s", False, RESOURCE
-    return "", None, UNDIRECTED
-
-
-_COUNTER_UP = {"ipc", "instructions-per-cycle"}     # counters where more is better
-
-
-def _counters(r: Result) -> dict[str, float]:
-    found: dict[str, Any] = {}
-    source = r.finished.summary.get("counters") if r.finished else None
-    if isinstance(source, dict):
-        found.update(source)
-    return {k: float(v) for k, v in found.items()
-            if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)}
-
-
-def series(r: Result) -> dict[str, Series]:
-    """Every metric the result recorded, per run, the primary metric first."""
-    w = r.workload
-    primary = w.get("metric", "value")
-    out: dict[str, Series] = {primary: Series(primary, w.get("unit", ""),
-                                              bool(w.get("higher_is_better", True)), SPEED,
-                                              r.values)}
-    per_op = [x for x in r.runs if x.ops > 0]
-    if "ns/op" not in out:
-        vals = [x.ns / x.ops for x in per_op if x.ns > 0]
-        if vals:
-            out["ns/op"] = Series("ns/op", "ns/op", False, SPEED, vals)
-    if "cycles/op" not in out:
-        vals = [x.cycles / x.ops for x in per_op if x.cycles > 0]
-        if vals:
-            out["cycles/op"] = Series("cycles/op", "cycles/op", False, SPEED, vals)
-    names: list[str] = []
-    for x in r.runs:
-        names += [k for k in x.extra if k not in names]
-    for name in names:
-        if name in out:
-            continue
-        vals = [float(x.extra[name]) for x in r.runs
-                if isinstance(x.extra.get(name), (int, float))]
-        if vals:
-            unit, hib, words = extra_kind(name)
-            out[name] = Series(name, unit, hib, words, vals)
-    for name, v in _counters(r).items():
-        key = f"perf:{name}"
-        out[key] = Series(key, "", name in _COUNTER_UP, RESOURCE, [v], per_session=True)
-    return out
-
-
-def _metric_delta(b: Series, n: Series) -> MetricDelta:
-    if b.per_session or n.per_session:
-        mb, mn = b.values[0], n.values[0]
-        change = (mn / mb - 1.0) * 100.0 if mb else (0.0 if mn == mb else None)
-        t = Test(len(b.values), len(n.values), mb, mn, mn - mb, change, None, None, None,
-                 False, NO_TEST)
-    else:
-        t = compare_samples(b.values, n.values, higher_is_better=b.higher_is_better,
-                            words=b.words)
-    return MetricDelta(b.name, b.unit, b.higher_is_better, t)
+                    words: tuple[str, str] = SPEED, paired: bool = False,
+                    calibrated: noise_mod.SessionNoise | None = None) -> Test:
+    """Two samples of one session each (synthetic data, benchmarks): the Test compare gives."""
+    def one(values: Sequence[float]) -> Series:
+        return Series("value", "", higher_is_better, words, list(values))
+    return test_metric([one(base)], [one(new)], paired=paired, calibrated=calibrated)
 
 
 # --------------------------------------------------------------------------- metadata
@@ -371,16 +309,68 @@ def metadata_diff(base: dict[str, Any], new: dict[str, Any]) -> list[MetaDiff]:
     return out
 
 
-# --------------------------------------------------------------------------- building
+# --------------------------------------------------------------------------- sides
 
-def _names(rs: Sequence[Result]) -> list[str]:
-    def label(r: Result) -> str:
-        h = r.header
-        return str(h.get("variant") or h.get("label") or r.path.stem)
+def expand(arg: str) -> list[Path]:
+    """The session files one side names: a file, a directory of them, or files joined by ","."""
+    whole = Path(arg)
+    parts = [whole] if whole.exists() or "," not in arg else \
+        [Path(p) for p in arg.split(",") if p.strip()]
+    if not parts:
+        raise HotloopError(f"compare: {arg!r} names no result file")
+    out: list[Path] = []
+    for p in parts:
+        if p.is_dir():
+            found = sorted(f for f in p.glob("*.jsonl") if f.is_file())
+            if not found:
+                raise HotloopError(f"{p}: no result files (*.jsonl) in this directory")
+            out += found
+        else:
+            out.append(p)
+    seen: set[Path] = set()
+    for p in out:
+        real = p.resolve()
+        if real in seen:
+            raise HotloopError(f"{p}: named twice in one side ({arg})")
+        seen.add(real)
+    return out
 
-    names = [label(r) for r in rs]
+
+def _identity(r: Result) -> tuple[str, str, str]:
+    w = r.workload
+    params = r.header.get("params")
+    return (str(w.get("name", "?")), str(w.get("metric", "value")),
+            json.dumps(params if isinstance(params, dict) else {}, sort_keys=True, default=str))
+
+
+def check_side(rs: Sequence[Result], given: str) -> None:
+    """A side's sessions must be of one benchmark: same workload, metric and params."""
+    first = rs[0]
+    w0, m0, p0 = _identity(first)
+    for r in rs[1:]:
+        w, m, p = _identity(r)
+        what = "workload" if w != w0 else "metric" if m != m0 else "params" if p != p0 else ""
+        if what:
+            mine, theirs = {"workload": (w, w0), "metric": (m, m0), "params": (p, p0)}[what]
+            raise HotloopError(f"{r.path}: {what} {mine} differs from {first.path}'s {theirs}; "
+                               f"the sessions of one side ({given}) must be of one benchmark")
+
+
+def _label(rs: Sequence[Result]) -> str:
+    labels = {str(r.header.get("variant") or r.header.get("label") or "") for r in rs}
+    return labels.pop() if len(labels) == 1 else ""
+
+
+def _names(sides: Sequence[Sequence[Result]], given: Sequence[str]) -> list[str]:
+    def fallback(rs: Sequence[Result], arg: str) -> str:
+        if len(rs) == 1:
+            return rs[0].path.stem
+        p = Path(arg.rstrip("/"))
+        return p.name if p.is_dir() else f"{rs[0].path.stem}+{len(rs) - 1}"
+
+    names = [_label(rs) or fallback(rs, g) for rs, g in zip(sides, given)]
     if len(set(names)) < len(names):
-        names = [r.path.stem for r in rs]
+        names = [fallback(rs, g) for rs, g in zip(sides, given)]
     seen: dict[str, int] = {}
     out = []
     for n in names:
@@ -389,89 +379,169 @@ def _names(rs: Sequence[Result]) -> list[str]:
     return out
 
 
-def _side(i: int, name: str, r: Result) -> Side:
-    why = ""
-    if r.partial:
-        why = r.failed.message if r.failed else "the file ends early (a crash?)"
-    h = r.header
-    return Side(i, name, str(h.get("label", "")), str(h.get("kernel_release", "?")),
-                str(r.path), str(h.get("variant", "")), len(r.runs), r.partial, why, r.summary)
+def _side(i: int, name: str, rs: Sequence[Result], given: str) -> Side:
+    partial = [r for r in rs if r.partial]
+    why = "; ".join(f"{r.path.name if len(rs) > 1 else ''}{': ' if len(rs) > 1 else ''}"
+                    f"{r.failed.message if r.failed else 'the file ends early (a crash?)'}"
+                    for r in partial)
+    labels = sorted({str(r.header.get("label", "")) for r in rs})
+    kernels = sorted({str(r.header.get("kernel_release", "?")) for r in rs})
+    values = [v for r in rs for v in r.values]
+    return Side(i, name, ",".join(labels), ",".join(kernels), given,
+                str(rs[0].header.get("variant", "")), len(values), bool(partial), why,
+                summarize(values), tuple(str(r.path) for r in rs), len(rs))
 
 
-def shared_histogram(rs: Sequence[Result], metric: str, unit: str,
+def _interleaved_pair(a: Sequence[Result], b: Sequence[Result]) -> bool:
+    """Both sides one session of the same interleaved batch: their runs pair up by round."""
+    if len(a) != 1 or len(b) != 1 or a[0].path.resolve() == b[0].path.resolve():
+        return False
+    ba, bb = a[0].header.get("batch"), b[0].header.get("batch")
+    return (isinstance(ba, dict) and isinstance(bb, dict) and bool(ba.get("interleaved"))
+            and ba.get("id") is not None and ba.get("id") == bb.get("id"))
+
+
+def shared_histogram(sides: Sequence[Sequence[Result]], metric: str, unit: str,
                      target: int = 10) -> SharedHistogram | None:
-    """Seed 000's bucket table for every result at once, on edges of the union."""
-    every = [v for r in rs for v in r.values]
+    """Every side's distribution (its sessions pooled) on the edges of the union."""
+    values = [[v for r in rs for v in r.values] for rs in sides]
+    every = [v for vs in values for v in vs]
     if not every:
         return None
     start, width = edges(every, target)
-    index = [[int(math.floor((v - start) / width + 1e-9)) for v in r.values] for r in rs]
+    index = [[int(math.floor((v - start) / width + 1e-9)) for v in vs] for vs in values]
     lo = min(min(ix) for ix in index if ix)
     hi = max(max(ix) for ix in index if ix)
     plain = [Bucket(start + i * width, start + (i + 1) * width, 0, 0.0) for i in range(lo, hi + 1)]
     labels = bucket_labels(plain, unit)
+    counts_of = [dict.fromkeys(range(lo, hi + 1), 0) for _ in index]
+    for ix, counts in zip(index, counts_of):
+        for i in ix:
+            counts[i] += 1
     buckets = []
     for k, i in enumerate(range(lo, hi + 1)):
-        counts = tuple(ix.count(i) for ix in index)
+        counts = tuple(c[i] for c in counts_of)
         pcts = tuple(100.0 * c / len(ix) if ix else 0.0 for c, ix in zip(counts, index))
         buckets.append(SharedBucket(plain[k].low, plain[k].high, labels[k], counts, pcts))
     return SharedHistogram(metric, unit, start, width, buckets)
 
 
-def compare(rs: list[Result]) -> Comparison:
-    """Compare every result with the first (the baseline); HotloopError for what cannot be."""
-    if not rs:
+def _symbols(rs: Sequence[Result]) -> list[Any] | None:
+    found = [r.session_symbols.symbols for r in rs
+             if r.session_symbols and r.session_symbols.symbols]
+    if len(found) != len(rs):
+        return None
+    return found[0] if len(found) == 1 else aggregate(found)
+
+
+def _calibrate_hint(h: dict[str, Any]) -> str:
+    """The command that measures the session noise these results need."""
+    key = noise_mod.key_of(h)
+    parts = ["hotloop calibrate", key["workload"] or "PLAN"]
+    parts += [f"--param {k}={v}" for k, v in key["params"].items()]
+    if key["cpu"]:
+        parts.append(f"--cpu {key['cpu']}")
+    parts.append("--perf" if key["perf"] else "--no-perf")
+    return " ".join(parts + ["--sessions 8"])
+
+
+def compare_sides(sides: Sequence[Sequence[Result]], given: Sequence[str] | None = None,
+                  noise_file: Path | None = None) -> Comparison:
+    """Compare every side with the first (the baseline); HotloopError for what cannot be."""
+    if not sides or not all(sides):
         raise HotloopError("compare: no result files given")
-    base = rs[0]
-    wname = base.workload.get("name", "?")
-    metric = base.workload.get("metric", "value")
-    if not base.runs:
-        raise HotloopError(f"{base.path}: the baseline has no recorded runs, nothing to compare")
-    for r in rs[1:]:
-        other = r.workload.get("name", "?")
+    given = list(given) if given is not None else [str(rs[0].path) if len(rs) == 1 else
+                                                  ",".join(str(r.path) for r in rs)
+                                                  for rs in sides]
+    for rs, g in zip(sides, given):
+        check_side(rs, g)
+        for r in rs:
+            if not r.runs:
+                what = "the baseline has" if rs is sides[0] else "has"
+                raise HotloopError(f"{r.path}: {what} no recorded runs, nothing to compare")
+    base = sides[0][0]
+    wname, metric, _ = _identity(base)
+    for rs in sides[1:]:
+        other, m, _ = _identity(rs[0])
         if other != wname:
-            raise HotloopError(f"{r.path}: workload {other!r} cannot be compared with the "
+            raise HotloopError(f"{rs[0].path}: workload {other!r} cannot be compared with the "
                                f"baseline's {wname!r} ({base.path})")
-        if r.workload.get("metric", "value") != metric:
-            raise HotloopError(f"{r.path}: metric {r.workload.get('metric')!r} cannot be "
-                               f"compared with the baseline's {metric!r} ({base.path})")
-        if not r.runs:
-            raise HotloopError(f"{r.path}: no recorded runs, nothing to compare")
-    names = _names(rs)
-    sides = [_side(i, n, r) for i, (n, r) in enumerate(zip(names, rs))]
-    unit = base.workload.get("unit", "")
+        if m != metric:
+            raise HotloopError(f"{rs[0].path}: metric {m!r} cannot be compared with the "
+                               f"baseline's {metric!r} ({base.path})")
+    names = _names(sides, given)
+    out = [_side(i, n, rs, g) for i, (n, rs, g) in enumerate(zip(names, sides, given))]
+    unit = str(base.workload.get("unit", ""))
     comp = Comparison(wname, metric, unit, bool(base.workload.get("higher_is_better", True)),
-                      sides, histogram=shared_histogram(rs, metric, unit))
-    base_series = series(base)
-    for side, r in zip(sides[1:], rs[1:]):
-        new_series = series(r)
-        rows = [_metric_delta(s, new_series[k]) for k, s in base_series.items() if k in new_series]
-        syms = None
-        bs, ns = base.session_symbols, r.session_symbols
-        if bs and bs.symbols and ns and ns.symbols:
-            syms = diff_symbols(list(bs.symbols), list(ns.symbols))[:TOP_SYMBOLS]
-        comp.pairs.append(Pair(sides[0], side, rows, metadata_diff(base.header, r.header), syms))
-    for s in sides:
+                      out, histogram=shared_histogram(sides, metric, unit))
+    profile, notes = noise_mod.find(base.header, noise_file)
+    comp.noise = profile
+    comp.warnings += notes
+    base_series = [series(r) for r in sides[0]]
+    assumed: list[str] = []             # metrics whose session noise nothing measured
+    for side, rs in zip(out[1:], sides[1:]):
+        paired = _interleaved_pair(sides[0], rs)
+        new_series = [series(r) for r in rs]
+        rows = []
+        for name, s in base_series[0].items():
+            if not all(name in x for x in base_series + new_series):
+                continue
+            calibrated = profile.noise(name) if profile else None
+            t = test_metric([x[name] for x in base_series], [x[name] for x in new_series],
+                            paired=paired, calibrated=calibrated)
+            rows.append(MetricDelta(s.name, s.unit, s.higher_is_better, t))
+            if t.noise_source == "assumed" and s.name not in assumed:
+                assumed.append(s.name)
+        symbols = None
+        bs, ns = _symbols(sides[0]), _symbols(rs)
+        if bs and ns:
+            symbols = diff_symbols(list(bs), list(ns))[:TOP_SYMBOLS]
+        meta = metadata_diff(base.header, rs[0].header)
+        comp.pairs.append(Pair(out[0], side, rows, meta, symbols,
+                               rows[0].test.method if rows else "sessions"))
+    floor = f"{100 * significance.ASSUMED_SESSION_NOISE:g}%"
+    if assumed and profile is None:
+        comp.warnings.append(
+            f"no noise profile for {noise_mod.describe_key(noise_mod.key_of(base.header))}: "
+            f"with one session a side, a change counts only beyond an assumed {floor} "
+            f"session-to-session noise; measure this machine's: {_calibrate_hint(base.header)}")
+    elif assumed:
+        comp.warnings.append(f"the noise profile has no figure for {', '.join(assumed)} "
+                             f"(values not all above 0): an assumed {floor} is used for it")
+    for s in out:
         if s.partial:
             comp.warnings.append(f"{s.name} ({s.file}) is partial, {s.runs} runs: "
                                  f"{s.partial_reason}")
-    for p in comp.pairs:
-        if p.metadata:
-            comp.warnings.append(f"{p.new.name} differs from the baseline in more than the "
-                                 f"kernel: " + "; ".join(_meta_text(d) for d in p.metadata))
+    comp.warnings += [_meta_warning(p) for p in comp.pairs if p.metadata]
+    for rs, s in zip(sides, out):
+        inside = sorted({d.field for r in rs[1:] for d in metadata_diff(rs[0].header, r.header)
+                         if d.field not in ("hotloop",)})
+        if inside:
+            comp.warnings.append(f"the sessions of {s.name} differ among themselves in "
+                                 f"{', '.join(inside)}")
     return comp
 
 
-def load_and_compare(paths: Sequence[Path]) -> Comparison:
-    """Read the files (one-line HotloopError for what is not a result) and compare them."""
-    return compare([results.read(Path(p)) for p in paths])
+def compare(rs: list[Result]) -> Comparison:
+    """Each result its own side, the first the baseline."""
+    return compare_sides([[r] for r in rs])
 
 
-def main_compare(paths: Sequence[Path], fmt: str = "text") -> str:
-    """What `hotloop compare A B C --format F` prints."""
+def load_sides(args: Sequence[str | Path]) -> list[list[Result]]:
+    """Read every side's files (one-line HotloopError for what is not a result)."""
+    return [[results.read(p) for p in expand(str(a))] for a in args]
+
+
+def load_and_compare(paths: Sequence[str | Path], noise_file: Path | None = None) -> Comparison:
+    return compare_sides(load_sides(paths), [str(p) for p in paths], noise_file)
+
+
+def main_compare(paths: Sequence[str | Path], fmt: str = "text",
+                 noise_file: Path | None = None) -> str:
+    """What `hotloop compare A B C --format F [--noise FILE]` prints."""
     if fmt not in FORMATS:
         raise HotloopError(f"compare: unknown format {fmt!r} (one of {', '.join(FORMATS)})")
-    return render(load_and_compare(paths), fmt)
+    return render(load_and_compare(paths, noise_file), fmt)
 
 
 # --------------------------------------------------------------------------- rendering helpers
@@ -487,6 +557,11 @@ def _meta_value(v: Any) -> str:
 
 def _meta_text(d: MetaDiff) -> str:
     return f"{d.field} {_meta_value(d.baseline)} -> {_meta_value(d.new)}"
+
+
+def _meta_warning(p: Pair) -> str:
+    return (f"{p.new.name} differs from the baseline in more than the kernel: "
+            + "; ".join(_meta_text(d) for d in p.metadata))
 
 
 def _num(v: float | None, unit: str = "", signed: bool = False) -> str:
@@ -514,13 +589,15 @@ def _plain(v: float | None, signed: bool = False) -> str:
 
 
 def _pct(v: float | None) -> str:
-    return "-" if v is None else f"{v:+.2f}%"
+    if v is None:
+        return "-"
+    return f"{v:+.2f}%" if abs(v) < 1e4 else f"{v:+.3g}%"    # a CI from 2 sessions can be wide
 
 
 def _ci(t: Test) -> str:
     if t.ci_low is None or t.ci_high is None:
         return "-"
-    return f"[{t.ci_low:+.2f}%, {t.ci_high:+.2f}%]"
+    return f"[{_pct(t.ci_low)}, {_pct(t.ci_high)}]"
 
 
 def _p(v: float | None) -> str:
@@ -533,11 +610,34 @@ def _direction(hib: bool | None) -> str:
     return "higher is better" if hib else ("lower is better" if hib is not None else "")
 
 
+def _runs_text(s: Side) -> str:
+    runs = f"{s.runs} run{'s' * (s.runs != 1)}"
+    return runs if s.sessions == 1 else f"{s.sessions} sessions, {runs}"
+
+
 def _side_line(s: Side, baseline: bool) -> str:
     tag = "baseline" if baseline else f"[{s.index}]"
     line = (f"  {tag:<8}  {s.name}  label {s.label or '-'}  kernel {s.kernel}  "
-            f"{s.runs} runs  {s.file}")
+            f"{_runs_text(s)}  {s.file}")
     return line + ("  PARTIAL" if s.partial else "")
+
+
+def noise_line(comp: Comparison) -> str:
+    """Which session noise the verdicts used: a calibration, or why none."""
+    p = comp.noise
+    if p is not None:
+        return f"session noise: calibrated, {p.describe()}, {p.path}"
+    if any(t.test.noise_source == "assumed" for pair in comp.pairs for t in pair.metrics):
+        return (f"session noise: not calibrated, assumed "
+                f"{100 * significance.ASSUMED_SESSION_NOISE:g}% (hotloop calibrate)")
+    if any(pair.method == "sessions" for pair in comp.pairs):
+        return "session noise: measured from the sides' own sessions (no calibration)"
+    return ""
+
+
+def _method_text(p: Pair) -> str:
+    return {"paired": "paired rounds (interleaved)", "exact": "identical",
+            "sessions": "sessions as replicates", "none": "no test"}.get(p.method, p.method)
 
 
 def _table(rows: list[list[str]], right: set[int]) -> list[str]:
@@ -577,8 +677,10 @@ def render_text(comp: Comparison) -> str:
     lines += [_side_line(s, s.index == 0) for s in comp.sides]
     if comp.single:
         lines += ["", "one file only: its summary"] + _summary_lines(comp)
+    if comp.pairs and noise_line(comp):
+        lines.append(noise_line(comp))
     for p in comp.pairs:
-        lines += ["", f"{p.new.name} vs {p.baseline.name} (baseline)"
+        lines += ["", f"{p.new.name} vs {p.baseline.name} (baseline), {_method_text(p)}"
                   + (f"  [partial: {p.new.runs} runs]" if p.new.partial else "")]
         lines += _table(_text_rows(p), right={1, 2, 3, 4, 6})
         if p.metadata:
@@ -601,11 +703,11 @@ def render_text(comp: Comparison) -> str:
                 rows.append([f"[{'k' if d.kernel else '.'}] {d.symbol[:50]}", d.dso[:30],
                              f"{d.baseline_pct:.2f}%", f"{d.new_pct:.2f}%", f"{d.delta:+.2f}"])
             lines += _table(rows, right={2, 3, 4})
-    partial = [s for s in comp.sides if s.partial]     # metadata warnings are shown above
-    if partial:
+    shown = {_meta_warning(p) for p in comp.pairs if p.metadata}     # each under its pair
+    rest = [w for w in comp.warnings if w not in shown]
+    if rest:
         lines.append("")
-        lines += [f"warning: {s.name} ({s.file}) is partial, compared on its {s.runs} runs: "
-                  f"{s.partial_reason}" for s in partial]
+        lines += [f"warning: {w}" for w in rest]
     return "\n".join(lines)
 
 
@@ -626,20 +728,24 @@ def render_md(comp: Comparison) -> str:
                          f"{si(s.mean, u)} | {si(s.stdev, u)} | {100 * s.cv:.2f}% | "
                          f"{si(s.min, u)} | {si(s.max, u)} |")
     else:
-        lines += ["| result | " + " | ".join(HEAD) + " |",
-                  "|---|---|---:|---:|---:|---:|---|---:|---|"]
+        lines += ["| result | sessions | " + " | ".join(HEAD) + " |",
+                  "|---|---:|---|---:|---:|---:|---:|---|---:|---|"]
         for p in comp.pairs:
+            k = f"{p.baseline.sessions} vs {p.new.sessions}"
             for row in _text_rows(p)[1:]:
                 verdict = f"**{row[-1]}**" if row[-1] in SPEED + RESOURCE + UNDIRECTED else row[-1]
-                lines.append("| " + " | ".join([_result_cell(p.new)] + row[:-1] + [verdict]) + " |")
+                lines.append("| " + " | ".join([_result_cell(p.new), k] + row[:-1] + [verdict])
+                             + " |")
+        if noise_line(comp):
+            lines += ["", noise_line(comp)]
     if comp.warnings:
         lines.append("")
         lines += [f"> warning: {w}" for w in comp.warnings]
     return "\n".join(lines) + "\n"
 
 
-ORG_HEAD = ["result", "metric", "unit", "baseline", "new", "diff", "% change", "CI low",
-            "CI high", "p", "verdict"]
+ORG_HEAD = ["result", "sessions", "metric", "unit", "baseline", "new", "diff", "% change",
+            "CI low", "CI high", "p", "verdict"]
 
 
 def _org_table(rows: list[list[str]], groups: list[int]) -> list[str]:
@@ -672,20 +778,25 @@ def render_org(comp: Comparison) -> str:
             groups.append(len(rows))
             for m in p.metrics:
                 t = m.test
-                rows.append([_result_cell(p.new), m.metric, m.unit, _plain(t.baseline),
+                rows.append([_result_cell(p.new), f"{t.sessions_baseline}/{t.sessions_new}",
+                             m.metric, m.unit, _plain(t.baseline),
                              _plain(t.new), _plain(t.diff, signed=True),
                              "" if t.change_pct is None else f"{t.change_pct:.2f}",
                              "" if t.ci_low is None else f"{t.ci_low:.2f}",
                              "" if t.ci_high is None else f"{t.ci_high:.2f}",
                              _p(t.p_value) if t.p_value is not None else "", t.verdict])
         lines += _org_table(rows, groups)
+        if noise_line(comp):
+            lines.append(f"# {noise_line(comp)}")
     lines += [f"# warning: {w}" for w in comp.warnings]
     return "\n".join(lines) + "\n"
 
 
 CSV_COLUMNS = ["file", "label", "name", "partial", "metric", "unit", "higher_is_better",
                "n_baseline", "n_new", "baseline", "new", "diff", "change_pct", "ci_low",
-               "ci_high", "p_value", "significant", "verdict", "baseline_file"]
+               "ci_high", "p_value", "significant", "verdict", "baseline_file", "method",
+               "sessions_baseline", "sessions_new", "session_noise_pct", "noise_pct",
+               "noise_source"]
 CSV_SUMMARY_COLUMNS = ["file", "label", "name", "partial", "metric", "unit", "n", "median",
                        "mean", "stdev", "cv", "min", "max"]
 
@@ -708,7 +819,11 @@ def rows(comp: Comparison) -> list[dict[str, Any]]:
                         "change_pct": _json_num(t.change_pct), "ci_low": _json_num(t.ci_low),
                         "ci_high": _json_num(t.ci_high), "p_value": _json_num(t.p_value),
                         "significant": t.significant, "verdict": t.verdict,
-                        "baseline_file": p.baseline.file})
+                        "baseline_file": p.baseline.file, "method": t.method,
+                        "sessions_baseline": t.sessions_baseline,
+                        "sessions_new": t.sessions_new,
+                        "session_noise_pct": _json_num(t.session_noise_pct),
+                        "noise_pct": _json_num(t.noise_pct), "noise_source": t.noise_source})
     return out
 
 
@@ -734,7 +849,8 @@ def render_csv(comp: Comparison) -> str:
 
 
 def _side_json(s: Side) -> dict[str, Any]:
-    return {"file": s.file, "name": s.name, "label": s.label, "kernel": s.kernel,
+    return {"file": s.file, "files": list(s.files), "sessions": s.sessions, "name": s.name,
+            "label": s.label, "kernel": s.kernel,
             "variant": s.variant, "runs": s.runs, "partial": s.partial,
             "partial_reason": s.partial_reason or None,
             "summary": s.summary.to_json() if s.summary else None}
@@ -766,10 +882,14 @@ def document(comp: Comparison) -> dict[str, Any]:
                           "delta": d.delta} for d in p.symbols]}
             for p in comp.pairs if p.symbols],
         "warnings": comp.warnings,
-        "method": {"test": "Mann-Whitney U, two-sided", "alpha": ALPHA,
-                   "ci": f"{CONFIDENCE:.0%} percentile bootstrap of the % change of medians, "
-                         f"{RESAMPLES} resamples, seed {SEED}",
-                   "min_runs": MIN_RUNS},
+        "method": {"alpha": ALPHA, "confidence": CONFIDENCE, "min_runs": MIN_RUNS,
+                   "min_rounds": MIN_ROUNDS, "methods": METHODS,
+                   "assumed_session_noise_pct": 100 * significance.ASSUMED_SESSION_NOISE},
+        "noise_profile": None if comp.noise is None else {
+            "path": comp.noise.path, "key": comp.noise.key, "sessions": comp.noise.sessions,
+            "created": comp.noise.created,
+            "session_noise_pct": {k: 100 * m.sigma_between
+                                  for k, m in comp.noise.metrics.items()}},
     }
 
 

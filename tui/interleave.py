@@ -8,6 +8,7 @@ round-robin through the sessions' gates decides whose run is next.
 from __future__ import annotations
 
 import asyncio
+import uuid
 from typing import AsyncIterator
 
 from tui import events as ev
@@ -19,8 +20,10 @@ _DONE = object()
 async def interleave(sessions: list[Session]) -> AsyncIterator[ev.Event]:
     """Merged events of `sessions`, run alternately.  A session that fails ends
     alone; bad input (an exception from one) ends them all."""
+    batch = {"id": uuid.uuid4().hex[:16], "interleaved": True, "variants": len(sessions)}
     for s in sessions:
         s.gate = asyncio.Queue()
+        s.batch = batch
     queue: asyncio.Queue[tuple[Session, object]] = asyncio.Queue()
 
     async def pump(s: Session) -> None:

@@ -111,7 +111,8 @@ def preflight(rp: ResolvedPlan) -> Preflight:
 
 
 def header(rp: ResolvedPlan, built: build.Built, variant: str = "",
-           sysctl: dict[str, Any] | None = None) -> dict[str, Any]:
+           sysctl: dict[str, Any] | None = None,
+           batch: dict[str, Any] | None = None) -> dict[str, Any]:
     w = rp.workload
     facts = system.kernel_facts()
     return {
@@ -140,6 +141,8 @@ def header(rp: ResolvedPlan, built: build.Built, variant: str = "",
         "compiler": built.compiler,
         "cflags": list(built.cflags),
         "source_sha256": built.source_sha256,
+        # The variants of one interleaved batch share an id: compare pairs their runs by round.
+        "batch": batch,
     }
 
 
@@ -194,6 +197,7 @@ class Session:
         self.gate = gate
         self.result_file = result_file
         self.variant = variant
+        self.batch: dict[str, Any] | None = None     # set by interleave(): {id, interleaved}
         self.pids: list[int] = []        # worker and its helper processes, once ready
         self.comm = ""                   # the worker's process name, inherited by its children
         self._perf_results: list[perf.PerfResult] = []
@@ -252,7 +256,7 @@ class Session:
         try:
             during = system.kernel_facts(names)["sysctl"]
             sysctl = {n: {"before": before[n], "during": during[n]} for n in names}
-            started = ev.Started(header(rp, built, v, sysctl), str(self.result_file))
+            started = ev.Started(header(rp, built, v, sysctl, self.batch), str(self.result_file))
             writer.write(started)
             yield started
             for message in [*applied.recovered, *rp.warnings, *pre.warnings,

@@ -30,6 +30,66 @@ def summarize(values: Sequence[float]) -> Summary | None:
                    stdev / mean if mean else 0.0, min(values), max(values))
 
 
+# --------------------------------------------------------------------------- the median's precision
+
+Z95 = 1.959963984540054                 # two-sided 95%
+Z80 = 0.8416212335729143                # one-sided 80%: the power a "detectable" change has
+
+
+def median_se(s: Sequence[float], log: bool = False) -> float:
+    """Standard error of the median of sorted values from two order statistics
+    (McKean-Schrader): distribution-free, so a bimodal sample gets the wide error it deserves.
+    With `log`, of the median of the values' logarithms (values above 0), without taking the
+    logarithm of every value."""
+    n = len(s)
+    if n < 2:
+        return 0.0
+    c = max(1, int(round((n + 1) / 2 - Z95 * math.sqrt(n / 4))))
+    lo, hi = float(s[c - 1]), float(s[n - c])
+    if log:
+        lo, hi = math.log(lo), math.log(hi)
+    return (hi - lo) / (2 * Z95)
+
+
+def _median_rank(n: int) -> int:
+    """k such that [x_(k), x_(n-k+1)] covers the median with >= 95% (sign test)."""
+    if n > 200:
+        return max(1, int(math.floor((n - Z95 * math.sqrt(n)) / 2)))
+    cdf, k, total = 0.0, 0, 2 ** n
+    while True:                         # largest k with P(B <= k - 1) <= 2.5%
+        cdf += math.comb(n, k) / total
+        if cdf > 0.025:
+            return max(1, k)
+        k += 1
+
+
+def median_ci(s: Sequence[float]) -> tuple[float, float]:
+    """Distribution-free 95% interval of the median of sorted values; with fewer than
+    6 values it is their whole range."""
+    n = len(s)
+    k = _median_rank(n)
+    return float(s[k - 1]), float(s[n - k])
+
+
+def median_ci_pct(s: Sequence[float]) -> float | None:
+    """How far (in %) the 95% interval of the median reaches from it: "known to +-x%"."""
+    n = len(s)
+    if n < 6:
+        return None
+    m = s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2
+    if not m:
+        return None
+    lo, hi = median_ci(s)
+    return 100.0 * max(m - lo, hi - m) / abs(m)
+
+
+def detectable_pct(sigma_b: float, v: float, sessions: int = 1) -> float:
+    """The smallest change (in %) that `sessions` sessions a side find with 80% power at
+    alpha 0.05, each with session noise sigma_b and median sampling variance v (log scale),
+    normal quantiles: the live panel's figure, before any degrees of freedom."""
+    return math.expm1((Z95 + Z80) * math.sqrt(2 * (sigma_b ** 2 + v) / sessions)) * 100.0
+
+
 @dataclass(frozen=True)
 class Bucket:
     low: float                # inclusive
@@ -90,6 +150,19 @@ def si(value: float, unit: str = "", digits: int = 3) -> str:
             decimals = max(0, digits - 1 - int(math.floor(math.log10(abs(scaled)))))
             return f"{scaled:.{decimals}f} {prefix}{unit}".strip()
     return f"{value:.3g} {unit}".strip()
+
+
+def si_range(lo: float, hi: float, unit: str = "", digits: int = 3) -> str:
+    """'15.6-22.7 MB/s': both ends on the scale of the larger, the unit once."""
+    top = max(abs(lo), abs(hi))
+    if not (math.isfinite(lo) and math.isfinite(hi)) or top == 0:
+        return f"{si(lo, unit)} - {si(hi, unit)}"
+    if "/op" in unit and top < 1e4:
+        scale, prefix = 1.0, ""
+    else:
+        scale, prefix = next(((sc, p) for sc, p in _PREFIXES if top >= sc), (1e-9, "n"))
+    decimals = max(0, digits - 1 - int(math.floor(math.log10(top / scale))))
+    return f"{lo / scale:.{decimals}f}-{hi / scale:.{decimals}f} {prefix}{unit}".strip()
 
 
 def bucket_labels(buckets: Sequence[Bucket], unit: str = "") -> list[str]:

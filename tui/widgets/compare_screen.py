@@ -1,8 +1,10 @@
 """The compare screen: pick result files, see verdicts, histograms and the symbol diff.
 
 The files are the results directory's `*.jsonl`, newest first, read in a thread.
-The user picks two or more (space or enter; the first picked is the baseline,
-the pick order shows in the first column) and presses `c`; `tui.compare` does
+The user picks two or more sides (space or enter starts a side with the file under
+the cursor; the first side is the baseline) and may add more sessions to the last
+side (`a`: the sessions of one kernel, say; the first column shows each file's
+side), then presses `c`; `tui.compare` does
 the statistics in a thread (it imports scipy, so it is imported only once this
 screen opens, never at the console's launch).  Anything that cannot be compared
 (a file that is not a result, different workloads) is one line at the top.
@@ -191,6 +193,7 @@ class CompareScreen(Screen[None]):
 
     BINDINGS = [
         Binding("space", "toggle", "Pick", id="compare.pick"),
+        Binding("a", "add", "Add session", id="compare.add"),
         Binding("c", "compare", "Compare", id="compare.run"),
         Binding("escape", "back", "Back", id="compare.back"),
         Binding("1", "tab('tab-files')", "Files", show=False),
@@ -220,7 +223,7 @@ class CompareScreen(Screen[None]):
         self.results_dir = Path(results_dir)
         self.entries: list[Entry] = []
         self.loaded = False
-        self.picked: list[Path] = []          # in pick order: [0] is the baseline
+        self.sides: list[list[Path]] = []     # in pick order: [0] is the baseline
         self.comparison: Comparison | None = None
         self.error = ""
         self.busy = False
@@ -299,34 +302,72 @@ class CompareScreen(Screen[None]):
         status.set_class(error, "-error")
         self.error = text if error else ""
 
+    @property
+    def picked(self) -> list[Path]:
+        """Every picked file, side by side."""
+        return [p for side in self.sides for p in side]
+
     def _mark_picks(self) -> None:
         table = self.query_one("#compare-files", DataTable)
-        order = {p: i for i, p in enumerate(self.picked)}
+        order = {p: i for i, side in enumerate(self.sides) for p in side}
         for e in self.entries:
             i = order.get(e.path)
             mark = "" if i is None else ("base" if i == 0 else str(i + 1))
             table.update_cell(str(e.path), "pick", Text(mark, style="bold reverse")
                               if mark else "")
 
-    def toggle(self, path: Path) -> None:
-        if path in self.picked:
-            self.picked.remove(path)
-        else:
-            self.picked.append(path)
-        self._mark_picks()
-        n = len(self.picked)
-        if n == 0:
-            self._say("space/enter picks files (the first is the baseline), c compares")
-        elif n == 1:
-            self._say(f"baseline {path.name}: pick one or more to compare with it")
-        else:
-            self._say(f"{n} files picked, baseline {self.picked[0].name}: c compares")
+    def _picked_status(self) -> None:
+        if not self.sides:
+            self._say("space/enter picks a side (the first is the baseline), a adds a session "
+                      "to the last side, c compares")
+            return
+        parts = [f"{'base' if i == 0 else i + 1}: " + (side[0].name if len(side) == 1 else
+                                                        f"{len(side)} sessions")
+                 for i, side in enumerate(self.sides)]
+        more = "c compares" if len(self.sides) > 1 else "pick a side to compare with it"
+        self._say(f"{' · '.join(parts)} · a adds a session to side "
+                  f"{'base' if len(self.sides) == 1 else len(self.sides)} · {more}")
 
-    def action_toggle(self) -> None:
+    def _drop(self, path: Path) -> bool:
+        for side in self.sides:
+            if path in side:
+                side.remove(path)
+                self.sides = [s for s in self.sides if s]
+                return True
+        return False
+
+    def toggle(self, path: Path) -> None:
+        """A picked file leaves its side; another starts a new side."""
+        if not self._drop(path):
+            self.sides.append([path])
+        self._mark_picks()
+        self._picked_status()
+
+    def add(self, path: Path) -> None:
+        """The file joins the last side as one more of its sessions."""
+        if not self._drop(path):
+            if self.sides:
+                self.sides[-1].append(path)
+            else:
+                self.sides.append([path])
+        self._mark_picks()
+        self._picked_status()
+
+    def _cursor_path(self) -> Path | None:
         table = self.query_one("#compare-files", DataTable)
         if not table.has_focus or not self.entries or table.cursor_row >= len(self.entries):
-            return
-        self.toggle(self.entries[table.cursor_row].path)
+            return None
+        return self.entries[table.cursor_row].path
+
+    def action_toggle(self) -> None:
+        path = self._cursor_path()
+        if path is not None:
+            self.toggle(path)
+
+    def action_add(self) -> None:
+        path = self._cursor_path()
+        if path is not None:
+            self.add(path)
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         if event.data_table.id != "compare-files":
@@ -340,20 +381,21 @@ class CompareScreen(Screen[None]):
     def action_compare(self) -> None:
         if self.busy:
             return
-        if len(self.picked) < 2:
-            self._say("pick two or more files first (space or enter on a row)", error=True)
+        if len(self.sides) < 2:
+            self._say("pick two or more sides first (space or enter on a row)", error=True)
             return
         self.busy = True
-        self._say(f"comparing {len(self.picked)} files…")
-        self._compare(list(self.picked))
+        self._say(f"comparing {len(self.sides)} sides, {len(self.picked)} files…")
+        self._compare([list(side) for side in self.sides])
 
     @work(thread=True, exclusive=True, group="compare-run")
-    def _compare(self, paths: list[Path]) -> None:
+    def _compare(self, sides: list[list[Path]]) -> None:
         comp: Any = None
         error = ""
         try:
             from tui import compare
-            comp = compare.compare([results.read(p) for p in paths])
+            comp = compare.compare_sides([[results.read(p) for p in side] for side in sides],
+                                         [",".join(str(p) for p in side) for side in sides])
         except HotloopError as e:
             error = str(e)
         except Exception as e:  # noqa: BLE001 - a compare bug is one line, not a crash
@@ -385,11 +427,14 @@ class CompareScreen(Screen[None]):
 
     def _show(self, comp: Comparison) -> None:
         sides = []
+        from tui.compare import noise_line
         for s in comp.sides:
             tag = "baseline" if s.index == 0 else f"[{s.index}]"
-            sides.append(f"{tag} {s.name} ({s.label or '-'}, {s.runs} runs"
+            runs = f"{s.runs} runs" if s.sessions == 1 else f"{s.sessions} sessions, {s.runs} runs"
+            sides.append(f"{tag} {s.name} ({s.label or '-'}, {runs}"
                          + (", PARTIAL" if s.partial else "") + ")")
-        self.query_one("#compare-sides", Static).update(" · ".join(sides))
+        self.query_one("#compare-sides", Static).update(
+            " · ".join(sides) + (f"\n{noise_line(comp)}" if noise_line(comp) else ""))
         self.query_one("#compare-warnings", Static).update(
             "\n".join(f"! {w}" for w in comp.warnings))
         table = self.query_one("#compare-table", DataTable)

@@ -12,7 +12,7 @@ import math
 import time
 from dataclasses import dataclass
 
-from tui.stats import Bucket, Summary, nice_width
+from tui.stats import Bucket, Summary, detectable_pct, median_ci_pct, median_se, nice_width
 
 _PREFIXES = [(1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, ""), (1e-3, "m"),
              (1e-6, "µ"), (1e-9, "n")]
@@ -39,13 +39,16 @@ class LiveRun:
     """What the panels show about the session in progress (or just ended)."""
 
     def __init__(self, plan_name: str, runs: int, warmup: int, unit: str,
-                 higher_is_better: bool = True, perf: bool = True):
+                 higher_is_better: bool = True, perf: bool = True,
+                 until_ci: float | None = None):
         self.plan_name = plan_name
         self.runs = runs
         self.warmup = warmup
         self.unit = unit
         self.higher_is_better = higher_is_better
         self.perf = perf
+        self.until_ci = until_ci        # stop once the median is known to +-this %
+        self.session_noise: float | None = None     # calibrated sigma_b (fraction), if any
         self.state = "building"         # building | running | finished | stopped | failed
         self.result_file = ""
         self.values: list[float] = []
@@ -102,6 +105,28 @@ class LiveRun:
         stdev = math.sqrt(self._m2 / (n - 1)) if n > 1 else 0.0
         mean = self._mean
         return Summary(n, median, mean, stdev, stdev / mean if mean else 0.0, s[0], s[-1])
+
+    def precision_pct(self) -> float | None:
+        """How well the median is known so far: its 95% interval reaches +-this %."""
+        return median_ci_pct(self._sorted)
+
+    def detectable(self) -> float | None:
+        """The smallest change (%) a comparison of this session with another like it could
+        find (80% power): from the median's spread so far and, where calibrated, the
+        session-to-session noise; None before 6 runs or with values not all above 0."""
+        s = self._sorted
+        if len(s) < 6 or s[0] <= 0:
+            return None
+        return detectable_pct(self.session_noise or 0.0, median_se(s, log=True) ** 2)
+
+    def runs_to_target(self) -> int | None:
+        """Runs still needed for the median to be known to +-until_ci %; 0 once it is."""
+        now = self.precision_pct()
+        if self.until_ci is None or now is None:
+            return None
+        if now <= self.until_ci:
+            return 0
+        return max(1, math.ceil(self.n * (now / self.until_ci) ** 2) - self.n)
 
     def elapsed(self) -> float:
         return (self.ended_at or time.monotonic()) - self.started_at

@@ -1,11 +1,12 @@
-"""The numbers: runs done, CV (prominent), median, mean, stdev, min, max, time left."""
+"""The numbers: runs done, CV (prominent), how well the median is known, median, mean and
+stdev, range, the smallest change this session could detect, time left."""
 from __future__ import annotations
 
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import ProgressBar, Static
 
-from tui.stats import duration, si
+from tui.stats import duration, si, si_range
 from tui.widgets.live import LiveRun
 
 CV_GOOD, CV_FAIR = 0.02, 0.05          # below 2%: steady; above 5%: noisy
@@ -48,14 +49,21 @@ class StatsPanel(Vertical):
         warm = ""
         if live.warmup and live.warmups_done < live.warmup and not live.n:
             warm = f" · warmup {live.warmups_done}/{live.warmup}"
-        runs.update(f"runs [b]{live.n}/{live.runs}[/b]  [dim]{state}{warm}[/dim]")
+        target = ""
+        left = live.runs_to_target()
+        if left is not None:
+            target = (f" · ±{live.until_ci:g}% reached" if left == 0 else
+                      f" · ±{live.until_ci:g}% in ~{left}")
+        runs.update(f"runs [b]{live.n}/{live.runs}[/b]  [dim]{state}{warm}{target}[/dim]")
         bar.update(total=max(1, live.runs), progress=live.n)
         s = live.summary()
         if s is None:
             cv.update("CV  –")
             cv.set_classes("")
         else:
-            cv.update(f"CV  {s.cv * 100:.2f}%")
+            known = live.precision_pct()
+            cv.update(f"CV  {s.cv * 100:.2f}%"
+                      + (f"  median ±{known:.2g}%" if known is not None else ""))
             level = "-good" if s.cv < CV_GOOD else "-fair" if s.cv < CV_FAIR else "-noisy"
             cv.set_classes(level if s.n > 1 else "")
         u = live.unit
@@ -65,10 +73,16 @@ class StatsPanel(Vertical):
         lines = []
         if s is not None:
             lines += [row("median", f"[b]{si(s.median, u)}[/b]"), row("mean", si(s.mean, u)),
-                      row("stdev", si(s.stdev, u)), row("min", si(s.min, u)),
-                      row("max", si(s.max, u))]
+                      row("stdev", si(s.stdev, u)), row("range", si_range(s.min, s.max, u))]
         else:
-            lines += [row(k, "–") for k in ("median", "mean", "stdev", "min", "max")]
+            lines += [row(k, "–") for k in ("median", "mean", "stdev", "range")]
+        found = live.detectable()
+        if found is None:
+            lines.append(row("detect", "–"))
+        elif live.session_noise is not None:      # the smallest change vs another session
+            lines.append(row("detect", f"≥{found:.2g}% [dim]calibrated[/dim]"))
+        else:
+            lines.append(row("detect", f"≥{found:.2g}% [dim]in-session[/dim]"))
         eta = live.eta()
         when = duration(live.elapsed())
         if eta is not None:

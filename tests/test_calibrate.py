@@ -1,0 +1,106 @@
+"""hotloop calibrate: real sessions of a real workload, the noise profile, and compare using it."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tui import noise
+
+from conftest import hotloop
+
+ARGS = ["zero_null", "--param", "count=20000", "--runs", "6", "--no-perf"]
+
+
+def test_calibrate_runs_sessions_and_compare_uses_the_profile(isolated: Path, leftovers):
+    p = hotloop("calibrate", *ARGS, "--sessions", "3")
+    assert p.returncode == 0, p.stderr
+    out = p.stdout
+    assert "3 sessions" in out and "within a session" in out and "session to session" in out
+    assert "a session's start costs" in out and "(assumed" not in out
+    for change in ("1%", "2%", "5%"):
+        assert f"\n  {change}  " in out
+    (where,) = list((isolated / "results").iterdir())
+    files = sorted(where.glob("session-*.jsonl"))
+    assert len(files) == 3 and "session 3/3:" in p.stderr
+    assert not leftovers()
+    # stored under the state dir, keyed by what makes it valid
+    (stored,) = noise.stored()
+    path, profile, why = stored
+    assert profile is not None and not why and path.parent == isolated / "state/hotloop/noise"
+    assert profile.key["workload"] == "zero_null" and profile.key["perf"] is False
+    assert profile.key["params"]["count"] == 20000 and profile.sessions == 3
+    assert set(profile.metrics) >= {"bytes/s", "ns/op"} and profile.cost_measured
+    listed = hotloop("calibrate", "--list")
+    assert listed.returncode == 0 and str(path) in listed.stdout
+
+    # compare finds it for sessions of the same benchmark and says so in every format
+    cmp = hotloop("compare", str(files[0]), str(files[1]), "--format", "json")
+    doc = json.loads(cmp.stdout)
+    row = next(r for r in doc["comparisons"] if r["metric"] == "bytes/s")
+    assert row["noise_source"] == "calibrated" and row["session_noise_pct"] is not None
+    assert doc["noise_profile"]["path"] == str(path)
+    assert not any("no noise profile" in w for w in doc["warnings"])
+    for fmt in ("text", "md", "org"):
+        text = hotloop("compare", str(files[0]), str(files[1]), "--format", fmt).stdout
+        assert "session noise: calibrated" in text and str(path) in text, fmt
+
+    # the same sessions read back from their directory give the same components
+    again = hotloop("calibrate", str(where))
+    assert again.returncode == 0, again.stderr
+    assert "(assumed: sessions read from files)" in again.stdout
+    reread = noise.load(path)
+    assert reread.metrics["bytes/s"].sigma_between == \
+        profile.metrics["bytes/s"].sigma_between
+
+
+def test_calibrate_bad_input_is_one_line(isolated: Path, tmp_path: Path):
+    for args, expected in [
+        (["calibrate", *ARGS, "--sessions", "2"], "at least 3 sessions"),
+        (["calibrate", *ARGS, "--gap", "-1"], "--gap -1"),
+        (["calibrate", *ARGS, "--gap", "nan"], "--gap nan"),
+        (["calibrate"], "name a plan"),
+        (["calibrate", "zero_null", "seqpacket"], "one plan at a time"),
+    ]:
+        p = hotloop(*args)
+        assert p.returncode == 2, (args, p.stderr)
+        assert expected in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    for f in (a, b):
+        assert hotloop("run", *ARGS, "--out", str(f)).returncode == 0
+    two = hotloop("calibrate", str(a), str(b))
+    assert two.returncode == 2 and "2 sessions; a calibration needs at least 3" in two.stderr
+    assert not noise.stored()
+
+
+def test_a_bad_noise_profile_is_ignored_with_a_warning(isolated: Path, tmp_path: Path):
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    for f in (a, b):
+        assert hotloop("run", *ARGS, "--out", str(f)).returncode == 0
+    from tui import results
+    key = noise.key_of(results.read(a).header)
+    stored = noise.path_for(key)
+    stored.parent.mkdir(parents=True)
+    for forged in ("{not json", json.dumps({"hotloop_noise": 1, "key": key, "sessions": 8,
+                                            "metrics": {"bytes/s": {"sigma_between": -1}}}),
+                   json.dumps([1, 2]), "\x00" * 10):
+        stored.write_text(forged)
+        p = hotloop("compare", str(a), str(b))
+        assert p.returncode == 0, p.stderr
+        assert "noise profile ignored" in p.stdout and str(stored) in p.stdout
+        assert "within assumed noise" in p.stdout
+    # a valid profile of another host, given by hand, is not used either
+    other = tmp_path / "other.json"
+    good = {"hotloop_noise": 1, "key": {**key, "host": "elsewhere"}, "sessions": 8,
+            "metrics": {"bytes/s": {"sigma_between": 0.01, "sigma_within": 0.01,
+                                    "median_var": 1e-5, "runs": 6, "df": 7}},
+            "session_cost_s": 1, "run_cost_s": 0.01}
+    other.write_text(json.dumps(good))
+    p = hotloop("compare", str(a), str(b), "--noise", str(other))
+    assert p.returncode == 0 and "measured for host 'elsewhere'" in p.stdout
+    assert "session noise: calibrated" not in p.stdout
+    # ...and for this host it is
+    other.write_text(json.dumps({**good, "key": key}))
+    p = hotloop("compare", str(a), str(b), "--noise", str(other))
+    assert "session noise: calibrated" in p.stdout, p.stdout
+    missing = hotloop("compare", str(a), str(b), "--noise", str(tmp_path / "nope.json"))
+    assert missing.returncode == 0 and "no such noise profile" in missing.stdout

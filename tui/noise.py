@@ -1,0 +1,324 @@
+"""Noise profiles: how much this machine's sessions of one benchmark differ, and what that costs.
+
+`hotloop calibrate` runs (or reads) A/A sessions of one plan and splits their variance into two
+components per metric (Kalibera & Jones's levels): the spread of runs within a session, and the
+spread of sessions' medians beyond what that explains (sigma_b: the session's own offset: the
+boot, the VM's neighbours, the time of day).  From those and the measured cost of starting a
+session against the cost of a run, it works out the cheapest sessions x runs a side that would
+detect a 1%, 2% or 5% change.
+
+A profile is valid for the results it was measured like: the same host, workload, params, CPU
+profile and perf on/off (`key_of`), never across hosts.  It is stored as JSON under
+`$XDG_STATE_HOME/hotloop/noise/` and `compare` finds it by the result files' headers.  A file
+that is corrupt, forged or for something else is reported in one line and ignored.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import re
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+from tui import __version__, metrics, system
+from tui.errors import HotloopError
+from tui.results import Result
+
+VERSION = 1
+MIN_SESSIONS = 3                        # two sessions give one degree of freedom: no estimate
+MIN_RUNS = 5                            # as compare's: fewer runs in a session, no verdict
+ASSUMED_SESSION_COST_S = 1.5            # start-up of a session when only files were given
+MAX_SESSIONS = 50                       # beyond this, planning says "interleave instead"
+RUN_CHOICES = (*range(5, 31), 40, 50, 60, 80, 100, 150, 200, 300, 500, 1000, 2000, 5000,
+               10000)
+CHANGES = (1.0, 2.0, 5.0)
+KEY_FIELDS = ("host", "workload", "params", "cpu", "cpus", "perf")
+
+
+class NoiseError(HotloopError):
+    """A noise profile that cannot be used (one line)."""
+
+
+@dataclass(frozen=True)
+class SessionNoise:
+    """Session-to-session noise of one metric, as a verdict uses it."""
+    sigma: float                # standard deviation of a session's offset (log scale, fraction)
+    df: int                     # degrees of freedom of its estimate
+    source: str                 # "calibrated"
+
+
+@dataclass(frozen=True)
+class MetricNoise:
+    """The variance components of one metric, on the log scale (fractions, not %)."""
+    sigma_between: float        # session-to-session standard deviation of the log-median
+    sigma_within: float         # standard deviation of one run's log value within a session
+    median_var: float           # sampling variance of a session's log-median at `runs` runs
+    runs: float                 # mean runs per session the above was measured with
+    df: int                     # degrees of freedom of sigma_between (sessions - 1)
+
+    def at(self, runs: float) -> float:
+        """The sampling variance of a session's log-median with `runs` runs (it goes as 1/n)."""
+        return self.median_var * self.runs / max(runs, 1)
+
+
+@dataclass(frozen=True)
+class NoiseProfile:
+    key: dict[str, Any]         # what makes it valid: KEY_FIELDS of the result headers
+    sessions: int
+    metrics: dict[str, MetricNoise]
+    session_cost_s: float       # a session's cost beyond its runs: start, build, setup, warmups
+    run_cost_s: float           # one run, wall time
+    cost_measured: bool         # False: the session cost is assumed (calibrated from files)
+    created: str
+    hotloop: str
+    kernels: list[str]
+    files: list[str] = field(default_factory=list)
+    path: str = ""              # where it was read from or saved to
+
+    def noise(self, metric: str) -> SessionNoise | None:
+        m = self.metrics.get(metric)
+        if m is None:
+            return None
+        return SessionNoise(m.sigma_between, m.df, "calibrated")
+
+    def describe(self) -> str:
+        k = self.key
+        primary = next(iter(self.metrics.values()), None)
+        noise = f"session noise {100 * primary.sigma_between:.2f}%" if primary else "no metrics"
+        return (f"{noise} ({self.sessions} sessions of {k.get('workload')} on {k.get('host')}, "
+                f"{self.created[:10]})")
+
+
+# --------------------------------------------------------------------------- keys and files
+
+def key_of(header: dict[str, Any]) -> dict[str, Any]:
+    """What a noise profile must share with a result to describe it."""
+    def table(name: str) -> dict[str, Any]:
+        v = header.get(name)
+        return v if isinstance(v, dict) else {}
+    params = header.get("params")
+    return {"host": str(header.get("host", "")),
+            "workload": str(table("workload").get("name", "")),
+            "params": {str(k): v for k, v in sorted(params.items())}
+            if isinstance(params, dict) else {},
+            "cpu": str(table("cpu").get("name", "")),
+            "cpus": [c for c in table("cpu").get("cpus") or [] if isinstance(c, int)]
+            if isinstance(table("cpu").get("cpus"), list) else [],
+            "perf": bool(table("plan").get("perf", False))}
+
+
+def key_id(key: dict[str, Any]) -> str:
+    text = json.dumps({k: key.get(k) for k in KEY_FIELDS}, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def directory() -> Path:
+    return system.state_dir() / "noise"
+
+
+def path_for(key: dict[str, Any]) -> Path:
+    slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", str(key.get("workload") or "workload"))[:40]
+    return directory() / f"{slug}-{key_id(key)}.json"
+
+
+def describe_key(key: dict[str, Any]) -> str:
+    params = " ".join(f"{k}={v}" for k, v in (key.get("params") or {}).items())
+    return (f"{key.get('workload')} {params} · cpu {key.get('cpu')} · "
+            f"perf {'on' if key.get('perf') else 'off'} · host {key.get('host')}").replace(
+                "  ", " ")
+
+
+def save(profile: NoiseProfile) -> Path:
+    path = path_for(profile.key)
+    doc = {"hotloop_noise": VERSION, **asdict(profile)}
+    doc.pop("path")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(doc, indent=2, allow_nan=False) + "\n")
+        os.replace(tmp, path)
+    except (OSError, ValueError) as e:
+        raise HotloopError(f"{path}: cannot save the noise profile: "
+                           f"{getattr(e, 'strerror', None) or e}") from None
+    return path
+
+
+def _number(doc: dict[str, Any], name: str, lo: float = 0.0) -> float:
+    v = doc.get(name)
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < lo:
+        raise ValueError(f"{name} is {v!r}, not a number >= {lo:g}")
+    return float(v)
+
+
+def load(path: Path) -> NoiseProfile:
+    """Read a profile; NoiseError (one line) for anything that is not a valid one."""
+    try:
+        if path.stat().st_size > 1 << 20:
+            raise ValueError("larger than 1 MiB")
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(doc, dict) or doc.get("hotloop_noise") != VERSION:
+            raise ValueError("not a hotloop noise profile (version "
+                             f"{doc.get('hotloop_noise') if isinstance(doc, dict) else '?'})")
+        key = doc.get("key")
+        if not isinstance(key, dict) or set(KEY_FIELDS) - set(key):
+            raise ValueError("no key")
+        raw = doc.get("metrics")
+        if not isinstance(raw, dict) or not raw:
+            raise ValueError("no metrics")
+        found: dict[str, MetricNoise] = {}
+        for name, m in raw.items():
+            if not isinstance(m, dict):
+                raise ValueError(f"metric {name!r} is not a table")
+            df = m.get("df")
+            if isinstance(df, bool) or not isinstance(df, int) or df < MIN_SESSIONS - 1:
+                raise ValueError(f"metric {name!r}: df {df!r}")
+            found[str(name)] = MetricNoise(_number(m, "sigma_between"),
+                                           _number(m, "sigma_within"),
+                                           _number(m, "median_var"), _number(m, "runs", 1), df)
+        sessions = doc.get("sessions")
+        if isinstance(sessions, bool) or not isinstance(sessions, int) \
+                or sessions < MIN_SESSIONS:
+            raise ValueError(f"sessions {sessions!r}")
+        return NoiseProfile(
+            key={k: key[k] for k in KEY_FIELDS}, sessions=sessions, metrics=found,
+            session_cost_s=_number(doc, "session_cost_s"), run_cost_s=_number(doc, "run_cost_s"),
+            cost_measured=bool(doc.get("cost_measured")), created=str(doc.get("created", "")),
+            hotloop=str(doc.get("hotloop", "")),
+            kernels=[str(k) for k in doc.get("kernels") or [] if isinstance(k, str)],
+            files=[str(f) for f in doc.get("files") or [] if isinstance(f, str)],
+            path=str(path))
+    except FileNotFoundError:
+        raise NoiseError(f"{path}: no such noise profile") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise NoiseError(f"{path}: cannot read: {getattr(e, 'strerror', None) or e}") from None
+    except (ValueError, TypeError, AttributeError) as e:
+        raise NoiseError(f"{path}: not a usable noise profile: {e}") from None
+
+
+def find(header: dict[str, Any], explicit: Path | None = None
+         ) -> tuple[NoiseProfile | None, list[str]]:
+    """The noise profile for results with this header, and warnings about the ones ignored.
+
+    `explicit` (compare --noise FILE) is used only if it matches the results; a stored
+    profile is looked up by the header's key.  Never raises for a bad file: it is ignored
+    with a warning, and the comparison goes on without it."""
+    key = key_of(header)
+    path = explicit if explicit is not None else path_for(key)
+    if explicit is None and not path.exists():
+        return None, []
+    try:
+        profile = load(path)
+    except NoiseError as e:
+        return None, [f"noise profile ignored: {e}"]
+    theirs = profile.key
+    for name in KEY_FIELDS:
+        if theirs.get(name) != key.get(name):
+            return None, [f"noise profile ignored: {path} was measured for {name} "
+                          f"{theirs.get(name)!r}, these results have {key.get(name)!r}"]
+    return profile, []
+
+
+def stored() -> list[tuple[Path, NoiseProfile | None, str]]:
+    """Every stored profile: (path, profile or None, why it cannot be used)."""
+    out: list[tuple[Path, NoiseProfile | None, str]] = []
+    d = directory()
+    if not d.is_dir():
+        return out
+    for path in sorted(d.glob("*.json")):
+        try:
+            out.append((path, load(path), ""))
+        except NoiseError as e:
+            out.append((path, None, str(e)))
+    return out
+
+
+# --------------------------------------------------------------------------- estimation
+
+def estimate(sessions: Sequence[Result], session_cost_s: float | None = None,
+             run_cost_s: float | None = None) -> NoiseProfile:
+    """Variance components of every metric from A/A sessions of one benchmark.
+
+    Without measured costs (sessions given as files), a run costs its measured time and a
+    session start is assumed to cost ASSUMED_SESSION_COST_S."""
+    import numpy as np                  # numpy and scipy: only when calibrating
+
+    from tui import significance
+    if len(sessions) < MIN_SESSIONS:
+        raise HotloopError(f"calibrate: {len(sessions)} session"
+                           f"{'' if len(sessions) == 1 else 's'}; a calibration needs at least "
+                           f"{MIN_SESSIONS} (8 or more give a usable estimate)")
+    key = key_of(sessions[0].header)
+    for r in sessions[1:]:
+        other = key_of(r.header)
+        for name in KEY_FIELDS:
+            if other[name] != key[name]:
+                raise HotloopError(f"{r.path}: {name} {other[name]!r} differs from "
+                                   f"{sessions[0].path}'s {key[name]!r}: a calibration needs "
+                                   f"sessions of one benchmark")
+    for r in sessions:
+        if len(r.runs) < MIN_RUNS:
+            raise HotloopError(f"{r.path}: {len(r.runs)} runs; a calibration session needs at "
+                               f"least {MIN_RUNS}")
+    every = [metrics.series(r) for r in sessions]
+    found: dict[str, MetricNoise] = {}
+    for name in every[0]:
+        if not all(name in s for s in every):
+            continue
+        groups = [s[name].values for s in every]
+        if not significance.positive(*groups):
+            continue                    # a metric that can be 0 has no log scale to share
+        ests = [significance.session_estimate(g, log=True) for g in groups]
+        var_b, df = significance.between_variance([ests])
+        logs = [np.log(np.asarray(g, dtype=float)) for g in groups if len(g) > 1]
+        within = math.sqrt(float(np.mean([np.var(x, ddof=1) for x in logs]))) if logs else 0.0
+        found[name] = MetricNoise(math.sqrt(var_b), within,
+                                  float(np.mean([e.var for e in ests])),
+                                  float(np.mean([e.n for e in ests])), df)
+    if not found:
+        raise HotloopError("calibrate: no metric with positive values in every session")
+    measured = session_cost_s is not None and run_cost_s is not None
+    if run_cost_s is None:
+        per_run = [sum(x.ns for x in r.runs) / len(r.runs) / 1e9 for r in sessions]
+        run_cost_s = float(np.median(per_run))
+    return NoiseProfile(
+        key=key, sessions=len(sessions), metrics=found,
+        session_cost_s=float(session_cost_s if session_cost_s is not None
+                             else ASSUMED_SESSION_COST_S),
+        run_cost_s=float(run_cost_s), cost_measured=measured,
+        created=time.strftime("%Y-%m-%dT%H:%M:%S%z"), hotloop=__version__,
+        kernels=sorted({str(r.header.get("kernel_release", "?")) for r in sessions}),
+        files=[str(r.path) for r in sessions])
+
+
+# --------------------------------------------------------------------------- planning
+
+@dataclass(frozen=True)
+class Repetitions:
+    """The cheapest design a side that detects `change_pct` with power 0.8, or None."""
+    change_pct: float
+    sessions: int | None
+    runs: int | None
+    cost_s: float | None                # per side
+
+
+def repetitions(m: MetricNoise, session_cost_s: float, run_cost_s: float, change_pct: float,
+                calibration_df: int) -> Repetitions:
+    """Kalibera-Jones repetition counts by search: for each runs-per-session, the fewest
+    sessions a side whose comparison (with this calibration pooled in, as compare does)
+    reaches 80% power; the cheapest of those."""
+    from tui import significance
+    best: Repetitions = Repetitions(change_pct, None, None, None)
+    for n in RUN_CHOICES:
+        v = m.at(n)
+        for k in range(1, MAX_SESSIONS + 1):
+            df = 2 * k - 2 + calibration_df
+            if significance.detectable_pct(m.sigma_between, v, k, df) <= change_pct:
+                cost = k * (session_cost_s + n * run_cost_s)
+                if best.cost_s is None or cost < best.cost_s:
+                    best = Repetitions(change_pct, k, n, cost)
+                break
+    return best
