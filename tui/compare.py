@@ -11,7 +11,7 @@ p-value and a verdict, from the method that fits how the runs were taken (tui.si
   session is the unit of replication; the session-to-session noise comes from the sides' own
   sessions and from this machine's noise profile (`hotloop calibrate`), found by the files'
   headers or given with `--noise FILE`.  With one session a side and no profile, an assumed
-  noise (`significance.ASSUMED_SESSION_NOISE`) is used and the verdict and a warning say so.
+  noise (`significance.assumed_noise`) is used and the verdict and a warning say so.
 * the variants of one interleaved batch (one session a side, ABAB...): a paired test on the
   rounds, which removes the drift the rounds share.
 
@@ -499,15 +499,19 @@ def compare_sides(sides: Sequence[Sequence[Result]], given: Sequence[str] | None
         meta = metadata_diff(base.header, rs[0].header)
         comp.pairs.append(Pair(out[0], side, rows, meta, symbols,
                                rows[0].test.method if rows else "sessions"))
-    floor = f"{100 * significance.ASSUMED_SESSION_NOISE:g}%"
+    rule = (f"the larger of {100 * significance.ASSUMED_SESSION_NOISE:g}% and "
+            f"{significance.ASSUMED_PER_WITHIN:g} times the runs' own spread")
     if assumed and profile is None:
+        first = next(t.test for p in comp.pairs for t in p.metrics
+                     if t.test.noise_source == "assumed")
         comp.warnings.append(
             f"no noise profile for {noise_mod.describe_key(noise_mod.key_of(base.header))}: "
-            f"with one session a side, a change counts only beyond an assumed {floor} "
-            f"session-to-session noise; measure this machine's: {_calibrate_hint(base.header)}")
+            f"with one session a side, a change counts only beyond an assumed session-to-"
+            f"session noise ({first.noise_pct:.2g}% for {assumed[0]}: {rule}); measure this "
+            f"machine's: {_calibrate_hint(base.header)}")
     elif assumed:
         comp.warnings.append(f"the noise profile has no figure for {', '.join(assumed)} "
-                             f"(values not all above 0): an assumed {floor} is used for it")
+                             f"(values not all above 0): an assumed noise is used ({rule})")
     for s in out:
         if s.partial:
             comp.warnings.append(f"{s.name} ({s.file}) is partial, {s.runs} runs: "
@@ -627,9 +631,11 @@ def noise_line(comp: Comparison) -> str:
     p = comp.noise
     if p is not None:
         return f"session noise: calibrated, {p.describe()}, {p.path}"
-    if any(t.test.noise_source == "assumed" for pair in comp.pairs for t in pair.metrics):
-        return (f"session noise: not calibrated, assumed "
-                f"{100 * significance.ASSUMED_SESSION_NOISE:g}% (hotloop calibrate)")
+    first = next((t.test for pair in comp.pairs for t in pair.metrics
+                  if t.test.noise_source == "assumed"), None)
+    if first is not None:
+        return (f"session noise: not calibrated, assumed {first.noise_pct:.2g}% "
+                f"(hotloop calibrate measures it)")
     if any(pair.method == "sessions" for pair in comp.pairs):
         return "session noise: measured from the sides' own sessions (no calibration)"
     return ""

@@ -23,9 +23,12 @@ Two methods, chosen by how the runs were taken:
   and a Student t interval.  sigma_b comes from the sessions themselves (the spread of y within
   each side, pooled, less the part their v explain; df = sessions - 2), from a calibration of this
   machine (`hotloop calibrate`: df = its sessions - 1), pooled by degrees of freedom when there
-  are both.  With neither (one session a side, no calibration) sigma_b is an assumed value
-  (`ASSUMED_SESSION_NOISE`, measured on this project's machine) with a normal quantile: a change
-  is then called only far beyond what sessions plausibly differ by, and the verdict says so.
+  are both.  With neither (one session a side, no calibration) sigma_b is assumed, with a
+  normal quantile: the larger of `ASSUMED_SESSION_NOISE` and `ASSUMED_PER_WITHIN` times the
+  sessions' own spread of runs, because on this project's machine sessions differed by up to
+  that much (README, "How small a change can hotloop call?") and a setup noisy within a session
+  is noisy between sessions too.  A change is then called only far beyond what sessions
+  plausibly differ by, and the verdict says so.
   With equal sessions this is exactly the pooled two-sample t-test on session log-medians (when
   the data alone estimate sigma_b), which is why it keeps its false-positive rate at alpha:
   measured in benchmarks/sensitivity.py.
@@ -59,7 +62,8 @@ if TYPE_CHECKING:
 ALPHA = 0.05
 CONFIDENCE = 1 - ALPHA
 Z = float(sps.norm.ppf(1 - ALPHA / 2))      # 1.96
-ASSUMED_SESSION_NOISE = 0.03    # sigma_b when nothing measured it: see the README's figures
+ASSUMED_SESSION_NOISE = 0.03    # sigma_b when nothing measured it (at least)...
+ASSUMED_PER_WITHIN = 2.0        # ...or this times the within-session spread: README figures
 MIN_RUNS = 5                    # fewer runs in a session: no verdict
 MIN_ROUNDS = 6                  # fewer paired rounds: no two-sided test can reach p < 0.05
 
@@ -130,9 +134,21 @@ def between_variance(sides: Sequence[Sequence[SessionEstimate]]) -> tuple[float,
     return max(0.0, ss / df - mean_v), df
 
 
+def within_spread(sessions: Sequence[Sequence[float]], log: bool) -> float:
+    """The pooled standard deviation of one run within a session (log scale: a fraction)."""
+    parts = [np.var(np.log(s) if log else np.asarray(s, dtype=float), ddof=1)
+             for s in sessions if len(s) > 1]
+    return math.sqrt(float(np.mean(parts))) if parts else 0.0
+
+
+def assumed_noise(sessions: Sequence[Sequence[float]], log: bool, scale: float) -> float:
+    """sigma_b when nothing measured it, as a fraction: see the module docstring."""
+    within = within_spread(sessions, log) / (scale or 1.0)
+    return max(ASSUMED_SESSION_NOISE, ASSUMED_PER_WITHIN * within)
+
+
 def sessions_test(base: Sequence[Sequence[float]], new: Sequence[Sequence[float]],
-                  calibrated: SessionNoise | None = None,
-                  assumed: float = ASSUMED_SESSION_NOISE) -> Outcome:
+                  calibrated: SessionNoise | None = None) -> Outcome:
     """Each side a list of sessions (a list of runs each).  See the module docstring."""
     if not base or not new or not all(len(s) for s in [*base, *new]):
         raise ValueError("sessions_test needs at least one run in every session")
@@ -167,7 +183,7 @@ def sessions_test(base: Sequence[Sequence[float]], new: Sequence[Sequence[float]
                                           is not None and calibrated.df)) if ok)
         q = float(sps.t.ppf(1 - ALPHA / 2, df))
     else:
-        var_b = (assumed * scale) ** 2
+        var_b = (assumed_noise([*base, *new], log, scale) * scale) ** 2
         source, df, q = "assumed", math.inf, Z
     se2 = var_b * (1 / len(a) + 1 / len(b)) \
         + float(np.mean([e.var for e in a])) / len(a) + float(np.mean([e.var for e in b])) / len(b)
