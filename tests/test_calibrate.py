@@ -88,6 +88,23 @@ def test_a_bad_noise_profile_is_ignored_with_a_warning(isolated: Path, tmp_path:
         assert p.returncode == 0, p.stderr
         assert "noise profile ignored" in p.stdout and str(stored) in p.stdout
         assert "within assumed noise" in p.stdout
+    # a profile others may write (or a symlink to one) would let them decide verdicts
+    good_doc = {"hotloop_noise": 1, "key": key, "sessions": 8,
+                "metrics": {"bytes/s": {"sigma_between": 0.01, "sigma_within": 0.01,
+                                        "median_var": 1e-5, "runs": 6, "df": 7}},
+                "session_cost_s": 1, "run_cost_s": 0.01}
+    stored.write_text(json.dumps(good_doc))
+    assert "session noise: calibrated" in hotloop("compare", str(a), str(b)).stdout
+    stored.chmod(0o666)
+    p = hotloop("compare", str(a), str(b))
+    assert "noise profile ignored" in p.stdout and "others may write" in p.stdout
+    stored.chmod(0o600)
+    real = tmp_path / "elsewhere.json"
+    stored.rename(real)
+    stored.symlink_to(real)
+    p = hotloop("compare", str(a), str(b))
+    assert "not a regular file" in p.stdout and "session noise: calibrated" not in p.stdout
+    stored.unlink()
     # a valid profile of another host, given by hand, is not used either
     other = tmp_path / "other.json"
     good = {"hotloop_noise": 1, "key": {**key, "host": "elsewhere"}, "sessions": 8,

@@ -19,6 +19,7 @@ import json
 import math
 import os
 import re
+import stat
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -147,10 +148,11 @@ def save(profile: NoiseProfile) -> Path:
     return path
 
 
-def _number(doc: dict[str, Any], name: str, lo: float = 0.0) -> float:
+def _number(doc: dict[str, Any], name: str, lo: float = 0.0, hi: float = 1e9) -> float:
     v = doc.get(name)
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < lo:
-        raise ValueError(f"{name} is {v!r}, not a number >= {lo:g}")
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) \
+            or not lo <= v <= hi:
+        raise ValueError(f"{name} is {v!r}, not a number from {lo:g} to {hi:g}")
     return float(v)
 
 
@@ -176,9 +178,12 @@ def load(path: Path) -> NoiseProfile:
             df = m.get("df")
             if isinstance(df, bool) or not isinstance(df, int) or df < MIN_SESSIONS - 1:
                 raise ValueError(f"metric {name!r}: df {df!r}")
-            found[str(name)] = MetricNoise(_number(m, "sigma_between"),
-                                           _number(m, "sigma_within"),
-                                           _number(m, "median_var"), _number(m, "runs", 1), df)
+            # On the log scale a standard deviation of 5 is a factor of 150: not a machine's
+            # noise, a forged or broken file.
+            found[str(name)] = MetricNoise(_number(m, "sigma_between", hi=5),
+                                           _number(m, "sigma_within", hi=5),
+                                           _number(m, "median_var", hi=25),
+                                           _number(m, "runs", 1), df)
         sessions = doc.get("sessions")
         if isinstance(sessions, bool) or not isinstance(sessions, int) \
                 or sessions < MIN_SESSIONS:
@@ -199,6 +204,24 @@ def load(path: Path) -> NoiseProfile:
         raise NoiseError(f"{path}: not a usable noise profile: {e}") from None
 
 
+def _untrusted(path: Path) -> str | None:
+    """Why a stored profile may not be trusted: it decides verdicts, so like the restore
+    journal it must be this user's, in directories nobody else may write, and no symlink."""
+    for d in (system.state_dir(), directory()):
+        problem = system.state_dir_problem(d)
+        if problem:
+            return problem
+    try:
+        st = path.lstat()
+    except OSError as e:
+        return f"{path}: {e.strerror}"
+    if stat.S_ISLNK(st.st_mode) or not stat.S_ISREG(st.st_mode):
+        return f"{path} is not a regular file"
+    if st.st_uid != os.geteuid() or st.st_mode & 0o022:
+        return f"{path} belongs to another user or others may write to it"
+    return None
+
+
 def find(header: dict[str, Any], explicit: Path | None = None
          ) -> tuple[NoiseProfile | None, list[str]]:
     """The noise profile for results with this header, and warnings about the ones ignored.
@@ -208,8 +231,11 @@ def find(header: dict[str, Any], explicit: Path | None = None
     with a warning, and the comparison goes on without it."""
     key = key_of(header)
     path = explicit if explicit is not None else path_for(key)
-    if explicit is None and not path.exists():
+    if explicit is None and not path.exists() and not path.is_symlink():
         return None, []
+    problem = _untrusted(path) if explicit is None else None
+    if problem:
+        return None, [f"noise profile ignored: {problem}"]
     try:
         profile = load(path)
     except NoiseError as e:

@@ -112,7 +112,10 @@ def positive(*groups: Sequence[float] | np.ndarray) -> bool:
 
 def _pct(delta: float, base: float, log: bool) -> float | None:
     if log:
-        return math.expm1(delta) * 100.0
+        try:
+            return math.expm1(delta) * 100.0
+        except OverflowError:           # an interval from two wildly different sessions
+            return math.inf
     if not base:
         return 0.0 if delta == 0 else None     # from 0 to 0 is no change; from 0 to x: none
     return delta / abs(base) * 100.0
