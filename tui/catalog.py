@@ -8,6 +8,7 @@ the line where it can be found, the table and the key.
 from __future__ import annotations
 
 import itertools
+import math
 import os
 import re
 import sys
@@ -30,6 +31,31 @@ METRICS = {"bytes/s": ("B/s", True), "ops/s": ("ops/s", True),
            "ns/op": ("ns/op", False), "cycles/op": ("cycles/op", False)}
 SCHED_POLICIES = ("other", "fifo", "rr", "batch", "idle")
 KINDS = ("workload", "cpu", "kernel", "plan")
+
+# What C receives: hl_param_int() returns an int64_t, so no param may leave its range.
+INT64_MIN, INT64_MAX = -2**63, 2**63 - 1
+# A plan's run settings, one definition for TOML plans, the command line and the
+# console's form: (least, most).  The timeout's least is exclusive (above 0 s); a
+# repetition running longer than a week has hung, and NaN or infinity is no deadline.
+RUN_LIMITS: dict[str, tuple[int, int]] = {
+    "runs": (1, 1_000_000), "warmup": (0, 10_000), "perf_freq": (1, 100_000),
+    "processes": (1, 1000)}
+TIMEOUT_MAX = 7 * 24 * 3600
+
+
+def timeout_problem(value: Any) -> str | None:
+    """Why `value` cannot be a repetition's timeout in seconds, or None."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return f"expected a number of seconds, got {value!r}"
+    if not math.isfinite(value) or not 0 < value <= TIMEOUT_MAX:
+        return f"must be above 0 and at most {TIMEOUT_MAX} seconds"
+    return None
+
+
+def _int64_problem(value: int) -> str | None:
+    if not INT64_MIN <= value <= INT64_MAX:
+        return f"{value} does not fit a 64-bit integer (hl_param_int)"
+    return None
 
 
 @dataclass(frozen=True)
@@ -65,6 +91,9 @@ class Param:
         if self.is_int:
             if isinstance(value, bool) or not isinstance(value, int):
                 return f"expected an integer, got {value!r}"
+            bad = _int64_problem(value)
+            if bad:
+                return bad
             if self.min is not None and value < self.min:
                 return f"{value} is below the minimum {self.min}"
             if self.max is not None and value > self.max:
@@ -277,14 +306,17 @@ _SPECS: dict[str, dict[str, Check]] = {
     "kernel": {"summary": _is(str), "label": _is(str), "sysctl": _is(dict),
                "expect": _is(dict)},
     "plan": {"summary": _is(str), "workload": _is(str), "cpu": _is(str), "kernel": _is(str),
-             "runs": _int_range(1, 1_000_000), "warmup": _int_range(0, 10_000),
-             "perf": _is(bool), "perf_freq": _int_range(1, 100_000),
-             "call_graph": _one_of(CALL_GRAPHS), "timeout": _is(int, float),
-             "processes": _int_range(1, 1000),
+             "runs": _int_range(*RUN_LIMITS["runs"]),
+             "warmup": _int_range(*RUN_LIMITS["warmup"]),
+             "perf": _is(bool), "perf_freq": _int_range(*RUN_LIMITS["perf_freq"]),
+             "call_graph": _one_of(CALL_GRAPHS), "timeout": timeout_problem,
+             "processes": _int_range(*RUN_LIMITS["processes"]),
              "params": _is(dict)},
 }
 _REQUIRED = {"workload": ("source",), "plan": ("workload",), "cpu": (), "kernel": ()}
-_PARAM_SPEC: dict[str, Check] = {"default": _is(int, str), "min": _is(int), "max": _is(int),
+_PARAM_SPEC: dict[str, Check] = {"default": _is(int, str),
+                                 "min": lambda v: _is(int)(v) or _int64_problem(v),
+                                 "max": lambda v: _is(int)(v) or _int64_problem(v),
                                  "choices": _list_of(_is(str)), "help": _is(str)}
 _EXPECT_SPEC: dict[str, Check] = {"release": _is(str), "cmdline_contains": _list_of(_is(str)),
                                   "mitigations": _one_of(("on", "off"))}
@@ -381,8 +413,6 @@ def _plan(where: _Where, name: str, t: dict) -> Plan:
         if not _scalar(value):
             raise where.error("plan", name, f"params.{key}", "expected an integer, a string "
                               f"or a non-empty array of them, got {_type_name(value)}")
-    if "timeout" in t and not t["timeout"] > 0:
-        raise where.error("plan", name, "timeout", "must be above 0 seconds")
     fields = {k: v for k, v in t.items() if k != "params"}
     return Plan(name=name, params=dict(t.get("params", {})), origin=str(where.path), **fields)
 

@@ -161,18 +161,25 @@ def parse_params(cat: Catalog, workload: str, items: list[str],
     return params
 
 
+def check_run_flags(args: argparse.Namespace) -> None:
+    """--runs, --warmup, --processes and --timeout within the bounds TOML plans have."""
+    for flag in ("runs", "warmup", "processes"):
+        value = getattr(args, flag, None)
+        lo, hi = catalog.RUN_LIMITS[flag]
+        if value is not None and not lo <= value <= hi:
+            raise HotloopError(f"--{flag} {value}: must be at "
+                               + (f"least {lo}" if value < lo else f"most {hi}"))
+    timeout = getattr(args, "timeout", None)
+    problem = None if timeout is None else catalog.timeout_problem(timeout)
+    if problem:
+        raise HotloopError(f"--timeout {timeout:g}: {problem}")
+
+
 def resolve_run_plan(cat: Catalog, args: argparse.Namespace, plan: Plan, cpu: str | None,
                      param_items: list[str]) -> catalog.ResolvedPlan:
     """A plan named on the command line with the command line's overrides."""
     params = parse_params(cat, plan.workload, param_items, plan.params)
-    for flag in ("runs", "warmup"):
-        value = getattr(args, flag)
-        if value is not None and value < (1 if flag == "runs" else 0):
-            raise HotloopError(f"--{flag} {value}: must be at least {1 if flag == 'runs' else 0}")
-    if args.timeout is not None and args.timeout <= 0:
-        raise HotloopError(f"--timeout {args.timeout:g}: must be above 0 seconds")
-    if args.processes is not None and args.processes < 1:
-        raise HotloopError(f"--processes {args.processes}: must be at least 1")
+    check_run_flags(args)
     plan = catalog.with_overrides(plan, cpu=cpu, kernel=args.kernel, runs=args.runs,
                                   warmup=args.warmup, timeout=args.timeout, perf=args.perf,
                                   processes=args.processes, params=params)
@@ -449,6 +456,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 
 def cmd_save(args: argparse.Namespace) -> int:
+    check_run_flags(args)
     cat = catalog.load(_profiles(args))
     plan = Plan(name=args.name, workload=args.workload, cpu=args.cpu, kernel=args.kernel,
                 runs=args.runs, warmup=args.warmup, perf=args.perf, summary=args.summary,

@@ -15,11 +15,11 @@ from textual.validation import ValidationResult, Validator
 from textual.widget import Widget
 from textual.widgets import Input, Label, Select, Static
 
-from tui.catalog import Catalog, Param, Plan
+from tui.catalog import RUN_LIMITS, Catalog, Param, Plan
 from tui.messages import FormChanged
 
-RUNS = Param("runs", 10, 1, 1_000_000, help="recorded repetitions")
-WARMUP = Param("warmup", 1, 0, 10_000, help="unrecorded repetitions first")
+RUNS = Param("runs", 10, *RUN_LIMITS["runs"], help="recorded repetitions")
+WARMUP = Param("warmup", 1, *RUN_LIMITS["warmup"], help="unrecorded repetitions first")
 
 
 class ParamValidator(Validator):
