@@ -8,6 +8,7 @@ what a crash leaves: it reads back as partial, with every run it holds.
 from __future__ import annotations
 
 import json
+import math
 import os
 import stat
 import time
@@ -30,6 +31,28 @@ def default_path(plan_name: str, directory: Path = Path("results")) -> Path:
     return path
 
 
+def _finite(obj: Any) -> Any:
+    """`obj` with every NaN or infinity replaced by null (not counted)."""
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    if isinstance(obj, dict):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_finite(v) for v in obj]
+    return obj
+
+
+def _line(obj: dict[str, Any]) -> str:
+    """One result line.  NaN and Infinity are not JSON: a run's figures are checked
+    before they get here (session.metric_value), and a perf counter that is NaN was
+    not counted, so it is written as null."""
+    try:
+        text = json.dumps(obj, separators=(",", ":"), default=str, allow_nan=False)
+    except ValueError:
+        text = json.dumps(_finite(obj), separators=(",", ":"), default=str, allow_nan=False)
+    return text + "\n"
+
+
 class Writer:
     """Appends events to a result file, each line flushed as it comes."""
 
@@ -42,7 +65,7 @@ class Writer:
             raise HotloopError(f"{path}: cannot write the result file: {e.strerror}") from None
 
     def write(self, event: ev.Event) -> None:
-        self._f.write(json.dumps(ev.to_json(event), separators=(",", ":"), default=str) + "\n")
+        self._f.write(_line(ev.to_json(event)))
         self._f.flush()
 
     def close(self) -> None:

@@ -39,7 +39,13 @@ REAP_S = 5.0                            # how long a killed worker may take to b
 
 
 def metric_value(w: Workload, sample: dict[str, Any]) -> float:
-    """The workload's primary metric from one run's counters."""
+    """The workload's primary metric from one run's counters; ValueError for a run
+    that reported no such figure, or an extra that is no measurement (NaN, infinite,
+    out of range: the run fails rather than record what no reader can use)."""
+    for name, x in sample["extra"].items():
+        bad = ev.number_problem(x)
+        if bad:
+            raise ValueError(f"extra {name!r} from hl_add_extra: {bad}")
     per_op = w.metric in ("ns/op", "cycles/op", "ops/s")
     if per_op and not sample["ops"] or not sample["ns"]:
         raise ValueError(f"the workload reported {sample['ops']} ops in {sample['ns']} ns: "
