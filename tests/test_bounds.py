@@ -128,4 +128,4 @@ workload = "w"
     assert not (tmp_path / "results").exists()
     err = one_line_exit_2(hotloop("save", "mine", "--workload", "w", "--profiles", str(d),
                                   f"--{key}", value))
-    assert f"--{key} {value}: must be at most" in err
+    assert f"[plan.mine] {key}: {value} is above the maximum" in err     # the TOML check

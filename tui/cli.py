@@ -456,7 +456,6 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 
 def cmd_save(args: argparse.Namespace) -> int:
-    check_run_flags(args)
     cat = catalog.load(_profiles(args))
     plan = Plan(name=args.name, workload=args.workload, cpu=args.cpu, kernel=args.kernel,
                 runs=args.runs, warmup=args.warmup, perf=args.perf, summary=args.summary,
