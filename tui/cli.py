@@ -79,6 +79,9 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--keep-perf", action="store_true",
                      help="keep perf.data files beside the result file (RESULT.perf/)")
     run.add_argument("--out", type=Path, help="result file (default results/<time>-<plan>.jsonl)")
+    run.add_argument("--force", action="store_true",
+                     help="replace an existing --out file (kept as it was unless the run "
+                          "measures something)")
     run.add_argument("--format", choices=("text", "json"), default="text")
     _plan_options(run, several=True)
 
@@ -223,6 +226,13 @@ def variants(cat: Catalog, args: argparse.Namespace) -> list[Variant]:
         raise HotloopError(f"the batch names the same variant twice: {', '.join(twice)}")
     if len(out) > 1 and args.out:
         raise HotloopError("--out names one file, and this batch writes one per variant")
+    if args.force and not args.out:
+        raise HotloopError("--force replaces an --out file; without --out every run gets "
+                           "a new one")
+    if args.out and args.out.is_dir():
+        raise HotloopError(f"--out {args.out}: is a directory, not a result file")
+    if args.out and args.out.is_file() and not args.force:    # before building: at once
+        raise HotloopError(f"--out {args.out}: exists (pass --force to replace it)")
     if len(out) == 1 and args.out:
         out[0] = Variant(out[0].label, out[0].rp, args.out)
     if args.interleave and len(out) < 2:
@@ -235,10 +245,12 @@ def variants(cat: Catalog, args: argparse.Namespace) -> list[Variant]:
 
 async def _run_sessions(sessions: list[Session], fmt: str, interleaved: bool,
                         gap: float = 0.0, observe: Callable[[str, ev.Event | None], None]
-                        | None = None) -> dict[str, ev.Event | None]:
+                        | None = None, got: dict[str, results.Result] | None = None
+                        ) -> dict[str, ev.Event | None]:
     """Drive the sessions with a progress bar on stderr; each one's Finished or Failed.
     In turn: `gap` seconds between two sessions; `observe` sees each event (None when a
-    session begins)."""
+    session begins); `got` collects each one's result (by variant) as its events come,
+    so a report needs no file to read back (--out /dev/null)."""
     # SIGTERM/SIGHUP (a kill, a dropped SSH session) cancel the run like Ctrl-C does:
     # the worker is stopped, the system restored, the result file ends "interrupted".
     loop, main = asyncio.get_running_loop(), asyncio.current_task()
@@ -260,6 +272,11 @@ async def _run_sessions(sessions: list[Session], fmt: str, interleaved: bool,
                 if observe is not None:
                     observe(event.header.get("variant", "") if isinstance(event, ev.Started)
                             else event.variant, event)
+                if got is not None and isinstance(event, ev.Started):
+                    got[event.header.get("variant", "")] = results.Result(
+                        Path(event.result_file), event.header)
+                elif got is not None and event.variant in got:
+                    got[event.variant].add(event)
                 if isinstance(event, (ev.Finished, ev.Failed)):
                     last[event.variant] = event
                 elif isinstance(event, ev.RunSample) and not event.warmup:
@@ -286,12 +303,16 @@ async def _run_sessions(sessions: list[Session], fmt: str, interleaved: bool,
 def cmd_run(args: argparse.Namespace) -> int:
     cat = catalog.load(_profiles(args))
     todo = variants(cat, args)
+    # A default name that is taken becomes another; an --out file is never
+    # overwritten but with --force (results.Writer).
+    on_exists = ("replace" if args.force else "refuse") if args.out else "rename"
     sessions = [Session(v.rp, v.out, variant=v.label, apply_system=args.apply_system,
-                        keep_perf=args.keep_perf) for v in todo]
+                        keep_perf=args.keep_perf, on_exists=on_exists) for v in todo]
+    got: dict[str, results.Result] = {}
     try:
-        last = asyncio.run(_run_sessions(sessions, args.format, args.interleave))
+        asyncio.run(_run_sessions(sessions, args.format, args.interleave, got=got))
     except (KeyboardInterrupt, asyncio.CancelledError):
-        files = ", ".join(str(v.out) for v in todo if v.out.exists())
+        files = ", ".join(str(r.path) for r in got.values())
         print("hotloop: interrupted; " + (f"the runs measured so far are in {files}" if files
                                            else "nothing was measured yet"), file=sys.stderr)
         return interrupted_status()
@@ -299,15 +320,17 @@ def cmd_run(args: argparse.Namespace) -> int:
     failures: list[str] = []
     interrupted = False
     for v in todo:
-        end = last[v.label]
-        if isinstance(end, ev.Failed) and end.bad_input and not v.out.exists():
+        res = got.get(v.label)
+        if res is None:
+            continue
+        end = res.finished or res.failed
+        if isinstance(end, ev.Failed) and end.bad_input and not res.runs:
             raise HotloopError(end.message)  # nothing ran, and the session kept nothing
         if isinstance(end, ev.Failed):
             interrupted |= end.interrupted
             if not end.interrupted:
                 failures.append(f"{v.label or v.rp.plan.name}: {end.message}")
-        if v.out.exists():
-            done.append(results.read(v.out))
+        done.append(res)
     comparison = _batch_comparison(done) if len(todo) > 1 else None
     if args.format == "json":
         docs = [report.document(r) for r in done]

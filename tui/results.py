@@ -7,17 +7,19 @@ what a crash leaves: it reads back as partial, with every run it holds.
 """
 from __future__ import annotations
 
+import fcntl
 import json
 import math
 import os
 import stat
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from tui import events as ev
-from tui.errors import HotloopError
+from tui.errors import HotloopError, RunFailed
 from tui.stats import Summary, summarize
 
 
@@ -53,31 +55,191 @@ def _line(obj: dict[str, Any]) -> str:
     return text + "\n"
 
 
-class Writer:
-    """Appends events to a result file, each line flushed as it comes."""
+class WriteFailed(RunFailed):
+    """The result file cannot take another line (a full disk, a removed directory):
+    the session stops the run and the command exits 1 with this one line."""
 
-    def __init__(self, path: Path):
+
+ON_EXISTS = ("rename", "refuse", "replace")
+_MAX_NAMES = 10_000
+
+
+def _lock(fd: int) -> bool:
+    """Hold `fd` locked for the session; False if another hotloop run holds it."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    except OSError:                     # a file system without flock: O_EXCL still holds
+        pass
+    return True
+
+
+class Writer:
+    """Appends events to a result file, each line written through as it comes.
+
+    The file is created exclusively (O_EXCL) and held locked (flock) for the
+    session, so two runs never share one.  When the name is taken, `on_exists`
+    decides: "rename" takes the next free NAME-2.jsonl, NAME-3.jsonl... (default
+    paths); "refuse" is a one-line error (an explicit --out); "replace" (--out
+    --force) writes a hidden file beside it that replaces it once the run has
+    measured something, so a run that fails before (bad input) leaves the old
+    file as it was, and a crash mid-run leaves the runs at the path.  An existing
+    device or pipe (/dev/null) is written as it is: there is nothing to lose.
+
+    The first line that cannot be written raises WriteFailed; the file removed
+    during the run (its directory deleted) counts as that too, since every line
+    after would be lost.  Later writes do nothing: the session is stopping."""
+
+    def __init__(self, path: Path, on_exists: str = "rename"):
+        assert on_exists in ON_EXISTS
         self.path = path
+        self.error: WriteFailed | None = None
+        self._regular = True
+        self._temp: Path | None = None          # "replace": where lines go until commit
+        self._old = -1                          # "replace": the old file, locked meanwhile
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            self._f = open(path, "w", encoding="utf-8")    # one session, one file
+            self._fd = self._create(path, on_exists)
         except OSError as e:
-            raise HotloopError(f"{path}: cannot write the result file: {e.strerror}") from None
+            raise HotloopError(f"{self.path}: cannot write the result file: "
+                               f"{e.strerror or e}") from None
+
+    def _create(self, path: Path, on_exists: str) -> int:
+        for n in range(1, _MAX_NAMES):
+            name = path if n == 1 else path.with_name(f"{path.stem}-{n}{path.suffix}")
+            self.path = name
+            try:
+                st: os.stat_result | None = os.stat(name)
+            except FileNotFoundError:
+                st = None
+            if st is not None and stat.S_ISDIR(st.st_mode):
+                if on_exists == "rename":
+                    continue
+                raise HotloopError(f"{name}: is a directory, not a result file")
+            if st is not None and not stat.S_ISREG(st.st_mode) and on_exists != "rename":
+                # O_NONBLOCK: a FIFO nobody reads is an error (ENXIO), not a hang
+                fd = os.open(name, os.O_WRONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+                os.set_blocking(fd, True)
+                self._regular = False
+                return fd
+            try:
+                fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+            except FileExistsError:
+                if on_exists == "rename":
+                    continue
+                if on_exists == "refuse":
+                    raise HotloopError(f"{name}: exists (pass --force to replace it)") from None
+                return self._replacing(name)
+            if _lock(fd):
+                return fd
+            os.close(fd)                # a --force run took it between create and lock
+            if on_exists != "rename":
+                raise HotloopError(f"{name}: in use by another hotloop run")
+        raise HotloopError(f"{path}: {_MAX_NAMES} result files of that name already")
+
+    def _replacing(self, target: Path) -> int:
+        """--force: lock the old file (no second run may replace it meanwhile), write
+        a hidden new one beside it."""
+        try:
+            old = os.open(target, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        except FileNotFoundError:       # a dangling symlink: nothing to keep
+            old = -1
+        if old >= 0:
+            if not _lock(old):
+                os.close(old)
+                raise HotloopError(f"{target}: in use by another hotloop run")
+            self._old = old
+        fd, temp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp",
+                                    dir=target.parent)
+        # the new file keeps the old one's permissions
+        os.fchmod(fd, stat.S_IMODE(os.fstat(old).st_mode) if old >= 0 else 0o644)
+        _lock(fd)
+        self._temp = Path(temp)
+        return fd
+
+    def _commit(self) -> None:
+        """--force: the new file takes the old one's place."""
+        assert self._temp is not None
+        try:
+            os.replace(self._temp, self.path)
+        except OSError as e:
+            raise self._failed(e.strerror or str(e)) from None
+        self._temp = None
+        if self._old >= 0:
+            os.close(self._old)
+            self._old = -1
+
+    def _failed(self, why: str) -> WriteFailed:
+        if self.error is None:
+            self.error = WriteFailed(f"{self.path}: cannot write the result file: {why}")
+            if self._temp is not None:  # --force: the old file stays as it was
+                self._temp.unlink(missing_ok=True)
+                self._temp = None
+        return self.error
 
     def write(self, event: ev.Event) -> None:
-        self._f.write(_line(ev.to_json(event)))
-        self._f.flush()
+        """Append one line; WriteFailed the first time one cannot be."""
+        if self.error is not None or self._fd < 0:
+            return
+        data = memoryview(_line(ev.to_json(event)).encode())
+        try:
+            while data:
+                data = data[os.write(self._fd, data):]
+            if self._regular and os.fstat(self._fd).st_nlink == 0:
+                raise self._failed("it was deleted during the run")
+        except OSError as e:
+            raise self._failed(e.strerror or str(e)) from None
+        if self._temp is not None and isinstance(event, ev.RunSample):
+            self._commit()
+
+    def try_write(self, event: ev.Event) -> None:
+        """Append one line if the file still takes it (on the way out: a cancel or a
+        failure is already being reported, and `error` keeps this one)."""
+        try:
+            self.write(event)
+        except WriteFailed:
+            pass
 
     def close(self) -> None:
-        if not self._f.closed:
-            self._f.flush()
-            os.fsync(self._f.fileno())
-            self._f.close()
+        """Sync and close; a failure here (a delayed ENOSPC) is kept in `error`."""
+        if self._fd < 0:
+            return
+        try:
+            if self._regular:
+                os.fsync(self._fd)
+            if self._temp is not None and self.error is None:
+                self._commit()
+        except OSError as e:
+            self._failed(e.strerror or str(e))
+        except WriteFailed:
+            pass
+        finally:
+            os.close(self._fd)
+            self._fd = -1
+            if self._old >= 0:
+                os.close(self._old)
+                self._old = -1
+
+    def discard(self) -> None:
+        """Nothing ran (bad input): remove what this session created, keep the rest."""
+        if self._fd < 0:
+            return
+        if self._temp is not None:
+            self._temp.unlink(missing_ok=True)
+            self._temp = None
+        elif self._regular and self.path.exists():
+            try:
+                if os.path.samestat(os.fstat(self._fd), os.stat(self.path)):
+                    self.path.unlink()
+            except OSError:
+                pass
+        self.close()
 
 
 @dataclass
 class Result:
-    """A result file read back."""
+    """A result file read back, or a session's events collected as they come."""
     path: Path
     header: dict[str, Any]
     runs: list[ev.RunSample] = field(default_factory=list)
@@ -87,6 +249,22 @@ class Result:
     warnings: list[str] = field(default_factory=list)
     finished: ev.Finished | None = None
     failed: ev.Failed | None = None
+
+    def add(self, event: ev.Event) -> None:
+        """One more event of the session (the header came first: `header`)."""
+        if isinstance(event, ev.RunSample):
+            (self.warmups if event.warmup else self.runs).append(event)
+        elif isinstance(event, ev.HotSymbols):
+            if event.scope == "session":
+                self.session_symbols = event
+            else:
+                self.windows.append(event)
+        elif isinstance(event, ev.Warning):
+            self.warnings.append(event.message)
+        elif isinstance(event, ev.Finished):
+            self.finished = event
+        elif isinstance(event, ev.Failed):
+            self.failed = event
 
     @property
     def partial(self) -> bool:
@@ -178,19 +356,8 @@ def read(path: Path) -> Result:
             result = Result(path, event.header)
         elif isinstance(event, ev.Started):
             raise HotloopError(f"{path}:{no}: a second header line: two runs wrote this file")
-        elif isinstance(event, ev.RunSample):
-            (result.warmups if event.warmup else result.runs).append(event)
-        elif isinstance(event, ev.HotSymbols):
-            if event.scope == "session":
-                result.session_symbols = event
-            else:
-                result.windows.append(event)
-        elif isinstance(event, ev.Warning):
-            result.warnings.append(event.message)
-        elif isinstance(event, ev.Finished):
-            result.finished = event
-        elif isinstance(event, ev.Failed):
-            result.failed = event
+        else:
+            result.add(event)
     if result is None:
         raise HotloopError(f"{path}: empty, not a hotloop result")
     return result

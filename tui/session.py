@@ -193,8 +193,9 @@ class Session:
 
     def __init__(self, rp: ResolvedPlan, result_file: Path, variant: str = "",
                  apply_system: bool = False, gate: asyncio.Queue[None] | None = None,
-                 keep_perf: bool = False):
+                 keep_perf: bool = False, on_exists: str = "rename"):
         self.rp = rp
+        self.on_exists = on_exists           # result_file taken: results.Writer says
         self.keep_perf = keep_perf           # keep perf.data beside the result file
         self.counters: dict[str, float | None] = {}
         self.apply_system = apply_system     # the user's consent to system changes
@@ -242,22 +243,24 @@ class Session:
             if rp.plan.perf and perf.find_perf() is not None else []
         if self._stopping:                  # stopped while the workload compiled
             return
-        writer = Writer(self.result_file)   # HotloopError if it cannot be written
+        # HotloopError if it cannot be created; the name it got (another when taken)
+        writer = Writer(self.result_file, self.on_exists)
+        self.result_file = writer.path
         names = list(rp.kernel.sysctl)
         before = system.kernel_facts(names)["sysctl"]
         try:
             applied = system.apply(pre.changes)
         except system.SystemSettingError as e:
-            writer.close()
-            self.result_file.unlink(missing_ok=True)
+            writer.discard()
             raise HotloopError(str(e)) from None
         runs: list[float] = []
         final: ev.Event | None = None
         during: dict[str, str | None] = {}
+        drive = self._drive(built, runs)
 
         def note(message: str) -> ev.Warning:
             event = ev.Warning(message, variant=v)
-            writer.write(event)
+            writer.write(event)             # WriteFailed: the run stops, as on a crash
             return event
         try:
             during = system.kernel_facts(names)["sysctl"]
@@ -269,7 +272,7 @@ class Session:
                             *(f"perf: {m}" for m in perf_notes),
                             *(f"applied {c.describe()}" for c in applied.changes)]:
                 yield note(message)
-            async for event in self._drive(built, runs):
+            async for event in drive:
                 if isinstance(event, (ev.Finished, ev.Failed)):
                     final = event           # after the restore, so it is the last line
                     continue
@@ -286,21 +289,22 @@ class Session:
         except (asyncio.CancelledError, GeneratorExit):
             # Cancelled while running, or closed by a consumer that went away.
             self._kill()
-            for message in _changed_during(during):
-                note(message)
-            for message in _restore(applied):
-                note(message)
-            writer.write(ev.Failed("interrupted", run=len(runs), interrupted=True,
-                                   variant=v))
+            for message in [*_changed_during(during), *_restore(applied)]:
+                writer.try_write(ev.Warning(message, variant=v))
+            writer.try_write(ev.Failed("interrupted", run=len(runs), interrupted=True,
+                                       variant=v))
             raise
         finally:
+            await drive.aclose()            # left mid-stream (a write failed): perf, worker
             self._kill()
             await self._reap()
             for message in _restore(applied):   # a no-op when already restored
-                note(message)
-            writer.close()
+                writer.try_write(ev.Warning(message, variant=v))
             if isinstance(final, ev.Failed) and final.bad_input and not runs:
-                self.result_file.unlink(missing_ok=True)    # nothing ran: nothing kept
+                writer.discard()            # nothing ran: nothing kept, an old file intact
+            writer.close()
+        if writer.error is not None:        # the last lines may not be on disk
+            raise writer.error
 
     async def _spawn(self, built: build.Built, runs: int,
                      first: int) -> asyncio.subprocess.Process:
