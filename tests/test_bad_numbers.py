@@ -107,3 +107,22 @@ def test_a_value_that_is_no_measurement_fails_the_run_naming_it(odd, workload, v
     shown_file = hotloop("show", str(out))
     assert shown_file.returncode == 0 and "PARTIAL: run 3" in shown_file.stdout
     assert leftovers() == []
+
+
+def test_a_nan_that_is_not_a_runs_figure_is_written_as_null_not_a_token(tmp_path, odd):
+    # A perf counter perf printed as "nan" was not counted: null, as unsupported ones are.
+    from tui import events as ev
+    ok = hotloop("run", "odd", "--profiles", str(odd), "--runs", "2", "--warmup", "0",
+                 "--no-perf", "--out", "ok.jsonl")
+    assert ok.returncode == 0, ok.stderr
+    started = ev.Started(json.loads(Path("ok.jsonl").read_text().splitlines()[0])["header"])
+    w = results.Writer(tmp_path / "w.jsonl")
+    w.write(started)
+    w.write(ev.Finished({"n": 0, "counters": {"cycles": float("nan"),
+                                               "instructions": float("inf"), "task-clock": 1.5}}))
+    w.close()
+    text = (tmp_path / "w.jsonl").read_text()
+    for line in text.splitlines():
+        strict_json(line)
+    counters = results.read(tmp_path / "w.jsonl").finished.summary["counters"]
+    assert counters == {"cycles": None, "instructions": None, "task-clock": 1.5}
