@@ -36,6 +36,7 @@ from tui.errors import HotloopError
 from tui.messages import CatalogPicked, FormChanged, LogLine, SessionEnded, SymbolsArrived
 from tui.session import Session, preflight
 from tui.stats import si
+from tui.visible import visible
 from tui.widgets.catalog_tree import CatalogTree
 from tui.widgets.live import LiveRun
 from tui.widgets.params import ParamsForm
@@ -119,7 +120,8 @@ class HotloopApp(App[None]):
             self.cat.errors.append(str(e))
         for error in self.cat.errors:       # shown on the first screen, not only the log
             self.log_line(f"left out: {error}", "error")
-            self.notify(error, title="profile left out", severity="error", timeout=15)
+            self.notify(visible(error), title="profile left out", severity="error",
+                        timeout=15, markup=False)       # "[cpu.c]" is no markup
         if not (self.cat.plans or self.cat.workloads):
             self._status()
             return
@@ -244,7 +246,8 @@ class HotloopApp(App[None]):
             pre = preflight(rp)
         except (ValueError, HotloopError) as e:
             self.log_line(f"cannot run: {' '.join(str(e).split())}", "error")
-            self.notify(f"cannot run: {e}", severity="error", timeout=4)
+            self.notify(f"cannot run: {visible(str(e))}", severity="error", timeout=4,
+                        markup=False)
             return
         if not pre.changes:
             self.start_run(rp)
@@ -421,7 +424,8 @@ class HotloopApp(App[None]):
             return
         bad = self.form.errors()
         if bad:
-            self.notify("fix the parameters first: " + "; ".join(bad), severity="error")
+            self.notify(visible("fix the parameters first: " + "; ".join(bad)),
+                        severity="error", markup=False)
             return
         base = self.form.base.name
         self.push_screen(SavePlanScreen(f"{base}-2" if base in self.cat.plans else base,
@@ -550,7 +554,8 @@ class HotloopApp(App[None]):
         if colour:
             style = self.theme_variables.get(colour, "") or ""
         prefix = {"warning": "warning: ", "error": "error: "}.get(level, "")
-        self._q(RichLog).write(Text(prefix + text, style=style))
+        # a workload's error text may hold an ESC or newlines: shown, never obeyed
+        self._q(RichLog).write(Text(prefix + visible(text), style=style))
 
     def on_log_line(self, message: LogLine) -> None:
         self.log_line(message.text, message.level)

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, AsyncIterator, Callable, Sequence
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, \
     TimeElapsedColumn, TimeRemainingColumn
 
@@ -30,6 +31,7 @@ from tui.errors import HotloopError, RunFailed
 from tui.interleave import interleave
 from tui.session import Session
 from tui.stats import si
+from tui.visible import visible, visible_lines
 
 
 
@@ -263,7 +265,8 @@ async def _run_sessions(sessions: list[Session], fmt: str, interleaved: bool,
                   TextColumn("{task.fields[value]}"), TimeElapsedColumn(),
                   TextColumn("eta"), TimeRemainingColumn(), console=console,
                   transient=True, disable=fmt != "text" or not console.is_terminal) as bar:
-        tasks = {s.variant: bar.add_task(s.variant or s.rp.plan.name, total=s.rp.plan.runs,
+        tasks = {s.variant: bar.add_task(escape(visible(s.variant or s.rp.plan.name)),
+                                         total=s.rp.plan.runs,
                                          value="") for s in sessions}
         units = {s.variant: s.rp.workload.unit for s in sessions}
 
@@ -284,7 +287,9 @@ async def _run_sessions(sessions: list[Session], fmt: str, interleaved: bool,
                                value=si(event.value, units[event.variant]))
                 elif isinstance(event, ev.Warning):
                     prefix = f"{event.variant}: " if len(sessions) > 1 else ""
-                    console.print(f"[yellow]warning:[/] {prefix}{event.message}")
+                    # "[cpu.c]" is no markup, an ESC from a workload no terminal command
+                    console.print("[yellow]warning:[/] "
+                                  + escape(visible(f"{prefix}{event.message}")))
 
         if interleaved:
             await consume(interleave(sessions))
@@ -312,7 +317,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     try:
         asyncio.run(_run_sessions(sessions, args.format, args.interleave, got=got))
     except (KeyboardInterrupt, asyncio.CancelledError):
-        files = ", ".join(str(r.path) for r in got.values())
+        files = visible(", ".join(str(r.path) for r in got.values()))
         print("hotloop: interrupted; " + (f"the runs measured so far are in {files}" if files
                                            else "nothing was measured yet"), file=sys.stderr)
         return interrupted_status()
@@ -340,7 +345,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     else:
         print("\n\n".join(report.text(r) for r in done))
         if comparison:
-            print("\n" + comparison[0])
+            print("\n" + visible_lines(comparison[0]))
     if interrupted:
         return interrupted_status()
     if failures:
@@ -356,7 +361,7 @@ def _batch_comparison(done: list[results.Result]) -> tuple[str, str] | None:
     try:
         comp = compare.compare(done)
     except HotloopError as e:
-        print(f"hotloop: no comparison: {e}", file=sys.stderr)
+        print(f"hotloop: no comparison: {visible(str(e))}", file=sys.stderr)
         return None
     return compare.render(comp, "text"), compare.render(comp, "json")
 
@@ -372,7 +377,10 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 def cmd_compare(args: argparse.Namespace) -> int:
     from tui import compare              # scipy: only when comparing (0.8 s to import)
-    print(compare.main_compare(args.files, args.format, args.noise))
+    out = compare.main_compare(args.files, args.format, args.noise)
+    # csv and json are data (json escapes control characters itself); the tables are
+    # for a terminal
+    print(visible_lines(out) if args.format in ("text", "md", "org") else out)
     return 0
 
 
@@ -538,10 +546,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command != "restore":
             # A run killed with settings applied left a journal: put them back first.
             for message in system.recover():
-                print(f"hotloop: {message}", file=sys.stderr)
+                print(f"hotloop: {visible(message)}", file=sys.stderr)
         return COMMANDS.get(args.command, cmd_tui)(args)
     except HotloopError as e:
-        print(f"hotloop: {e}", file=sys.stderr)
+        print(f"hotloop: {visible(str(e))}", file=sys.stderr)     # one line, inert
         return e.exit_code
     except KeyboardInterrupt:
         return interrupted_status()

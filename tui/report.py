@@ -7,6 +7,7 @@ from typing import Any, Sequence
 from tui import events as ev
 from tui.results import Result
 from tui.stats import Summary, bucket_labels, histogram, si, summarize
+from tui.visible import visible
 
 BAR = 40
 
@@ -106,7 +107,8 @@ def text(result: Result) -> str:
     for warning in result.warnings:
         lines.append(f"warning: {warning}")
     lines += ["", f"result file: {result.path}"]
-    return "\n".join(lines)
+    # a workload's error text, a warning, a file name: never a terminal command
+    return "\n".join(visible(line) for line in lines)
 
 
 def document(result: Result) -> dict[str, Any]:

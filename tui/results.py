@@ -7,6 +7,7 @@ what a crash leaves: it reads back as partial, with every run it holds.
 """
 from __future__ import annotations
 
+import dataclasses
 import fcntl
 import json
 import math
@@ -21,6 +22,7 @@ from typing import Any
 from tui import events as ev
 from tui.errors import HotloopError, RunFailed
 from tui.stats import Summary, summarize
+from tui.visible import visible
 
 
 def default_path(plan_name: str, directory: Path = Path("results")) -> Path:
@@ -259,12 +261,14 @@ class Result:
                 self.session_symbols = event
             else:
                 self.windows.append(event)
+        # Messages carry a workload's error text: one line and inert (an ESC, a
+        # newline shown as \x1b, \n) for every reader that prints them.
         elif isinstance(event, ev.Warning):
-            self.warnings.append(event.message)
+            self.warnings.append(visible(event.message))
         elif isinstance(event, ev.Finished):
             self.finished = event
         elif isinstance(event, ev.Failed):
-            self.failed = event
+            self.failed = dataclasses.replace(event, message=visible(event.message))
 
     @property
     def partial(self) -> bool:

@@ -28,6 +28,7 @@ from textual_plotext import PlotextPlot
 
 from tui import results
 from tui.errors import HotloopError
+from tui.visible import visible
 from tui.widgets.live import axis_scale
 
 if TYPE_CHECKING:
@@ -286,9 +287,14 @@ class CompareScreen(Screen[None]):
         for e in entries:
             runs = str(len(e.result.runs)) if e.result else "-"
             partial = Text("partial", style="yellow") if e.result and e.result.partial else ""
-            label = Text(e.label, style="dim red") if e.result is None else Text(e.label)
-            table.add_row("", e.date, e.workload, label, runs, partial, e.path.name,
-                          Text(_cut(e.params, PARAMS_WIDTH), style="dim"), key=str(e.path))
+            label = Text(e.label, style="dim red") if e.result is None else \
+                Text(visible(e.label))
+            # Text, not str: a DataTable reads a str as markup, and a file's strings
+            # are anybody's ("[/]" as a workload name crashed the console)
+            table.add_row("", Text(visible(e.date)), Text(visible(e.workload)), label, runs,
+                          partial, Text(visible(e.path.name)),
+                          Text(_cut(visible(e.params), PARAMS_WIDTH), style="dim"),
+                          key=str(e.path))
         self.loaded = True
         if entries:
             self._say(f"{len(entries)} files in {self.results_dir}: space/enter picks "
@@ -298,7 +304,7 @@ class CompareScreen(Screen[None]):
 
     def _say(self, text: str, error: bool = False) -> None:
         status = self.query_one("#compare-status", Static)
-        status.update(text)
+        status.update(visible(text))
         status.set_class(error, "-error")
         self.error = text if error else ""
 
