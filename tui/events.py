@@ -216,6 +216,11 @@ _SPECS: dict[type, dict[str, Check]] = {
              "bad_input": _BOOL, "variant": _STR},
 }
 
+# The fields a line must have: those without a default.
+_REQUIRED: dict[type, tuple[str, ...]] = {
+    cls: tuple(f.name for f in dataclasses.fields(cls) if f.default is dataclasses.MISSING
+               and f.default_factory is dataclasses.MISSING) for cls in _SPECS}
+
 
 def from_json(obj: Any) -> Event:
     """Build an event from a parsed JSON line; ValueError (saying which field and why)
@@ -226,14 +231,13 @@ def from_json(obj: Any) -> Event:
     cls = _TYPES.get(kind) if isinstance(kind, str) else None
     if cls is None:
         raise ValueError(f"unknown type {_show(kind)}" if "type" in obj else "no \"type\"")
-    fields = {f.name: f for f in dataclasses.fields(cls)}
-    for name, f in fields.items():
-        required = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
-        if required and name not in obj:
+    spec, required = _SPECS[cls], _REQUIRED[cls]
+    for name in required:
+        if name not in obj:
             raise ValueError(f"{kind} line without {name!r}")
-    args = {k: v for k, v in obj.items() if k in fields}      # unknown keys: a newer writer
+    args = {k: v for k, v in obj.items() if k in spec}      # unknown keys: a newer writer
     for name, value in args.items():
-        bad = _SPECS[cls][name](value)
+        bad = spec[name](value)
         if bad:
             raise ValueError(f"{kind} line: {name}: {bad}")
     if cls is HotSymbols:
