@@ -103,7 +103,13 @@ class Writer:
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             self._fd = self._create(path, on_exists)
-        except OSError as e:
+        except (OSError, HotloopError) as e:
+            if self._old >= 0:              # --force half way: the old file as it was
+                os.close(self._old)
+            if self._temp is not None:
+                self._temp.unlink(missing_ok=True)
+            if isinstance(e, HotloopError):
+                raise
             raise HotloopError(f"{self.path}: cannot write the result file: "
                                f"{e.strerror or e}") from None
 
@@ -143,21 +149,30 @@ class Writer:
     def _replacing(self, target: Path) -> int:
         """--force: lock the old file (no second run may replace it meanwhile), write
         a hidden new one beside it."""
-        try:
-            old = os.open(target, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-        except FileNotFoundError:       # a dangling symlink: nothing to keep
-            old = -1
-        if old >= 0:
+        for _ in range(10):
+            try:
+                old = os.open(target, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+            except FileNotFoundError:   # a dangling symlink: nothing to keep
+                break
             if not _lock(old):
                 os.close(old)
                 raise HotloopError(f"{target}: in use by another hotloop run")
-            self._old = old
+            try:
+                same = os.path.samestat(os.fstat(old), os.stat(target))
+            except FileNotFoundError:
+                same = False
+            if same:
+                self._old = old
+                break
+            os.close(old)               # another run replaced it meanwhile: look again
+        else:
+            raise HotloopError(f"{target}: in use by another hotloop run")
         fd, temp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp",
                                     dir=target.parent)
-        # the new file keeps the old one's permissions
-        os.fchmod(fd, stat.S_IMODE(os.fstat(old).st_mode) if old >= 0 else 0o644)
-        _lock(fd)
         self._temp = Path(temp)
+        # the new file keeps the old one's permissions
+        os.fchmod(fd, stat.S_IMODE(os.fstat(self._old).st_mode) if self._old >= 0 else 0o644)
+        _lock(fd)
         return fd
 
     def _commit(self) -> None:
