@@ -195,7 +195,7 @@ class Session:
                  apply_system: bool = False, gate: asyncio.Queue[None] | None = None,
                  keep_perf: bool = False, on_exists: str = "rename"):
         self.rp = rp
-        self.on_exists = on_exists           # result_file taken: results.Writer says
+        self.on_exists = on_exists           # result_file taken: rename, refuse, replace
         self.keep_perf = keep_perf           # keep perf.data beside the result file
         self.counters: dict[str, float | None] = {}
         self.apply_system = apply_system     # the user's consent to system changes
