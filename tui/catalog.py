@@ -52,6 +52,15 @@ def timeout_problem(value: Any) -> str | None:
     return None
 
 
+def until_ci_problem(value: Any) -> str | None:
+    """Why `value` cannot be an until_ci target (the median known to +-this %), or None."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return f"expected a percentage, got {value!r}"
+    if not math.isfinite(value) or not 0 < value <= 100:
+        return "must be above 0 and at most 100 (%)"
+    return None
+
+
 def _int64_problem(value: int) -> str | None:
     if not INT64_MIN <= value <= INT64_MAX:
         return f"{value} does not fit a 64-bit integer (hl_param_int)"
@@ -167,6 +176,7 @@ class Plan:
     call_graph: str = "none"
     timeout: float = 300.0          # seconds one repetition may take
     processes: int = 1              # worker processes the runs are spread over, in turn
+    until_ci: float | None = None   # stop once the median's 95% CI is within +-this %
     params: dict[str, int | str] = field(default_factory=dict)
     summary: str = ""
     origin: str = ""
@@ -311,7 +321,7 @@ _SPECS: dict[str, dict[str, Check]] = {
              "perf": _is(bool), "perf_freq": _int_range(*RUN_LIMITS["perf_freq"]),
              "call_graph": _one_of(CALL_GRAPHS), "timeout": timeout_problem,
              "processes": _int_range(*RUN_LIMITS["processes"]),
-             "params": _is(dict)},
+             "until_ci": until_ci_problem, "params": _is(dict)},
 }
 _REQUIRED = {"workload": ("source",), "plan": ("workload",), "cpu": (), "kernel": ()}
 _PARAM_SPEC: dict[str, Check] = {"default": _is(int, str),

@@ -54,6 +54,9 @@ def _plan_options(p: argparse.ArgumentParser, several: bool = False) -> None:
     p.add_argument("--runs", type=int, help="recorded repetitions")
     p.add_argument("--warmup", type=int, help="unrecorded repetitions first")
     p.add_argument("--timeout", type=float, help="seconds one repetition may take")
+    p.add_argument("--until-ci", type=float, metavar="PCT",
+                   help="stop once the median's 95%% confidence interval is within +-PCT%% "
+                        "(at most --runs runs)")
     p.add_argument("--processes", type=int,
                    help="spread the runs over N worker processes, in turn (default: the "
                         "plan's, 1): averages out what one process's memory layout does")
@@ -178,6 +181,10 @@ def check_run_flags(args: argparse.Namespace) -> None:
     problem = None if timeout is None else catalog.timeout_problem(timeout)
     if problem:
         raise HotloopError(f"--timeout {timeout:g}: {problem}")
+    target = getattr(args, "until_ci", None)
+    problem = None if target is None else catalog.until_ci_problem(target)
+    if problem:
+        raise HotloopError(f"--until-ci {target:g}: {problem}")
 
 
 def resolve_run_plan(cat: Catalog, args: argparse.Namespace, plan: Plan, cpu: str | None,
@@ -187,7 +194,8 @@ def resolve_run_plan(cat: Catalog, args: argparse.Namespace, plan: Plan, cpu: st
     check_run_flags(args)
     plan = catalog.with_overrides(plan, cpu=cpu, kernel=args.kernel, runs=args.runs,
                                   warmup=args.warmup, timeout=args.timeout, perf=args.perf,
-                                  processes=args.processes, params=params)
+                                  processes=args.processes, until_ci=args.until_ci,
+                                  params=params)
     return cat.resolve(plan)
 
 
