@@ -7,7 +7,8 @@ group, attaches perf, turns the worker's JSON lines and perf's windows into
 typed events, appends each to the result file as it arrives, and yields it to
 the consumer (the headless reporter or the TUI).  Whatever happens (a normal
 end, a crash, a timeout, Ctrl-C, stop()), the worker's whole process group is
-killed and the system restored before the stream ends.
+killed and the system restored before the stream ends.  No wait on the worker is
+without a deadline.
 """
 from __future__ import annotations
 
@@ -36,6 +37,8 @@ SETUP_GRACE = 30.0                      # seconds for Python start-up and hl_set
 WINDOW_TOP = 30                         # symbols kept per perf window and per run
 SESSION_TOP = 100                       # symbols kept for the whole session
 REAP_S = 5.0                            # how long a killed worker may take to be reaped
+OUTPUT_KEPT = 4096                      # bytes of the workload's own output kept, its tail
+LINE_SHOWN = 200                        # characters of one output line in a message
 
 
 def metric_value(w: Workload, sample: dict[str, Any]) -> float:
@@ -148,6 +151,20 @@ async def _send(proc: asyncio.subprocess.Process, line: bytes) -> None:
         pass
 
 
+class _WorkerProtocol(asyncio.subprocess.SubprocessStreamProtocol):
+    """asyncio's own, plus `exited`, set when the worker process itself ends:
+    Process.wait() also waits for its pipes, which helpers it forked may hold open."""
+
+    def __init__(self, limit: int, loop: asyncio.AbstractEventLoop) -> None:
+        super().__init__(limit=limit, loop=loop)
+        self.exited: asyncio.Future[None] = loop.create_future()
+
+    def process_exited(self) -> None:
+        super().process_exited()
+        if not self.exited.done():
+            self.exited.set_result(None)
+
+
 def _restore(applied: system.Applied) -> list[str]:
     """Put the system back; what was restored, or why it could not be."""
     try:
@@ -178,20 +195,32 @@ class Session:
         self._perf_said: set[str] = set()
         self._tearing_down = False       # the worker is past its last run
         self._proc: asyncio.subprocess.Process | None = None
+        self._exited: asyncio.Future[None] | None = None    # the worker process ended
+        self._group_gone = False         # its process group killed after it was reaped
         self._stopping = False
-        self._stderr: collections.deque[str] = collections.deque(maxlen=20)
+        self._output = b""               # the tail of the workload's stdout and stderr
+        self._output_bytes = 0
+        self._notes: collections.deque[str] = collections.deque(maxlen=3)
 
     def stop(self) -> None:
-        """End the run now; the stream then ends with Failed(interrupted=True)."""
+        """End the run now: no run after this reaches the file or the consumer.  The
+        stream ends with Failed(interrupted=True), or Finished when every run was in."""
         self._stopping = True
         self._kill()
 
     def _kill(self) -> None:
-        if self._proc is not None and self._proc.returncode is None:
-            try:
-                os.killpg(self._proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        """SIGKILL the worker's whole process group, helpers included, even once the
+        worker itself has exited (they keep its group).  Safe from any thread."""
+        proc = self._proc
+        if proc is None or self._group_gone:
+            return
+        reaped = proc.returncode is not None
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        if reaped:          # the group is empty for good: its number may be reused
+            self._group_gone = True
 
     async def events(self) -> AsyncIterator[ev.Event]:
         """Build, apply system settings, run; bad input raises HotloopError first.
@@ -239,6 +268,8 @@ class Session:
                 if isinstance(event, (ev.Finished, ev.Failed)):
                     final = event           # after the restore, so it is the last line
                     continue
+                if isinstance(event, ev.RunSample) and self._stopping:
+                    continue                # stop means stop, however many are buffered
                 writer.write(event)
                 yield event
             self._kill()
@@ -270,10 +301,12 @@ class Session:
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(paths.ROOT),
                                                           env.get("PYTHONPATH")]))
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "tui.worker", stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-            start_new_session=True, env=env, limit=1 << 20)
+        loop = asyncio.get_running_loop()
+        pipe = asyncio.subprocess.PIPE
+        transport, protocol = await loop.subprocess_exec(
+            lambda: _WorkerProtocol(1 << 20, loop), sys.executable, "-m", "tui.worker",
+            stdin=pipe, stdout=pipe, stderr=pipe, start_new_session=True, env=env)
+        proc = asyncio.subprocess.Process(transport, protocol, loop)
         spec = {"parent": os.getpid(), "workload": rp.workload.name,
                 "module_path": str(built.path),
                 "module_name": built.module_name, "params": rp.params,
@@ -282,6 +315,9 @@ class Session:
                 "runs": runs, "first": first, "warmup": rp.plan.warmup,
                 "step": self.gate is not None}
         assert proc.stdin is not None
+        self._exited, self._group_gone = protocol.exited, False
+        self._output, self._output_bytes = b"", 0
+        self._notes.clear()
         self._proc = proc
         if self._stopping:                  # stop() came while the worker started
             self._kill()
@@ -297,17 +333,53 @@ class Session:
             except asyncio.TimeoutError:
                 pass
 
+    async def _wait_exit(self, timeout: float) -> bool:
+        """Whether the worker process has ended within `timeout`, open pipes or not."""
+        if self._exited is None:
+            return True
+        done, _ = await asyncio.wait({self._exited}, timeout=timeout)
+        return bool(done)
+
     async def _drain_stderr(self, stream: asyncio.StreamReader) -> None:
-        while line := await stream.readline():
-            self._stderr.append(line.decode(errors="replace").rstrip())
+        """The workload's stdout and stderr, in chunks: a line of any length (2 MiB of
+        printf without a newline) is read on, never left to fill the pipe; the tail is
+        kept for messages."""
+        while chunk := await stream.read(1 << 16):
+            self._output_bytes += len(chunk)
+            self._output = (self._output + chunk)[-OUTPUT_KEPT:]
+
+    def _output_tail(self, n: int = 3) -> str:
+        """The last lines of the workload's output and of hotloop's notes on the worker."""
+        text = self._output.decode(errors="replace")
+        lines = [*(l.strip() for l in text.splitlines() if l.strip()), *self._notes][-n:]
+        return "; ".join(l if len(l) <= LINE_SHOWN else "…" + l[-LINE_SHOWN:] for l in lines)
+
+    def _output_warning(self) -> ev.Warning | None:
+        """Output beyond what is kept is said once, with its tail, not silently lost."""
+        if self._output_bytes <= OUTPUT_KEPT:
+            return None
+        return ev.Warning(f"the workload wrote {self._output_bytes:,} bytes to stdout/stderr "
+                          f"(hotloop keeps the last {OUTPUT_KEPT:,}): {self._output_tail(1)}",
+                          variant=self.variant)
 
     async def _read_worker(self, stream: asyncio.StreamReader,
                            inbox: asyncio.Queue[tuple[str, Any]]) -> None:
-        while line := await stream.readline():
+        while True:
             try:
-                await inbox.put(("worker", json.loads(line)))
+                line = await stream.readline()
+            except ValueError:              # over the 1 MiB limit: dropped, read on
+                self._notes.append("garbled worker line: over 1 MiB")
+                continue
+            if not line:
+                break
+            try:
+                msg = json.loads(line)
+                if not isinstance(msg, dict) or not isinstance(msg.get("type"), str):
+                    raise ValueError(line)
             except ValueError:
-                self._stderr.append(f"garbled worker line: {line[:80]!r}")
+                self._notes.append(f"garbled worker line: {line[:80]!r}")
+                continue
+            await inbox.put(("worker", msg))
         await inbox.put(("eof", None))
 
     def _start_perf(self, inbox: asyncio.Queue[tuple[str, Any]]) -> perf.PerfRecorder:
@@ -397,8 +469,11 @@ class Session:
         # One inbox for the worker's lines and perf's windows: both reach the
         # consumer as they come; only the worker's lines reset the timeout.
         inbox: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
-        tasks = [asyncio.create_task(self._drain_stderr(proc.stderr)),
-                 asyncio.create_task(self._read_worker(proc.stdout, inbox))]
+        drain = asyncio.create_task(self._drain_stderr(proc.stderr))
+        tasks = [drain, asyncio.create_task(self._read_worker(proc.stdout, inbox))]
+        # The worker's own end, apart from its pipes' (helpers it forked may hold those).
+        assert self._exited is not None
+        self._exited.add_done_callback(lambda _: inbox.put_nowait(("exit", None)))
         deadline = loop.time() + rp.plan.timeout * (1 + rp.plan.warmup) + SETUP_GRACE
         warmups_left = rp.plan.warmup
         rec: perf.PerfRecorder | None = None
@@ -417,6 +492,13 @@ class Session:
                 # that arrives as the queue hands over an item.
                 getter = getter or asyncio.ensure_future(inbox.get())
                 done, _ = await asyncio.wait({getter}, timeout=deadline - loop.time())
+                if self._stopping:          # stop(): nothing from this worker counts now,
+                    ended = await self._ended(len(runs))    # however much is buffered
+                    await self._stop_perf(rec, first)
+                    rec = None
+                    if ended is not None:
+                        yield ended
+                    return
                 if not done:
                     self._kill()
                     await self._stop_perf(rec, first)
@@ -428,6 +510,12 @@ class Session:
                     return
                 source, msg = getter.result()
                 getter = None
+                if source == "exit":
+                    # The worker is gone: helpers it forked without hl_child_init must not
+                    # outlive it, and their copies of its pipes would hold the stream
+                    # open; what it wrote before it went is still read after this.
+                    self._kill()
+                    continue
                 if source == "window":
                     base, w = msg
                     yield ev.HotSymbols(tuple(w.symbols[:WINDOW_TOP]), window=base + w.index,
@@ -441,7 +529,11 @@ class Session:
                 if source == "eof":
                     ended = await self._ended(len(runs))
                     await self._stop_perf(rec, first)
-                    yield ended
+                    rec = None
+                    if (said := await self._output_said(drain)) is not None:
+                        yield said
+                    if ended is not None:
+                        yield ended
                     return
                 deadline = loop.time() + rp.plan.timeout
                 kind = msg.pop("type")
@@ -460,9 +552,9 @@ class Session:
                         warmups_left -= 1
                     yield ev.RunSample(value=value, variant=v, **msg)
                     if len(runs) - first == share:      # its last run: stop perf, then
-                        await self._stop_perf(rec, first)   # let the worker tear down
+                        self._tearing_down = True           # let the worker tear down
+                        await self._stop_perf(rec, first)
                         rec = None
-                        self._tearing_down = True
                         await _send(proc, b"go\n")
                         deadline = loop.time() + rp.plan.timeout
                     elif self.gate is not None and (warmups_left or len(runs) > first):
@@ -479,16 +571,18 @@ class Session:
                 elif kind == "warning":
                     yield ev.Warning(msg["message"], variant=v)
                 elif kind == "failed":
-                    try:                    # teardown gets the run's timeout, no more
-                        await asyncio.wait_for(proc.wait(), rp.plan.timeout)
-                    except asyncio.TimeoutError:
-                        self._kill()
+                    await self._wait_exit(rp.plan.timeout)  # its teardown: the run's timeout
+                    self._kill()                            # then it and its helpers go
                     await self._stop_perf(rec, first)
+                    rec = None
                     yield ev.Failed(msg["message"], run=msg["run"] + first if msg["run"] >= 0
                                     else msg["run"], bad_input=msg["bad_input"], variant=v)
                     return
                 elif kind == "finished":
-                    await proc.wait()
+                    await self._wait_exit(rp.plan.timeout)  # only Python's exit is left
+                    self._kill()                            # helpers it left behind
+                    if (said := await self._output_said(drain)) is not None:
+                        yield said
                     return
         finally:
             if getter is not None:
@@ -500,19 +594,34 @@ class Session:
             for t in tasks:
                 t.cancel()
 
-    async def _ended(self, done: int) -> ev.Failed:
-        """The worker's stream ended without a last word: say how it died."""
+    async def _output_said(self, drain: asyncio.Task[None]) -> ev.Warning | None:
+        """Once the worker's group is gone its output ends: a warning if it was long."""
+        await asyncio.wait({drain}, timeout=REAP_S)
+        return self._output_warning()
+
+    async def _ended(self, done: int) -> ev.Failed | None:
+        """The worker's stream ended without a last word (or stop() came): say how it
+        died; None when it was stopped after its last run, when nothing was lost."""
         assert self._proc is not None
-        code = await self._proc.wait()
+        if not await self._wait_exit(REAP_S):   # its stdout closed, yet it runs on
+            self._kill()
+            await self._wait_exit(REAP_S)
+        self._kill()                            # whatever it forked goes with it
         if self._stopping:
-            return ev.Failed("stopped by the user", run=done, interrupted=True,
-                             variant=self.variant)
-        if code < 0:
-            name = signal.Signals(-code).name
+            return None if self._tearing_down else ev.Failed(
+                "stopped by the user", run=done, interrupted=True, variant=self.variant)
+        code = self._proc.returncode
+        if code is None:
+            name, why = "SIGKILL", "worker did not end; killed"
+        elif code < 0:
+            try:
+                name = signal.Signals(-code).name
+            except ValueError:                  # a real-time signal has no name
+                name = f"signal {-code}"
             why = f"worker killed by {name}"
         else:
             name, why = "", f"worker exited with status {code}"
-        tail = "; ".join(list(self._stderr)[-3:])
+        tail = self._output_tail()
         what = "the worker's teardown" if self._tearing_down else f"run {done + 1}"
         return ev.Failed(f"{what}: {why}" + (f" ({tail})" if tail else ""),
                          run=done, signal=name, variant=self.variant)
