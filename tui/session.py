@@ -8,7 +8,8 @@ typed events, appends each to the result file as it arrives, and yields it to
 the consumer (the headless reporter or the TUI).  Whatever happens (a normal
 end, a crash, a timeout, Ctrl-C, stop()), the worker's whole process group is
 killed and the system restored before the stream ends.  No wait on the worker is
-without a deadline.
+without a deadline, and `abandon()` ends a session from another thread when the
+event loop itself is stuck (the console's terminal went away).
 """
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ import platform
 import signal
 import socket
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,6 +41,7 @@ SESSION_TOP = 100                       # symbols kept for the whole session
 REAP_S = 5.0                            # how long a killed worker may take to be reaped
 OUTPUT_KEPT = 4096                      # bytes of the workload's own output kept, its tail
 LINE_SHOWN = 200                        # characters of one output line in a message
+ABANDON_WAIT_S = 5.0                    # abandon(): how long the loop may hold the end lock
 
 
 def metric_value(w: Workload, sample: dict[str, Any]) -> float:
@@ -196,11 +199,21 @@ class Session:
         self._tearing_down = False       # the worker is past its last run
         self._proc: asyncio.subprocess.Process | None = None
         self._exited: asyncio.Future[None] | None = None    # the worker process ended
-        self._group_gone = False         # its process group killed after it was reaped
+        self._group_gone: object = None  # the worker whose group was killed once reaped
         self._stopping = False
         self._output = b""               # the tail of the workload's stdout and stderr
         self._output_bytes = 0
         self._notes: collections.deque[str] = collections.deque(maxlen=3)
+        # The end of the session (restore, last line) happens once, on the event loop
+        # or in abandon() from another thread, whichever comes first: both hold _end,
+        # and nothing is written once _over.
+        self._end = threading.Lock()
+        self._over = False
+        self._writer: Writer | None = None
+        self._applied: system.Applied | None = None
+        self._started = False            # the header line is in the file
+        self._final: ev.Event | None = None     # the last line, once known
+        self._runs: list[float] = []
 
     def stop(self) -> None:
         """End the run now: no run after this reaches the file or the consumer.  The
@@ -212,7 +225,7 @@ class Session:
         """SIGKILL the worker's whole process group, helpers included, even once the
         worker itself has exited (they keep its group).  Safe from any thread."""
         proc = self._proc
-        if proc is None or self._group_gone:
+        if proc is None or proc is self._group_gone:
             return
         reaped = proc.returncode is not None
         try:
@@ -220,7 +233,56 @@ class Session:
         except ProcessLookupError:
             pass
         if reaped:          # the group is empty for good: its number may be reused
-            self._group_gone = True
+            self._group_gone = proc
+
+    def abandon(self, message: str, signame: str = "") -> None:
+        """End the session from another thread, for when its event loop may never run
+        again (the console lost its terminal): kill the worker's process group, restore
+        the system and write the last line (the session's own if it was known, else
+        Failed(message, interrupted)), once; nothing the loop does after is written."""
+        if self._over:
+            return                      # ended already, its processes with it
+        self._stopping = True
+        self._kill()                    # first: whatever holds the lock, the run stops
+        # The loop holds _end for a line or a restore, never longer unless it is stuck
+        # there (a signal handler of Textual's blocked on the dead terminal, between two
+        # bytecodes, so no line is half written): then go on without it.
+        locked = self._end.acquire(timeout=ABANDON_WAIT_S)
+        try:
+            if self._over:
+                return
+            self._over = True
+            applied, self._applied = self._applied, None
+            messages = _restore(applied) if applied is not None else []
+            writer = self._writer
+            if writer is None:
+                return
+            if self._started:
+                for m in messages:
+                    writer.write(ev.Warning(m, variant=self.variant))
+                writer.write(self._final or ev.Failed(
+                    message, run=len(self._runs), signal=signame, interrupted=True,
+                    variant=self.variant))
+            writer.close()
+        finally:
+            if locked:
+                self._end.release()
+
+    def _write(self, event: ev.Event, last: bool = False) -> bool:
+        """Append to the result file unless the session has ended (abandon())."""
+        with self._end:
+            if self._over or self._writer is None:
+                return False
+            self._writer.write(event)
+            self._started = self._started or isinstance(event, ev.Started)
+            self._over = last               # the last line: nothing after it
+            return True
+
+    def _put_back(self) -> list[str]:
+        """Restore the system, once, whichever of the loop and abandon() comes first."""
+        with self._end:
+            applied, self._applied = self._applied, None
+            return _restore(applied) if applied is not None else []
 
     async def events(self) -> AsyncIterator[ev.Event]:
         """Build, apply system settings, run; bad input raises HotloopError first.
@@ -241,24 +303,30 @@ class Session:
         writer = Writer(self.result_file)   # HotloopError if it cannot be written
         names = list(rp.kernel.sysctl)
         before = system.kernel_facts(names)["sysctl"]
-        try:
-            applied = system.apply(pre.changes)
-        except system.SystemSettingError as e:
-            writer.close()
-            self.result_file.unlink(missing_ok=True)
-            raise HotloopError(str(e)) from None
-        runs: list[float] = []
+        with self._end:                     # abandon() sees the changes with their restore
+            if self._over:                  # abandoned while the workload compiled
+                writer.close()
+                self.result_file.unlink(missing_ok=True)
+                return
+            try:
+                applied = system.apply(pre.changes)
+            except system.SystemSettingError as e:
+                writer.close()
+                self.result_file.unlink(missing_ok=True)
+                raise HotloopError(str(e)) from None
+            self._writer, self._applied = writer, applied
+        runs = self._runs
         final: ev.Event | None = None
 
         def note(message: str) -> ev.Warning:
             event = ev.Warning(message, variant=v)
-            writer.write(event)
+            self._write(event)
             return event
         try:
             during = system.kernel_facts(names)["sysctl"]
             sysctl = {n: {"before": before[n], "during": during[n]} for n in names}
             started = ev.Started(header(rp, built, v, sysctl), str(self.result_file))
-            writer.write(started)
+            self._write(started)
             yield started
             for message in [*applied.recovered, *rp.warnings, *pre.warnings,
                             *(f"perf: {m}" for m in perf_notes),
@@ -266,33 +334,36 @@ class Session:
                 yield note(message)
             async for event in self._drive(built, runs):
                 if isinstance(event, (ev.Finished, ev.Failed)):
-                    final = event           # after the restore, so it is the last line
+                    final = self._final = event     # after the restore: the last line
                     continue
                 if isinstance(event, ev.RunSample) and self._stopping:
                     continue                # stop means stop, however many are buffered
-                writer.write(event)
+                self._write(event)
                 yield event
             self._kill()
-            for message in _restore(applied):
+            for message in self._put_back():
                 yield note(message)
             if final is not None:
-                writer.write(final)
+                self._write(final, last=True)
                 yield final
         except (asyncio.CancelledError, GeneratorExit):
             # Cancelled while running, or closed by a consumer that went away.
             self._kill()
-            for message in _restore(applied):
+            for message in self._put_back():
                 note(message)
-            writer.write(ev.Failed("interrupted", run=len(runs), interrupted=True,
-                                   variant=v))
+            self._write(ev.Failed("interrupted", run=len(runs), interrupted=True, variant=v),
+                        last=True)
             raise
         finally:
             self._kill()
             await self._reap()
-            for message in _restore(applied):   # a no-op when already restored
+            for message in self._put_back():    # a no-op when already restored
                 note(message)
-            writer.close()
-            if isinstance(final, ev.Failed) and final.bad_input and not runs:
+            with self._end:
+                self._over = True
+                writer.close()
+            if isinstance(final, ev.Failed) and final.bad_input and not runs \
+                    or not self._started:
                 self.result_file.unlink(missing_ok=True)    # nothing ran: nothing kept
 
     async def _spawn(self, built: build.Built, runs: int,
@@ -315,7 +386,7 @@ class Session:
                 "runs": runs, "first": first, "warmup": rp.plan.warmup,
                 "step": self.gate is not None}
         assert proc.stdin is not None
-        self._exited, self._group_gone = protocol.exited, False
+        self._exited = protocol.exited
         self._output, self._output_bytes = b"", 0
         self._notes.clear()
         self._proc = proc
