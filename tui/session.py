@@ -660,7 +660,7 @@ class Session:
                 getter.cancel()
             if rec is not None:
                 rec.kill()                  # a no-op once stopped
-            self._kill()                    # a no-op once it has exited
+            self._kill()                    # its group; a no-op once killed after the reap
             await self._reap()              # while the readers still drain its pipes
             for t in tasks:
                 t.cancel()
