@@ -33,6 +33,11 @@ void *hl_setup(const struct hl_param *p, int n, const struct hl_env *env, char *
         free(s);
         return NULL;
     }
+    /* helpers forked without hl_child_init: nothing makes them die with the worker,
+       and they hold its pipes; alarm() ends them in the end should hotloop not */
+    if (!strncmp(s->fault, "orphans", 7))
+        for (int i = 0; i < 50; i++)
+            if (fork() == 0) { alarm(120); for (;;) pause(); }
     return s;
 }
 int hl_run(void *state, struct hl_result *res, char *err, size_t len)
@@ -40,9 +45,15 @@ int hl_run(void *state, struct hl_result *res, char *err, size_t len)
     struct st *s = state;
     struct hl_clock c;
     if (++s->runs == s->at) {
-        if (!strcmp(s->fault, "segv")) *(volatile int *)0 = 1;
+        if (!strcmp(s->fault, "segv") || !strcmp(s->fault, "orphans-segv"))
+            *(volatile int *)0 = 1;
         if (!strcmp(s->fault, "hang")) for (;;) pause();
         if (!strcmp(s->fault, "error")) return hl_fail(err, len, "the device went away");
+        if (!strcmp(s->fault, "bigline")) {     /* 2 MiB, no newline: the worker's stderr */
+            for (int i = 0; i < 2 << 20; i++)
+                putchar('x');
+            fflush(stdout);
+        }
     }
     if (!strcmp(s->fault, "child")) {          /* a helper process that must not survive */
         if (fork() == 0) { hl_child_init(&s->env, 1); for (;;) pause(); }
@@ -65,14 +76,20 @@ int hl_run(void *state, struct hl_result *res, char *err, size_t len)
     return 0;
 }
 int hl_pids(void *state, int *pids, int max) { (void)state; (void)pids; (void)max; return 0; }
-void hl_teardown(void *state) { free(state); }
+void hl_teardown(void *state)
+{
+    struct st *s = state;
+    if (!strcmp(s->fault, "slow-teardown"))
+        sleep(5);
+    free(s);
+}
 """
 
 FAULTY_TOML = """
 [workload.faulty]
 source = "faulty.c"
 metric = "ops/s"
-params.fault = { default = "none", choices = ["none", "segv", "hang", "error", "setup", "badparam", "child", "pin", "noops"] }
+params.fault = { default = "none", choices = ["none", "segv", "hang", "error", "setup", "badparam", "child", "pin", "noops", "orphans", "orphans-segv", "bigline", "slow-teardown"] }
 params.at = { default = 3, min = 1 }
 """
 

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
+import pytest
 from textual.widgets import Input, RichLog, Select
 
 from tui import results
@@ -404,3 +405,72 @@ def test_sighup_stops_the_run_and_quits_like_q(isolated: Path, leftovers) -> Non
         assert result.failed is not None and result.failed.interrupted
     run(go())
     assert leftovers() == []
+
+
+async def settings(pilot, app: HotloopApp, workload: str, runs: str,
+                   **params: str) -> None:
+    """A workload picked from the catalogue, its params typed in, no warmup, no perf."""
+    await wait_for(pilot, lambda: app.form.base is not None, 10)
+    await app.pick("workload", workload)
+    await wait_for(pilot, lambda: app.form.base.workload == workload, 5, workload)
+    for key, value in params.items():
+        if isinstance(app.form.fields[f"param.{key}"].control, Select):
+            await set_choice(pilot, app, f"param.{key}", value)
+        else:
+            await type_into(pilot, app, f"param.{key}", value)
+    await type_into(pilot, app, "runs", runs)
+    await type_into(pilot, app, "warmup", "0")
+    await set_choice(pilot, app, "perf", "off")
+    await pilot.press("escape")
+    await wait_for(pilot, lambda: isinstance(app.focused, CatalogTree), 5, "tree focus")
+
+
+def test_stop_means_stop_however_many_runs_are_buffered(isolated: Path, leftovers) -> None:
+    # Runs of one block each: thousands a second queue up between the worker and the
+    # console. After x not one more reaches the screen or the result file.
+    async def go() -> None:
+        out = isolated / "results"
+        app = HotloopApp(results_dir=out)
+        async with app.run_test(size=SIZE) as pilot:
+            await settings(pilot, app, "zero_null", "1000000", count="1")
+            await pilot.press("r")
+            await wait_for(pilot, lambda: app.live is not None and app.live.n >= 3000, 60,
+                           "a flood of runs")
+            await pilot.press("x")
+            at_stop = app.live.n
+            await wait_for(pilot, lambda: not app.running, 10, "worker ended")
+            assert app.live.n == at_stop and app.live.state == "stopped"
+            result = results.read(next(out.glob("*.jsonl")))
+            assert len(result.runs) == at_stop
+            assert result.failed is not None and result.failed.interrupted
+            assert result.failed.run == at_stop
+        assert leftovers() == []
+    run(go())
+
+
+@pytest.mark.parametrize("key", ["x", "q"])
+def test_stop_after_the_last_run_reports_a_completed_session(isolated: Path, faulty,
+                                                             leftovers, key) -> None:
+    # Every run is in and the worker is tearing down (5 s, cut by the stop): nothing
+    # was lost, so the session is done, not "stopped by the user".
+    async def go() -> None:
+        out = isolated / "results"
+        app = HotloopApp(profiles=[faulty], results_dir=out)
+        async with app.run_test(size=SIZE) as pilot:
+            await settings(pilot, app, "faulty", "3", fault="slow-teardown")
+            await pilot.press("r")
+            await wait_for(pilot, lambda: app.live is not None and app.live.n == 3, 60,
+                           "every run in")
+            assert app.running
+            await pilot.press(key)
+            if key == "x":
+                await wait_for(pilot, lambda: not app.running, 10, "worker ended")
+                assert app.live.state == "finished"
+                assert "done: 3 runs" in log_text(app)
+            else:
+                await wait_for(pilot, lambda: not app.is_running, 10, "app exited")
+        result = results.read(next(out.glob("*.jsonl")))
+        assert len(result.runs) == 3 and result.finished is not None
+        assert result.failed is None
+        assert leftovers() == []
+    run(go())

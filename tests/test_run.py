@@ -14,7 +14,7 @@ import pytest
 
 from tui import results
 
-from conftest import ROOT, hotloop
+from conftest import ROOT, hotloop, tagged_pids
 from faulty import FAULTY_C, lines, start as _start, wait_for_runs as _wait_for_runs
 
 def test_seqpacket_runs_and_reports_summary_and_histogram(tmp_path, leftovers):
@@ -134,6 +134,63 @@ def test_a_signal_kills_children_keeps_valid_jsonl_and_exits_128_plus_it(faulty,
     rows = lines(out)                          # every line parses: valid JSON Lines
     assert rows[-1]["type"] == "failed" and rows[-1]["interrupted"]
     assert results.read(out).runs
+    assert leftovers() == []
+
+
+def _end_tagged() -> None:
+    """After a hotloop that failed a test: SIGKILL what it left (checked before this)."""
+    for pid in tagged_pids():
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def test_helpers_that_hold_the_workers_pipes_do_not_hang_the_end(faulty, leftovers):
+    # 50 helpers forked without hl_child_init: nothing makes them die with the worker,
+    # and they hold its stdout and stderr open after it has exited.
+    out = Path("o.jsonl")
+    try:
+        p = hotloop("run", "faulty", "--profiles", str(faulty), "--param", "fault=orphans",
+                    "--runs", "3", "--warmup", "0", "--timeout", "10", "--out", str(out),
+                    "--no-perf", timeout=60)
+        assert p.returncode == 0, p.stderr
+        rows = lines(out)
+        assert rows[-1]["type"] == "finished" and rows[-1]["summary"]["n"] == 3
+        assert leftovers() == []             # the helpers went with the worker's group
+    finally:
+        _end_tagged()
+
+
+def test_a_crash_with_helpers_holding_its_pipes_is_the_crash_not_a_timeout(faulty,
+                                                                           leftovers):
+    out = Path("s.jsonl")
+    try:
+        p = hotloop("run", "faulty", "--profiles", str(faulty), "--param",
+                    "fault=orphans-segv", "--param", "at=2", "--runs", "5", "--warmup",
+                    "0", "--timeout", "20", "--out", str(out), "--no-perf", timeout=90)
+        assert p.returncode == 1
+        assert "run 2: worker killed by SIGSEGV" in p.stderr, p.stderr
+        res = results.read(out)
+        assert len(res.runs) == 1 and res.failed.signal == "SIGSEGV"
+        assert leftovers() == []
+    finally:
+        _end_tagged()
+
+
+def test_a_line_of_2_mib_from_the_workload_is_read_on_and_said(faulty, leftovers):
+    # printf without a newline, longer than any line buffer: the run goes on, and the
+    # output is reported (its size and tail), not lost in a stall.
+    out = Path("b.jsonl")
+    p = hotloop("run", "faulty", "--profiles", str(faulty), "--param", "at=2",
+                "--param", "fault=bigline", "--runs", "3", "--warmup", "0",
+                "--timeout", "10", "--out", str(out), "--no-perf", timeout=90)
+    assert p.returncode == 0, p.stderr
+    said = [w for w in results.read(out).warnings if "stdout/stderr" in w]
+    assert len(said) == 1 and f"wrote {2 << 20:,} bytes" in said[0] and "xxxx" in said[0]
+    assert len(said[0]) < 400                 # the tail, not the 2 MiB
+    assert "wrote 2,097,152 bytes" in p.stderr
+    assert results.read(out).finished is not None
     assert leftovers() == []
 
 

@@ -9,12 +9,17 @@ the worker, so no process outlives the console.
 `c` opens the compare screen on the results directory (tui.compare and scipy
 load only then).  A run whose kernel/CPU profile would change the system asks
 first (a modal listing each change); only a yes runs with `apply_system`.
+
+On a real terminal a watchdog thread (tui.watchdog) takes SIGHUP and SIGTERM and
+watches the terminal itself: when it goes away, the run is ended from that thread,
+since Textual's writes can then block the event loop for good.
 """
 from __future__ import annotations
 
 import asyncio
 import os
 import signal
+import sys
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -37,6 +42,7 @@ from tui.messages import CatalogPicked, FormChanged, LogLine, SessionEnded, Symb
 from tui.session import Session, preflight
 from tui.stats import si
 from tui.visible import visible
+from tui.watchdog import Watchdog
 from tui.widgets.catalog_tree import CatalogTree
 from tui.widgets.live import LiveRun
 from tui.widgets.params import ParamsForm
@@ -82,6 +88,7 @@ class HotloopApp(App[None]):
         self._plots_at = 0.0            # when the charts were last redrawn
         self._plots_due = False
         self._clock_at = 0.0
+        self.watchdog: Watchdog | None = None
 
     # --- layout ----------------------------------------------------------------
 
@@ -109,8 +116,13 @@ class HotloopApp(App[None]):
         for sel, title in titles.items():
             self._q(sel).border_title = title
         loop = asyncio.get_running_loop()
-        for sig in (signal.SIGTERM, signal.SIGHUP):
-            loop.add_signal_handler(sig, self._on_signal, sig)
+        if self.is_headless:        # run_test: no terminal to lose, the process not ours
+            for sig in (signal.SIGTERM, signal.SIGHUP):
+                loop.add_signal_handler(sig, self._on_signal, sig)
+        else:
+            self.watchdog = Watchdog(loop, _terminal_fds(), quit=self._on_signal,
+                                     abandon=self._abandon_run, stop_grace=STOP_GRACE_S)
+            self.watchdog.install()
         self.main_screen.add_class("-view-setup")
         self.set_interval(REDRAW_S, self._tick)
         try:
@@ -401,6 +413,19 @@ class HotloopApp(App[None]):
         await self.stop_run(wait=True)
         self.exit()
 
+    def _abandon_run(self, message: str, signame: str) -> None:
+        """From the watchdog's thread: end the run without the event loop."""
+        session = self.session
+        if session is not None:
+            session.abandon(message, signame)
+
+    @property
+    def exit_status(self) -> int:
+        """128 + the signal once one came or the terminal went, else the app's code."""
+        if self.watchdog is not None and self.watchdog.status is not None:
+            return self.watchdog.status
+        return self.return_code or 0
+
     def _on_signal(self, signum: int) -> None:
         """SIGTERM/SIGHUP (a dropped SSH session): quit as `q` does, run stopped first."""
         async def quit_cleanly() -> None:
@@ -582,3 +607,15 @@ class HotloopApp(App[None]):
             except OSError:
                 pass
             self._affinity = None
+
+
+def _terminal_fds() -> list[int]:
+    """The descriptors Textual reads keys from and draws on."""
+    fds = []
+    for f in (sys.__stdin__, sys.__stdout__, sys.__stderr__):
+        try:
+            if f is not None:
+                fds.append(f.fileno())
+        except (OSError, ValueError):
+            pass
+    return fds

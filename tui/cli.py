@@ -514,7 +514,7 @@ def cmd_tui(args: argparse.Namespace) -> int:
     from tui.app import HotloopApp       # only the console needs Textual loaded
     app = HotloopApp(profiles=_profiles(args))
     app.run()
-    return app.return_code or 0
+    return app.exit_status
 
 
 COMMANDS = {"run": cmd_run, "show": cmd_show, "compare": cmd_compare,

@@ -7,7 +7,9 @@ group, attaches perf, turns the worker's JSON lines and perf's windows into
 typed events, appends each to the result file as it arrives, and yields it to
 the consumer (the headless reporter or the TUI).  Whatever happens (a normal
 end, a crash, a timeout, Ctrl-C, stop()), the worker's whole process group is
-killed and the system restored before the stream ends.
+killed and the system restored before the stream ends.  No wait on the worker is
+without a deadline, and `abandon()` ends a session from another thread when the
+event loop itself is stuck (the console's terminal went away).
 """
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ import platform
 import signal
 import socket
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +39,9 @@ SETUP_GRACE = 30.0                      # seconds for Python start-up and hl_set
 WINDOW_TOP = 30                         # symbols kept per perf window and per run
 SESSION_TOP = 100                       # symbols kept for the whole session
 REAP_S = 5.0                            # how long a killed worker may take to be reaped
+OUTPUT_KEPT = 4096                      # bytes of the workload's own output kept, its tail
+LINE_SHOWN = 200                        # characters of one output line in a message
+ABANDON_WAIT_S = 5.0                    # abandon(): how long the loop may hold the end lock
 
 
 def metric_value(w: Workload, sample: dict[str, Any]) -> float:
@@ -180,6 +186,20 @@ def _changed_during(during: dict[str, str | None]) -> list[str]:
     return out
 
 
+class _WorkerProtocol(asyncio.subprocess.SubprocessStreamProtocol):
+    """asyncio's own, plus `exited`, set when the worker process itself ends:
+    Process.wait() also waits for its pipes, which helpers it forked may hold open."""
+
+    def __init__(self, limit: int, loop: asyncio.AbstractEventLoop) -> None:
+        super().__init__(limit=limit, loop=loop)
+        self.exited: asyncio.Future[None] = loop.create_future()
+
+    def process_exited(self) -> None:
+        super().process_exited()
+        if not self.exited.done():
+            self.exited.set_result(None)
+
+
 def _restore(applied: system.Applied) -> list[str]:
     """Put the system back; what was restored, or why it could not be."""
     try:
@@ -212,20 +232,96 @@ class Session:
         self._perf_said: set[str] = set()
         self._tearing_down = False       # the worker is past its last run
         self._proc: asyncio.subprocess.Process | None = None
+        self._exited: asyncio.Future[None] | None = None    # the worker process ended
+        self._group_gone: object = None  # the worker whose group was killed once reaped
         self._stopping = False
-        self._stderr: collections.deque[str] = collections.deque(maxlen=20)
+        self._output = b""               # the tail of the workload's stdout and stderr
+        self._output_bytes = 0
+        self._notes: collections.deque[str] = collections.deque(maxlen=3)
+        # The end of the session (restore, last line) happens once, on the event loop
+        # or in abandon() from another thread, whichever comes first: both hold _end,
+        # and nothing is written once _over.
+        self._end = threading.Lock()
+        self._over = False
+        self._writer: Writer | None = None
+        self._applied: system.Applied | None = None
+        self._started = False            # the header line is in the file
+        self._final: ev.Event | None = None     # the last line, once known
+        self._runs: list[float] = []
 
     def stop(self) -> None:
-        """End the run now; the stream then ends with Failed(interrupted=True)."""
+        """End the run now: no run after this reaches the file or the consumer.  The
+        stream ends with Failed(interrupted=True), or Finished when every run was in."""
         self._stopping = True
         self._kill()
 
     def _kill(self) -> None:
-        if self._proc is not None and self._proc.returncode is None:
-            try:
-                os.killpg(self._proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        """SIGKILL the worker's whole process group, helpers included, even once the
+        worker itself has exited (they keep its group).  Safe from any thread."""
+        proc = self._proc
+        if proc is None or proc is self._group_gone:
+            return
+        reaped = proc.returncode is not None
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        if reaped:          # the group is empty for good: its number may be reused
+            self._group_gone = proc
+
+    def abandon(self, message: str, signame: str = "") -> None:
+        """End the session from another thread, for when its event loop may never run
+        again (the console lost its terminal): kill the worker's process group, restore
+        the system and write the last line (the session's own if it was known, else
+        Failed(message, interrupted)), once; nothing the loop does after is written."""
+        if self._over:
+            return                      # ended already, its processes with it
+        self._stopping = True
+        self._kill()                    # first: whatever holds the lock, the run stops
+        # The loop holds _end for a line or a restore, never longer unless it is stuck
+        # there (a signal handler of Textual's blocked on the dead terminal, between two
+        # bytecodes, so no line is half written): then go on without it.
+        locked = self._end.acquire(timeout=ABANDON_WAIT_S)
+        try:
+            if self._over:
+                return
+            self._over = True
+            applied, self._applied = self._applied, None
+            messages = _restore(applied) if applied is not None else []
+            writer = self._writer
+            if writer is None:
+                return
+            if self._started:
+                for m in messages:
+                    writer.try_write(ev.Warning(m, variant=self.variant))
+                writer.try_write(self._final or ev.Failed(
+                    message, run=len(self._runs), signal=signame, interrupted=True,
+                    variant=self.variant))
+            writer.close()
+        finally:
+            if locked:
+                self._end.release()
+
+    def _write(self, event: ev.Event, last: bool = False, quiet: bool = False) -> bool:
+        """Append to the result file unless the session has ended (abandon()).  WriteFailed
+        the first time a line cannot be written, unless `quiet` (on the way out, when a
+        cancel or a failure is already being reported)."""
+        with self._end:
+            if self._over or self._writer is None:
+                return False
+            if quiet:
+                self._writer.try_write(event)
+            else:
+                self._writer.write(event)
+            self._started = self._started or isinstance(event, ev.Started)
+            self._over = last               # the last line: nothing after it
+            return True
+
+    def _put_back(self) -> list[str]:
+        """Restore the system, once, whichever of the loop and abandon() comes first."""
+        with self._end:
+            applied, self._applied = self._applied, None
+            return _restore(applied) if applied is not None else []
 
     async def events(self) -> AsyncIterator[ev.Event]:
         """Build, apply system settings, run; bad input raises HotloopError first.
@@ -248,25 +344,31 @@ class Session:
         self.result_file = writer.path
         names = list(rp.kernel.sysctl)
         before = system.kernel_facts(names)["sysctl"]
-        try:
-            applied = system.apply(pre.changes)
-        except system.SystemSettingError as e:
-            writer.discard()
-            raise HotloopError(str(e)) from None
-        runs: list[float] = []
+        with self._end:                     # abandon() sees the changes with their restore
+            if self._over:                  # abandoned while the workload compiled
+                writer.discard()
+                return
+            try:
+                applied = system.apply(pre.changes)
+            except system.SystemSettingError as e:
+                writer.discard()            # nothing ran: nothing kept, an old file intact
+                raise HotloopError(str(e)) from None
+            self._writer, self._applied = writer, applied
+        runs = self._runs
         final: ev.Event | None = None
         during: dict[str, str | None] = {}
         drive = self._drive(built, runs)
 
-        def note(message: str) -> ev.Warning:
+        def note(message: str, quiet: bool = False) -> ev.Warning:
             event = ev.Warning(message, variant=v)
-            writer.write(event)             # WriteFailed: the run stops, as on a crash
+            self._write(event, quiet=quiet)     # WriteFailed: the run stops, as on a crash
             return event
         try:
             during = system.kernel_facts(names)["sysctl"]
             sysctl = {n: {"before": before[n], "during": during[n]} for n in names}
-            started = ev.Started(header(rp, built, v, sysctl, self.batch), str(self.result_file))
-            writer.write(started)
+            started = ev.Started(header(rp, built, v, sysctl, self.batch),
+                                 str(self.result_file))
+            self._write(started)
             yield started
             for message in [*applied.recovered, *rp.warnings, *pre.warnings,
                             *(f"perf: {m}" for m in perf_notes),
@@ -274,35 +376,39 @@ class Session:
                 yield note(message)
             async for event in drive:
                 if isinstance(event, (ev.Finished, ev.Failed)):
-                    final = event           # after the restore, so it is the last line
+                    final = self._final = event     # after the restore: the last line
                     continue
-                writer.write(event)
+                if isinstance(event, ev.RunSample) and self._stopping:
+                    continue                # stop means stop, however many are buffered
+                self._write(event)
                 yield event
             self._kill()
-            for message in _changed_during(during):
-                yield note(message)
-            for message in _restore(applied):
+            for message in [*_changed_during(during), *self._put_back()]:
                 yield note(message)
             if final is not None:
-                writer.write(final)
+                self._write(final, last=True)
                 yield final
         except (asyncio.CancelledError, GeneratorExit):
             # Cancelled while running, or closed by a consumer that went away.
             self._kill()
-            for message in [*_changed_during(during), *_restore(applied)]:
-                writer.try_write(ev.Warning(message, variant=v))
-            writer.try_write(ev.Failed("interrupted", run=len(runs), interrupted=True,
-                                       variant=v))
+            for message in [*_changed_during(during), *self._put_back()]:
+                note(message, quiet=True)
+            self._write(ev.Failed("interrupted", run=len(runs), interrupted=True, variant=v),
+                        last=True, quiet=True)
             raise
         finally:
             await drive.aclose()            # left mid-stream (a write failed): perf, worker
             self._kill()
             await self._reap()
-            for message in _restore(applied):   # a no-op when already restored
-                writer.try_write(ev.Warning(message, variant=v))
-            if isinstance(final, ev.Failed) and final.bad_input and not runs:
-                writer.discard()            # nothing ran: nothing kept, an old file intact
-            writer.close()
+            for message in self._put_back():    # a no-op when already restored
+                note(message, quiet=True)
+            with self._end:
+                self._over = True
+                if isinstance(final, ev.Failed) and final.bad_input and not runs \
+                        or not self._started:
+                    writer.discard()        # nothing ran: nothing kept, an old file intact
+                else:
+                    writer.close()
         if writer.error is not None:        # the last lines may not be on disk
             raise writer.error
 
@@ -312,10 +418,12 @@ class Session:
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(paths.ROOT),
                                                           env.get("PYTHONPATH")]))
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "tui.worker", stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-            start_new_session=True, env=env, limit=1 << 20)
+        loop = asyncio.get_running_loop()
+        pipe = asyncio.subprocess.PIPE
+        transport, protocol = await loop.subprocess_exec(
+            lambda: _WorkerProtocol(1 << 20, loop), sys.executable, "-m", "tui.worker",
+            stdin=pipe, stdout=pipe, stderr=pipe, start_new_session=True, env=env)
+        proc = asyncio.subprocess.Process(transport, protocol, loop)
         spec = {"parent": os.getpid(), "workload": rp.workload.name,
                 "module_path": str(built.path),
                 "module_name": built.module_name, "params": rp.params,
@@ -324,6 +432,9 @@ class Session:
                 "runs": runs, "first": first, "warmup": rp.plan.warmup,
                 "step": self.gate is not None}
         assert proc.stdin is not None
+        self._exited = protocol.exited
+        self._output, self._output_bytes = b"", 0
+        self._notes.clear()
         self._proc = proc
         if self._stopping:                  # stop() came while the worker started
             self._kill()
@@ -339,17 +450,53 @@ class Session:
             except asyncio.TimeoutError:
                 pass
 
+    async def _wait_exit(self, timeout: float) -> bool:
+        """Whether the worker process has ended within `timeout`, open pipes or not."""
+        if self._exited is None:
+            return True
+        done, _ = await asyncio.wait({self._exited}, timeout=timeout)
+        return bool(done)
+
     async def _drain_stderr(self, stream: asyncio.StreamReader) -> None:
-        while line := await stream.readline():
-            self._stderr.append(line.decode(errors="replace").rstrip())
+        """The workload's stdout and stderr, in chunks: a line of any length (2 MiB of
+        printf without a newline) is read on, never left to fill the pipe; the tail is
+        kept for messages."""
+        while chunk := await stream.read(1 << 16):
+            self._output_bytes += len(chunk)
+            self._output = (self._output + chunk)[-OUTPUT_KEPT:]
+
+    def _output_tail(self, n: int = 3) -> str:
+        """The last lines of the workload's output and of hotloop's notes on the worker."""
+        text = self._output.decode(errors="replace")
+        lines = [*(l.strip() for l in text.splitlines() if l.strip()), *self._notes][-n:]
+        return "; ".join(l if len(l) <= LINE_SHOWN else "…" + l[-LINE_SHOWN:] for l in lines)
+
+    def _output_warning(self) -> ev.Warning | None:
+        """Output beyond what is kept is said once, with its tail, not silently lost."""
+        if self._output_bytes <= OUTPUT_KEPT:
+            return None
+        return ev.Warning(f"the workload wrote {self._output_bytes:,} bytes to stdout/stderr "
+                          f"(hotloop keeps the last {OUTPUT_KEPT:,}): {self._output_tail(1)}",
+                          variant=self.variant)
 
     async def _read_worker(self, stream: asyncio.StreamReader,
                            inbox: asyncio.Queue[tuple[str, Any]]) -> None:
-        while line := await stream.readline():
+        while True:
             try:
-                await inbox.put(("worker", json.loads(line)))
+                line = await stream.readline()
+            except ValueError:              # over the 1 MiB limit: dropped, read on
+                self._notes.append("garbled worker line: over 1 MiB")
+                continue
+            if not line:
+                break
+            try:
+                msg = json.loads(line)
+                if not isinstance(msg, dict) or not isinstance(msg.get("type"), str):
+                    raise ValueError(line)
             except ValueError:
-                self._stderr.append(f"garbled worker line: {line[:80]!r}")
+                self._notes.append(f"garbled worker line: {line[:80]!r}")
+                continue
+            await inbox.put(("worker", msg))
         await inbox.put(("eof", None))
 
     def _start_perf(self, inbox: asyncio.Queue[tuple[str, Any]]) -> perf.PerfRecorder:
@@ -439,8 +586,11 @@ class Session:
         # One inbox for the worker's lines and perf's windows: both reach the
         # consumer as they come; only the worker's lines reset the timeout.
         inbox: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
-        tasks = [asyncio.create_task(self._drain_stderr(proc.stderr)),
-                 asyncio.create_task(self._read_worker(proc.stdout, inbox))]
+        drain = asyncio.create_task(self._drain_stderr(proc.stderr))
+        tasks = [drain, asyncio.create_task(self._read_worker(proc.stdout, inbox))]
+        # The worker's own end, apart from its pipes' (helpers it forked may hold those).
+        assert self._exited is not None
+        self._exited.add_done_callback(lambda _: inbox.put_nowait(("exit", None)))
         deadline = loop.time() + rp.plan.timeout * (1 + rp.plan.warmup) + SETUP_GRACE
         warmups_left = rp.plan.warmup
         rec: perf.PerfRecorder | None = None
@@ -459,6 +609,13 @@ class Session:
                 # that arrives as the queue hands over an item.
                 getter = getter or asyncio.ensure_future(inbox.get())
                 done, _ = await asyncio.wait({getter}, timeout=deadline - loop.time())
+                if self._stopping:          # stop(): nothing from this worker counts now,
+                    ended = await self._ended(len(runs))    # however much is buffered
+                    await self._stop_perf(rec, first)
+                    rec = None
+                    if ended is not None:
+                        yield ended
+                    return
                 if not done:
                     self._kill()
                     await self._stop_perf(rec, first)
@@ -470,6 +627,12 @@ class Session:
                     return
                 source, msg = getter.result()
                 getter = None
+                if source == "exit":
+                    # The worker is gone: helpers it forked without hl_child_init must not
+                    # outlive it, and their copies of its pipes would hold the stream
+                    # open; what it wrote before it went is still read after this.
+                    self._kill()
+                    continue
                 if source == "window":
                     base, w = msg
                     yield ev.HotSymbols(tuple(w.symbols[:WINDOW_TOP]), window=base + w.index,
@@ -483,7 +646,11 @@ class Session:
                 if source == "eof":
                     ended = await self._ended(len(runs))
                     await self._stop_perf(rec, first)
-                    yield ended
+                    rec = None
+                    if (said := await self._output_said(drain)) is not None:
+                        yield said
+                    if ended is not None:
+                        yield ended
                     return
                 deadline = loop.time() + rp.plan.timeout
                 kind = msg.pop("type")
@@ -502,9 +669,9 @@ class Session:
                         warmups_left -= 1
                     yield ev.RunSample(value=value, variant=v, **msg)
                     if len(runs) - first == share:      # its last run: stop perf, then
-                        await self._stop_perf(rec, first)   # let the worker tear down
+                        self._tearing_down = True           # let the worker tear down
+                        await self._stop_perf(rec, first)
                         rec = None
-                        self._tearing_down = True
                         await _send(proc, b"go\n")
                         deadline = loop.time() + rp.plan.timeout
                     elif self.gate is not None and (warmups_left or len(runs) > first):
@@ -521,40 +688,57 @@ class Session:
                 elif kind == "warning":
                     yield ev.Warning(msg["message"], variant=v)
                 elif kind == "failed":
-                    try:                    # teardown gets the run's timeout, no more
-                        await asyncio.wait_for(proc.wait(), rp.plan.timeout)
-                    except asyncio.TimeoutError:
-                        self._kill()
+                    await self._wait_exit(rp.plan.timeout)  # its teardown: the run's timeout
+                    self._kill()                            # then it and its helpers go
                     await self._stop_perf(rec, first)
+                    rec = None
                     yield ev.Failed(msg["message"], run=msg["run"] + first if msg["run"] >= 0
                                     else msg["run"], bad_input=msg["bad_input"], variant=v)
                     return
                 elif kind == "finished":
-                    await proc.wait()
+                    await self._wait_exit(rp.plan.timeout)  # only Python's exit is left
+                    self._kill()                            # helpers it left behind
+                    if (said := await self._output_said(drain)) is not None:
+                        yield said
                     return
         finally:
             if getter is not None:
                 getter.cancel()
             if rec is not None:
                 rec.kill()                  # a no-op once stopped
-            self._kill()                    # a no-op once it has exited
+            self._kill()                    # its group; a no-op once killed after the reap
             await self._reap()              # while the readers still drain its pipes
             for t in tasks:
                 t.cancel()
 
-    async def _ended(self, done: int) -> ev.Failed:
-        """The worker's stream ended without a last word: say how it died."""
+    async def _output_said(self, drain: asyncio.Task[None]) -> ev.Warning | None:
+        """Once the worker's group is gone its output ends: a warning if it was long."""
+        await asyncio.wait({drain}, timeout=REAP_S)
+        return self._output_warning()
+
+    async def _ended(self, done: int) -> ev.Failed | None:
+        """The worker's stream ended without a last word (or stop() came): say how it
+        died; None when it was stopped after its last run, when nothing was lost."""
         assert self._proc is not None
-        code = await self._proc.wait()
+        if not await self._wait_exit(REAP_S):   # its stdout closed, yet it runs on
+            self._kill()
+            await self._wait_exit(REAP_S)
+        self._kill()                            # whatever it forked goes with it
         if self._stopping:
-            return ev.Failed("stopped by the user", run=done, interrupted=True,
-                             variant=self.variant)
-        if code < 0:
-            name = signal.Signals(-code).name
+            return None if self._tearing_down else ev.Failed(
+                "stopped by the user", run=done, interrupted=True, variant=self.variant)
+        code = self._proc.returncode
+        if code is None:
+            name, why = "SIGKILL", "worker did not end; killed"
+        elif code < 0:
+            try:
+                name = signal.Signals(-code).name
+            except ValueError:                  # a real-time signal has no name
+                name = f"signal {-code}"
             why = f"worker killed by {name}"
         else:
             name, why = "", f"worker exited with status {code}"
-        tail = "; ".join(list(self._stderr)[-3:])
+        tail = self._output_tail()
         what = "the worker's teardown" if self._tearing_down else f"run {done + 1}"
         return ev.Failed(f"{what}: {why}" + (f" ({tail})" if tail else ""),
                          run=done, signal=name, variant=self.variant)
