@@ -474,3 +474,52 @@ def test_stop_after_the_last_run_reports_a_completed_session(isolated: Path, fau
         assert result.failed is None
         assert leftovers() == []
     run(go())
+
+
+def test_until_ci_stops_when_the_median_is_known_and_detect_uses_the_calibration(
+        isolated: Path, leftovers) -> None:
+    """The form's "until ±%" ends the run early; the stats say how far the median is known,
+    the runs left to the target, and the smallest change this session could detect, with
+    the calibrated session noise once `hotloop calibrate` has measured it."""
+    from conftest import hotloop
+    from textual.widgets import Input
+
+    async def one_run(app: HotloopApp, pilot) -> str:
+        await wait_for(pilot, lambda: app.form.base is not None, 10)
+        await app.pick("workload", "zero_null")
+        await type_into(pilot, app, "param.count", "2000")
+        await type_into(pilot, app, "runs", "400")
+        await type_into(pilot, app, "warmup", "0")
+        target: Input = app.form.fields["until_ci"].control  # type: ignore[assignment]
+        target.value = "3"
+        await set_choice(pilot, app, "perf", "off")
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: isinstance(app.focused, CatalogTree), 5, "tree focus")
+        await pilot.press("r")
+        await wait_for(pilot, lambda: app.live is not None and app.live.state == "finished",
+                       120, "the run stopped at its target")
+        await wait_for(pilot, lambda: not app.running, 10)
+        stats = app.query_one(StatsPanel)
+        await wait_for(pilot, lambda: "reached" in str(stats.query_one("#stats-runs").render()),
+                       5, "the target reached")
+        return str(stats.query_one("#stats-numbers").render())
+
+    async def go(calibrated: bool) -> None:
+        out = isolated / "results"
+        app = HotloopApp(results_dir=out)
+        async with app.run_test(size=SIZE) as pilot:
+            numbers = await one_run(app, pilot)
+            assert 10 <= app.live.n < 400
+            assert ("calibrated" in numbers) == calibrated and "detect" in numbers
+            assert ("in-session" in numbers) != calibrated
+            newest = max(out.glob("*zero_null*.jsonl"), key=lambda p: p.stat().st_mtime)
+            result = results.read(newest)
+            stop = result.finished.summary["stop"]
+            assert stop["reason"] == "until_ci" and stop["ci_pct"] <= 3
+            assert result.header["plan"]["until_ci"] == 3
+    run(go(calibrated=False))
+    cal = hotloop("calibrate", "zero_null", "--param", "count=2000", "--runs", "6",
+                  "--sessions", "3", "--no-perf")
+    assert cal.returncode == 0, cal.stderr
+    run(go(calibrated=True))
+    assert leftovers() == []

@@ -287,7 +287,7 @@ class HotloopApp(App[None]):
         path = results.default_path(plan.name, self.results_dir)
         self.session = Session(rp, path, apply_system=apply_system)
         self.live = LiveRun(plan.name, plan.runs, plan.warmup, rp.workload.unit,
-                            rp.workload.higher_is_better, plan.perf)
+                            rp.workload.higher_is_better, plan.perf, plan.until_ci)
         symbols = self._q(SymbolsTable)
         symbols.show_message("perf: waiting for the first window…" if plan.perf
                              else "perf is off for this run")

@@ -76,6 +76,26 @@ def extra_summaries(runs: Sequence[ev.RunSample]) -> dict[str, Summary]:
     return out
 
 
+def stopped(result: Result) -> dict[str, Any] | None:
+    """Why a session with an until_ci target stopped where it did, from its last line."""
+    stop = result.finished.summary.get("stop") if result.finished else None
+    return stop if isinstance(stop, dict) else None
+
+
+def stop_line(result: Result) -> str:
+    stop = stopped(result)
+    if stop is None:
+        return ""
+    known = stop.get("ci_pct")
+    known_text = f"±{known:.2g}%" if isinstance(known, (int, float)) else "not yet known"
+    target = stop.get("target_pct")
+    if stop.get("reason") == "until_ci":
+        return (f"stopped at {stop.get('runs')} runs: the median is known to {known_text} "
+                f"(95% CI; target ±{target:g}%)")
+    return (f"the target ±{target:g}% was not reached within {stop.get('runs')} runs: "
+            f"the median is known to {known_text}")
+
+
 def text(result: Result) -> str:
     h, w = result.header, result.workload
     unit = w.get("unit", "")
@@ -92,6 +112,9 @@ def text(result: Result) -> str:
     if result.partial:
         why = result.failed.message if result.failed else "the file ends early (a crash?)"
         lines.append(f"PARTIAL: {why}")
+    stop = stop_line(result)
+    if stop:
+        lines.append(stop)
     lines += ["", "summary"] + summary_lines(result.summary, unit)
     for name, s in extra_summaries(result.runs).items():
         lines.append(f"  {name:<7} median {extra_si(name, s.median)}  (min "
@@ -125,6 +148,8 @@ def document(result: Result) -> dict[str, Any]:
         summary["latency"] = latency        # medians over the runs, in ns
     if result.finished and result.finished.summary.get("counters"):
         summary["counters"] = result.finished.summary["counters"]
+    if stopped(result) is not None:
+        summary["stop"] = stopped(result)   # reason: until_ci (target met) or runs
     return {
         "workload": w.get("name"),
         "metric": w.get("metric"),

@@ -33,8 +33,9 @@ from tui import events as ev
 from tui.catalog import ResolvedPlan, Workload
 from tui.errors import HotloopError
 from tui.results import Writer
-from tui.stats import summarize
+from tui.stats import median_ci_pct, summarize
 
+UNTIL_CI_MIN_RUNS = 10                  # until_ci: never stop on fewer runs than this
 SETUP_GRACE = 30.0                      # seconds for Python start-up and hl_setup
 WINDOW_TOP = 30                         # symbols kept per perf window and per run
 SESSION_TOP = 100                       # symbols kept for the whole session
@@ -248,6 +249,9 @@ class Session:
         self._started = False            # the header line is in the file
         self._final: ev.Event | None = None     # the last line, once known
         self._runs: list[float] = []
+        self._next_check = UNTIL_CI_MIN_RUNS    # until_ci: when the runs are next checked
+        self._known_pct: float | None = None    # ...and how well the median was known then
+        self._target_met = False
 
     def stop(self) -> None:
         """End the run now: no run after this reaches the file or the consumer.  The
@@ -430,7 +434,7 @@ class Session:
                 "cpus": list(rp.cpu.cpus), "sched": rp.cpu.sched,
                 "priority": rp.cpu.priority, "nice": rp.cpu.nice,
                 "runs": runs, "first": first, "warmup": rp.plan.warmup,
-                "step": self.gate is not None}
+                "step": self._stepped}
         assert proc.stdin is not None
         self._exited = protocol.exited
         self._output, self._output_bytes = b"", 0
@@ -552,6 +556,8 @@ class Session:
         n, k = divmod(rp.plan.runs, rp.plan.processes)
         shares = [n + (i < k) for i in range(rp.plan.processes) if n + (i < k)]
         for share in shares:
+            if self._target_met:            # until_ci: the median is known well enough
+                break
             if self._stopping:              # stop() between two workers
                 for e in self._perf_events():
                     yield e
@@ -571,6 +577,11 @@ class Session:
         summary: dict[str, Any] = s.to_json() if s else {}
         if self.counters:
             summary["counters"] = self.counters
+        if rp.plan.until_ci is not None:    # why the session stopped where it did
+            self._known_pct = median_ci_pct(sorted(runs))
+            summary["stop"] = {"reason": "until_ci" if self._target_met else "runs",
+                               "target_pct": rp.plan.until_ci, "ci_pct": self._known_pct,
+                               "runs": len(runs)}
         yield ev.Finished(summary, variant=v)
 
     async def _drive_worker(self, built: build.Built, runs: list[float],
@@ -601,7 +612,7 @@ class Session:
                 await self.gate.get()
             await _send(proc, b"go\n")
         try:
-            if self.gate is not None and warmups_left:
+            if self._stepped and warmups_left:
                 await go()
                 deadline = loop.time() + rp.plan.timeout + SETUP_GRACE
             while True:
@@ -668,13 +679,15 @@ class Session:
                     else:
                         warmups_left -= 1
                     yield ev.RunSample(value=value, variant=v, **msg)
-                    if len(runs) - first == share:      # its last run: stop perf, then
+                    last = len(runs) - first == share
+                    early = not last and not msg["warmup"] and self._known_well(runs)
+                    if last or early:               # its last run: stop perf, then
                         self._tearing_down = True           # let the worker tear down
                         await self._stop_perf(rec, first)
                         rec = None
-                        await _send(proc, b"go\n")
+                        await _send(proc, b"end\n" if early else b"go\n")
                         deadline = loop.time() + rp.plan.timeout
-                    elif self.gate is not None and (warmups_left or len(runs) > first):
+                    elif self._stepped and (warmups_left or len(runs) > first):
                         await go()
                         deadline = loop.time() + rp.plan.timeout
                 elif kind == "ready":
@@ -710,6 +723,24 @@ class Session:
             await self._reap()              # while the readers still drain its pipes
             for t in tasks:
                 t.cancel()
+
+    @property
+    def _stepped(self) -> bool:
+        """Whether the worker waits for a line before every repetition: to take turns
+        (interleaving) or to be told to end early (until_ci)."""
+        return self.gate is not None or self.rp.plan.until_ci is not None
+
+    def _known_well(self, runs: list[float]) -> bool:
+        """until_ci: whether the median's 95% interval is now within the target.  Checked
+        on a schedule (every 2% more runs), so a million runs are not sorted a million
+        times."""
+        target = self.rp.plan.until_ci
+        if target is None or len(runs) < self._next_check:
+            return False
+        self._next_check = len(runs) + max(1, len(runs) // 50)
+        self._known_pct = median_ci_pct(sorted(runs))
+        self._target_met = self._known_pct is not None and self._known_pct <= target
+        return self._target_met
 
     async def _output_said(self, drain: asyncio.Task[None]) -> ev.Warning | None:
         """Once the worker's group is gone its output ends: a warning if it was long."""

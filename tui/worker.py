@@ -9,7 +9,8 @@ Lines written: ready {pid, pids, comm}, run {index, warmup, ops, bytes, ns,
 cycles, extra}, warning {message}, failed {message, run, bad_input},
 finished {}.  After `ready` the worker waits for a line on stdin ("go") so
 the session can attach perf to the measured runs only; with `step` it waits
-for one before every run, so a session can interleave several workers.
+for one before every run, so a session can interleave several workers or stop
+once it knows enough (`until_ci`): "end" instead of "go" skips the runs left.
 """
 from __future__ import annotations
 
@@ -141,18 +142,23 @@ def main() -> int:
             emit("run", index=-(i + 1), warmup=True, **out)
         emit("ready", pid=os.getpid(), pids=w.pids(), comm=comm)
         for i in range(spec["runs"]):
-            if (i == 0 or step) and not sys.stdin.readline():
-                return 1
+            if i == 0 or step:
+                line = sys.stdin.readline()
+                if not line:
+                    return 1
+                if line == "end\n":       # the session has what it needs: tear down
+                    break
             out = w.run()
             if isinstance(out, str):
                 n = spec.get("first", 0) + i      # the session's number for this run
                 emit("failed", message=f"run {n + 1}: {out}", run=i, bad_input=False)
                 return 1
             emit("run", index=i, warmup=False, **out)
-        # One more line before teardown: the session stops perf first, so the
-        # teardown and Python's exit are not counted among the hot symbols.
-        if not sys.stdin.readline():
-            return 1
+        else:
+            # One more line before teardown: the session stops perf first, so the
+            # teardown and Python's exit are not counted among the hot symbols.
+            if not sys.stdin.readline():
+                return 1
     finally:
         w.teardown()
     emit("finished")

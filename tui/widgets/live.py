@@ -136,7 +136,8 @@ class LiveRun:
         if not self.running or self.first_at is None or self.last_at is None:
             return None
         done = self.n + self.warmups_done
-        total = self.runs + self.warmup
+        left = self.runs_to_target()        # until_ci: it may stop before its last run
+        total = self.warmup + (self.runs if left is None else min(self.runs, self.n + left))
         if done < 2:
             return None
         pace = (self.last_at - self.first_at) / (done - 1)

@@ -15,7 +15,7 @@ from textual.validation import ValidationResult, Validator
 from textual.widget import Widget
 from textual.widgets import Input, Label, Select, Static
 
-from tui.catalog import RUN_LIMITS, Catalog, Param, Plan
+from tui.catalog import RUN_LIMITS, Catalog, Param, Plan, until_ci_problem
 from tui.messages import FormChanged
 
 RUNS = Param("runs", 10, *RUN_LIMITS["runs"], help="recorded repetitions")
@@ -86,6 +86,57 @@ class ParamInput(Field):
     @property
     def value(self) -> int | str:
         return self.param.parse(self.control.value.strip())  # type: ignore[attr-defined]
+
+    def on_mount(self) -> None:
+        self.set_error(self.error)
+
+
+def parse_target(text: str) -> float | None:
+    """The until_ci field: empty for none, else a percentage; ValueError saying why not."""
+    text = text.strip().removesuffix("%").strip()
+    if not text:
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError(f"{text!r} is not a percentage") from None
+    problem = until_ci_problem(value)
+    if problem:
+        raise ValueError(problem)
+    return value
+
+
+class TargetValidator(Validator):
+    def validate(self, value: str) -> ValidationResult:
+        try:
+            parse_target(value)
+        except ValueError as e:
+            return self.failure(str(e))
+        return self.success()
+
+
+class TargetInput(Field):
+    """until_ci: stop once the median is known to +-this %; empty runs every run."""
+
+    def __init__(self, value: float | None) -> None:
+        control = Input("" if value is None else f"{value:g}", placeholder="all runs",
+                        validators=[TargetValidator()], validate_on=["changed", "submitted"],
+                        select_on_focus=True, compact=True)
+        super().__init__("until_ci", "until ±%", control,
+                         "until_ci: stop once the median's 95% CI is within ±this % "
+                         "(at most runs); empty: every run")
+
+    @property
+    def error(self) -> str | None:
+        try:
+            parse_target(self.control.value)  # type: ignore[attr-defined]
+        except ValueError as e:
+            return str(e)
+        return None
+
+    @property
+    def value(self) -> float | None:
+        return parse_target(self.control.value)  # type: ignore[attr-defined]
 
     def on_mount(self) -> None:
         self.set_error(self.error)
@@ -163,6 +214,7 @@ class ParamsForm(Vertical):
         widgets.append(Label("run", classes="form-section"))
         fields["runs"] = ParamInput("runs", RUNS, plan.runs)
         fields["warmup"] = ParamInput("warmup", WARMUP, plan.warmup)
+        fields["until_ci"] = TargetInput(plan.until_ci)
         fields["perf"] = OnOffField("perf", "perf", plan.perf,
                                      "perf: sample hot symbols while it runs")
         cpus = list(cat.cpus) or ["default"]
@@ -171,8 +223,8 @@ class ParamsForm(Vertical):
                                     "cpu: where the processes run and how they are scheduled")
         fields["kernel"] = ChoiceField("kernel", "kernel", kernels, plan.kernel,
                                        "kernel: the label results carry and its sysctls")
-        widgets += [fields["runs"], fields["warmup"], fields["perf"], fields["cpu"],
-                    fields["kernel"]]
+        widgets += [fields["runs"], fields["until_ci"], fields["warmup"], fields["perf"],
+                    fields["cpu"], fields["kernel"]]
         self.fields = fields
         await box.mount_all(widgets)
         box.scroll_home(animate=False)
@@ -205,6 +257,7 @@ class ParamsForm(Vertical):
                   if k.startswith("param.")}
         return replace(self.base, name=name or self.base.name, params=params,
                        runs=self.fields["runs"].value, warmup=self.fields["warmup"].value,
+                       until_ci=self.fields["until_ci"].value,
                        perf=self.fields["perf"].value, cpu=self.fields["cpu"].value,
                        kernel=self.fields["kernel"].value)
 
