@@ -106,7 +106,7 @@ def naive(base: list[list[float]], new: list[list[float]]) -> bool:
 
 def separate(pool_a: list[list[float]], pool_b: list[list[float]],
              calib: list[list[float]], k_calib: int, hib: bool, trials: int,
-             rng: np.random.Generator) -> list[list[str]]:
+             rng: np.random.Generator, sides: tuple[int, ...] = (1, 3, 5)) -> list[list[str]]:
     """Each trial draws its own calibration of `k_calib` sessions from the `calib` pool, so
     the rates are over calibrations too, as over all the users who calibrate."""
     def calibration() -> SessionNoise:
@@ -115,7 +115,7 @@ def separate(pool_a: list[list[float]], pool_b: list[list[float]],
         var_b, df = significance.between_variance([ests])
         return SessionNoise(var_b ** 0.5, df, "calibrated")
     rows = []
-    for k in (1, 3, 5):
+    for k in sides:
         if 2 * k > len(pool_a) or k > len(pool_b):
             continue
         counts = {"naive": [0, 0], "raw": [0, 0], "cal": [0, 0]}
@@ -186,6 +186,7 @@ def main() -> None:
     ap.add_argument("--calibration", type=int, default=8,
                     help="sessions a calibration has (drawn from a pool twice as big)")
     ap.add_argument("--trials", type=int, default=40)
+    ap.add_argument("--sides", default="1,3,5", help="sessions a side, comma separated")
     ap.add_argument("--slowdown", type=float, default=5.0, help="%% the B sessions carry")
     ap.add_argument("--interleaved", action="store_true")
     ap.add_argument("--slowdowns", default="1,2", help="interleaved: %%, comma separated")
@@ -199,6 +200,7 @@ def main() -> None:
         args.param.append("count=100000")
     PROFILES[:] = [str(Path(d).resolve()) for d in args.profiles]
     rng = np.random.default_rng(1)
+    sides = tuple(int(x) for x in args.sides.split(","))
     t0 = time.monotonic()
 
     if args.simulate:
@@ -215,7 +217,7 @@ def main() -> None:
               f"{100 * between:g}%, {args.runs} runs a session, +{args.slowdown:g}% in B")
         print(table(["sessions/side", "method", "A/A false positive", f"+{args.slowdown:g}% found"],
                     separate(pool_a, pool_b, calib, args.calibration, True, args.trials,
-                             rng)))
+                             rng, sides)))
         return
 
     wl = catalog.load([Path(d) for d in PROFILES]).workloads.get(args.workload)
@@ -269,7 +271,7 @@ def main() -> None:
               f"B measured {slowdown:+.2f}%")
         print(table(["sessions/side", "method", "A/A false positive", f"{slowdown:+.1f}% found"],
                     separate(pool_a, pool_b, calib, args.calibration, hib, args.trials,
-                             rng)))
+                             rng, sides)))
 
 
 if __name__ == "__main__":

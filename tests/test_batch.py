@@ -25,13 +25,27 @@ def test_interleaved_sessions_take_turns_one_run_each(tmp_path, leftovers):
 
     events = asyncio.run(collect())
     order = "".join(e.variant for e in events if isinstance(e, ev.RunSample))
-    assert order == "ABABABABAB"              # the warmups take turns too
+    # every variant once a round, the warmups too; each round starts one later: AB BA AB...
+    assert order == "ABBAABBAAB"
     assert sum(isinstance(e, ev.Finished) for e in events) == 2
     for v, bs in zip("AB", (512, 4096)):
         res = results.read(tmp_path / f"{v}.jsonl")
         assert len(res.runs) == 4 and not res.partial
         assert res.header["params"]["block_size"] == bs and res.header["variant"] == v
     assert leftovers() == []
+
+
+def test_three_variants_rotate_which_runs_first(tmp_path):
+    cat = catalog.load()
+    sessions = [Session(cat.resolve(catalog.with_overrides(
+        cat.plan_for("zero_null"), runs=3, warmup=0, perf=False,
+        params={"count": 2000, "block_size": bs})), tmp_path / f"{v}.jsonl", variant=v)
+        for bs, v in zip((512, 1024, 2048), "ABC")]
+
+    async def collect() -> str:
+        return "".join([e.variant async for e in interleave(sessions)
+                        if isinstance(e, ev.RunSample)])
+    assert asyncio.run(collect()) == "ABC" "BCA" "CAB"
 
 
 def test_cpu_variants_interleaved_from_the_command_line(tmp_path):

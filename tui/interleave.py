@@ -1,9 +1,13 @@
-"""Several sessions taking turns one repetition at a time (ABAB...), as one stream.
+"""Several sessions taking turns one repetition at a time, as one stream.
 
 Drift of the machine (a noisy neighbour, thermal state, page cache) then hits
 every variant alike, which is what makes an A/B comparison in one sitting
 honest.  Each session keeps its own worker and result file; a token passed
-round-robin through the sessions' gates decides whose run is next.
+through the sessions' gates decides whose run is next.  Every variant runs once
+a round, and each round starts one variant later than the one before (AB BA AB
+BA..., ABC BCA CAB...): with a fixed order the variant that always runs second
+gets half a round more of any drift, which a paired test on the rounds found
+as a "change" between two identical variants (README, measurements).
 """
 from __future__ import annotations
 
@@ -36,37 +40,40 @@ async def interleave(sessions: list[Session]) -> AsyncIterator[ev.Event]:
 
     tasks = [asyncio.create_task(pump(s)) for s in sessions]
     alive = list(sessions)
-    holder = alive[0]
+    rounds = -1
+    turns: list[Session] = []           # who is still to run in this round, in order
 
-    def pass_token(after: Session) -> Session | None:
-        if not alive:
-            return None
-        i = (alive.index(after) + 1) % len(alive) if after in alive else 0
-        nxt = alive[i]
+    def pass_token() -> Session | None:
+        """The token to the next session of the round (a new round when it is over)."""
+        nonlocal rounds, turns
+        turns = [t for t in turns if t in alive]
+        if not turns:
+            if not alive:
+                return None
+            rounds += 1
+            k = rounds % len(alive)
+            turns = alive[k:] + alive[:k]
+        nxt = turns.pop(0)
         assert nxt.gate is not None
         nxt.gate.put_nowait(None)
         return nxt
 
-    assert holder.gate is not None
-    holder.gate.put_nowait(None)
+    holder = pass_token()
     try:
         while alive:
             s, item = await queue.get()
             if isinstance(item, Exception):
                 raise item
             if item is _DONE:
-                nxt_index = alive.index(s)
                 alive.remove(s)
-                if s is holder and alive:
-                    holder = alive[nxt_index % len(alive)]
-                    assert holder.gate is not None
-                    holder.gate.put_nowait(None)
+                if s is holder:
+                    holder = pass_token()
                 continue
             assert isinstance(item, (ev.Started, ev.RunSample, ev.HotSymbols, ev.Warning,
                                      ev.Finished, ev.Failed))
             yield item
             if isinstance(item, ev.RunSample) and s is holder:
-                holder = pass_token(s) or holder
+                holder = pass_token() or holder
     finally:
         for s in sessions:
             s.stop()
