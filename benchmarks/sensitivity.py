@@ -50,7 +50,7 @@ sys.path.insert(0, str(ROOT))
 from tui import catalog, results, significance  # noqa: E402
 from tui.compare import compare_samples, test_metric  # noqa: E402
 from tui.metrics import SPEED, Series  # noqa: E402
-from tui.noise import SessionNoise  # noqa: E402
+from tui.noise import MetricNoise, metric_noise  # noqa: E402
 
 PROFILES: list[str] = []
 
@@ -81,16 +81,21 @@ def cost_per_op(values: list[float], hib: bool) -> float:
 
 
 def spin_for(work: Path, args: argparse.Namespace, hib: bool, target_pct: float) -> int:
-    """The spin count that slows an op by about `target_pct`: the slope from 3 pairs of
-    sessions without and with a large spin (an effect far above the noise)."""
+    """The spin count that slows an op by about `target_pct`: a slope from sessions without
+    and with a large spin (an effect far above the noise), then one correction from sessions
+    at the spin that slope gives (the cost of a spin iteration is not linear down to 0)."""
+    def slowdown(spin: int, tag: str) -> float:
+        base = [v for i in range(3) for v in run_session(work, args, 0, f"{tag}0-{i}")]
+        spun = [v for i in range(3) for v in run_session(work, args, spin, f"{tag}1-{i}")]
+        return cost_per_op(spun, hib) / cost_per_op(base, hib) - 1
     probe = args.calibrate_spin
-    base = [v for i in range(3) for v in run_session(work, args, 0, f"cal0-{i}")]
-    spun = [v for i in range(3) for v in run_session(work, args, probe, f"cal1-{i}")]
-    per_iter = (cost_per_op(spun, hib) / cost_per_op(base, hib) - 1) / probe
-    if per_iter * probe < 0.05:
-        raise SystemExit(f"spin={probe} slowed the op by only {100 * per_iter * probe:.1f}%: "
+    big = slowdown(probe, "probe")
+    if big < 0.05:
+        raise SystemExit(f"spin={probe} slowed the op by only {100 * big:.1f}%: "
                          f"raise --calibrate-spin")
-    return max(1, round(target_pct / 100 / per_iter))
+    spin = max(1, round(target_pct / 100 / (big / probe)))
+    got = slowdown(spin, f"at{spin}")
+    return max(1, round(spin * target_pct / 100 / got)) if got > 0 else spin
 
 
 def series(values: list[float], hib: bool) -> Series:
@@ -109,11 +114,8 @@ def separate(pool_a: list[list[float]], pool_b: list[list[float]],
              rng: np.random.Generator, sides: tuple[int, ...] = (1, 3, 5)) -> list[list[str]]:
     """Each trial draws its own calibration of `k_calib` sessions from the `calib` pool, so
     the rates are over calibrations too, as over all the users who calibrate."""
-    def calibration() -> SessionNoise:
-        ests = [significance.session_estimate(calib[i], True)
-                for i in rng.permutation(len(calib))[:k_calib]]
-        var_b, df = significance.between_variance([ests])
-        return SessionNoise(var_b ** 0.5, df, "calibrated")
+    def calibration() -> MetricNoise:
+        return metric_noise([calib[i] for i in rng.permutation(len(calib))[:k_calib]])
     rows = []
     for k in sides:
         if 2 * k > len(pool_a) or k > len(pool_b):

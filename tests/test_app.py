@@ -511,7 +511,7 @@ def test_until_ci_stops_when_the_median_is_known_and_detect_uses_the_calibration
             numbers = await one_run(app, pilot)
             assert 10 <= app.live.n < 400
             assert ("calibrated" in numbers) == calibrated and "detect" in numbers
-            assert ("in-session" in numbers) != calibrated
+            assert ("assumed noise" in numbers) != calibrated
             newest = max(out.glob("*zero_null*.jsonl"), key=lambda p: p.stat().st_mtime)
             result = results.read(newest)
             stop = result.finished.summary["stop"]

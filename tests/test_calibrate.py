@@ -33,24 +33,30 @@ def test_calibrate_runs_sessions_and_compare_uses_the_profile(isolated: Path, le
     listed = hotloop("calibrate", "--list")
     assert listed.returncode == 0 and str(path) in listed.stdout
 
-    # compare finds it for sessions of the same benchmark and says so in every format
-    cmp = hotloop("compare", str(files[0]), str(files[1]), "--format", "json")
+    # compare finds it for other sessions of the same benchmark, says so in every format
+    a, b = isolated / "a.jsonl", isolated / "b.jsonl"
+    for f in (a, b):
+        assert hotloop("run", *ARGS, "--out", str(f)).returncode == 0
+    cmp = hotloop("compare", str(a), str(b), "--format", "json")
     doc = json.loads(cmp.stdout)
     row = next(r for r in doc["comparisons"] if r["metric"] == "bytes/s")
     assert row["noise_source"] == "calibrated" and row["session_noise_pct"] is not None
     assert doc["noise_profile"]["path"] == str(path)
     assert not any("no noise profile" in w for w in doc["warnings"])
     for fmt in ("text", "md", "org"):
-        text = hotloop("compare", str(files[0]), str(files[1]), "--format", fmt).stdout
+        text = hotloop("compare", str(a), str(b), "--format", fmt).stdout
         assert "session noise: calibrated" in text and str(path) in text, fmt
+    # ...but not for its own sessions: they would count twice
+    own = hotloop("compare", str(files[0]), str(files[1]))
+    assert "noise profile not used" in own.stdout
+    assert "session noise: not calibrated" in own.stdout
 
     # the same sessions read back from their directory give the same components
     again = hotloop("calibrate", str(where))
     assert again.returncode == 0, again.stderr
     assert "(assumed: sessions read from files)" in again.stdout
     reread = noise.load(path)
-    assert reread.metrics["bytes/s"].sigma_between == \
-        profile.metrics["bytes/s"].sigma_between
+    assert reread.metrics["bytes/s"] == profile.metrics["bytes/s"]
 
 
 def test_calibrate_bad_input_is_one_line(isolated: Path, tmp_path: Path):
@@ -80,17 +86,25 @@ def test_a_bad_noise_profile_is_ignored_with_a_warning(isolated: Path, tmp_path:
     key = noise.key_of(results.read(a).header)
     stored = noise.path_for(key)
     stored.parent.mkdir(parents=True)
-    for forged in ("{not json", json.dumps({"hotloop_noise": 1, "key": key, "sessions": 8,
-                                            "metrics": {"bytes/s": {"sigma_between": -1}}}),
+    for forged in ("{not json", json.dumps({"hotloop_noise": 2, "key": key, "sessions": 8,
+                                            "metrics": {"bytes/s": {"session_var": -1}}}),
                    json.dumps([1, 2]), "\x00" * 10):
         stored.write_text(forged)
         p = hotloop("compare", str(a), str(b))
         assert p.returncode == 0, p.stderr
         assert "noise profile ignored" in p.stdout and str(stored) in p.stdout
         assert "within assumed noise" in p.stdout
+    # degrees of freedom that are not its sessions less one would make it look better known
+    stored.write_text(json.dumps({**json.loads(json.dumps({"hotloop_noise": 2, "key": key,
+                      "sessions": 8, "metrics": {"bytes/s": {
+                          "session_var": 1e-4, "sigma_within": 0.01, "median_var": 1e-5,
+                          "runs": 6, "df": 1000000}}, "session_cost_s": 1,
+                      "run_cost_s": 0.01}))}))
+    p = hotloop("compare", str(a), str(b))
+    assert "noise profile ignored" in p.stdout and "is not sessions - 1" in p.stdout
     # a profile others may write (or a symlink to one) would let them decide verdicts
-    good_doc = {"hotloop_noise": 1, "key": key, "sessions": 8,
-                "metrics": {"bytes/s": {"sigma_between": 0.01, "sigma_within": 0.01,
+    good_doc = {"hotloop_noise": 2, "key": key, "sessions": 8,
+                "metrics": {"bytes/s": {"session_var": 1e-4, "sigma_within": 0.01,
                                         "median_var": 1e-5, "runs": 6, "df": 7}},
                 "session_cost_s": 1, "run_cost_s": 0.01}
     stored.write_text(json.dumps(good_doc))
@@ -107,8 +121,8 @@ def test_a_bad_noise_profile_is_ignored_with_a_warning(isolated: Path, tmp_path:
     stored.unlink()
     # a valid profile of another host, given by hand, is not used either
     other = tmp_path / "other.json"
-    good = {"hotloop_noise": 1, "key": {**key, "host": "elsewhere"}, "sessions": 8,
-            "metrics": {"bytes/s": {"sigma_between": 0.01, "sigma_within": 0.01,
+    good = {"hotloop_noise": 2, "key": {**key, "host": "elsewhere"}, "sessions": 8,
+            "metrics": {"bytes/s": {"session_var": 1e-4, "sigma_within": 0.01,
                                     "median_var": 1e-5, "runs": 6, "df": 7}},
             "session_cost_s": 1, "run_cost_s": 0.01}
     other.write_text(json.dumps(good))
@@ -121,3 +135,22 @@ def test_a_bad_noise_profile_is_ignored_with_a_warning(isolated: Path, tmp_path:
     assert "session noise: calibrated" in p.stdout, p.stdout
     missing = hotloop("compare", str(a), str(b), "--noise", str(tmp_path / "nope.json"))
     assert missing.returncode == 0 and "no such noise profile" in missing.stdout
+
+
+def test_a_profile_saved_under_a_permissive_umask_is_still_trusted(isolated: Path):
+    """umask 002 (Ubuntu's, Fedora's): the profile and its directories are made private
+    anyway, or compare would refuse the calibration it just made."""
+    import os
+    old = os.umask(0o002)
+    try:
+        assert hotloop("calibrate", *ARGS, "--sessions", "3").returncode == 0
+        a = isolated / "a.jsonl"
+        b = isolated / "b.jsonl"
+        for f in (a, b):
+            assert hotloop("run", *ARGS, "--out", str(f)).returncode == 0
+    finally:
+        os.umask(old)
+    (path, profile, why), = noise.stored()
+    assert profile is not None and (path.stat().st_mode & 0o777) == 0o600
+    assert (path.parent.stat().st_mode & 0o777) == 0o700
+    assert "session noise: calibrated" in hotloop("compare", str(a), str(b)).stdout

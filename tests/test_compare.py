@@ -383,16 +383,14 @@ def test_synthetic_a_a_false_positives_stay_at_alpha():
     5%, whether the noise comes from the sessions, a calibration or the assumed value."""
     import numpy as np
     from tui import significance as sg
-    from tui.noise import SessionNoise
+    from tui.noise import MetricNoise, metric_noise
     rng = np.random.default_rng(7)
 
     def session(effect: float = 0.0, n: int = 30) -> np.ndarray:
         return np.exp(rng.normal(rng.normal(0, 0.025) + np.log1p(effect), 0.02, n))
 
-    def calibration() -> SessionNoise:
-        var, df = sg.between_variance([[sg.session_estimate(session(), True)
-                                        for _ in range(8)]])
-        return SessionNoise(var ** 0.5, df, "calibrated")
+    def calibration() -> MetricNoise:
+        return metric_noise([session() for _ in range(8)])
 
     trials = 300
     for k, calibrated in ((1, True), (3, False), (3, True), (5, False)):
@@ -460,3 +458,78 @@ def test_compare_memory_does_not_grow_with_resamples_times_runs(tmp_path):
                        env=dict(os.environ, PYTHONPATH=str(ROOT)), timeout=300)
     assert p.returncode == 0, p.stderr
     assert int(p.stdout) < 300 * 1024, f"{int(p.stdout) / 1024:.0f} MB"
+
+
+def test_synthetic_bimodal_runs_with_a_calibration_keep_alpha():
+    """Synthetic: 70/30 bimodal runs (modes 12% apart), 1.5% session noise, one session a
+    side, calibrated from 8 sessions.  Estimating each session's own median error here is
+    hopeless at 30 runs; the verdict uses the measured spread of session medians instead."""
+    import numpy as np
+    from tui import significance as sg
+    from tui.noise import metric_noise
+    rng = np.random.default_rng(11)
+
+    def session(n: int = 30) -> np.ndarray:
+        high = rng.random(n) < 0.3
+        return np.exp(rng.normal(rng.normal(0, 0.015), 0.01, n) + np.log(1.12) * high)
+    trials = 400
+    hits = sum(sg.sessions_test([session()], [session()],
+                                calibrated=metric_noise([session() for _ in range(8)])
+                                ).significant for _ in range(trials))
+    assert hits / trials <= 0.08, hits
+
+
+def test_synthetic_zero_centres_and_ties_never_crash_or_cry_wolf():
+    """Synthetic: a CPU time that is 0 or one 4 ms tick: no % change to speak of at 0, and
+    an A/A pair of such sessions is not called."""
+    import numpy as np
+    rng = np.random.default_rng(2)
+    zeros = [0.0] * 8
+    t = cmp.compare_samples(zeros, [0.0] * 7 + [0.004], higher_is_better=False,
+                            words=cmp.RESOURCE)
+    assert not t.significant and t.verdict != "worse"
+    called = 0
+    for _ in range(100):
+        a = (rng.random(20) < 0.5) * 0.004
+        b = (rng.random(20) < 0.5) * 0.004
+        called += cmp.compare_samples(a.tolist(), b.tolist(), higher_is_better=False,
+                                      words=cmp.RESOURCE).significant
+    assert called <= 8
+
+
+def test_synthetic_paired_change_is_inside_its_interval_and_exact_zeros_stay_zero():
+    import numpy as np
+    from tui import significance as sg
+    rng = np.random.default_rng(4)
+    outside = 0
+    for _ in range(200):
+        drift = np.cumsum(rng.normal(0, 0.02, 40))
+        o = sg.paired_test(np.exp(drift + rng.normal(0, 0.01, 40)),
+                           np.exp(drift + rng.normal(0, 0.01, 40)))
+        outside += not o.ci_low <= o.change_pct <= o.ci_high
+    assert outside == 0
+    # ties: an interval end that is exactly 0 is 0, not 1e-62
+    d = np.sort(np.array([0.0] * 6 + [0.01, 0.02, -0.01, 0.03]))
+    values = {sg.walsh_quantile(d, k) for k in range(1, 56)}
+    brute = sorted((d[i] + d[j]) / 2 for i in range(10) for j in range(i, 10))
+    assert [sg.walsh_quantile(d, k) for k in range(1, 56)] == brute
+    assert 0.0 in values
+
+
+def test_a_side_is_of_one_kernel_and_a_session_of_one_side(sessions, tmp_path):
+    stock = sorted(sessions["stock"].glob("*.jsonl"))
+    patched = sorted(sessions["patched"].glob("*.jsonl"))
+    # a side that mixes kernels is compared, and said
+    forged = tmp_path / "other-kernel.jsonl"
+    lines = patched[0].read_text().splitlines()
+    head = json.loads(lines[0])
+    head["header"]["kernel_release"] = "6.1-patched"
+    forged.write_text("\n".join([json.dumps(head), *lines[1:]]) + "\n")
+    comp = cmp.load_and_compare([f"{stock[0]},{forged}", str(sessions["patched"])])
+    assert any("differ among themselves in kernel" in w for w in comp.warnings)
+    # the same file on two different sides is refused; a side against itself is fine
+    with pytest.raises(HotloopError) as e:
+        cmp.load_and_compare([f"{stock[0]},{stock[1]}", f"{stock[1]},{patched[0]}"])
+    assert "in two sides" in _one_line(e)
+    same = cmp.load_and_compare([str(sessions["stock"]), str(sessions["stock"])])
+    assert same.pairs[0].method == "exact"

@@ -77,3 +77,11 @@ def test_a_plan_key_that_cannot_be_is_file_line_key(tmp_path: Path):
     p = hotloop("run", "good", "--profiles", str(d), "--format", "json")
     assert p.returncode == 0, p.stderr
     assert json.loads(p.stdout)["summary"]["stop"]["reason"] == "until_ci"
+
+
+def test_the_last_run_is_checked_too(tmp_path: Path):
+    """A loose target met by the last run: the record says it was met, not "not reached"."""
+    p = hotloop("run", *ZERO, "--runs", "10", "--until-ci", "50", "--format", "json")
+    assert p.returncode == 0, p.stderr
+    stop = json.loads(p.stdout)["summary"]["stop"]
+    assert stop["reason"] == "until_ci" and stop["runs"] == 10

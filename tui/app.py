@@ -351,7 +351,7 @@ class HotloopApp(App[None]):
         metric = str((header.get("workload") or {}).get("metric", ""))
         found = profile.metrics.get(metric) if profile is not None else None
         if found is not None:
-            live.session_noise = found.sigma_between
+            live.noise = found
             live.dirty = True
 
     def on_symbols_arrived(self, message: SymbolsArrived) -> None:

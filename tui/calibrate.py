@@ -8,6 +8,7 @@ cheapest sessions x runs a side for a 1%, 2% and 5% change.
 """
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -78,14 +79,18 @@ def report(profile: noise.NoiseProfile, saved: Path | None) -> str:
             + f", a run {duration(profile.run_cost_s) if profile.run_cost_s >= 0.1 else f'{1e3 * profile.run_cost_s:.1f} ms'}")
     lines = [f"calibrate {noise.describe_key(k)}",
              f"{profile.sessions} sessions, kernel {', '.join(profile.kernels)}; {cost}", ""]
-    rows = [["metric", "within a session", "session to session"]]
+    rows = [["metric", "within a session", "session to session", "(90% bound)"]]
     for name, m in profile.metrics.items():
-        rows.append([name, f"CV {100 * m.sigma_within:.2f}%", f"CV {100 * m.sigma_between:.2f}%"])
-    widths = [max(len(r[i]) for r in rows) for i in range(3)]
+        # The session noise is what the runs do not explain; from few sessions it can come
+        # out as 0: the bound says how large it may still be.
+        bound = math.sqrt(max(0.0, m.upper() - m.median_var))
+        rows.append([name, f"CV {100 * m.sigma_within:.2f}%",
+                     f"CV {100 * m.sigma_between:.2f}%", f"<= {100 * bound:.2f}%"])
+    widths = [max(len(r[i]) for r in rows) for i in range(4)]
     lines += ["  " + "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
     name, primary = next(iter(profile.metrics.items()))
-    lines += ["", f"to detect a change of {name} across sessions (alpha 0.05, power 0.8), "
-                  f"the cheapest a side:"]
+    lines += ["", f"to detect a change of {name} across sessions (alpha 0.05, power 0.8, "
+                  f"planned on the bound), the cheapest a side:"]
     for change in noise.CHANGES:
         r = noise.repetitions(primary, profile.session_cost_s, profile.run_cost_s, change,
                               primary.df)

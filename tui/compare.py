@@ -235,17 +235,17 @@ def _worded(o: Outcome, higher_is_better: bool | None, words: tuple[str, str],
 
 
 def _test(o: Outcome, n_base: int, n_new: int, k_base: int, k_new: int, verdict: str,
-          calibrated: noise_mod.SessionNoise | None) -> Test:
+          calibrated: noise_mod.MetricNoise | None) -> Test:
     used_calibration = o.noise_source is not None and "calibrated" in o.noise_source
     return Test(n_base, n_new, o.baseline, o.new, o.new - o.baseline, o.change_pct,
                 o.ci_low, o.ci_high, o.p_value, o.significant and verdict not in
                 (TOO_FEW, TOO_FEW_ROUNDS), verdict, o.method, k_base, k_new,
-                100 * calibrated.sigma if calibrated and used_calibration else None,
+                100 * calibrated.sigma_between if calibrated and used_calibration else None,
                 o.noise_pct, o.noise_source)
 
 
 def test_metric(base: Sequence[Series], new: Sequence[Series], *, paired: bool = False,
-                calibrated: noise_mod.SessionNoise | None = None) -> Test:
+                calibrated: noise_mod.MetricNoise | None = None) -> Test:
     """One metric, each side a list of sessions' series."""
     b0 = base[0]
     hib, words = b0.higher_is_better, b0.words
@@ -277,7 +277,7 @@ def test_metric(base: Sequence[Series], new: Sequence[Series], *, paired: bool =
 def compare_samples(base: Sequence[float], new: Sequence[float], *,
                     higher_is_better: bool | None = True,
                     words: tuple[str, str] = SPEED, paired: bool = False,
-                    calibrated: noise_mod.SessionNoise | None = None) -> Test:
+                    calibrated: noise_mod.MetricNoise | None = None) -> Test:
     """Two samples of one session each (synthetic data, benchmarks): the Test compare gives."""
     def one(values: Sequence[float]) -> Series:
         return Series("value", "", higher_is_better, words, list(values))
@@ -295,10 +295,14 @@ def _get(header: dict[str, Any], path: tuple[str, ...]) -> Any:
     return cur
 
 
-def metadata_diff(base: dict[str, Any], new: dict[str, Any]) -> list[MetaDiff]:
-    """Header fields other than the kernel that differ between two results."""
+def metadata_diff(base: dict[str, Any], new: dict[str, Any],
+                  kernel: bool = False) -> list[MetaDiff]:
+    """Header fields other than the kernel that differ between two results (and the kernel
+    too with `kernel`: the sessions of one side should all be of one)."""
     out: list[MetaDiff] = []
-    for name, path in META_FIELDS:
+    fields = META_FIELDS + ((("kernel", ("kernel_release",)), ("label", ("label",)))
+                            if kernel else ())
+    for name, path in fields:
         a, b = _get(base, path), _get(new, path)
         if isinstance(a, dict) and isinstance(b, dict):
             for key in sorted(a.keys() | b.keys()):
@@ -459,6 +463,14 @@ def compare_sides(sides: Sequence[Sequence[Result]], given: Sequence[str] | None
             if not r.runs:
                 what = "the baseline has" if rs is sides[0] else "has"
                 raise HotloopError(f"{r.path}: {what} no recorded runs, nothing to compare")
+    owner: dict[Path, int] = {}
+    for i, rs in enumerate(sides):
+        for r in rs:
+            j = owner.setdefault(r.path.resolve(), i)
+            if j != i and {p.path.resolve() for p in sides[j]} != {p.path.resolve() for p in rs}:
+                raise HotloopError(f"{r.path}: in two sides ({given[j]} and {given[i]}); a "
+                                   f"session belongs to one side (a side against itself is "
+                                   f"fine)")
     base = sides[0][0]
     wname, metric, _ = _identity(base)
     for rs in sides[1:]:
@@ -475,6 +487,12 @@ def compare_sides(sides: Sequence[Sequence[Result]], given: Sequence[str] | None
     comp = Comparison(wname, metric, unit, bool(base.workload.get("higher_is_better", True)),
                       out, histogram=shared_histogram(sides, metric, unit))
     profile, notes = noise_mod.find(base.header, noise_file)
+    compared = {r.path.resolve() for rs in sides for r in rs}
+    if profile is not None and compared & {Path(f).resolve() for f in profile.files}:
+        # Its sessions would count twice: once as the calibration, once as the data.
+        notes.append(f"noise profile not used: {profile.path} was measured from sessions "
+                     f"compared here; calibrate from other A/A sessions")
+        profile = None
     comp.noise = profile
     comp.warnings += notes
     base_series = [series(r) for r in sides[0]]
@@ -486,7 +504,7 @@ def compare_sides(sides: Sequence[Sequence[Result]], given: Sequence[str] | None
         for name, s in base_series[0].items():
             if not all(name in x for x in base_series + new_series):
                 continue
-            calibrated = profile.noise(name) if profile else None
+            calibrated = profile.metrics.get(name) if profile else None
             t = test_metric([x[name] for x in base_series], [x[name] for x in new_series],
                             paired=paired, calibrated=calibrated)
             rows.append(MetricDelta(s.name, s.unit, s.higher_is_better, t))
@@ -504,11 +522,12 @@ def compare_sides(sides: Sequence[Sequence[Result]], given: Sequence[str] | None
     if assumed and profile is None:
         first = next(t.test for p in comp.pairs for t in p.metrics
                      if t.test.noise_source == "assumed")
+        figure = f"{first.noise_pct:.2g}% for {assumed[0]}: " if first.noise_pct else ""
         comp.warnings.append(
             f"no noise profile for {noise_mod.describe_key(noise_mod.key_of(base.header))}: "
             f"with one session a side, a change counts only beyond an assumed session-to-"
-            f"session noise ({first.noise_pct:.2g}% for {assumed[0]}: {rule}); measure this "
-            f"machine's: {_calibrate_hint(base.header)}")
+            f"session noise ({figure}{rule}); measure this machine's: "
+            f"{_calibrate_hint(base.header)}")
     elif assumed:
         comp.warnings.append(f"the noise profile has no figure for {', '.join(assumed)} "
                              f"(values not all above 0): an assumed noise is used ({rule})")
@@ -518,7 +537,8 @@ def compare_sides(sides: Sequence[Sequence[Result]], given: Sequence[str] | None
                                  f"{s.partial_reason}")
     comp.warnings += [_meta_warning(p) for p in comp.pairs if p.metadata]
     for rs, s in zip(sides, out):
-        inside = sorted({d.field for r in rs[1:] for d in metadata_diff(rs[0].header, r.header)
+        inside = sorted({d.field for r in rs[1:]
+                         for d in metadata_diff(rs[0].header, r.header, kernel=True)
                          if d.field not in ("hotloop",)})
         if inside:
             comp.warnings.append(f"the sessions of {s.name} differ among themselves in "
@@ -629,13 +649,14 @@ def _side_line(s: Side, baseline: bool) -> str:
 def noise_line(comp: Comparison) -> str:
     """Which session noise the verdicts used: a calibration, or why none."""
     p = comp.noise
-    if p is not None:
+    used = {t.test.noise_source for pair in comp.pairs for t in pair.metrics}
+    if p is not None and any(u and "calibrated" in u for u in used):
         return f"session noise: calibrated, {p.describe()}, {p.path}"
     first = next((t.test for pair in comp.pairs for t in pair.metrics
                   if t.test.noise_source == "assumed"), None)
     if first is not None:
-        return (f"session noise: not calibrated, assumed {first.noise_pct:.2g}% "
-                f"(hotloop calibrate measures it)")
+        figure = f" {first.noise_pct:.2g}%" if first.noise_pct else ""
+        return f"session noise: not calibrated, assumed{figure} (hotloop calibrate measures it)"
     if any(pair.method == "sessions" for pair in comp.pairs):
         return "session noise: measured from the sides' own sessions (no calibration)"
     return ""

@@ -26,12 +26,13 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from tui import __version__, metrics, system
+from tui.stats import MIN_RUNS, detectable_pct
 from tui.errors import HotloopError
 from tui.results import Result
 
-VERSION = 1
+VERSION = 2
 MIN_SESSIONS = 3                        # two sessions give one degree of freedom: no estimate
-MIN_RUNS = 5                            # as compare's: fewer runs in a session, no verdict
+MAX_SESSIONS_READ = 10_000
 ASSUMED_SESSION_COST_S = 1.5            # start-up of a session when only files were given
 MAX_SESSIONS = 50                       # beyond this, planning says "interleave instead"
 RUN_CHOICES = (*range(5, 31), 40, 50, 60, 80, 100, 150, 200, 300, 500, 1000, 2000, 5000,
@@ -45,25 +46,34 @@ class NoiseError(HotloopError):
 
 
 @dataclass(frozen=True)
-class SessionNoise:
-    """Session-to-session noise of one metric, as a verdict uses it."""
-    sigma: float                # standard deviation of a session's offset (log scale, fraction)
-    df: int                     # degrees of freedom of its estimate
-    source: str                 # "calibrated"
-
-
-@dataclass(frozen=True)
 class MetricNoise:
-    """The variance components of one metric, on the log scale (fractions, not %)."""
-    sigma_between: float        # session-to-session standard deviation of the log-median
+    """The variance of one metric's session log-median, measured, and its parts (log scale:
+    fractions, not %).  `session_var` is what compare needs and is measured directly (the
+    spread of the sessions' log-medians); the split into the sessions' own offset and the
+    runs' part only moves it to other run counts."""
+    session_var: float          # tau^2: variance of one session's log-median at `runs` runs
+    median_var: float           # its part from the runs (mean McKean-Schrader variance)
     sigma_within: float         # standard deviation of one run's log value within a session
-    median_var: float           # sampling variance of a session's log-median at `runs` runs
     runs: float                 # mean runs per session the above was measured with
-    df: int                     # degrees of freedom of sigma_between (sessions - 1)
+    df: int                     # degrees of freedom of session_var (sessions - 1)
 
-    def at(self, runs: float) -> float:
-        """The sampling variance of a session's log-median with `runs` runs (it goes as 1/n)."""
-        return self.median_var * self.runs / max(runs, 1)
+    @property
+    def sigma_between(self) -> float:
+        """The session-to-session standard deviation: what the runs do not explain."""
+        return math.sqrt(max(0.0, self.session_var - self.median_var))
+
+    def at(self, runs: float, session_var: float | None = None) -> float:
+        """tau^2 with `runs` runs a session: the runs' part goes as 1/runs, and never below
+        what a session offset of variance >= 0 allows."""
+        s2 = self.session_var if session_var is None else session_var
+        ratio = self.runs / max(runs, 1.0)
+        return max(s2 + self.median_var * (ratio - 1), s2 * min(1.0, ratio))
+
+    def upper(self, level: float = 0.9) -> float:
+        """An upper `level` confidence bound of session_var (chi-square, df): a design
+        planned on it holds even if this calibration happened to come out low."""
+        from scipy import stats as sps
+        return self.session_var * self.df / float(sps.chi2.ppf(1 - level, self.df))
 
 
 @dataclass(frozen=True)
@@ -79,12 +89,6 @@ class NoiseProfile:
     kernels: list[str]
     files: list[str] = field(default_factory=list)
     path: str = ""              # where it was read from or saved to
-
-    def noise(self, metric: str) -> SessionNoise | None:
-        m = self.metrics.get(metric)
-        if m is None:
-            return None
-        return SessionNoise(m.sigma_between, m.df, "calibrated")
 
     def describe(self) -> str:
         k = self.key
@@ -138,9 +142,14 @@ def save(profile: NoiseProfile) -> Path:
     doc = {"hotloop_noise": VERSION, **asdict(profile)}
     doc.pop("path")
     try:
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        # Each level 0700 and the file 0600, whatever the umask: find() trusts nothing others
+        # may write, and a profile it would refuse is no use.
+        for d in (system.state_dir().parent, system.state_dir(), path.parent):
+            d.mkdir(mode=0o700, exist_ok=True)
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(doc, indent=2, allow_nan=False) + "\n")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(json.dumps(doc, indent=2, allow_nan=False) + "\n")
         os.replace(tmp, path)
     except (OSError, ValueError) as e:
         raise HotloopError(f"{path}: cannot save the noise profile: "
@@ -168,6 +177,10 @@ def load(path: Path) -> NoiseProfile:
         key = doc.get("key")
         if not isinstance(key, dict) or set(KEY_FIELDS) - set(key):
             raise ValueError("no key")
+        sessions = doc.get("sessions")
+        if isinstance(sessions, bool) or not isinstance(sessions, int) \
+                or not MIN_SESSIONS <= sessions <= MAX_SESSIONS_READ:
+            raise ValueError(f"sessions {sessions!r}")
         raw = doc.get("metrics")
         if not isinstance(raw, dict) or not raw:
             raise ValueError("no metrics")
@@ -175,19 +188,16 @@ def load(path: Path) -> NoiseProfile:
         for name, m in raw.items():
             if not isinstance(m, dict):
                 raise ValueError(f"metric {name!r} is not a table")
-            df = m.get("df")
-            if isinstance(df, bool) or not isinstance(df, int) or df < MIN_SESSIONS - 1:
-                raise ValueError(f"metric {name!r}: df {df!r}")
+            # Its degrees of freedom are its sessions less one, never more: a forged df would
+            # make the calibration look better known than it is.
+            if m.get("df") != sessions - 1 or isinstance(m.get("df"), bool):
+                raise ValueError(f"metric {name!r}: df {m.get('df')!r} is not sessions - 1")
             # On the log scale a standard deviation of 5 is a factor of 150: not a machine's
             # noise, a forged or broken file.
-            found[str(name)] = MetricNoise(_number(m, "sigma_between", hi=5),
-                                           _number(m, "sigma_within", hi=5),
+            found[str(name)] = MetricNoise(_number(m, "session_var", hi=25),
                                            _number(m, "median_var", hi=25),
-                                           _number(m, "runs", 1), df)
-        sessions = doc.get("sessions")
-        if isinstance(sessions, bool) or not isinstance(sessions, int) \
-                or sessions < MIN_SESSIONS:
-            raise ValueError(f"sessions {sessions!r}")
+                                           _number(m, "sigma_within", hi=5),
+                                           _number(m, "runs", 1), sessions - 1)
         return NoiseProfile(
             key={k: key[k] for k in KEY_FIELDS}, sessions=sessions, metrics=found,
             session_cost_s=_number(doc, "session_cost_s"), run_cost_s=_number(doc, "run_cost_s"),
@@ -264,15 +274,25 @@ def stored() -> list[tuple[Path, NoiseProfile | None, str]]:
 
 # --------------------------------------------------------------------------- estimation
 
+def metric_noise(sessions: Sequence[Sequence[float]]) -> MetricNoise:
+    """The variance components of one metric from its values in A/A sessions (all > 0)."""
+    import numpy as np
+
+    from tui import significance
+    ests = [significance.session_estimate(g, log=True) for g in sessions]
+    session_var, df = significance.centre_variance([ests])
+    return MetricNoise(session_var, float(np.mean([e.var for e in ests])),
+                       significance.within_spread(sessions, log=True),
+                       float(np.mean([e.n for e in ests])), df)
+
+
 def estimate(sessions: Sequence[Result], session_cost_s: float | None = None,
              run_cost_s: float | None = None) -> NoiseProfile:
     """Variance components of every metric from A/A sessions of one benchmark.
 
     Without measured costs (sessions given as files), a run costs its measured time and a
     session start is assumed to cost ASSUMED_SESSION_COST_S."""
-    import numpy as np                  # numpy and scipy: only when calibrating
-
-    from tui import significance
+    from tui import significance       # numpy and scipy: only when calibrating
     if len(sessions) < MIN_SESSIONS:
         raise HotloopError(f"calibrate: {len(sessions)} session"
                            f"{'' if len(sessions) == 1 else 's'}; a calibration needs at least "
@@ -295,21 +315,14 @@ def estimate(sessions: Sequence[Result], session_cost_s: float | None = None,
         if not all(name in s for s in every):
             continue
         groups = [s[name].values for s in every]
-        if not significance.positive(*groups):
-            continue                    # a metric that can be 0 has no log scale to share
-        ests = [significance.session_estimate(g, log=True) for g in groups]
-        var_b, df = significance.between_variance([ests])
-        logs = [np.log(np.asarray(g, dtype=float)) for g in groups if len(g) > 1]
-        within = math.sqrt(float(np.mean([np.var(x, ddof=1) for x in logs]))) if logs else 0.0
-        found[name] = MetricNoise(math.sqrt(var_b), within,
-                                  float(np.mean([e.var for e in ests])),
-                                  float(np.mean([e.n for e in ests])), df)
+        if significance.positive(*groups):  # a metric that can be 0 has no log scale to share
+            found[name] = metric_noise(groups)
     if not found:
         raise HotloopError("calibrate: no metric with positive values in every session")
     measured = session_cost_s is not None and run_cost_s is not None
     if run_cost_s is None:
-        per_run = [sum(x.ns for x in r.runs) / len(r.runs) / 1e9 for r in sessions]
-        run_cost_s = float(np.median(per_run))
+        per_run = sorted(sum(x.ns for x in r.runs) / len(r.runs) / 1e9 for r in sessions)
+        run_cost_s = per_run[len(per_run) // 2]
     return NoiseProfile(
         key=key, sessions=len(sessions), metrics=found,
         session_cost_s=float(session_cost_s if session_cost_s is not None
@@ -335,14 +348,15 @@ def repetitions(m: MetricNoise, session_cost_s: float, run_cost_s: float, change
                 calibration_df: int) -> Repetitions:
     """Kalibera-Jones repetition counts by search: for each runs-per-session, the fewest
     sessions a side whose comparison (with this calibration pooled in, as compare does)
-    reaches 80% power; the cheapest of those."""
-    from tui import significance
+    reaches 80% power; the cheapest of those.  Planned on the calibration's 90% upper bound:
+    a calibration from few sessions may have come out low."""
     best: Repetitions = Repetitions(change_pct, None, None, None)
+    bound = m.upper()
     for n in RUN_CHOICES:
-        v = m.at(n)
+        tau2 = m.at(n, bound)
         for k in range(1, MAX_SESSIONS + 1):
             df = 2 * k - 2 + calibration_df
-            if significance.detectable_pct(m.sigma_between, v, k, df) <= change_pct:
+            if detectable_pct(tau2, k, df) <= change_pct:
                 cost = k * (session_cost_s + n * run_cost_s)
                 if best.cost_s is None or cost < best.cost_s:
                     best = Repetitions(change_pct, k, n, cost)

@@ -250,7 +250,6 @@ class Session:
         self._final: ev.Event | None = None     # the last line, once known
         self._runs: list[float] = []
         self._next_check = UNTIL_CI_MIN_RUNS    # until_ci: when the runs are next checked
-        self._known_pct: float | None = None    # ...and how well the median was known then
         self._target_met = False
 
     def stop(self) -> None:
@@ -556,8 +555,8 @@ class Session:
         n, k = divmod(rp.plan.runs, rp.plan.processes)
         shares = [n + (i < k) for i in range(rp.plan.processes) if n + (i < k)]
         for share in shares:
-            if self._target_met:            # until_ci: the median is known well enough
-                break
+            if rp.plan.until_ci is not None and runs and self._known_well(runs, force=True):
+                break                       # until_ci: the median is known well enough
             if self._stopping:              # stop() between two workers
                 for e in self._perf_events():
                     yield e
@@ -578,10 +577,10 @@ class Session:
         if self.counters:
             summary["counters"] = self.counters
         if rp.plan.until_ci is not None:    # why the session stopped where it did
-            self._known_pct = median_ci_pct(sorted(runs))
-            summary["stop"] = {"reason": "until_ci" if self._target_met else "runs",
-                               "target_pct": rp.plan.until_ci, "ci_pct": self._known_pct,
-                               "runs": len(runs)}
+            met = self._known_well(runs, force=True)
+            summary["stop"] = {"reason": "until_ci" if met else "runs",
+                               "target_pct": rp.plan.until_ci,
+                               "ci_pct": median_ci_pct(sorted(runs)), "runs": len(runs)}
         yield ev.Finished(summary, variant=v)
 
     async def _drive_worker(self, built: build.Built, runs: list[float],
@@ -680,7 +679,10 @@ class Session:
                         warmups_left -= 1
                     yield ev.RunSample(value=value, variant=v, **msg)
                     last = len(runs) - first == share
-                    early = not last and not msg["warmup"] and self._known_well(runs)
+                    # until_ci: checked after the last run too, so the record says whether
+                    # the target was met; "end" only where runs are left to skip
+                    early = not msg["warmup"] and self._known_well(runs, force=last) \
+                        and not last
                     if last or early:               # its last run: stop perf, then
                         self._tearing_down = True           # let the worker tear down
                         await self._stop_perf(rec, first)
@@ -730,16 +732,17 @@ class Session:
         (interleaving) or to be told to end early (until_ci)."""
         return self.gate is not None or self.rp.plan.until_ci is not None
 
-    def _known_well(self, runs: list[float]) -> bool:
+    def _known_well(self, runs: list[float], force: bool = False) -> bool:
         """until_ci: whether the median's 95% interval is now within the target.  Checked
         on a schedule (every 2% more runs), so a million runs are not sorted a million
-        times."""
+        times, and whenever `force`d (a worker's last run, the session's end)."""
         target = self.rp.plan.until_ci
-        if target is None or len(runs) < self._next_check:
-            return False
+        if target is None or len(runs) < UNTIL_CI_MIN_RUNS \
+                or (len(runs) < self._next_check and not force):
+            return self._target_met
         self._next_check = len(runs) + max(1, len(runs) // 50)
-        self._known_pct = median_ci_pct(sorted(runs))
-        self._target_met = self._known_pct is not None and self._known_pct <= target
+        known = median_ci_pct(sorted(runs))
+        self._target_met = known is not None and known <= target
         return self._target_met
 
     async def _output_said(self, drain: asyncio.Task[None]) -> ev.Warning | None:

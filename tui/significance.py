@@ -11,27 +11,25 @@ level's variance into the interval.
 Two methods, chosen by how the runs were taken:
 
 * **Sessions as replicates** (`sessions_test`): separate sessions, each side one or more of them.
-  A random-effects model on one number per session, y = log(session median): y = mu + b + e,
-  with b the session's offset (variance sigma_b^2, the same on both sides) and e the sampling
-  error of its median (variance v, known from the session's own runs by the distribution-free
-  order-statistic standard error of the median, McKean & Schrader 1984; it holds for the bimodal
-  results some workloads give).  A side's estimate is the mean of its sessions' y; the change is
-  the difference of the sides' estimates, with
-
-      SE^2 = sigma_b^2 (1/k_a + 1/k_b) + mean(v_a)/k_a + mean(v_b)/k_b
-
-  and a Student t interval.  sigma_b comes from the sessions themselves (the spread of y within
-  each side, pooled, less the part their v explain; df = sessions - 2), from a calibration of this
-  machine (`hotloop calibrate`: df = its sessions - 1), pooled by degrees of freedom when there
-  are both.  With neither (one session a side, no calibration) sigma_b is assumed, with a
-  normal quantile: the larger of `ASSUMED_SESSION_NOISE` and `ASSUMED_PER_WITHIN` times the
-  sessions' own spread of runs, because on this project's machine sessions differed by up to
-  that much (README, "How small a change can hotloop call?") and a setup noisy within a session
-  is noisy between sessions too.  A change is then called only far beyond what sessions
-  plausibly differ by, and the verdict says so.
-  With equal sessions this is exactly the pooled two-sample t-test on session log-medians (when
-  the data alone estimate sigma_b), which is why it keeps its false-positive rate at alpha:
-  measured in benchmarks/sensitivity.py.
+  One number per session, y = log(session median), with y = mu + b + e: b the session's offset
+  (variance sigma_b^2, the same on both sides), e the sampling error of its median (variance v,
+  which shrinks as 1/runs).  A side's estimate is the mean of its sessions' y; the change is the
+  difference of the two, with SE^2 = tau^2 (1/k_a + 1/k_b), where tau^2 = sigma_b^2 + v is the
+  variance of one session's y, and a Student t interval.  tau^2 is estimated directly, never
+  from a per-session guess of v (the order-statistic standard error of a median is far too
+  noisy at tens of runs, worst on the bimodal results some workloads give):
+  - from the sides' own sessions: the pooled variance of y within each side (df = sessions - 2;
+    with equal run counts this is exactly the pooled two-sample t-test on session log-medians);
+  - from this machine's calibration (`hotloop calibrate`): the variance of its sessions' y
+    (df = its sessions - 1), moved to the runs compared here through v's 1/runs (never below
+    what sigma_b >= 0 allows);
+  pooled by degrees of freedom when there are both.  With neither (one session a side, no
+  calibration) sigma_b is assumed, with a normal quantile: the larger of
+  `ASSUMED_SESSION_NOISE` and `ASSUMED_PER_WITHIN` times the spread of the sessions' runs,
+  because on this project's machine sessions differed by up to that much (README, "How small a
+  change can hotloop call?") and a setup noisy within a session is noisy between sessions too;
+  v is then the McKean-Schrader estimate (McKean & Schrader 1984), the only one there is.  A
+  change is called only far beyond what sessions plausibly differ by, and the verdict says so.
   Why not a hierarchical bootstrap: with the 1-5 sessions a side people run, resampling sessions
   has 1-126 distinct outcomes and its intervals are far too narrow; and it holds resamples x runs
   in memory, which a million-run file cannot afford.  Everything here is O(runs log runs).
@@ -54,17 +52,15 @@ from typing import TYPE_CHECKING, Sequence
 import numpy as np
 from scipy import stats as sps
 
-from tui.stats import median_se
+from tui.stats import (ASSUMED_PER_WITHIN, ASSUMED_SESSION_NOISE, MIN_RUNS, Z95,
+                       assumed_session_noise, median_se)
 
 if TYPE_CHECKING:
-    from tui.noise import SessionNoise
+    from tui.noise import MetricNoise
 
 ALPHA = 0.05
 CONFIDENCE = 1 - ALPHA
-Z = float(sps.norm.ppf(1 - ALPHA / 2))      # 1.96
-ASSUMED_SESSION_NOISE = 0.03    # sigma_b when nothing measured it (at least)...
-ASSUMED_PER_WITHIN = 2.0        # ...or this times the within-session spread: README figures
-MIN_RUNS = 5                    # fewer runs in a session: no verdict
+Z = Z95
 MIN_ROUNDS = 6                  # fewer paired rounds: no two-sided test can reach p < 0.05
 
 
@@ -123,9 +119,9 @@ def _pct(delta: float, base: float, log: bool) -> float | None:
 
 # --------------------------------------------------------------------------- sessions
 
-def between_variance(sides: Sequence[Sequence[SessionEstimate]]) -> tuple[float, int]:
-    """sigma_b^2 from the sessions themselves: the pooled spread of their centres within each
-    side, less the part their own sampling error explains; and its degrees of freedom."""
+def centre_variance(sides: Sequence[Sequence[SessionEstimate]]) -> tuple[float, int]:
+    """tau^2, the variance of one session's centre, from the sessions themselves: the pooled
+    spread of their centres within each side; and its degrees of freedom."""
     df = sum(len(s) - 1 for s in sides)
     if df <= 0:
         return 0.0, 0
@@ -133,8 +129,7 @@ def between_variance(sides: Sequence[Sequence[SessionEstimate]]) -> tuple[float,
     for side in sides:
         mean = sum(e.centre for e in side) / len(side)
         ss += sum((e.centre - mean) ** 2 for e in side)
-    mean_v = float(np.mean([e.var for s in sides for e in s]))
-    return max(0.0, ss / df - mean_v), df
+    return ss / df, df
 
 
 def within_spread(sessions: Sequence[Sequence[float]], log: bool) -> float:
@@ -144,14 +139,13 @@ def within_spread(sessions: Sequence[Sequence[float]], log: bool) -> float:
     return math.sqrt(float(np.mean(parts))) if parts else 0.0
 
 
-def assumed_noise(sessions: Sequence[Sequence[float]], log: bool, scale: float) -> float:
+def assumed_noise(sessions: Sequence[Sequence[float]], log: bool, scale: float = 1.0) -> float:
     """sigma_b when nothing measured it, as a fraction: see the module docstring."""
-    within = within_spread(sessions, log) / (scale or 1.0)
-    return max(ASSUMED_SESSION_NOISE, ASSUMED_PER_WITHIN * within)
+    return assumed_session_noise(within_spread(sessions, log) / scale)
 
 
 def sessions_test(base: Sequence[Sequence[float]], new: Sequence[Sequence[float]],
-                  calibrated: SessionNoise | None = None) -> Outcome:
+                  calibrated: MetricNoise | None = None) -> Outcome:
     """Each side a list of sessions (a list of runs each).  See the module docstring."""
     if not base or not new or not all(len(s) for s in [*base, *new]):
         raise ValueError("sessions_test needs at least one run in every session")
@@ -164,34 +158,37 @@ def sessions_test(base: Sequence[Sequence[float]], new: Sequence[Sequence[float]
     centre_b = math.exp(yb) if log else yb
     delta = yb - ya
     change = _pct(delta, ya, log)
-    if all(len(s) == len(t) and np.array_equal(np.sort(s), np.sort(t))
-           for s, t in zip(base, new)) and len(base) == len(new):
+    if len(base) == len(new) and all(len(s) == len(t) and np.array_equal(np.sort(s),
+                                                                         np.sort(t))
+                                      for s, t in zip(base, new)):
         # Identical samples (a file against itself): exactly no change, nothing to estimate.
-        return Outcome("exact", log, centre_a, centre_b, 0.0 if change is not None else None,
-                       0.0 if change is not None else None, 0.0 if change is not None else None,
-                       1.0, False, rounds=0)
-
-    measured, df_data = between_variance([a, b])
-    # On the linear scale sigma_b (a fraction) is a fraction of the baseline's centre.
-    scale = 1.0 if log else abs(ya)
+        zero = 0.0 if change is not None else None
+        return Outcome("exact", log, centre_a, centre_b, zero, zero, zero, 1.0, False)
+    # Noise as a fraction is of the centres on the linear scale (a CPU time of 0 s).
+    scale = 1.0 if log else max(abs(ya), abs(yb))
+    if not scale:                       # centred at 0 on both sides: no % to speak of
+        return Outcome("sessions", log, centre_a, centre_b, change, None, None, None, False)
+    ests = [*a, *b]
+    runs = float(np.mean([e.n for e in ests]))
     parts: list[tuple[float, int]] = []
+    measured, df_data = centre_variance([a, b])
     if df_data:
         parts.append((measured, df_data))
-    if calibrated is not None and calibrated.df:
-        parts.append(((calibrated.sigma * scale) ** 2, calibrated.df))
+    if calibrated is not None:
+        parts.append((calibrated.at(runs) * scale ** 2, calibrated.df))
     if parts:
         df: float = sum(d for _, d in parts)
-        var_b = sum(v * d for v, d in parts) / df
-        source = "+".join(s for s, ok in (("measured", df_data), ("calibrated", calibrated
-                                          is not None and calibrated.df)) if ok)
+        tau2 = sum(v * d for v, d in parts) / df
+        source = "+".join(name for name, used in (("measured", df_data),
+                                                   ("calibrated", calibrated is not None))
+                          if used)
         q = float(sps.t.ppf(1 - ALPHA / 2, df))
     else:
-        var_b = (assumed_noise([*base, *new], log, scale) * scale) ** 2
+        sigma = assumed_noise([*base, *new], log, scale) * scale
+        tau2 = sigma ** 2 + float(np.mean([e.var for e in ests]))
         source, df, q = "assumed", math.inf, Z
-    se2 = var_b * (1 / len(a) + 1 / len(b)) \
-        + float(np.mean([e.var for e in a])) / len(a) + float(np.mean([e.var for e in b])) / len(b)
-    se = math.sqrt(se2)
-    if se == 0.0:       # no noise at all on either side, yet different: nothing to test
+    se = math.sqrt(tau2 * (1 / len(a) + 1 / len(b)))
+    if se == 0.0:       # no spread at all on either side, yet different: nothing to test
         p = 0.0 if delta else 1.0
     else:
         tstat = abs(delta) / se
@@ -199,10 +196,18 @@ def sessions_test(base: Sequence[Sequence[float]], new: Sequence[Sequence[float]
     lo, hi = delta - q * se, delta + q * se
     ci_low, ci_high = _pct(lo, ya, log), _pct(hi, ya, log)
     significant = bool(p < ALPHA and (lo > 0 or hi < 0))
-    sigma_pct = math.sqrt(var_b) / scale * 100.0 if scale else None
-    half = (q * se / scale * 100.0) if scale else None
+    # What of tau^2 is the sessions' own offset: sigma_b, as a % of the centre.
+    sigma_b = math.sqrt(max(0.0, tau2 - float(np.mean([e.var for e in ests])))) / scale * 100
     return Outcome("sessions", log, centre_a, centre_b, change, ci_low, ci_high, p, significant,
-                   noise_pct=sigma_pct, noise_source=source, half_width_pct=half)
+                   noise_pct=sigma_b, noise_source=source,
+                   half_width_pct=_half(ci_low, ci_high))
+
+
+def _half(lo: float | None, hi: float | None) -> float | None:
+    """Half the interval's width in %: the change that noise alone can make."""
+    if lo is None or hi is None or not math.isfinite(hi - lo):
+        return None
+    return (hi - lo) / 2
 
 
 # --------------------------------------------------------------------------- paired rounds
@@ -214,19 +219,24 @@ def _walsh_count_le(d: np.ndarray, t: float) -> int:
 
 
 def walsh_quantile(d: np.ndarray, k: int) -> float:
-    """The k-th smallest (1-based) Walsh average of sorted d, by bisection on counts."""
+    """The k-th smallest (1-based) Walsh average of sorted d: bisection on counts, then the
+    largest Walsh average at or below where it ended (so an exact 0 stays 0, not 1e-62)."""
     lo, hi = float(d[0]), float(d[-1])
-    if _walsh_count_le(d, lo) >= k:
-        return lo
-    for _ in range(200):
-        mid = (lo + hi) / 2
-        if mid in (lo, hi):
-            break
-        if _walsh_count_le(d, mid) >= k:
-            hi = mid
-        else:
-            lo = mid
-    return hi
+    if _walsh_count_le(d, lo) < k:
+        for _ in range(200):
+            mid = (lo + hi) / 2
+            if mid in (lo, hi):
+                break
+            if _walsh_count_le(d, mid) >= k:
+                hi = mid
+            else:
+                lo = mid
+    else:
+        hi = lo
+    j = np.searchsorted(d, 2 * hi - d, side="right") - 1      # the largest d_j <= 2hi - d_i
+    i = np.arange(len(d))
+    ok = j >= i
+    return float(np.max((d[ok] + d[j[ok]]) / 2))
 
 
 def _signed_rank_lower(n: int) -> int:
@@ -255,11 +265,16 @@ def paired_test(base: Sequence[float], new: Sequence[float]) -> Outcome:
     y = np.asarray(new[:n], dtype=float)
     log = positive(x, y)
     mx, my = float(np.median(x)), float(np.median(y))
-    change = (my / mx - 1.0) * 100.0 if mx else (0.0 if my == mx else None)
     d = np.sort(np.log(y) - np.log(x) if log else y - x)
+    base_centre = 0.0 if log else mx
     if not d.any():
-        return Outcome("exact", log, mx, my, change, 0.0 if change is not None else None,
-                       0.0 if change is not None else None, 1.0, False, rounds=n)
+        zero = 0.0 if log or mx else None
+        return Outcome("exact", log, mx, my, zero, zero, zero, 1.0, False, rounds=n)
+    total = n * (n + 1) // 2
+    # The change the rounds show: the Hodges-Lehmann estimate (the median Walsh average),
+    # which the interval below brackets, not the ratio of the two medians.
+    centre = (walsh_quantile(d, (total + 1) // 2) + walsh_quantile(d, total // 2 + 1)) / 2
+    change = _pct(centre, base_centre, log)
     if n < 2:
         return Outcome("paired", log, mx, my, change, None, None, None, False, rounds=n)
     import warnings
@@ -269,27 +284,8 @@ def paired_test(base: Sequence[float], new: Sequence[float]) -> Outcome:
     if not math.isfinite(p):
         p = 1.0
     k = _signed_rank_lower(n)
-    total = n * (n + 1) // 2
     lo, hi = walsh_quantile(d, k), walsh_quantile(d, total - k + 1)
-    base_centre = 0.0 if log else mx
     ci_low, ci_high = _pct(lo, base_centre, log), _pct(hi, base_centre, log)
     significant = bool(n >= MIN_ROUNDS and p < ALPHA and (lo > 0 or hi < 0))
-    half = None
-    if ci_low is not None and ci_high is not None:
-        half = (ci_high - ci_low) / 2
     return Outcome("paired", log, mx, my, change, ci_low, ci_high, p, significant,
-                   half_width_pct=half, rounds=n)
-
-
-# --------------------------------------------------------------------------- planning
-
-def detectable_pct(sigma_b: float, v: float, sessions: int = 1, df: float = math.inf,
-                   power: float = 0.8) -> float:
-    """The smallest change (in %) that `sessions` sessions a side, each with sampling variance
-    `v` of its log-median, find with `power` at alpha 0.05 (two-sided)."""
-    se = math.sqrt(2 * (sigma_b ** 2 + v) / sessions)
-    if math.isfinite(df):
-        q = float(sps.t.ppf(1 - ALPHA / 2, df) + sps.t.ppf(power, df))
-    else:
-        q = float(Z + sps.norm.ppf(power))
-    return math.expm1(q * se) * 100.0
+                   half_width_pct=_half(ci_low, ci_high), rounds=n)

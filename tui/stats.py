@@ -83,11 +83,49 @@ def median_ci_pct(s: Sequence[float]) -> float | None:
     return 100.0 * max(m - lo, hi - m) / abs(m)
 
 
-def detectable_pct(sigma_b: float, v: float, sessions: int = 1) -> float:
+MIN_RUNS = 5                            # fewer runs in a session: no verdict, no calibration
+ASSUMED_SESSION_NOISE = 0.03            # session-to-session noise nothing measured: at least,
+ASSUMED_PER_WITHIN = 2.0                # or this times the spread of runs within a session
+
+
+def assumed_session_noise(within: float) -> float:
+    """sigma_b (a fraction) when nothing measured it, from the spread of runs within the
+    sessions: on this project's machine sessions differed by up to that much (README)."""
+    return max(ASSUMED_SESSION_NOISE, ASSUMED_PER_WITHIN * within)
+
+
+# Student t quantiles for df 1-30 (scipy's, to 4 decimals): the console computes with them
+# without loading scipy; beyond 30 the Cornish-Fisher expansion is within 0.1%.
+_T975 = (12.7062, 4.3027, 3.1824, 2.7764, 2.5706, 2.4469, 2.3646, 2.306, 2.2622, 2.2281,
+         2.201, 2.1788, 2.1604, 2.1448, 2.1314, 2.1199, 2.1098, 2.1009, 2.093, 2.086, 2.0796,
+         2.0739, 2.0687, 2.0639, 2.0595, 2.0555, 2.0518, 2.0484, 2.0452, 2.0423)
+_T80 = (1.3764, 1.0607, 0.9785, 0.941, 0.9195, 0.9057, 0.896, 0.8889, 0.8834, 0.8791, 0.8755,
+        0.8726, 0.8702, 0.8681, 0.8662, 0.8647, 0.8633, 0.862, 0.861, 0.86, 0.8591, 0.8583,
+        0.8575, 0.8569, 0.8562, 0.8557, 0.8551, 0.8546, 0.8542, 0.8538)
+
+
+def t_quantile(p: float, df: float) -> float:
+    """The Student t quantile for p = 0.975 or 0.8 (a normal one for infinite df)."""
+    z, table = {0.975: (Z95, _T975), 0.8: (Z80, _T80)}[p]
+    if not math.isfinite(df):
+        return z
+    if df < 1:
+        raise ValueError(f"no t quantile for {df} degrees of freedom")
+    if df <= len(table) and df == int(df):
+        return table[int(df) - 1]
+    return (z + (z ** 3 + z) / (4 * df) + (5 * z ** 5 + 16 * z ** 3 + 3 * z) / (96 * df ** 2)
+            + (3 * z ** 7 + 19 * z ** 5 + 17 * z ** 3 - 15 * z) / (384 * df ** 3))
+
+
+def detectable_pct(tau2: float, sessions: int = 1, df: float = math.inf) -> float:
     """The smallest change (in %) that `sessions` sessions a side find with 80% power at
-    alpha 0.05, each with session noise sigma_b and median sampling variance v (log scale),
-    normal quantiles: the live panel's figure, before any degrees of freedom."""
-    return math.expm1((Z95 + Z80) * math.sqrt(2 * (sigma_b ** 2 + v) / sessions)) * 100.0
+    alpha 0.05, when one session's log-median varies by tau2 and the interval has `df`
+    degrees of freedom: compare's own test, for planning and for the console."""
+    q = t_quantile(0.975, df) + t_quantile(0.8, df)
+    try:
+        return math.expm1(q * math.sqrt(2 * tau2 / sessions)) * 100.0
+    except OverflowError:
+        return math.inf
 
 
 @dataclass(frozen=True)

@@ -11,8 +11,13 @@ import bisect
 import math
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from tui.stats import Bucket, Summary, detectable_pct, median_ci_pct, median_se, nice_width
+from tui.stats import (Bucket, Summary, assumed_session_noise, detectable_pct, median_ci_pct,
+                       median_se, nice_width)
+
+if TYPE_CHECKING:
+    from tui.noise import MetricNoise
 
 _PREFIXES = [(1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, ""), (1e-3, "m"),
              (1e-6, "µ"), (1e-9, "n")]
@@ -48,13 +53,15 @@ class LiveRun:
         self.higher_is_better = higher_is_better
         self.perf = perf
         self.until_ci = until_ci        # stop once the median is known to +-this %
-        self.session_noise: float | None = None     # calibrated sigma_b (fraction), if any
+        self.noise: MetricNoise | None = None       # the calibration of what runs, if any
         self.state = "building"         # building | running | finished | stopped | failed
         self.result_file = ""
         self.values: list[float] = []
         self._sorted: list[float] = []
         self._mean = 0.0
         self._m2 = 0.0
+        self._log_mean = 0.0            # the same running sums of the values' logarithms:
+        self._log_m2 = 0.0              # the spread of runs that compare's assumed noise uses
         self.warmups_done = 0
         self.started_at = time.monotonic()
         self.first_at: float | None = None  # first sample (warmup or not)
@@ -80,6 +87,11 @@ class LiveRun:
         delta = value - self._mean
         self._mean += delta / n
         self._m2 += delta * (value - self._mean)
+        if value > 0:
+            lv = math.log(value)
+            delta = lv - self._log_mean
+            self._log_mean += delta / n
+            self._log_m2 += delta * (lv - self._log_mean)
 
     def end(self, state: str) -> None:
         self.state = state
@@ -111,13 +123,18 @@ class LiveRun:
         return median_ci_pct(self._sorted)
 
     def detectable(self) -> float | None:
-        """The smallest change (%) a comparison of this session with another like it could
-        find (80% power): from the median's spread so far and, where calibrated, the
-        session-to-session noise; None before 6 runs or with values not all above 0."""
+        """The smallest change (%) that compare would call, with 80% power, between this
+        session and another like it: with the calibrated session noise moved to the runs so
+        far, or else the noise compare would assume; None before 6 runs or with values not
+        all above 0."""
         s = self._sorted
-        if len(s) < 6 or s[0] <= 0:
+        n = len(s)
+        if n < 6 or s[0] <= 0:
             return None
-        return detectable_pct(self.session_noise or 0.0, median_se(s, log=True) ** 2)
+        if self.noise is not None:
+            return detectable_pct(self.noise.at(n), 1, self.noise.df)
+        within = math.sqrt(self._log_m2 / (n - 1))
+        return detectable_pct(assumed_session_noise(within) ** 2 + median_se(s, log=True) ** 2)
 
     def runs_to_target(self) -> int | None:
         """Runs still needed for the median to be known to +-until_ci %; 0 once it is."""

@@ -79,10 +79,9 @@ class StatsPanel(Vertical):
         found = live.detectable()
         if found is None:
             lines.append(row("detect", "–"))
-        elif live.session_noise is not None:      # the smallest change vs another session
-            lines.append(row("detect", f"≥{found:.2g}% [dim]calibrated[/dim]"))
-        else:
-            lines.append(row("detect", f"≥{found:.2g}% [dim]in-session[/dim]"))
+        else:                           # the smallest change compare would call vs another
+            how = "calibrated" if live.noise is not None else "assumed noise"
+            lines.append(row("detect", f"≥{found:.2g}% [dim]{how}[/dim]"))
         eta = live.eta()
         when = duration(live.elapsed())
         if eta is not None:
