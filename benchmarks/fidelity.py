@@ -2,7 +2,7 @@
 
     python benchmarks/fidelity.py [--rounds 5] [--per-round 3] [--only NAME]
 
-Each row runs a reference (seed 000's program compiled from ../shared/seeds at
+Each row runs a reference (the AF_UNIX seqpacket stream test's program compiled from ../shared/seeds at
 run time, dd, perf bench) and the matching hotloop workload alternately,
 a few runs of one then a few of the other, so drift of the machine hits both.
 The ratio is hotloop / reference oriented so that 1.00 means "the same" and
@@ -49,7 +49,7 @@ def hotloop_runner(workload: str, cpu: str, *params: str) -> Runner:
 
 
 def seed_program() -> Path:
-    """Seed 000's test program, compiled with gcc -O2 (never committed)."""
+    """The seqpacket stream test's program, compiled with gcc -O2 (never committed)."""
     text = next(SEEDS.glob("000_*.txt")).read_text()
     code = text.split("modified test program\n=====================\n", 1)[1].split("\n--\n")[0]
     d = Path(tempfile.mkdtemp())
@@ -97,9 +97,9 @@ def rows(only: str | None) -> list[Row]:
     have = catalog.load().workloads
     seed = seed_program()
     table = [
-        Row("seqpacket vs seed 000 (same-core)", "B/s", True, seed_runner(seed, "0"),
+        Row("seqpacket vs the stream test (same-core)", "B/s", True, seed_runner(seed, "0"),
             hotloop_runner("seqpacket", "same-core"), ">= 0.97"),
-        Row("seqpacket vs seed 000 (unpinned)", "B/s", True, seed_runner(seed, None),
+        Row("seqpacket vs the stream test (unpinned)", "B/s", True, seed_runner(seed, None),
             hotloop_runner("seqpacket", "default"), ">= 0.97"),
         Row("zero_null vs dd count=1M", "B/s", True, dd_runner,
             hotloop_runner("zero_null", "default"), ">= 1.00"),

@@ -1,5 +1,5 @@
 /*
- * pool: the page_pool micro-benchmarks of seed 002 (the kernel's time_bench
+ * pool: the page_pool micro-benchmarks of the page_pool bench report (the kernel's time_bench
  * / bench_page_pool_simple: fast_path, ptr_ring, slow, each reported in
  * cycles and ns per op), rebuilt as an object pool in user space.
  *

@@ -2,7 +2,7 @@
  * seqpacket: a writer sends `msgs` messages of `msg_size` bytes over an
  * AF_UNIX socketpair to a forked reader that reads until EOF.  The value is
  * the reader's rate, timed in the reader around its read loop, as in the
- * program of seed 000 (lkml, "more statistics", Nov 2015).
+ * program of the AF_UNIX seqpacket stream test (lkml, "more statistics", Nov 2015).
  */
 #include "hotloop.h"
 

@@ -1,6 +1,6 @@
 /*
  * tcp_rr: loopback TCP request/response in the manner of neper's tcp_rr
- * (seed 001: 1000 flows per thread, epoll).  Each flow is one connection
+ * (the epoll report: 1000 flows per thread, epoll).  Each flow is one connection
  * with exactly one transaction in flight: the client sends request_size
  * bytes, the server answers with response_size bytes, the client sends the
  * next request on that flow once the whole response is in.

@@ -1,7 +1,7 @@
 /*
  * zero_null: read() block_size bytes from /dev/zero and write() them to
  * /dev/null, count times, as `dd if=/dev/zero of=/dev/null count=1M` does
- * (seed 003).  Also reports the user and system CPU time of the loop.
+ * (the dd zero-to-null test).  Also reports the user and system CPU time of the loop.
  */
 #include "hotloop.h"
 

@@ -101,7 +101,7 @@ def test_synthetic_lower_is_better_and_resource_wording():
     assert cmp.compare_samples(base, less, higher_is_better=None).verdict == "lower"
     assert cmp.extra_kind("user_s")[1:] == (False, cmp.RESOURCE)
     assert cmp.extra_kind("lat_p99_ns")[1:] == (False, cmp.SPEED)
-    # same data, same interval: the bootstrap's seed is fixed
+    # same data, same interval: nothing random in the statistics
     assert cmp.compare_samples(base, less) == cmp.compare_samples(base, less)
 
 

@@ -27,7 +27,7 @@ def summary_lines(s: Summary | None, unit: str) -> list[str]:
 
 
 def histogram_lines(values: Sequence[float], unit: str) -> list[str]:
-    """Seed 000's table: buckets of a nice width, count, percentage, and a bar."""
+    """The AF_UNIX seqpacket stream test's table ("by millions"): buckets of a nice width, count, percentage, and a bar."""
     buckets = histogram(values)
     if not buckets:
         return []
