@@ -14,11 +14,9 @@ this measures compare's statistics and rendering, not a workload.
 from __future__ import annotations
 
 import argparse
-import resource
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np

@@ -16,7 +16,8 @@ Separate sessions (the cross-kernel case: stock and patched are never in one ses
   runs), which is what pyperf-style and benchstat-style comparisons of one session do.
 
 Interleaved (`--interleaved`): batches of A, A2 (the same settings) and B run as variants of one
-interleaved batch (ABAB...), compared round by round (the paired test), on the first N rounds
+interleaved batch (each variant in 5 worker processes in turn, as `--interleave` does),
+compared round by round (the paired test), on the first N/5 rounds of every process's block
 for each N in `--rounds`.
 
 Synthetic (`--simulate WITHIN,BETWEEN`): lognormal sessions with these CVs in percent, no runs:
@@ -81,20 +82,23 @@ def cost_per_op(values: list[float], hib: bool) -> float:
 
 
 def spin_for(work: Path, args: argparse.Namespace, hib: bool, target_pct: float) -> int:
-    """The spin count that slows an op by about `target_pct`: a slope from sessions without
-    and with a large spin (an effect far above the noise), then one correction from sessions
-    at the spin that slope gives (the cost of a spin iteration is not linear down to 0)."""
-    def slowdown(spin: int, tag: str) -> float:
-        base = [v for i in range(3) for v in run_session(work, args, 0, f"{tag}0-{i}")]
-        spun = [v for i in range(3) for v in run_session(work, args, spin, f"{tag}1-{i}")]
-        return cost_per_op(spun, hib) / cost_per_op(base, hib) - 1
+    """The spin count that slows an op by about `target_pct`: a slope from a large spin (an
+    effect far above the noise), then one correction at the spin that slope gives (the cost
+    of a spin iteration is not linear down to 0).  Each effect is measured as the median
+    per-round ratio of an interleaved batch of spin 0 and the spin, so session noise does
+    not enter it."""
+    def slowdown(spin: int) -> float:
+        batch = interleaved_batches(args, {"A": 0, "S": spin}, work, batches=1, rounds=40,
+                                    processes=1)
+        ratios = sorted(a / s if hib else s / a for a, s in zip(batch["A"][0], batch["S"][0]))
+        return ratios[len(ratios) // 2] - 1
     probe = args.calibrate_spin
-    big = slowdown(probe, "probe")
+    big = slowdown(probe)
     if big < 0.05:
         raise SystemExit(f"spin={probe} slowed the op by only {100 * big:.1f}%: "
                          f"raise --calibrate-spin")
     spin = max(1, round(target_pct / 100 / (big / probe)))
-    got = slowdown(spin, f"at{spin}")
+    got = slowdown(spin)
     return max(1, round(spin * target_pct / 100 / got)) if got > 0 else spin
 
 
@@ -141,8 +145,18 @@ def separate(pool_a: list[list[float]], pool_b: list[list[float]],
     return rows
 
 
-def interleaved_batches(args: argparse.Namespace, spins: dict[str, int],
-                        work: Path) -> dict[str, list[list[float]]]:
+PROCESSES = 5                           # interleaved: worker processes a variant (the default)
+
+
+def first(values: list[float], n: int) -> list[float]:
+    """The first n // PROCESSES rounds of each process's block: a batch of n rounds."""
+    size = len(values) // PROCESSES
+    return [v for b in range(PROCESSES) for v in values[b * size:b * size + n // PROCESSES]]
+
+
+def interleaved_batches(args: argparse.Namespace, spins: dict[str, int], work: Path,
+                        batches: int | None = None, rounds: int | None = None,
+                        processes: int = PROCESSES) -> dict[str, list[list[float]]]:
     from tui import events as ev
     from tui.interleave import interleave
     from tui.session import Session
@@ -150,13 +164,14 @@ def interleaved_batches(args: argparse.Namespace, spins: dict[str, int],
     plan = cat.plan_for(args.workload)
     w = cat.workloads[plan.workload]
     typed = {k: w.params[k].parse(v) for k, v in (p.split("=", 1) for p in args.param)}
-    nmax = max(int(x) for x in args.rounds.split(","))
+    nmax = rounds or max(int(x) for x in args.rounds.split(","))
     out: dict[str, list[list[float]]] = {k: [] for k in spins}
-    for b in range(args.batches):
+    for b in range(batches or args.batches):
         runs = []
         for k, spin in spins.items():
             p = replace(plan, cpu=args.cpu or plan.cpu, runs=nmax, warmup=args.warmup,
-                        perf=False, params={**plan.params, **typed, "spin": spin})
+                        perf=False, params={**plan.params, **typed, "spin": spin},
+                        processes=processes)
             runs.append(Session(cat.resolve(p), work / f"{k}-{b}.jsonl", variant=k))
         values: dict[str, list[float]] = {k: [] for k in spins}
 
@@ -167,7 +182,7 @@ def interleaved_batches(args: argparse.Namespace, spins: dict[str, int],
         asyncio.run(collect())
         for k in spins:
             out[k].append(values[k])
-        print(f"batch {b + 1}/{args.batches}", file=sys.stderr)
+        print(f"batch {b + 1}/{batches or args.batches}", file=sys.stderr)
     return out
 
 
@@ -186,7 +201,9 @@ def main() -> None:
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--pool", type=int, default=30, help="A sessions (and as many B)")
     ap.add_argument("--calibration", type=int, default=8,
-                    help="sessions a calibration has (drawn from a pool twice as big)")
+                    help="sessions a calibration has, drawn afresh for each trial from...")
+    ap.add_argument("--calibration-pool", type=int, default=40,
+                    help="...a pool of this many A sessions apart from the compared ones")
     ap.add_argument("--trials", type=int, default=40)
     ap.add_argument("--sides", default="1,3,5", help="sessions a side, comma separated")
     ap.add_argument("--slowdown", type=float, default=5.0, help="%% the B sessions carry")
@@ -214,7 +231,7 @@ def main() -> None:
         pool_a = [one() for _ in range(args.pool)]
         pool_b = [[1 / v for v in one(args.slowdown / 100)] for _ in range(args.pool)]
         pool_a = [[1 / v for v in s] for s in pool_a]      # a rate: higher is better
-        calib = [[1 / v for v in one()] for _ in range(2 * args.calibration)]
+        calib = [[1 / v for v in one()] for _ in range(args.calibration_pool)]
         print(f"synthetic: within-session CV {100 * within:g}%, session-to-session "
               f"{100 * between:g}%, {args.runs} runs a session, +{args.slowdown:g}% in B")
         print(table(["sessions/side", "method", "A/A false positive", f"+{args.slowdown:g}% found"],
@@ -240,8 +257,8 @@ def main() -> None:
             for n in (int(x) for x in args.rounds.split(",")):
                 cells = [str(n)]
                 for k in ["A2", *effect]:
-                    hits = sum(compare_samples(a[:n], b[:n], higher_is_better=hib,
-                                               paired=True).significant
+                    hits = sum(compare_samples(first(a, n), first(b, n), higher_is_better=hib,
+                                               paired=[n // PROCESSES] * PROCESSES).significant
                                for a, b in zip(batches["A"], batches[k]))
                     cells.append(f"{100 * hits / args.batches:.0f}%")
                 rows.append(cells)
@@ -255,10 +272,11 @@ def main() -> None:
         pool_a: list[list[float]] = []
         pool_b: list[list[float]] = []
         calib: list[list[float]] = []
-        for i in range(args.pool):
-            pool_a.append(run_session(work, args, 0, f"a{i}"))
-            pool_b.append(run_session(work, args, spin, f"b{i}"))
-            if i < 2 * args.calibration:
+        for i in range(max(args.pool, args.calibration_pool)):
+            if i < args.pool:
+                pool_a.append(run_session(work, args, 0, f"a{i}"))
+                pool_b.append(run_session(work, args, spin, f"b{i}"))
+            if i < args.calibration_pool:
                 calib.append(run_session(work, args, 0, f"c{i}"))
             print(f"round {i + 1}/{args.pool}, {time.monotonic() - t0:.0f}s", file=sys.stderr)
         slowdown = 100 * (cost_per_op([v for s in pool_b for v in s], hib)
@@ -268,8 +286,10 @@ def main() -> None:
         print(f"\n{args.workload} {' '.join(args.param)}, cpu {args.cpu or 'default'}, "
               f"{args.runs} runs a session, {args.pool} sessions a pool, {args.trials} trials, "
               f"{time.monotonic() - t0:.0f}s")
+        spread = [statistics.stdev(m) / statistics.mean(m) for m in
+                  (medians, [statistics.median(s) for s in calib])]
         print(f"noise: within a session CV {100 * within:.2f}%, between session medians "
-              f"{100 * statistics.stdev(medians) / statistics.mean(medians):.2f}%; "
+              f"{100 * spread[0]:.2f}% (the calibration pool's {100 * spread[1]:.2f}%); "
               f"B measured {slowdown:+.2f}%")
         print(table(["sessions/side", "method", "A/A false positive", f"{slowdown:+.1f}% found"],
                     separate(pool_a, pool_b, calib, args.calibration, hib, args.trials,

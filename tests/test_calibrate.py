@@ -41,7 +41,9 @@ def test_calibrate_runs_sessions_and_compare_uses_the_profile(isolated: Path, le
     doc = json.loads(cmp.stdout)
     row = next(r for r in doc["comparisons"] if r["metric"] == "bytes/s")
     assert row["noise_source"] == "calibrated" and row["session_noise_pct"] is not None
-    assert doc["noise_profile"]["path"] == str(path)
+    assert doc["noise_profile"]["path"] == str(path) == row["noise_profile"]
+    csv_text = hotloop("compare", str(a), str(b), "--format", "csv").stdout
+    assert str(path) in csv_text.splitlines()[1]
     assert not any("no noise profile" in w for w in doc["warnings"])
     for fmt in ("text", "md", "org"):
         text = hotloop("compare", str(a), str(b), "--format", fmt).stdout

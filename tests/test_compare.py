@@ -404,17 +404,27 @@ def test_synthetic_a_a_false_positives_stay_at_alpha():
                                  [session(0.10) for _ in range(5)]).significant
                 for _ in range(100))
     assert found >= 80
-    # the paired test on interleaved rounds sharing a drift: A/A at alpha, 2% found
-    drift = lambda n: np.cumsum(rng.normal(0, 0.01, n))
-    aa = sum(sg.paired_test(*(np.exp(d + rng.normal(0, 0.02, 40)) for d in [drift(40)] * 2)
-                            ).significant for _ in range(trials))
+    # interleaved rounds sharing a drift, 8 rounds in each of 5 worker processes with an
+    # offset of their own: the paired test keeps alpha and finds 3%
+    drift = lambda: np.cumsum(rng.normal(0, 0.01, 40))
+    own = lambda: np.repeat(rng.normal(0, 0.004, 5), 8)
+    blocks = [8] * 5
+
+    def variant(d: np.ndarray, effect: float = 0.0) -> np.ndarray:
+        return np.exp(d + own() + np.log1p(effect) + rng.normal(0, 0.02, 40))
+    aa = 0
+    for _ in range(trials):
+        d = drift()
+        aa += sg.paired_test(variant(d), variant(d), blocks).significant
     assert aa / trials <= 0.08
     hit = 0
     for _ in range(100):
-        d = drift(40)
-        hit += sg.paired_test(np.exp(d + rng.normal(0, 0.02, 40)),
-                              np.exp(d + np.log(1.02) + rng.normal(0, 0.02, 40))).significant
+        d = drift()
+        hit += sg.paired_test(variant(d), variant(d, 0.03), blocks).significant
     assert hit >= 80
+    # one process a variant: no verdict, whatever the rounds say
+    d = drift()
+    assert not sg.paired_test(variant(d), variant(d, 0.5), [40]).significant
 
 
 def test_synthetic_assumed_noise_grows_with_the_runs_own_spread():
@@ -505,7 +515,7 @@ def test_synthetic_paired_change_is_inside_its_interval_and_exact_zeros_stay_zer
     for _ in range(200):
         drift = np.cumsum(rng.normal(0, 0.02, 40))
         o = sg.paired_test(np.exp(drift + rng.normal(0, 0.01, 40)),
-                           np.exp(drift + rng.normal(0, 0.01, 40)))
+                           np.exp(drift + rng.normal(0, 0.01, 40)), [8] * 5)
         outside += not o.ci_low <= o.change_pct <= o.ci_high
     assert outside == 0
     # ties: an interval end that is exactly 0 is 0, not 1e-62

@@ -74,9 +74,10 @@ def new_directory(plan: str, parent: Path = Path("results")) -> Path:
 def report(profile: noise.NoiseProfile, saved: Path | None) -> str:
     """What calibrate prints: both CVs per metric, and the cheapest design per change."""
     k = profile.key
+    run = profile.run_cost_s
     cost = (f"a session's start costs {profile.session_cost_s:.1f} s"
             + ("" if profile.cost_measured else " (assumed: sessions read from files)")
-            + f", a run {duration(profile.run_cost_s) if profile.run_cost_s >= 0.1 else f'{1e3 * profile.run_cost_s:.1f} ms'}")
+            + f", a run {duration(run) if run >= 0.1 else f'{1e3 * run:.1f} ms'}")
     lines = [f"calibrate {noise.describe_key(k)}",
              f"{profile.sessions} sessions, kernel {', '.join(profile.kernels)}; {cost}", ""]
     rows = [["metric", "within a session", "session to session", "(90% bound)"]]

@@ -169,6 +169,9 @@ def parse_params(cat: Catalog, workload: str, items: list[str],
     return params
 
 
+INTERLEAVE_PROCESSES = 5                # worker processes a variant, interleaved
+
+
 def check_run_flags(args: argparse.Namespace) -> None:
     """--runs, --warmup, --processes and --timeout within the bounds TOML plans have."""
     for flag in ("runs", "warmup", "processes"):
@@ -192,9 +195,14 @@ def resolve_run_plan(cat: Catalog, args: argparse.Namespace, plan: Plan, cpu: st
     """A plan named on the command line with the command line's overrides."""
     params = parse_params(cat, plan.workload, param_items, plan.params)
     check_run_flags(args)
+    processes = args.processes
+    if getattr(args, "interleave", False) and processes is None:
+        # Interleaved variants are compared process block by process block (a process has
+        # an offset of its own): a few processes each unless asked otherwise.
+        processes = max(plan.processes, min(INTERLEAVE_PROCESSES, args.runs or plan.runs))
     plan = catalog.with_overrides(plan, cpu=cpu, kernel=args.kernel, runs=args.runs,
                                   warmup=args.warmup, timeout=args.timeout, perf=args.perf,
-                                  processes=args.processes, until_ci=args.until_ci,
+                                  processes=processes, until_ci=args.until_ci,
                                   params=params)
     return cat.resolve(plan)
 

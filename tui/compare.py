@@ -33,7 +33,8 @@ Decisions (documented here because every format shows their outcome):
   noise (+-X%)" for separate sessions (X: the interval's half width, the change that noise
   alone can make), "within assumed noise (+-X%)" when nothing measured that noise, "no
   significant change" for paired rounds.  "too few runs (n<5)" when a session has fewer than 5
-  runs, "too few rounds (n<6)" for fewer than 6 paired rounds.
+  runs, "too few rounds (n<6)" for fewer than 6 paired rounds, "too few processes (n<3)" for
+  interleaved variants that ran in fewer than 3 worker processes each.
 * perf counters are one number per session: with one session a side and no calibration of
   them they are shown with their difference and % change but no test ("one value each, no
   test"); with several sessions a side they are tested like the rest.
@@ -55,8 +56,9 @@ from tui.errors import HotloopError
 from tui.metrics import RESOURCE, SPEED, UNDIRECTED, Series, extra_kind, series
 from tui.perf import SymbolDelta, aggregate, diff_symbols
 from tui.results import Result
-from tui.significance import ALPHA, CONFIDENCE, MIN_ROUNDS, MIN_RUNS, Outcome
-from tui.stats import Bucket, Summary, bucket_labels, edges, si, summarize
+from tui.significance import ALPHA, CONFIDENCE, MIN_PROCESSES, MIN_ROUNDS, Outcome
+from tui.stats import (ASSUMED_PER_WITHIN, ASSUMED_SESSION_NOISE, MIN_RUNS, Bucket, Summary,
+                       bucket_labels, edges, si, summarize)
 
 __all__ = ["RESOURCE", "SPEED", "UNDIRECTED", "extra_kind", "compare", "compare_sides"]
 
@@ -64,13 +66,14 @@ FORMATS = ("text", "md", "org", "csv", "json")
 TOP_SYMBOLS = 15
 TOO_FEW = f"too few runs (n<{MIN_RUNS})"
 TOO_FEW_ROUNDS = f"too few rounds (n<{MIN_ROUNDS})"
+TOO_FEW_PROCESSES = f"too few processes (n<{MIN_PROCESSES})"
 NO_CHANGE = "no significant change"
 NO_TEST = "one value each, no test"
 METHODS = {
     "sessions": "sessions as replicates: t interval on session log-medians, session noise "
                 "from the sessions and the noise profile",
-    "paired": "paired rounds of one interleaved batch: Wilcoxon signed-rank on per-round "
-              "log ratios, Hodges-Lehmann interval",
+    "paired": "paired rounds of one interleaved batch: per worker process, the Hodges-Lehmann "
+              "estimate of the per-round log ratios; a t interval over the processes",
     "exact": "identical samples",
     "none": "one value each, no test",
 }
@@ -239,14 +242,16 @@ def _test(o: Outcome, n_base: int, n_new: int, k_base: int, k_new: int, verdict:
     used_calibration = o.noise_source is not None and "calibrated" in o.noise_source
     return Test(n_base, n_new, o.baseline, o.new, o.new - o.baseline, o.change_pct,
                 o.ci_low, o.ci_high, o.p_value, o.significant and verdict not in
-                (TOO_FEW, TOO_FEW_ROUNDS), verdict, o.method, k_base, k_new,
+                (TOO_FEW, TOO_FEW_ROUNDS, TOO_FEW_PROCESSES), verdict, o.method, k_base, k_new,
                 100 * calibrated.sigma_between if calibrated and used_calibration else None,
                 o.noise_pct, o.noise_source)
 
 
-def test_metric(base: Sequence[Series], new: Sequence[Series], *, paired: bool = False,
+def test_metric(base: Sequence[Series], new: Sequence[Series], *,
+                paired: Sequence[int] | None = None,
                 calibrated: noise_mod.MetricNoise | None = None) -> Test:
-    """One metric, each side a list of sessions' series."""
+    """One metric, each side a list of sessions' series.  `paired`: the two sides are one
+    interleaved batch's variants, whose worker processes ran these many rounds each."""
     b0 = base[0]
     hib, words = b0.higher_is_better, b0.words
     kb, kn = len(base), len(new)
@@ -263,9 +268,10 @@ def test_metric(base: Sequence[Series], new: Sequence[Series], *, paired: bool =
         return _test(o, kb, kn, kb, kn, _worded(o, hib, words, None), calibrated)
     nb = sum(len(s.values) for s in base)
     nn = sum(len(s.values) for s in new)
-    if paired:
-        o = significance.paired_test(base[0].values, new[0].values)
-        too_few = TOO_FEW_ROUNDS if o.method != "exact" and o.rounds < MIN_ROUNDS else None
+    if paired is not None:
+        o = significance.paired_test(base[0].values, new[0].values, paired)
+        too_few = None if o.method == "exact" else TOO_FEW_ROUNDS if o.rounds < MIN_ROUNDS \
+            else TOO_FEW_PROCESSES if o.processes < MIN_PROCESSES else None
         return _test(o, nb, nn, kb, kn, _worded(o, hib, words, too_few), None)
     o = significance.sessions_test([s.values for s in base], [s.values for s in new],
                                    calibrated=calibrated)
@@ -276,7 +282,7 @@ def test_metric(base: Sequence[Series], new: Sequence[Series], *, paired: bool =
 
 def compare_samples(base: Sequence[float], new: Sequence[float], *,
                     higher_is_better: bool | None = True,
-                    words: tuple[str, str] = SPEED, paired: bool = False,
+                    words: tuple[str, str] = SPEED, paired: Sequence[int] | None = None,
                     calibrated: noise_mod.MetricNoise | None = None) -> Test:
     """Two samples of one session each (synthetic data, benchmarks): the Test compare gives."""
     def one(values: Sequence[float]) -> Series:
@@ -396,13 +402,28 @@ def _side(i: int, name: str, rs: Sequence[Result], given: str) -> Side:
                 summarize(values), tuple(str(r.path) for r in rs), len(rs))
 
 
-def _interleaved_pair(a: Sequence[Result], b: Sequence[Result]) -> bool:
-    """Both sides one session of the same interleaved batch: their runs pair up by round."""
+def process_blocks(header: dict[str, Any]) -> list[int]:
+    """How many runs each worker process of a session ran, in turn (as the session split
+    its plan's runs)."""
+    plan = header.get("plan") if isinstance(header.get("plan"), dict) else {}
+    runs, procs = plan.get("runs"), plan.get("processes", 1)
+    if not isinstance(runs, int) or not isinstance(procs, int) or runs < 1 or procs < 1:
+        return []
+    n, k = divmod(runs, procs)
+    return [n + (i < k) for i in range(procs) if n + (i < k)]
+
+
+def _interleaved_pair(a: Sequence[Result], b: Sequence[Result]) -> list[int] | None:
+    """Both sides one session of the same interleaved batch: their runs pair up by round,
+    in blocks of the worker processes that ran them (empty when those do not line up)."""
     if len(a) != 1 or len(b) != 1 or a[0].path.resolve() == b[0].path.resolve():
-        return False
+        return None
     ba, bb = a[0].header.get("batch"), b[0].header.get("batch")
-    return (isinstance(ba, dict) and isinstance(bb, dict) and bool(ba.get("interleaved"))
-            and ba.get("id") is not None and ba.get("id") == bb.get("id"))
+    if not (isinstance(ba, dict) and isinstance(bb, dict) and bool(ba.get("interleaved"))
+            and ba.get("id") is not None and ba.get("id") == bb.get("id")):
+        return None
+    blocks = process_blocks(a[0].header)
+    return blocks if blocks == process_blocks(b[0].header) else []
 
 
 def shared_histogram(sides: Sequence[Sequence[Result]], metric: str, unit: str,
@@ -517,8 +538,13 @@ def compare_sides(sides: Sequence[Sequence[Result]], given: Sequence[str] | None
         meta = metadata_diff(base.header, rs[0].header)
         comp.pairs.append(Pair(out[0], side, rows, meta, symbols,
                                rows[0].test.method if rows else "sessions"))
-    rule = (f"the larger of {100 * significance.ASSUMED_SESSION_NOISE:g}% and "
-            f"{significance.ASSUMED_PER_WITHIN:g} times the runs' own spread")
+        if rows and rows[0].test.verdict == TOO_FEW_PROCESSES:
+            comp.warnings.append(
+                f"{side.name} and {out[0].name} ran in fewer than {MIN_PROCESSES} worker "
+                f"processes each: a process's own offset (its memory layout, its CPU) cannot "
+                f"be told from a change; interleave with --processes 5 (the default)")
+    rule = (f"the larger of {100 * ASSUMED_SESSION_NOISE:g}% and "
+            f"{ASSUMED_PER_WITHIN:g} times the runs' own spread")
     if assumed and profile is None:
         first = next(t.test for p in comp.pairs for t in p.metrics
                      if t.test.noise_source == "assumed")
@@ -823,7 +849,7 @@ CSV_COLUMNS = ["file", "label", "name", "partial", "metric", "unit", "higher_is_
                "n_baseline", "n_new", "baseline", "new", "diff", "change_pct", "ci_low",
                "ci_high", "p_value", "significant", "verdict", "baseline_file", "method",
                "sessions_baseline", "sessions_new", "session_noise_pct", "noise_pct",
-               "noise_source"]
+               "noise_source", "noise_profile"]
 CSV_SUMMARY_COLUMNS = ["file", "label", "name", "partial", "metric", "unit", "n", "median",
                        "mean", "stdev", "cv", "min", "max"]
 
@@ -850,7 +876,9 @@ def rows(comp: Comparison) -> list[dict[str, Any]]:
                         "sessions_baseline": t.sessions_baseline,
                         "sessions_new": t.sessions_new,
                         "session_noise_pct": _json_num(t.session_noise_pct),
-                        "noise_pct": _json_num(t.noise_pct), "noise_source": t.noise_source})
+                        "noise_pct": _json_num(t.noise_pct), "noise_source": t.noise_source,
+                        "noise_profile": comp.noise.path if comp.noise is not None
+                        and t.session_noise_pct is not None else None})
     return out
 
 
@@ -911,7 +939,7 @@ def document(comp: Comparison) -> dict[str, Any]:
         "warnings": comp.warnings,
         "method": {"alpha": ALPHA, "confidence": CONFIDENCE, "min_runs": MIN_RUNS,
                    "min_rounds": MIN_ROUNDS, "methods": METHODS,
-                   "assumed_session_noise_pct": 100 * significance.ASSUMED_SESSION_NOISE},
+                   "assumed_session_noise_pct": 100 * ASSUMED_SESSION_NOISE},
         "noise_profile": None if comp.noise is None else {
             "path": comp.noise.path, "key": comp.noise.key, "sessions": comp.noise.sessions,
             "created": comp.noise.created,

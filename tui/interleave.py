@@ -4,10 +4,13 @@ Drift of the machine (a noisy neighbour, thermal state, page cache) then hits
 every variant alike, which is what makes an A/B comparison in one sitting
 honest.  Each session keeps its own worker and result file; a token passed
 through the sessions' gates decides whose run is next.  Every variant runs once
-a round, and each round starts one variant later than the one before (AB BA AB
-BA..., ABC BCA CAB...): with a fixed order the variant that always runs second
-gets half a round more of any drift, which a paired test on the rounds found
-as a "change" between two identical variants (README, measurements).
+a round, in an order that changes from round to round (a Williams design: AB
+BA AB BA..., ABDC BCAD CDBA DACB for four): with a fixed order the variant that
+always runs second gets half a round more of any drift, and the one that always
+runs after a heavy variant inherits what it leaves (caches, frequency), which a
+paired test on the rounds found as a "change" between two identical variants
+(README, measurements).  Over a cycle of rounds every variant runs in every
+position, and right after every other variant, equally often.
 """
 from __future__ import annotations
 
@@ -19,6 +22,16 @@ from tui import events as ev
 from tui.session import Session
 
 _DONE = object()
+
+
+def williams(k: int) -> list[list[int]]:
+    """Orders of k variants, one per round, balanced for position and for which variant
+    runs just before which (Williams 1949): k rows for even k, 2k for odd."""
+    first = [0]
+    for i in range(1, k):
+        first.append((i + 1) // 2 if i % 2 else k - i // 2)
+    rows = [[(x + r) % k for x in first] for r in range(k)]
+    return rows if k % 2 == 0 else rows + [row[::-1] for row in rows]
 
 
 async def interleave(sessions: list[Session]) -> AsyncIterator[ev.Event]:
@@ -51,8 +64,8 @@ async def interleave(sessions: list[Session]) -> AsyncIterator[ev.Event]:
             if not alive:
                 return None
             rounds += 1
-            k = rounds % len(alive)
-            turns = alive[k:] + alive[:k]
+            orders = williams(len(alive))
+            turns = [alive[i] for i in orders[rounds % len(orders)]]
         nxt = turns.pop(0)
         assert nxt.gate is not None
         nxt.gate.put_nowait(None)
