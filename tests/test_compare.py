@@ -372,6 +372,16 @@ def test_interleaved_variants_are_compared_round_by_round(tmp_path):
     row_ = next(r for r in doc["comparison"]["comparisons"] if r["metric"] == "bytes/s")
     assert row_["method"] == "paired" and row_["verdict"] == "slower", row_
     assert row_["noise_source"] is None
+    # five worker processes a variant by default: the paired test's blocks
+    assert results.read(Path(files[0])).header["plan"]["processes"] == 5
+    one = hotloop("run", "zero_null", "--param", "count=5000", "--param", "spin=0,400",
+                  "--interleave", "--runs", "8", "--processes", "1", "--no-perf",
+                  "--format", "json")
+    assert one.returncode == 0, one.stderr
+    comparison = json.loads(one.stdout)["comparison"]
+    row_ = next(r for r in comparison["comparisons"] if r["metric"] == "bytes/s")
+    assert row_["verdict"] == "too few processes (n<3)" and not row_["significant"]
+    assert any("--processes 5" in w for w in comparison["warnings"])
     # two separate (not interleaved) sessions of the same settings are not paired
     comp = cmp.load_and_compare([files[0], files[0]])
     assert comp.pairs[0].method == "exact"
