@@ -137,6 +137,11 @@ def test_a_bad_noise_profile_is_ignored_with_a_warning(isolated: Path, tmp_path:
     assert "session noise: calibrated" in p.stdout, p.stdout
     missing = hotloop("compare", str(a), str(b), "--noise", str(tmp_path / "nope.json"))
     assert missing.returncode == 0 and "no such noise profile" in missing.stdout
+    import os
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)                     # reading it would block: never opened
+    p = hotloop("compare", str(a), str(b), "--noise", str(fifo), timeout=60)
+    assert p.returncode == 0 and "not a regular file" in p.stdout
 
 
 def test_a_profile_saved_under_a_permissive_umask_is_still_trusted(isolated: Path):

@@ -168,7 +168,10 @@ def _number(doc: dict[str, Any], name: str, lo: float = 0.0, hi: float = 1e9) ->
 def load(path: Path) -> NoiseProfile:
     """Read a profile; NoiseError (one line) for anything that is not a valid one."""
     try:
-        if path.stat().st_size > 1 << 20:
+        st = path.stat()
+        if not stat.S_ISREG(st.st_mode):    # a FIFO would block the read for ever
+            raise ValueError("not a regular file")
+        if st.st_size > 1 << 20:
             raise ValueError("larger than 1 MiB")
         doc = json.loads(path.read_text(encoding="utf-8"))
         if not isinstance(doc, dict) or doc.get("hotloop_noise") != VERSION:
