@@ -21,11 +21,10 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from hotloop import events as ev
+from hotloop.results import Writer
 
-from tui import events as ev  # noqa: E402
-from tui.results import Writer  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def write(path: Path, runs: int, shift: float, rng: np.random.Generator) -> None:

@@ -17,9 +17,9 @@ import statistics
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 ROOT = Path(__file__).resolve().parent.parent
 SEEDS = ROOT.parent / "shared" / "seeds"
@@ -38,7 +38,7 @@ class Row:
 
 def hotloop_runner(workload: str, cpu: str, *params: str) -> Runner:
     def run(n: int) -> list[float]:
-        cmd = [sys.executable, "-m", "tui", "run", workload, "--cpu", cpu, "--runs", str(n),
+        cmd = [sys.executable, "-m", "hotloop", "run", workload, "--cpu", cpu, "--runs", str(n),
                "--warmup", "1", "--no-perf", "--format", "json",
                "--out", str(Path(tempfile.mkdtemp()) / "r.jsonl")]
         for p in params:
@@ -93,7 +93,7 @@ def perf_bench_runner(args: list[str], pattern: str, taskset: str | None = None)
 
 
 def rows(only: str | None) -> list[Row]:
-    from tui import catalog
+    from hotloop import catalog
     have = catalog.load().workloads
     seed = seed_program()
     table = [
@@ -121,7 +121,6 @@ def main() -> None:
     ap.add_argument("--per-round", type=int, default=3)
     ap.add_argument("--only")
     args = ap.parse_args()
-    sys.path.insert(0, str(ROOT))
     print(f"{'comparison':<44} {'reference':>12} {'hotloop':>12} {'ratio':>7}  target")
     for row in rows(args.only):
         ref: list[float] = []
@@ -139,7 +138,7 @@ def main() -> None:
 
 def harness_cost(runs: int) -> None:
     """pool's baseline mode is the empty loop: what the harness itself costs per op."""
-    cmd = [sys.executable, "-m", "tui", "run", "pool", "--cpu", "same-core", "--runs",
+    cmd = [sys.executable, "-m", "hotloop", "run", "pool", "--cpu", "same-core", "--runs",
            str(runs), "--param", "mode=baseline", "--no-perf", "--format", "json",
            "--out", str(Path(tempfile.mkdtemp()) / "b.jsonl")]
     doc = json.loads(subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT,

@@ -28,7 +28,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from tui.perf import PerfRecorder  # noqa: E402
+from hotloop.perf.recorder import PerfRecorder  # noqa: E402
 
 CHILD = r"""
 import os, sys, time
@@ -89,9 +89,10 @@ async def workload_mode(args: argparse.Namespace, configs: list[str]) -> None:
     from dataclasses import replace
     from pathlib import Path
 
-    from tui import catalog, events as ev
-    from tui.interleave import interleave
-    from tui.session import Session
+    from hotloop import catalog
+    from hotloop import events as ev
+    from hotloop.run.interleave import interleave
+    from hotloop.run.session import Session
 
     cat = catalog.load()
     plan = cat.plan_for(args.workload)

@@ -1,7 +1,7 @@
 """Can hotloop's verdict be trusted across sessions, and how small a change does it find?
 
 Every measurement is a real `hotloop run` session (the command line, a fresh worker, one result
-file each), judged with the statistics `hotloop compare` uses (`tui.compare.test_metric`).
+file each), judged with the statistics `hotloop compare` uses (`hotloop.analysis.compare.test_metric`).
 A `spin` knob (zero_null's, or a private workload's) adds known work per op.
 
 Separate sessions (the cross-kernel case: stock and patched are never in one session):
@@ -45,20 +45,20 @@ from pathlib import Path
 import numpy as np
 from scipy import stats as sps
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from hotloop import catalog, results
+from hotloop.analysis import significance
+from hotloop.analysis.compare import compare_samples, test_metric
+from hotloop.analysis.metrics import SPEED, Series
+from hotloop.analysis.noise import MetricNoise, metric_noise
 
-from tui import catalog, results, significance  # noqa: E402
-from tui.compare import compare_samples, test_metric  # noqa: E402
-from tui.metrics import SPEED, Series  # noqa: E402
-from tui.noise import MetricNoise, metric_noise  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 PROFILES: list[str] = []
 
 
 def run_session(work: Path, args: argparse.Namespace, spin: int, tag: str) -> list[float]:
     out = work / f"{tag}.jsonl"
-    argv = [sys.executable, "-m", "tui", "run", args.workload, "--runs", str(args.runs),
+    argv = [sys.executable, "-m", "hotloop", "run", args.workload, "--runs", str(args.runs),
             "--warmup", str(args.warmup), "--no-perf", "--out", str(out),
             "--param", f"spin={spin}"]
     if args.cpu:
@@ -157,9 +157,9 @@ def first(values: list[float], n: int) -> list[float]:
 def interleaved_batches(args: argparse.Namespace, spins: dict[str, int], work: Path,
                         batches: int | None = None, rounds: int | None = None,
                         processes: int = PROCESSES) -> dict[str, list[list[float]]]:
-    from tui import events as ev
-    from tui.interleave import interleave
-    from tui.session import Session
+    from hotloop import events as ev
+    from hotloop.run.interleave import interleave
+    from hotloop.run.session import Session
     cat = catalog.load([Path(d) for d in PROFILES])
     plan = cat.plan_for(args.workload)
     w = cat.workloads[plan.workload]
@@ -175,11 +175,11 @@ def interleaved_batches(args: argparse.Namespace, spins: dict[str, int], work: P
             runs.append(Session(cat.resolve(p), work / f"{k}-{b}.jsonl", variant=k))
         values: dict[str, list[float]] = {k: [] for k in spins}
 
-        async def collect() -> None:
+        async def collect(runs: list[Session], values: dict[str, list[float]]) -> None:
             async for e in interleave(runs):
                 if isinstance(e, ev.RunSample) and not e.warmup:
                     values[e.variant].append(e.value)
-        asyncio.run(collect())
+        asyncio.run(collect(runs, values))
         for k in spins:
             out[k].append(values[k])
         print(f"batch {b + 1}/{batches or args.batches}", file=sys.stderr)

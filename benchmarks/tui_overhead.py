@@ -33,13 +33,15 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from hotloop import (
+    catalog,
+    results,
+)
+from hotloop.console.app import HotloopApp
+from hotloop.render.units import si
+from hotloop.run.session import Session
 
-from tui import catalog, results  # noqa: E402
-from tui.app import HotloopApp  # noqa: E402
-from tui.session import Session  # noqa: E402
-from tui.stats import si  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def plan_for(args: argparse.Namespace, runs: int, msgs: int) -> catalog.ResolvedPlan:
@@ -178,8 +180,8 @@ def launch(args: argparse.Namespace) -> None:
     cwd = tempfile.mkdtemp(prefix="hotloop-launch-")
     py = sys.executable
     cmds = {
-        "python -m tui": [py, "-m", "tui"],
-        "app alone": [py, "-c", "from tui.app import HotloopApp; HotloopApp().run()"],
+        "python -m hotloop": [py, "-m", "hotloop"],
+        "app alone": [py, "-c", "from hotloop.console.app import HotloopApp; HotloopApp().run()"],
     }
     os.environ["PYTHONPATH"] = str(ROOT)
     print(f"\nlaunch to a drawn screen (100x30 pty, {args.launches} launches after one warm-up)")
@@ -189,14 +191,14 @@ def launch(args: argparse.Namespace) -> None:
         times = [launch_once(cmd, b"msg_size", cwd) for _ in range(args.launches)]
         print(f"{name:<16}{statistics.median(times):>8.2f}s{min(times):>8.2f}s"
               f"{max(times):>8.2f}s")
-    imp = subprocess.run([py, "-X", "importtime", "-c", "import tui.cli"],
+    imp = subprocess.run([py, "-X", "importtime", "-c", "import hotloop.cli"],
                          capture_output=True, text=True, cwd=cwd).stderr.splitlines()
     heavy = sorted((int(line.split("|")[1]), line.split("|")[2].strip()) for line in imp
                    if line.startswith("import time:") and "|" in line
                    and line.split("|")[1].strip().isdigit()
                    and line.split("|")[2].startswith("   ") is False)
     top = [f"{name} {us / 1e6:.2f}s" for us, name in sorted(heavy, reverse=True)[:4]]
-    print("largest top-level imports of tui.cli: " + ", ".join(top))
+    print("largest top-level imports of hotloop.cli: " + ", ".join(top))
 
 
 def main() -> None:

@@ -1,5 +1,9 @@
 """Shared fixtures: every test runs with its own config/state dirs and cwd.
 
+tests/unit holds the fast tests (no process started); tests/e2e the end-to-end ones (real
+gcc, worker processes, perf, the console under Pilot), marked `slow`: `pytest -m "not slow"`
+runs the fast ones alone.
+
 The build cache is shared by the whole test session (compiling is the slow
 part and the cache is keyed by content, so sharing it is safe).  Each test
 gets a tag in its environment that every process it starts inherits (the
@@ -13,13 +17,19 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 TAG = "HOTLOOP_TEST_TAG"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if "e2e" in item.path.parts:
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture(scope="session")
@@ -70,7 +80,7 @@ def hotloop(*args: str, timeout: float = 300, **kw) -> subprocess.CompletedProce
     """Run the real command line, as a user would."""
     env = dict(os.environ)
     env["PYTHONPATH"] = str(ROOT)
-    return subprocess.run([sys.executable, "-m", "tui", *args], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "hotloop", *args], capture_output=True,
                           text=True, timeout=timeout, env=env, **kw)
 
 
@@ -102,3 +112,17 @@ def faulty(tmp_path: Path) -> Path:
     (d / "faulty.c").write_text(FAULTY_C)
     (d / "w.toml").write_text(FAULTY_TOML)
     return d
+
+
+@pytest.fixture(scope="module")
+def good(tmp_path_factory: pytest.TempPathFactory, cache_home: Path) -> Path:
+    """A result file the real command line wrote (5 runs of zero_null)."""
+    base = tmp_path_factory.mktemp("good")
+    env = dict(os.environ, PYTHONPATH=str(ROOT), XDG_CACHE_HOME=str(cache_home),
+               XDG_CONFIG_HOME=str(base / "config"), XDG_STATE_HOME=str(base / "state"))
+    out = base / "good.jsonl"
+    done = subprocess.run([sys.executable, "-m", "hotloop", "run", "zero_null", "--runs", "5",
+                           "--param", "count=3000", "--no-perf", "--out", str(out)],
+                          capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return out

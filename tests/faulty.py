@@ -95,12 +95,12 @@ params.at = { default = 3, min = 1 }
 
 
 def lines(path: Path) -> list[dict]:
-    return [json.loads(l) for l in path.read_text().splitlines()]
+    return [json.loads(ln) for ln in path.read_text().splitlines()]
 
 
 def start(args: list[str]) -> subprocess.Popen[str]:
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    return subprocess.Popen([sys.executable, "-m", "tui", *args], stdout=subprocess.PIPE,
+    return subprocess.Popen([sys.executable, "-m", "hotloop", *args], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=env)
 
 

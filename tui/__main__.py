@@ -1,3 +1,3 @@
-from tui.cli import main
+from hotloop.cli import main
 
 raise SystemExit(main())

@@ -15,24 +15,35 @@ import os
 import re
 import signal
 import sys
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, AsyncIterator, Callable, Sequence
+from typing import Any, NoReturn
 
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, \
-    TimeElapsedColumn, TimeRemainingColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 
-from tui import __version__, build, catalog, perf, report, results, system
-from tui import events as ev
-from tui.catalog import Catalog, Plan
-from tui.errors import HotloopError, RunFailed
-from tui.interleave import interleave
-from tui.session import Session
-from tui.stats import si
-from tui.visible import visible, visible_lines
-
+from hotloop import __version__, catalog, results
+from hotloop import events as ev
+from hotloop.catalog import Catalog, Plan
+from hotloop.errors import HotloopError, RunFailed
+from hotloop.host import doctor, journal
+from hotloop.perf import probe
+from hotloop.render import report
+from hotloop.render.units import si
+from hotloop.results.header import Header
+from hotloop.run import build
+from hotloop.run.interleave import interleave
+from hotloop.run.session import Session
+from hotloop.visible import visible, visible_lines
 
 
 def _profiles_option(p: argparse.ArgumentParser, dest: str = "profiles") -> None:
@@ -41,14 +52,14 @@ def _profiles_option(p: argparse.ArgumentParser, dest: str = "profiles") -> None
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:      # one line, exit 2
+    def error(self, message: str) -> NoReturn:      # one line, exit 2
         raise HotloopError(f"{self.prog.removeprefix('hotloop').strip() or 'usage'}: "
                            f"{message}")
 
 
 def _plan_options(p: argparse.ArgumentParser, several: bool = False) -> None:
     """What `run` and `calibrate` take to adjust the plan they run."""
-    p.add_argument("--cpu", action="append" if several else None,
+    p.add_argument("--cpu", action="append" if several else "store",
                    help="CPU profile" + ("; repeat to compare profiles" if several else ""))
     p.add_argument("--kernel", help="kernel profile")
     p.add_argument("--runs", type=int, help="recorded repetitions")
@@ -239,7 +250,7 @@ def variants(cat: Catalog, args: argparse.Namespace) -> list[Variant]:
         path = results.default_path(stem if slug else rp.plan.name)
         out.append(Variant(label, rp, path))
     labels = [v.label for v in out]
-    twice = sorted({l for l in labels if labels.count(l) > 1})
+    twice = sorted({ln for ln in labels if labels.count(ln) > 1})
     if twice:
         raise HotloopError(f"the batch names the same variant twice: {', '.join(twice)}")
     if len(out) > 1 and args.out:
@@ -293,7 +304,7 @@ async def _run_sessions(sessions: list[Session], fmt: str, interleaved: bool,
                             else event.variant, event)
                 if got is not None and isinstance(event, ev.Started):
                     got[event.header.get("variant", "")] = results.Result(
-                        Path(event.result_file), event.header)
+                        Path(event.result_file), Header.of(event.header))
                 elif got is not None and event.variant in got:
                     got[event.variant].add(event)
                 if isinstance(event, (ev.Finished, ev.Failed)):
@@ -373,13 +384,14 @@ def _batch_comparison(done: list[results.Result]) -> tuple[str, str] | None:
     """The batch's comparison as (text, json), or None when it cannot be compared."""
     if len(done) < 2:
         return None
-    from tui import compare
+    from hotloop.analysis import compare  # scipy: only when comparing (0.8 s to import)
+    from hotloop.render import compare_formats
     try:
         comp = compare.compare(done)
     except HotloopError as e:
         print(f"hotloop: no comparison: {visible(str(e))}", file=sys.stderr)
         return None
-    return compare.render(comp, "text"), compare.render(comp, "json")
+    return compare_formats.render(comp, "text"), compare_formats.render(comp, "json")
 
 
 def cmd_show(args: argparse.Namespace) -> int:
@@ -392,8 +404,10 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from tui import compare              # scipy: only when comparing (0.8 s to import)
-    out = compare.main_compare(args.files, args.format, args.noise)
+    from hotloop.render import (
+        compare_formats,  # scipy: only when comparing (0.8 s to import)
+    )
+    out = compare_formats.main_compare(args.files, args.format, args.noise)
     # csv and json are data (json escapes control characters itself); the tables are
     # for a terminal
     print(visible_lines(out) if args.format in ("text", "md", "org") else out)
@@ -401,9 +415,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
-    from tui import calibrate, noise     # scipy, as compare
+    from hotloop.analysis import noise  # scipy, as compare
+    from hotloop.render import calibration
+    from hotloop.run import calibrate
     if args.list:
-        print(calibrate.listing())
+        print(calibration.listing())
         return 0
     if not args.names:
         raise HotloopError("calibrate: name a plan to run, or A/A result files or directories "
@@ -413,7 +429,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
                            f"{noise.MIN_SESSIONS} sessions (8 or more give a usable estimate)")
     if not math.isfinite(args.gap) or args.gap < 0:
         raise HotloopError(f"--gap {args.gap:g}: must be 0 or more seconds")
-    from tui import compare
+    from hotloop.analysis import compare
     looks_like_path = [n for n in args.names if Path(n.split(",")[0]).exists() or "/" in n
                        or n.endswith(".jsonl")]
     if looks_like_path:
@@ -422,7 +438,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
                                "directories to read, not both")
         sessions = [r for side in compare.load_sides(args.names) for r in side]
         profile = noise.estimate(sessions)
-        print(calibrate.report(profile, noise.save(profile)))
+        print(calibration.report(profile, noise.save(profile)))
         return 0
     if len(args.names) > 1:
         raise HotloopError("calibrate: one plan at a time")
@@ -456,7 +472,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     done = [results.read(s.result_file) for s in sessions_run]
     costs = watch.costs()
     profile = noise.estimate(done, *(costs or (None, None)))
-    print(calibrate.report(profile, noise.save(profile)))
+    print(calibration.report(profile, noise.save(profile)))
     print(f"the sessions: {where} (hotloop calibrate {where} reads them again)")
     return 0
 
@@ -492,8 +508,8 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         rows.append(("compiler", True, build.compiler_version()))
     except HotloopError as e:
         rows.append(("compiler", False, str(e)))
-    rows += [(c.name, c.available, c.detail) for c in system.capabilities()]
-    rows += [(c.name, c.available, c.detail) for c in perf.capabilities()]
+    rows += [(c.name, c.available, c.detail) for c in doctor.capabilities()]
+    rows += [(c.name, c.available, c.detail) for c in probe.capabilities()]
     cat = catalog.load(_profiles(args))
     rows.append(("profiles", True, f"{len(cat.files)} files: {len(cat.workloads)} workloads, "
                  f"{len(cat.cpus)} cpu, {len(cat.kernels)} kernel, {len(cat.plans)} plans"))
@@ -513,13 +529,13 @@ def cmd_save(args: argparse.Namespace) -> int:
 
 
 def cmd_restore(args: argparse.Namespace) -> int:
-    messages = system.recover(force=True)
+    messages = journal.recover(force=True)
     print("\n".join(messages) if messages else "nothing to restore")
     return 0
 
 
 def cmd_tui(args: argparse.Namespace) -> int:
-    from tui.app import HotloopApp       # only the console needs Textual loaded
+    from hotloop.console.app import HotloopApp  # only the console needs Textual loaded
     app = HotloopApp(profiles=_profiles(args))
     app.run()
     return app.exit_status
@@ -561,7 +577,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser().parse_args(argv)
         if args.command != "restore":
             # A run killed with settings applied left a journal: put them back first.
-            for message in system.recover():
+            for message in journal.recover():
                 print(f"hotloop: {visible(message)}", file=sys.stderr)
         return COMMANDS.get(args.command, cmd_tui)(args)
     except HotloopError as e:

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -60,8 +61,11 @@ class Warning:  # noqa: A001 - the event is called what it is
 
 @dataclass(frozen=True)
 class Finished:
+    """The session ended with every run: its summary, and perf stat's counters for the whole
+    session (a counter this CPU lacks is None, never 0)."""
     summary: dict[str, Any]
     variant: str = ""
+    counters: dict[str, float | None] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -200,7 +204,8 @@ _SYMBOL = _fields({"symbol": _STR, "dso": _STR, "percent": number_problem, "kern
 # is all a reader needs of them
 _SUMMARY = _fields({"n": _COUNT, **{k: _optional(finite_problem) for k in
                                     ("median", "mean", "stdev", "cv", "min", "max")},
-                    "counters": _map(_optional(finite_problem))})
+                    "counters": _map(_optional(finite_problem))})     # files before 0.2
+_COUNTERS = _map(_optional(finite_problem))
 # What each field of each line may hold, by the dataclass's field name.
 _SPECS: dict[type, dict[str, Check]] = {
     Started: {"header": _DICT, "result_file": _STR},
@@ -211,7 +216,7 @@ _SPECS: dict[type, dict[str, Check]] = {
                      None if v in ("window", "run", "session") else f"unknown scope {_show(v)}"),
                  "window": _int(), "samples": _COUNT, "variant": _STR},
     Warning: {"message": _STR, "variant": _STR},
-    Finished: {"summary": _SUMMARY, "variant": _STR},
+    Finished: {"summary": _SUMMARY, "variant": _STR, "counters": _COUNTERS},
     Failed: {"message": _STR, "run": _int(), "signal": _STR, "interrupted": _BOOL,
              "bad_input": _BOOL, "variant": _STR},
 }
@@ -245,6 +250,10 @@ def from_json(obj: Any) -> Event:
                                              if k in ("symbol", "dso", "percent", "kernel",
                                                       "samples")})
                                 for s in args["symbols"])
+    if cls is Finished and "counters" not in args and "counters" in args["summary"]:
+        # files written before counters had a field of their own kept them in the summary
+        args["summary"] = dict(args["summary"])
+        args["counters"] = args["summary"].pop("counters")
     if cls is RunSample:            # -0.0 reads as 0.0: a sign on nothing is noise
         args["value"] = args["value"] + 0.0
     return cls(**args)

@@ -1,10 +1,12 @@
-"""Summaries and histograms of repetitions, and SI formatting for people."""
+"""Statistics of repetitions: summaries, the median's precision, session noise, histograms, and
+the running statistics a live view keeps as runs arrive."""
 from __future__ import annotations
 
+import bisect
 import math
 import statistics
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Sequence
 
 
 @dataclass(frozen=True)
@@ -171,55 +173,59 @@ def histogram(values: Sequence[float], target: int = 10,
             for i in range(min(counts), max(counts) + 1)]
 
 
-_PREFIXES = [(1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1, ""), (1e-3, "m"),
-             (1e-6, "µ"), (1e-9, "n")]
+class RunningStats:
+    """The statistics of runs as they arrive, each costing O(log n) to add and O(buckets · log n)
+    to read, so a live view redraws as fast at a million runs as at ten: running sums
+    (Welford) of the values and of their logarithms, and a sorted copy."""
 
+    def __init__(self) -> None:
+        self.sorted: list[float] = []
+        self._mean = self._m2 = 0.0
+        self._log_mean = self._log_m2 = 0.0
 
-def si(value: float, unit: str = "", digits: int = 3) -> str:
-    """12345678 B/s -> '12.3 MB/s'; per-op units stay unprefixed below 10k."""
-    if value == 0 or not math.isfinite(value):
-        return f"{value:g} {unit}".strip()
-    if "/op" in unit and abs(value) < 1e4:     # 3694 ns/op, 87.7 ns/op, 0.142 ns/op
-        decimals = max(0, digits - 1 - int(math.floor(math.log10(abs(value)))))
-        return f"{value:.{decimals}f} {unit}".strip()
-    for scale, prefix in _PREFIXES:
-        if abs(value) >= scale:
-            scaled = value / scale
-            decimals = max(0, digits - 1 - int(math.floor(math.log10(abs(scaled)))))
-            return f"{scaled:.{decimals}f} {prefix}{unit}".strip()
-    return f"{value:.3g} {unit}".strip()
+    @property
+    def n(self) -> int:
+        return len(self.sorted)
 
+    def add(self, value: float) -> None:
+        bisect.insort(self.sorted, value)
+        n = len(self.sorted)
+        delta = value - self._mean
+        self._mean += delta / n
+        self._m2 += delta * (value - self._mean)
+        if value > 0:
+            lv = math.log(value)
+            delta = lv - self._log_mean
+            self._log_mean += delta / n
+            self._log_m2 += delta * (lv - self._log_mean)
 
-def si_range(lo: float, hi: float, unit: str = "", digits: int = 3) -> str:
-    """'15.6-22.7 MB/s': both ends on the scale of the larger, the unit once."""
-    top = max(abs(lo), abs(hi))
-    if not (math.isfinite(lo) and math.isfinite(hi)) or top == 0:
-        return f"{si(lo, unit)} - {si(hi, unit)}"
-    if "/op" in unit and top < 1e4:
-        scale, prefix = 1.0, ""
-    else:
-        scale, prefix = next(((sc, p) for sc, p in _PREFIXES if top >= sc), (1e-9, "n"))
-    decimals = max(0, digits - 1 - int(math.floor(math.log10(top / scale))))
-    return f"{lo / scale:.{decimals}f}-{hi / scale:.{decimals}f} {prefix}{unit}".strip()
+    def summary(self) -> Summary | None:
+        s, n = self.sorted, len(self.sorted)
+        if not n:
+            return None
+        median = s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2
+        stdev = math.sqrt(self._m2 / (n - 1)) if n > 1 else 0.0
+        mean = self._mean
+        return Summary(n, median, mean, stdev, stdev / mean if mean else 0.0, s[0], s[-1])
 
+    def log_spread(self) -> float:
+        """The standard deviation of the values' logarithms (values above 0 only)."""
+        n = len(self.sorted)
+        return math.sqrt(self._log_m2 / (n - 1)) if n > 1 else 0.0
 
-def bucket_labels(buckets: Sequence[Bucket], unit: str = "") -> list[str]:
-    """'13-14 MB/s' style labels, one SI scale for all, as precise as the width needs."""
-    if not buckets:
-        return []
-    top = max(abs(b.high) for b in buckets) or 1.0
-    if "/op" in unit and top < 1e4:
-        scale, prefix = 1.0, ""
-    else:
-        scale, prefix = next(((sc, p) for sc, p in _PREFIXES if top >= sc), (1e-9, "n"))
-    width = (buckets[0].high - buckets[0].low) / scale
-    decimals = max(0, -math.floor(math.log10(width) + 1e-9)) if width > 0 else 0
-    return [f"{b.low / scale:.{decimals}f}-{b.high / scale:.{decimals}f} {prefix}{unit}".strip()
-            for b in buckets]
-
-
-def duration(seconds: float) -> str:
-    if seconds < 60:
-        return f"{seconds:.0f}s" if seconds >= 10 else f"{seconds:.1f}s"
-    m, s = divmod(int(seconds), 60)
-    return f"{m}m{s:02d}s" if m < 60 else f"{m // 60}h{m % 60:02d}m"
+    def histogram(self, target: int = 10) -> list[Bucket]:
+        """What `histogram` gives for these values, counted by bisecting the sorted copy."""
+        s = self.sorted
+        if not s:
+            return []
+        start, width = edges((s[0], s[-1]), target)
+        count = int(math.floor((s[-1] - start) / width + 1e-9)) + 1
+        n = len(s)
+        out, below = [], 0
+        for i in range(count):
+            edge = start + (i + 1) * width
+            upto = n if i == count - 1 else bisect.bisect_left(s, edge - width * 1e-9)
+            c = upto - below
+            out.append(Bucket(start + i * width, edge, c, 100.0 * c / n))
+            below = upto
+        return out

@@ -1,0 +1,525 @@
+"""The console driven as a user would, with Pilot: real session, worker and compiler.
+
+Each test runs the app in `run_test` and waits on conditions (`wait_for`),
+never on fixed sleeps.  Runs are tiny (seqpacket, a few thousand messages).
+"""
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from textual.widgets import Input, RichLog, Select
+
+from hotloop import results
+from hotloop.console.app import HotloopApp
+from hotloop.console.screens.save import SavePlanScreen
+from hotloop.console.widgets.catalog_tree import CatalogTree
+from hotloop.console.widgets.params import ParamInput
+from hotloop.console.widgets.plots import HistogramPlot
+from hotloop.console.widgets.stats_panel import StatsPanel
+
+SIZE = (120, 36)
+
+
+def run(coro) -> None:
+    asyncio.run(coro)
+
+
+async def wait_for(pilot, predicate: Callable[[], object], timeout: float = 20.0,
+                   what: str = "") -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what or predicate}")
+        await pilot.pause(0.02)
+
+
+def log_text(app: HotloopApp) -> str:
+    return "\n".join(line.text for line in app.query_one(RichLog).lines)
+
+
+async def type_into(pilot, app: HotloopApp, key: str, text: str) -> ParamInput:
+    """Focus a parameter field, clear it and type `text` key by key."""
+    field = app.form.fields[key]
+    assert isinstance(field, ParamInput)
+    control: Input = field.control  # type: ignore[assignment]
+    control.focus()
+    await pilot.pause()
+    control.value = ""
+    await pilot.press(*text)
+    await wait_for(pilot, lambda: control.value == text, 5, f"{key} = {text}")
+    return field
+
+
+async def set_choice(pilot, app: HotloopApp, key: str, value: str) -> None:
+    select: Select = app.form.fields[key].control  # type: ignore[assignment]
+    select.value = value
+    await pilot.pause()
+
+
+async def small_run(pilot, app: HotloopApp, msgs: str, runs: str) -> None:
+    """Settings for a short, quiet run: seqpacket, no warmup, no perf."""
+    await type_into(pilot, app, "param.msgs", msgs)
+    await type_into(pilot, app, "runs", runs)
+    await type_into(pilot, app, "warmup", "0")
+    await set_choice(pilot, app, "perf", "off")
+    await pilot.press("escape")                 # leave the field: keys are bindings again
+    await wait_for(pilot, lambda: isinstance(app.focused, CatalogTree), 5, "tree focus")
+
+
+async def start_long_run(pilot, app: HotloopApp) -> None:
+    """A run of quick's seqpacket that goes on until stopped, two runs measured."""
+    await wait_for(pilot, lambda: app.form.base is not None, 10)
+    await small_run(pilot, app, "20000", "1000")
+    await pilot.press("r")
+    await wait_for(pilot, lambda: app.live is not None and app.live.n >= 2, 60,
+                   "two runs measured")
+
+
+def test_start_selects_quick_and_workload_from_tree(isolated: Path) -> None:
+    async def go() -> None:
+        app = HotloopApp()
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_for(pilot, lambda: app.form.base is not None, 10, "a plan loaded")
+            assert app.form.base.name == "quick"
+            tree = app.query_one(CatalogTree)
+            await wait_for(pilot, lambda: tree.cursor_node is not None
+                           and tree.cursor_node.data == ("plan", "quick"), 5, "cursor on quick")
+            assert app.focused is tree
+            assert app.check_action("run", ()) is True
+            assert "quick" in str(app.query_one("#status").render())
+            # walk the tree with the keyboard to the zero_null workload and pick it
+            for _ in range(40):
+                if tree.cursor_node is not None and tree.cursor_node.data == ("workload",
+                                                                              "zero_null"):
+                    break
+                await pilot.press("down")
+            await pilot.press("enter")
+            await wait_for(pilot, lambda: app.form.base is not None
+                           and app.form.base.workload == "zero_null", 5, "zero_null loaded")
+            assert "param.block_size" in app.form.fields
+            assert "param.msgs" not in app.form.fields
+    run(go())
+
+
+def test_edit_param_invalid_then_valid(isolated: Path) -> None:
+    async def go() -> None:
+        app = HotloopApp(results_dir=isolated / "results")
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_for(pilot, lambda: app.form.base is not None, 10)
+            field = await type_into(pilot, app, "param.msgs", "0")
+            error = field.query_one(".field-error")
+            await wait_for(pilot, lambda: field.has_class("-invalid"), 5, "inline error")
+            assert error.display and "below the minimum 1" in str(error.render())
+            assert field.control.has_class("-invalid")
+            await pilot.press("escape")
+            await pilot.press("r")                      # refused: nothing starts
+            await wait_for(pilot, lambda: "cannot run" in log_text(app), 5, "refusal")
+            assert app.worker is None and not (isolated / "results").exists()
+            await type_into(pilot, app, "param.msgs", "abc")
+            await wait_for(pilot, lambda: "expected an integer" in str(error.render()), 5)
+            await type_into(pilot, app, "param.msgs", "2_000")
+            await wait_for(pilot, lambda: not field.has_class("-invalid"), 5, "error cleared")
+            assert not error.display
+            assert app.form.build().params["msgs"] == 2000
+    run(go())
+
+
+def test_run_to_completion(isolated: Path, leftovers) -> None:
+    async def go() -> None:
+        out = isolated / "results"
+        app = HotloopApp(results_dir=out)
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_for(pilot, lambda: app.form.base is not None, 10)
+            await small_run(pilot, app, "2000", "3")
+            await pilot.press("r")
+            await wait_for(pilot, lambda: app.live is not None, 5, "run started")
+            await wait_for(pilot, lambda: app.live.state == "finished", 60, "run finished")
+            await wait_for(pilot, lambda: not app.running, 10)
+            stats = app.query_one(StatsPanel)
+            await wait_for(pilot, lambda: "runs 3/3" in str(
+                stats.query_one("#stats-runs").render()), 5, "stats n=3")
+            assert "median" in str(stats.query_one("#stats-numbers").render())
+            assert "B/s" in str(stats.query_one("#stats-numbers").render())
+            plot = app.query_one(HistogramPlot)
+            assert plot.live is not None and plot.live.n == 3
+            assert sum(b.count for b in plot.live.histogram()) == 3
+            files = list(out.glob("*-quick.jsonl"))
+            assert len(files) == 1
+            result = results.read(files[0])
+            assert len(result.runs) == 3 and not result.partial
+            assert "done: 3 runs" in log_text(app)
+        assert leftovers() == []
+    run(go())
+
+
+def test_stop_mid_run_keeps_measured_runs(isolated: Path, leftovers) -> None:
+    async def go() -> None:
+        out = isolated / "results"
+        app = HotloopApp(results_dir=out)
+        async with app.run_test(size=SIZE) as pilot:
+            await start_long_run(pilot, app)
+            await pilot.press("x")
+            await wait_for(pilot, lambda: not app.running, 5, "worker ended")
+            assert app.live.state == "stopped"
+            measured = app.live.n
+            result = results.read(next(out.glob("*.jsonl")))
+            assert len(result.runs) == measured >= 2
+            assert result.failed is not None and result.failed.interrupted
+            assert "stopped" in log_text(app)
+            assert leftovers() == []
+    run(go())
+
+
+def test_save_plan_appears_in_catalogue(isolated: Path) -> None:
+    async def go() -> None:
+        app = HotloopApp()
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_for(pilot, lambda: app.form.base is not None, 10)
+            await type_into(pilot, app, "param.msgs", "3000")
+            await pilot.press("escape")
+            await pilot.press("w")
+            await wait_for(pilot, lambda: isinstance(app.screen, SavePlanScreen), 5, "dialog")
+            name_input = app.screen.query_one(Input)
+            name_input.value = ""
+            await pilot.press(*"my-plan", "enter")
+            await wait_for(pilot, lambda: not isinstance(app.screen, SavePlanScreen), 5)
+            await wait_for(pilot, lambda: "my-plan" in app.cat.plans, 5, "catalogue reloaded")
+            saved = isolated / "config" / "hotloop" / "plans" / "my-plan.toml"
+            assert saved.is_file()
+            assert app.cat.plans["my-plan"].params["msgs"] == 3000
+            tree = app.query_one(CatalogTree)
+            assert tree.node_for("plan", "my-plan") is not None
+            await wait_for(pilot, lambda: tree.cursor_node.data == ("plan", "my-plan"), 5)
+            assert app.form.base.name == "my-plan"
+            # the same name again is refused inline, and the dialog stays open
+            await pilot.press("w")
+            await wait_for(pilot, lambda: isinstance(app.screen, SavePlanScreen), 5)
+            app.screen.query_one(Input).value = ""
+            await pilot.press(*"quick", "enter")
+            error = app.screen.query_one("#save-error")
+            await wait_for(pilot, lambda: "already exists" in str(error.render()), 5)
+            await pilot.press("escape")
+            await wait_for(pilot, lambda: not isinstance(app.screen, SavePlanScreen), 5)
+    run(go())
+
+
+def test_quit_during_run_leaves_no_process(isolated: Path, leftovers) -> None:
+    async def go() -> None:
+        out = isolated / "results"
+        app = HotloopApp(results_dir=out)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await wait_for(pilot, lambda: app.form.base is not None, 10)
+            await small_run(pilot, app, "20000", "1000")
+            await pilot.press("r")
+            await wait_for(pilot, lambda: app.live is not None and app.live.n >= 1, 60)
+            assert app.screen.has_class("-view-live")       # small screen: live view
+            await pilot.press("q")
+            await wait_for(pilot, lambda: not app.is_running, 10, "app exited")
+        assert leftovers() == []
+        result = results.read(next(out.glob("*.jsonl")))
+        assert len(result.runs) >= 1
+    run(go())
+
+
+def test_hot_symbols_window_then_session(isolated: Path) -> None:
+    """What the panel does with perf's summaries (fed directly: perf may be absent here)."""
+    from hotloop import events as ev
+    from hotloop.console.messages import SymbolsArrived
+    from hotloop.console.widgets.symbols import SymbolsTable
+
+    def hot(scope: str, window: int, *names: str) -> ev.HotSymbols:
+        syms = tuple(ev.HotSymbol(n, "[kernel.kallsyms]" if n.startswith("k_") else "x.so",
+                                  50.0 / (i + 1), n.startswith("k_"))
+                     for i, n in enumerate(names))
+        return ev.HotSymbols(syms, scope=scope, window=window)
+
+    async def go() -> None:
+        app = HotloopApp()
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_for(pilot, lambda: app.form.base is not None, 10)
+            table = app.query_one(SymbolsTable)
+            app.post_message(SymbolsArrived(hot("window", 3, "k_sendmsg", "memcpy")))
+            await wait_for(pilot, lambda: table.row_count == 2, 5, "window rows")
+            assert "window 3" in str(table.border_title)
+            assert [str(c) for c in table.get_row_at(0)] == [" 50.0", "[k]",
+                                                              "k_sendmsg"]
+            assert str(table.get_row_at(1)[1]) == "[.]"
+            app.post_message(SymbolsArrived(hot("session", 0, "k_a", "k_b", "u_c")))
+            await wait_for(pilot, lambda: table.row_count == 3, 5, "session rows")
+            assert "whole run" in str(table.border_title)
+    run(go())
+
+
+def test_command_palette_has_the_bindings(isolated: Path) -> None:
+    async def go() -> None:
+        from textual.command import CommandPalette
+        app = HotloopApp()
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_for(pilot, lambda: app.form.base is not None, 10)
+            shown = {b.key: b.description for b in app.BINDINGS}
+            assert {"r", "x", "w", "q"} <= set(shown)
+            await pilot.press("ctrl+p")
+            await wait_for(pilot, lambda: isinstance(app.screen, CommandPalette), 5)
+            await pilot.press(*"save plan")
+            await wait_for(pilot, lambda: "Save plan" in str(
+                app.screen.query_one("CommandList").get_option_at_index(0).prompt), 5)
+            await pilot.press("enter")
+            await wait_for(pilot, lambda: isinstance(app.screen, SavePlanScreen), 5,
+                           "save dialog from the palette")
+            await pilot.press("escape")
+    run(go())
+
+
+BUSY = (Path("/proc/sys/net/core/busy_poll"), Path("/proc/sys/net/core/busy_read"))
+
+
+def test_system_changes_ask_first_no_then_yes(isolated: Path, leftovers) -> None:
+    """Kernel profile busy-poll: the modal lists the sysctls; no changes nothing, yes runs
+    with them and the originals are back afterwards."""
+    import os
+
+    from hotloop.console.screens.consent import ConsentScreen
+    if not all(p.exists() and os.access(p, os.W_OK) for p in BUSY):
+        import pytest
+        pytest.skip("net.core.busy_poll is not writable here")
+    original = [p.read_text() for p in BUSY]
+
+    def values() -> list[str]:
+        return [p.read_text().strip() for p in BUSY]
+
+    async def go() -> None:
+        out = isolated / "results"
+        app = HotloopApp(results_dir=out)
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_for(pilot, lambda: app.form.base is not None, 10)
+            await small_run(pilot, app, "2000", "2")
+            await set_choice(pilot, app, "kernel", "busy-poll")
+            before = values()
+            await pilot.press("r")
+            await wait_for(pilot, lambda: isinstance(app.screen, ConsentScreen), 5, "modal")
+            listed = str(app.screen.query_one("#consent-changes").render())
+            assert f"net.core.busy_poll {before[0]} -> 50" in listed
+            assert "net.core.busy_read" in listed
+            await pilot.press("n")
+            await wait_for(pilot, lambda: "nothing was changed" in log_text(app), 5, "no")
+            assert app.screen is app.main_screen
+            assert app.worker is None and not out.exists()
+            assert values() == before
+            # yes: the run happens with the sysctls set, and they are restored after it
+            await pilot.press("r")
+            await wait_for(pilot, lambda: isinstance(app.screen, ConsentScreen), 5, "modal")
+            await pilot.press("y")
+            await wait_for(pilot, lambda: app.live is not None, 5, "run started")
+            await wait_for(pilot, lambda: app.live.state == "finished", 60, "run finished")
+            await wait_for(pilot, lambda: not app.running, 10)
+            assert values() == before
+            result = results.read(next(out.glob("*.jsonl")))
+            assert len(result.runs) == 2
+            assert result.header.fields["sysctl"]["net.core.busy_poll"]["during"] == "50"
+            assert "applied net.core.busy_poll" in log_text(app)
+        assert leftovers() == []
+
+    try:
+        run(go())
+    finally:
+        for p, v in zip(BUSY, original):
+            p.write_text(v)
+
+
+def test_profile_that_cannot_run_here_is_one_log_line(isolated: Path) -> None:
+    conf = isolated / "config" / "hotloop"
+    conf.mkdir(parents=True)
+    (conf / "odd.toml").write_text('[kernel.ancient]\nlabel = "2.6"\n'
+                                   'expect = { release = "2.6.*" }\n')
+
+    async def go() -> None:
+        app = HotloopApp(results_dir=isolated / "results")
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_for(pilot, lambda: app.form.base is not None, 10)
+            await set_choice(pilot, app, "kernel", "ancient")
+            await pilot.press("escape")
+            await pilot.press("r")
+            await wait_for(pilot, lambda: "cannot run" in log_text(app), 5, "refusal")
+            text = " ".join(log_text(app).split())        # the log wraps long lines
+            assert "does not match '2.6.*'" in text.split("cannot run:", 1)[1]
+            assert app.worker is None and app.screen is app.main_screen
+    run(go())
+
+
+def test_batch_plan_loads_its_first_variant(isolated: Path) -> None:
+    async def go() -> None:
+        app = HotloopApp(results_dir=isolated / "results")
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_for(pilot, lambda: app.form.base is not None, 10)
+            tree = app.query_one(CatalogTree)
+            tree.focus()
+            node = tree.node_for("plan", "page-pool")
+            assert node is not None
+            tree.move_cursor(node)
+            await pilot.press("enter")
+            await wait_for(pilot, lambda: app.form.base is not None
+                           and app.form.base.workload == "pool", 5, "page-pool loaded")
+            assert app.form.build().params["mode"] == "fast_path"
+            assert "3 variants" in log_text(app)
+            assert "hotloop run page-pool" in str(app.form.query_one("#form-hint").render())
+            assert app.check_action("run", ()) is True
+            assert "page-pool" in str(app.query_one("#status").render())
+    run(go())
+
+
+def test_a_broken_user_profile_is_left_out_and_said_on_the_first_screen(isolated: Path) -> None:
+    user = isolated / "config" / "hotloop"
+    user.mkdir(parents=True)
+    (user / "broken.toml").write_text("[workload.x\n")
+
+    async def go() -> None:
+        app = HotloopApp(results_dir=isolated / "results")
+        async with app.run_test(size=(80, 24)) as pilot:
+            await wait_for(pilot, lambda: app.form.base is not None, 10, "quick selected")
+            assert "seqpacket" in app.cat.workloads and app.form.base.name == "quick"
+            assert any("broken.toml: malformed TOML" in e for e in app.cat.errors)
+            await wait_for(pilot, lambda: any("broken.toml" in str(n.message)
+                                              for n in app._notifications), 5, "notified")
+            assert "malformed TOML" in log_text(app)
+    run(go())
+
+
+def test_sighup_stops_the_run_and_quits_like_q(isolated: Path, leftovers) -> None:
+    # A dropped SSH session: the run is stopped (result file ends "interrupted"),
+    # nothing is left running, the console exits with 128 + SIGHUP.
+    import os
+    import signal
+
+    async def go() -> None:
+        out = isolated / "results"
+        app = HotloopApp(results_dir=out)
+        async with app.run_test(size=SIZE) as pilot:
+            await start_long_run(pilot, app)
+            os.kill(os.getpid(), signal.SIGHUP)
+            await wait_for(pilot, lambda: app.return_code is not None, 10, "app exits")
+        assert app.return_code == 128 + signal.SIGHUP
+        result = results.read(next(out.glob("*.jsonl")))
+        assert result.failed is not None and result.failed.interrupted
+    run(go())
+    assert leftovers() == []
+
+
+async def settings(pilot, app: HotloopApp, workload: str, runs: str,
+                   **params: str) -> None:
+    """A workload picked from the catalogue, its params typed in, no warmup, no perf."""
+    await wait_for(pilot, lambda: app.form.base is not None, 10)
+    await app.pick("workload", workload)
+    await wait_for(pilot, lambda: app.form.base.workload == workload, 5, workload)
+    for key, value in params.items():
+        if isinstance(app.form.fields[f"param.{key}"].control, Select):
+            await set_choice(pilot, app, f"param.{key}", value)
+        else:
+            await type_into(pilot, app, f"param.{key}", value)
+    await type_into(pilot, app, "runs", runs)
+    await type_into(pilot, app, "warmup", "0")
+    await set_choice(pilot, app, "perf", "off")
+    await pilot.press("escape")
+    await wait_for(pilot, lambda: isinstance(app.focused, CatalogTree), 5, "tree focus")
+
+
+def test_stop_means_stop_however_many_runs_are_buffered(isolated: Path, leftovers) -> None:
+    # Runs of one block each: thousands a second queue up between the worker and the
+    # console. After x not one more reaches the screen or the result file.
+    async def go() -> None:
+        out = isolated / "results"
+        app = HotloopApp(results_dir=out)
+        async with app.run_test(size=SIZE) as pilot:
+            await settings(pilot, app, "zero_null", "1000000", count="1")
+            await pilot.press("r")
+            await wait_for(pilot, lambda: app.live is not None and app.live.n >= 3000, 60,
+                           "a flood of runs")
+            await pilot.press("x")
+            at_stop = app.live.n
+            await wait_for(pilot, lambda: not app.running, 10, "worker ended")
+            assert app.live.n == at_stop and app.live.state == "stopped"
+            result = results.read(next(out.glob("*.jsonl")))
+            assert len(result.runs) == at_stop
+            assert result.failed is not None and result.failed.interrupted
+            assert result.failed.run == at_stop
+        assert leftovers() == []
+    run(go())
+
+
+@pytest.mark.parametrize("key", ["x", "q"])
+def test_stop_after_the_last_run_reports_a_completed_session(isolated: Path, faulty,
+                                                             leftovers, key) -> None:
+    # Every run is in and the worker is tearing down (5 s, cut by the stop): nothing
+    # was lost, so the session is done, not "stopped by the user".
+    async def go() -> None:
+        out = isolated / "results"
+        app = HotloopApp(profiles=[faulty], results_dir=out)
+        async with app.run_test(size=SIZE) as pilot:
+            await settings(pilot, app, "faulty", "3", fault="slow-teardown")
+            await pilot.press("r")
+            await wait_for(pilot, lambda: app.live is not None and app.live.n == 3, 60,
+                           "every run in")
+            assert app.running
+            await pilot.press(key)
+            if key == "x":
+                await wait_for(pilot, lambda: not app.running, 10, "worker ended")
+                assert app.live.state == "finished"
+                assert "done: 3 runs" in log_text(app)
+            else:
+                await wait_for(pilot, lambda: not app.is_running, 10, "app exited")
+        result = results.read(next(out.glob("*.jsonl")))
+        assert len(result.runs) == 3 and result.finished is not None
+        assert result.failed is None
+        assert leftovers() == []
+    run(go())
+
+
+def test_until_ci_stops_when_the_median_is_known_and_detect_uses_the_calibration(
+        isolated: Path, leftovers) -> None:
+    """The form's "until ±%" ends the run early; the stats say how far the median is known,
+    the runs left to the target, and the smallest change this session could detect, with
+    the calibrated session noise once `hotloop calibrate` has measured it."""
+    from conftest import hotloop
+
+    async def one_run(app: HotloopApp, pilot) -> str:
+        await wait_for(pilot, lambda: app.form.base is not None, 10)
+        await app.pick("workload", "zero_null")
+        await type_into(pilot, app, "param.count", "2000")
+        await type_into(pilot, app, "runs", "400")
+        await type_into(pilot, app, "warmup", "0")
+        target: Input = app.form.fields["until_ci"].control  # type: ignore[assignment]
+        target.value = "3"
+        await set_choice(pilot, app, "perf", "off")
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: isinstance(app.focused, CatalogTree), 5, "tree focus")
+        await pilot.press("r")
+        await wait_for(pilot, lambda: app.live is not None and app.live.state == "finished",
+                       120, "the run stopped at its target")
+        await wait_for(pilot, lambda: not app.running, 10)
+        stats = app.query_one(StatsPanel)
+        await wait_for(pilot, lambda: "reached" in str(stats.query_one("#stats-runs").render()),
+                       5, "the target reached")
+        return str(stats.query_one("#stats-numbers").render())
+
+    async def go(calibrated: bool) -> None:
+        out = isolated / "results"
+        app = HotloopApp(results_dir=out)
+        async with app.run_test(size=SIZE) as pilot:
+            numbers = await one_run(app, pilot)
+            assert 10 <= app.live.n < 400
+            assert ("calibrated" in numbers) == calibrated and "detect" in numbers
+            assert ("assumed noise" in numbers) != calibrated
+            newest = max(out.glob("*zero_null*.jsonl"), key=lambda p: p.stat().st_mtime)
+            result = results.read(newest)
+            stop = result.finished.summary["stop"]
+            assert stop["reason"] == "until_ci" and stop["ci_pct"] <= 3
+            assert result.header.fields["plan"]["until_ci"] == 3
+    run(go(calibrated=False))
+    cal = hotloop("calibrate", "zero_null", "--param", "count=2000", "--runs", "6",
+                  "--sessions", "3", "--no-perf")
+    assert cal.returncode == 0, cal.stderr
+    run(go(calibrated=True))
+    assert leftovers() == []

@@ -1,0 +1,242 @@
+"""The console's compare screen, driven with Pilot on result files the real CLI wrote.
+
+Two zero_null results (5 runs each, 512-byte and 16 KiB blocks: the bigger
+blocks move far more bytes a second, so the verdict is clearly "faster") and a
+syscall result (another workload) are made once per module with `hotloop run`,
+then copied into each test's results directory.
+"""
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import ROOT
+from test_app import wait_for
+from textual.widgets import DataTable, Static
+
+from hotloop.console.app import HotloopApp
+from hotloop.console.screens.compare import CompareHistogram, CompareScreen
+
+SIZE = (80, 24)
+
+
+def cli_result(out: Path, env: dict[str, str], workload: str, *params: str) -> Path:
+    args = [sys.executable, "-m", "hotloop", "run", workload, "--runs", "5", "--no-perf",
+            "--out", str(out)]
+    for p in params:
+        args += ["--param", p]
+    done = subprocess.run(args, capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return out
+
+
+@pytest.fixture(scope="module")
+def made(tmp_path_factory: pytest.TempPathFactory, cache_home: Path) -> dict[str, Path]:
+    base = tmp_path_factory.mktemp("made")
+    env = dict(os.environ, PYTHONPATH=str(ROOT), XDG_CACHE_HOME=str(cache_home),
+               XDG_CONFIG_HOME=str(base / "config"), XDG_STATE_HOME=str(base / "state"))
+    small = ("count=3000", "block_size=512")
+    return {
+        "small": cli_result(base / "bs512.jsonl", env, "zero_null", *small),
+        "big": cli_result(base / "bs16k.jsonl", env, "zero_null", "count=3000",
+                          "block_size=16384"),
+        "syscall": cli_result(base / "syscall.jsonl", env, "syscall"),
+    }
+
+
+def results_dir(isolated: Path, files: list[Path]) -> Path:
+    """Copy `files` in, the first the oldest (the screen lists newest first)."""
+    out = isolated / "results"
+    out.mkdir(exist_ok=True)
+    for i, f in enumerate(files):
+        dest = out / f.name
+        shutil.copyfile(f, dest)
+        os.utime(dest, (1_700_000_000 + i * 60, 1_700_000_000 + i * 60))
+    return out
+
+
+async def open_compare(pilot, app: HotloopApp, n: int) -> CompareScreen:
+    await wait_for(pilot, lambda: app.form.base is not None, 10, "a plan loaded")
+    await pilot.press("c")
+    await wait_for(pilot, lambda: isinstance(app.screen, CompareScreen) and app.screen.loaded,
+                   10, "the compare screen and its file list")
+    screen = app.screen
+    assert isinstance(screen, CompareScreen)
+    assert len(screen.entries) == n
+    return screen
+
+
+async def pick(pilot, screen: CompareScreen, name: str, key: str = "space") -> None:
+    """Move the file list's cursor to `name` with the arrow keys and pick it."""
+    table = screen.query_one("#compare-files", DataTable)
+    row = [e.path.name for e in screen.entries].index(name)
+    while table.cursor_row != row:
+        await pilot.press("down" if table.cursor_row < row else "up")
+    before = [list(side) for side in screen.sides]
+    await pilot.press(key)
+    await wait_for(pilot, lambda: screen.sides != before, 5, f"{name} (un)picked")
+
+
+def status(screen: CompareScreen) -> str:
+    return str(screen.query_one("#compare-status", Static).render())
+
+
+def test_compare_two_files_verdict_histogram_and_back(isolated: Path,
+                                                      made: dict[str, Path]) -> None:
+    async def go() -> None:
+        out = results_dir(isolated, [made["small"], made["big"]])
+        app = HotloopApp(results_dir=out)
+        async with app.run_test(size=SIZE) as pilot:
+            screen = await open_compare(pilot, app, 2)
+            files = screen.query_one("#compare-files", DataTable)
+            assert [e.path.name for e in screen.entries] == ["bs16k.jsonl", "bs512.jsonl"]
+            assert str(files.get_cell(str(out / "bs512.jsonl"), "workload")) == "zero_null"
+            assert str(files.get_cell(str(out / "bs512.jsonl"), "runs")) == "5"
+            await pick(pilot, screen, "bs512.jsonl", "enter")      # the baseline
+            await pick(pilot, screen, "bs16k.jsonl", "space")
+            assert [p.name for p in screen.picked] == ["bs512.jsonl", "bs16k.jsonl"]
+            assert str(files.get_cell(str(out / "bs512.jsonl"), "pick")) == "base"
+            assert str(files.get_cell(str(out / "bs16k.jsonl"), "pick")) == "2"
+            await pilot.press("c")
+            await wait_for(pilot, lambda: screen.comparison is not None or screen.error, 30,
+                           "the comparison")
+            assert screen.error == ""
+            table = screen.query_one("#compare-table", DataTable)
+            await wait_for(pilot, lambda: table.row_count > 0, 5, "table rows")
+            first = [str(c) for c in table.get_row_at(0)]
+            assert first[0] == "bytes/s"                       # the primary metric first
+            assert first[2] == "faster"
+            assert first[1].startswith("+")
+            metrics = [str(table.get_row_at(i)[0]) for i in range(table.row_count)]
+            assert "ns/op" in metrics
+            warnings = str(screen.query_one("#compare-warnings", Static).render())
+            assert "params.block_size 512 -> 16384" in warnings
+            # the histogram: both files on the shared buckets, 5 runs each
+            hist = screen.query_one(CompareHistogram)
+            series = hist.series()
+            assert list(series) == ["bs512", "bs16k"]
+            assert [sum(v) for v in series.values()] == [5, 5]
+            await pilot.press("3")
+            await wait_for(pilot, lambda: hist.is_mounted and hist.display
+                           and hist.size.width > 0, 5, "histogram tab")
+            await pilot.press("4")
+            syms = screen.query_one("#compare-symbols", DataTable)
+            assert "no perf symbols" in " ".join(str(syms.get_row_at(i)[0])
+                                                 for i in range(syms.row_count))
+            await pilot.press("escape")
+            await wait_for(pilot, lambda: app.screen is app.main_screen, 5, "back")
+            assert app.check_action("run", ()) is True
+    run(go())
+
+
+def test_sessions_marked_into_sides(isolated: Path, made: dict[str, Path]) -> None:
+    """Two sessions a side: space starts a side, `a` adds a session to the last one."""
+    async def go() -> None:
+        copies = []
+        for name in ("small", "big"):
+            twin = isolated / f"{made[name].stem}-again.jsonl"
+            shutil.copyfile(made[name], twin)
+            copies += [made[name], twin]
+        out = results_dir(isolated, copies)
+        app = HotloopApp(results_dir=out)
+        async with app.run_test(size=SIZE) as pilot:
+            screen = await open_compare(pilot, app, 4)
+            await pick(pilot, screen, "bs512.jsonl")
+            await pick(pilot, screen, "bs512-again.jsonl", "a")
+            await pick(pilot, screen, "bs16k.jsonl")
+            await pick(pilot, screen, "bs16k-again.jsonl", "a")
+            assert [[p.name for p in side] for side in screen.sides] == [
+                ["bs512.jsonl", "bs512-again.jsonl"], ["bs16k.jsonl", "bs16k-again.jsonl"]]
+            files = screen.query_one("#compare-files", DataTable)
+            assert str(files.get_cell(str(out / "bs512-again.jsonl"), "pick")) == "base"
+            assert str(files.get_cell(str(out / "bs16k-again.jsonl"), "pick")) == "2"
+            assert "2 sessions" in status(screen)
+            await pilot.press("c")
+            await wait_for(pilot, lambda: screen.comparison is not None or screen.error, 30,
+                           "the comparison")
+            assert screen.error == ""
+            comp = screen.comparison
+            assert [s.sessions for s in comp.sides] == [2, 2]
+            sides = str(screen.query_one("#compare-sides", Static).render())
+            assert "2 sessions, 10 runs" in sides
+            assert "session noise: measured from the sides' own sessions" in sides
+            table = screen.query_one("#compare-table", DataTable)
+            await wait_for(pilot, lambda: table.row_count > 0, 5, "table rows")
+            assert str(table.get_row_at(0)[2]) == "faster"
+            # space on a picked file takes it out of its side
+            await pilot.press("1")
+            await pick(pilot, screen, "bs16k-again.jsonl", "space")
+            await wait_for(pilot, lambda: len(screen.sides[1]) == 1, 5, "a session dropped")
+            await pilot.press("escape")
+            await wait_for(pilot, lambda: app.screen is app.main_screen, 5, "back")
+    run(go())
+
+
+def test_compare_refuses_with_one_line(isolated: Path, made: dict[str, Path]) -> None:
+    async def go() -> None:
+        out = results_dir(isolated, [made["small"], made["syscall"]])
+        (out / "notes.jsonl").write_text("this is not a result\n")
+        app = HotloopApp(results_dir=out)
+        async with app.run_test(size=SIZE) as pilot:
+            screen = await open_compare(pilot, app, 3)
+            await pick(pilot, screen, "bs512.jsonl")
+            await pilot.press("c")                              # one file: not enough
+            await wait_for(pilot, lambda: "two or more" in screen.error, 5, "too few")
+            await pick(pilot, screen, "syscall.jsonl")
+            await pilot.press("c")
+            await wait_for(pilot, lambda: "cannot be compared" in screen.error, 30,
+                           "different workloads refused")
+            assert "\n" not in screen.error and "syscall" in screen.error
+            assert "cannot be compared" in status(screen)
+            assert screen.comparison is None
+            await pilot.press("space")                          # unpick syscall
+            await pick(pilot, screen, "notes.jsonl")
+            await pilot.press("c")
+            await wait_for(pilot, lambda: "not a hotloop result" in screen.error, 30,
+                           "not a result")
+            assert "\n" not in screen.error
+            assert app.is_running and app.screen is screen
+            await pilot.press("escape")
+            await wait_for(pilot, lambda: app.screen is app.main_screen, 5, "back")
+    run(go())
+
+
+def test_compare_from_the_palette_and_empty_dir(isolated: Path) -> None:
+    async def go() -> None:
+        from textual.command import CommandPalette
+        app = HotloopApp(results_dir=isolated / "nothing-here")
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_for(pilot, lambda: app.form.base is not None, 10)
+            assert any(b.id == "compare" for b in app.BINDINGS)
+            await pilot.press("ctrl+p")
+            await wait_for(pilot, lambda: isinstance(app.screen, CommandPalette), 5)
+            await pilot.press(*"compare res")
+            await wait_for(pilot, lambda: "Compare results" in str(
+                app.screen.query_one("CommandList").get_option_at_index(0).prompt), 5)
+            await pilot.press("enter")
+            await wait_for(pilot, lambda: isinstance(app.screen, CompareScreen)
+                           and app.screen.loaded, 5, "compare screen from the palette")
+            assert "no result files" in status(app.screen)
+            await pilot.press("r")                  # the console's keys rest here
+            await pilot.pause()
+            assert app.worker is None
+            await pilot.press("escape")
+            await wait_for(pilot, lambda: app.screen is app.main_screen, 5)
+    run(go())
+
+
+def test_console_launch_does_not_import_scipy() -> None:
+    code = ("import sys, hotloop.console.app; "
+            "print('scipy' in sys.modules, 'hotloop.analysis.compare' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=dict(os.environ, PYTHONPATH=str(ROOT)), timeout=60)
+    assert done.stdout.split() == ["False", "False"], done.stderr
+
+
+def run(coro) -> None:
+    asyncio.run(coro)

@@ -1,0 +1,101 @@
+"""Batches and interleaved A/B runs: one result file per variant and a comparison."""
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+from conftest import hotloop
+
+from hotloop import catalog, results
+from hotloop import events as ev
+from hotloop.run.interleave import interleave
+from hotloop.run.session import Session
+
+
+def test_interleaved_sessions_take_turns_one_run_each(tmp_path, leftovers):
+    cat = catalog.load()
+    plans = [catalog.with_overrides(cat.plan_for("zero_null"), runs=4, warmup=1, perf=False,
+                                    params={"count": 2000, "block_size": bs})
+             for bs in (512, 4096)]
+    sessions = [Session(cat.resolve(p), tmp_path / f"{v}.jsonl", variant=v)
+                for p, v in zip(plans, "AB")]
+
+    async def collect() -> list[ev.Event]:
+        return [e async for e in interleave(sessions)]
+
+    events = asyncio.run(collect())
+    order = "".join(e.variant for e in events if isinstance(e, ev.RunSample))
+    # every variant once a round, the warmups too; each round starts one later: AB BA AB...
+    assert order == "ABBAABBAAB"
+    assert sum(isinstance(e, ev.Finished) for e in events) == 2
+    for v, bs in zip("AB", (512, 4096)):
+        res = results.read(tmp_path / f"{v}.jsonl")
+        assert len(res.runs) == 4 and not res.partial
+        assert res.header.fields["params"]["block_size"] == bs and res.header.fields["variant"] == v
+    assert leftovers() == []
+
+
+def test_three_variants_rotate_which_runs_first(tmp_path):
+    cat = catalog.load()
+    sessions = [Session(cat.resolve(catalog.with_overrides(
+        cat.plan_for("zero_null"), runs=3, warmup=0, perf=False,
+        params={"count": 2000, "block_size": bs})), tmp_path / f"{v}.jsonl", variant=v)
+        for bs, v in zip((512, 1024, 2048), "ABC")]
+
+    async def collect() -> str:
+        return "".join([e.variant async for e in interleave(sessions)
+                        if isinstance(e, ev.RunSample)])
+    assert asyncio.run(collect()) == "ABC" "BCA" "CAB"
+
+
+def test_cpu_variants_interleaved_from_the_command_line(tmp_path):
+    p = hotloop("run", "seqpacket", "--cpu", "same-core", "--cpu", "split", "--interleave",
+                "--runs", "5", "--param", "msgs=5000", "--no-perf", "--format", "json")
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(p.stdout)
+    assert [r["workload"] for r in doc["results"]] == ["seqpacket", "seqpacket"]
+    files = sorted((tmp_path / "results").glob("*.jsonl"))
+    assert len(files) == 2
+    cpus = {results.read(f).header.fields["cpu"]["name"] for f in files}
+    assert cpus == {"same-core", "split"}
+    rows = doc["comparison"]["comparisons"]
+    assert rows and {"metric", "baseline", "new", "change_pct", "p_value", "verdict"} <= set(rows[0])
+
+
+def test_a_batch_of_plans_runs_in_turn_and_ends_with_the_comparison(tmp_path):
+    for name, bs in (("small", 512), ("big", 8192)):
+        assert hotloop("save", name, "--workload", "zero_null", "--runs", "5",
+                       "--param", "count=5000", "--param", f"block_size={bs}",
+                       "--no-perf").returncode == 0
+    p = hotloop("run", "small", "big")
+    assert p.returncode == 0, p.stderr
+    assert "big vs small (baseline)" in p.stdout
+    assert "faster" in p.stdout                # 16x the bytes per syscall
+    assert len(list((tmp_path / "results").glob("*.jsonl"))) == 2
+
+
+def test_batch_usage_errors_are_one_line():
+    for args, expected in [
+        (["run", "zero_null", "--interleave"], "--interleave needs two or more variants"),
+        (["run", "zero_null", "seqpacket", "--out", "x.jsonl"], "--out names one file"),
+        (["run", "zero_null", "--param", "count=1,0"], "0 is below the minimum 1"),
+    ]:
+        p = hotloop(*args)
+        assert p.returncode == 2 and expected in p.stderr, (args, p.stderr)
+        assert len(p.stderr.strip().splitlines()) == 1
+    assert not Path("results").exists()
+
+
+def test_compare_command_formats(tmp_path):
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    for out in (a, b):
+        assert hotloop("run", "zero_null", "--runs", "5", "--param", "count=3000",
+                       "--no-perf", "--out", str(out)).returncode == 0
+    org = hotloop("compare", str(a), str(b), "--format", "org")
+    assert org.returncode == 0 and "|-" in org.stdout
+    same = json.loads(hotloop("compare", str(a), str(a), "--format", "json").stdout)
+    row = next(r for r in same["comparisons"] if r["metric"] == "bytes/s")
+    assert row["change_pct"] == 0 and row["significant"] is False
+    bad = hotloop("compare", str(a), str(tmp_path / "nope.jsonl"))
+    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1

@@ -1,0 +1,207 @@
+"""hotloop.perf against the real perf binary and real busy processes (parsers: canned text)."""
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from hotloop.perf.parse import parse_report, report_argv
+from hotloop.perf.probe import capabilities
+from hotloop.perf.recorder import PerfRecorder, PerfWindow
+
+HAVE_PERF = shutil.which("perf") is not None
+needs_perf = pytest.mark.skipif(not HAVE_PERF, reason="perf not installed")
+
+# A syscall-bound busy loop: almost all of its time is in the kernel (read_zero & co).
+BUSY = ("import os\n"
+        "s = os.open('/dev/zero', os.O_RDONLY); d = os.open('/dev/null', os.O_WRONLY)\n"
+        "while True: os.write(d, os.read(s, 65536))\n")
+
+
+def perf_children() -> list[int]:
+    """pids of processes named perf whose parent is this test process (no psutil)."""
+    me = os.getpid()
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        comm = stat[stat.index("(") + 1: stat.rindex(")")]
+        ppid = int(stat[stat.rindex(")") + 2:].split()[1])
+        if comm.startswith("perf") and ppid == me:
+            found.append(int(name))
+    return found
+
+
+@pytest.fixture
+def busy():
+    p = subprocess.Popen([sys.executable, "-c", BUSY])
+    yield p
+    p.kill()
+    p.wait()
+
+
+# --------------------------------------------------------------------------- real perf
+
+@needs_perf
+def test_capabilities_real_machine():
+    t = time.monotonic()
+    caps = {c.name: c for c in capabilities()}
+    assert time.monotonic() - t < 2
+    assert caps["perf"].available
+    for name in ("perf_event_paranoid", "kernel symbols", "counters", "call-graph fp", "call-graph dwarf"):
+        assert name in caps and caps[name].detail
+    # software counters always count where perf works
+    assert "task-clock" in caps["counters"].detail.split(";")[0]
+
+
+@needs_perf
+def test_recorder_real_busy_process(busy, tmp_path):
+    async def main():
+        got: list[tuple[float, PerfWindow]] = []
+        rec = PerfRecorder([busy.pid], keep_dir=tmp_path / "perf")
+        assert await rec.start(), rec.warnings
+        t0 = time.monotonic()
+        assert perf_children(), "perf record/stat should be running"
+
+        async def consume():
+            async for w in rec.windows():
+                got.append((time.monotonic() - t0, w))
+        async def until(windows: int) -> None:
+            deadline = time.monotonic() + 30
+            while len(got) < windows and time.monotonic() < deadline:
+                await asyncio.sleep(0.05)
+            assert len(got) >= windows, f"{len(got)} perf windows in 30 s"
+        task = asyncio.create_task(consume())
+        await until(1)                      # a window of its own (1 s), then
+        rec.cut()                           # the end of "repetition 0"
+        await until(3)                      # and two more of "repetition 1"
+        result = await rec.stop()
+        await asyncio.wait_for(task, 5)
+        return rec, got, result
+
+    rec, got, result = asyncio.run(main())
+    assert perf_children() == [], "perf outlived stop()"
+    assert result.warnings == []
+    # every window covers at most 2 s of sampling
+    assert len(got) >= 3
+    assert all(w.end - w.start <= 2.0 for _, w in got)
+    assert {w.run for _, w in got} >= {0, 1}
+    # kernel symbols dominate a read(/dev/zero) loop; percents sum to ~100
+    top = result.symbols[:5]
+    assert any(s.kernel and s.dso.startswith("[kernel") for s in top), top
+    assert 99.0 < sum(s.percent for s in result.symbols) < 101.0
+    assert result.samples == sum(w.samples for _, w in got) > 1000
+    for _, w in got:
+        if w.samples:
+            assert 98.0 < sum(s.percent for s in w.symbols) < 102.0
+    assert 99.0 < sum(s.percent for s in result.runs[0]) < 101.0
+    # counters: software ones counted, unsupported ones None (never 0)
+    assert result.counters["task-clock"] > 1000
+    for name in ("cycles", "instructions"):
+        assert name in result.counters and result.counters[name] != 0
+    # --keep-perf: the window files stay and perf report opens them
+    kept = sorted(os.listdir(tmp_path / "perf"))
+    assert len(kept) == len(got)
+    out = subprocess.run(report_argv("perf", str(tmp_path / "perf" / kept[0])),
+                         capture_output=True, text=True, timeout=20).stdout
+    assert parse_report(out)
+
+
+@needs_perf
+def test_perf_crash_is_a_warning_and_cancel_kills(busy):
+    async def crash():
+        warned: list[str] = []
+        rec = PerfRecorder([busy.pid], counters=False, on_warning=warned.append)
+        assert await rec.start()            # sampling runs once start() returns
+        os.kill(rec.pids_of_perf[0], signal.SIGKILL)     # perf dies mid-run
+        deadline = time.monotonic() + 10
+        while not warned and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        res = await rec.stop()
+        return warned, res
+
+    warned, res = asyncio.run(crash())
+    assert any("exited early" in w for w in warned) and res.warnings == warned
+    assert perf_children() == []
+
+    async def cancelled():
+        rec = PerfRecorder([busy.pid])
+        await rec.start()
+
+        async def session():
+            try:
+                await asyncio.sleep(10)
+            finally:
+                rec.kill()              # what the session does on cancellation
+        t = asyncio.create_task(session())
+        await asyncio.sleep(0)              # the session is in its sleep
+        t.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await t
+        return rec
+    asyncio.run(cancelled())
+    deadline = time.monotonic() + 5         # SIGKILLed: gone once the kernel reaps them
+    while perf_children() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert perf_children() == []
+
+
+@needs_perf
+def test_perf_dies_with_its_parent(busy):
+    # A parent that is SIGKILLed cannot clean up: PDEATHSIG must take perf down with it.
+    code = ("import asyncio, sys, time\nfrom hotloop.perf.recorder import PerfRecorder\n"
+            f"async def m():\n r = PerfRecorder([{busy.pid}]); assert await r.start()\n"
+            " print(*r.pids_of_perf, flush=True); await asyncio.sleep(30)\nasyncio.run(m())\n")
+    parent = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    pids = [int(p) for p in parent.stdout.readline().split()]
+    assert pids
+    parent.kill()
+    parent.wait()
+    deadline = time.monotonic() + 3
+    while time.monotonic() < deadline and any(os.path.exists(f"/proc/{p}") for p in pids):
+        time.sleep(0.05)
+    alive = [p for p in pids if os.path.exists(f"/proc/{p}")
+             and "perf" in Path(f"/proc/{p}/comm").read_text()]
+    assert alive == []
+
+
+def test_perf_missing_via_path(busy, monkeypatch, tmp_path):
+    monkeypatch.setenv("PATH", str(tmp_path))        # an empty directory: no perf
+    caps = {c.name: c for c in capabilities()}
+    assert not caps["perf"].available and "linux-perf" in caps["perf"].detail
+
+    async def main():
+        rec = PerfRecorder([busy.pid])
+        ok = await rec.start()
+        wins = [w async for w in rec.windows()]
+        rec.cut()
+        return ok, wins, await rec.stop()
+    ok, wins, res = asyncio.run(main())
+    assert not ok and wins == [] and res.symbols == []
+    assert len(res.warnings) == 1 and "linux-perf" in res.warnings[0]
+
+
+@needs_perf
+def test_attach_to_dead_pid_warns():
+    p = subprocess.Popen(["true"])
+    p.wait()
+
+    async def main():
+        rec = PerfRecorder([p.pid])
+        ok = await rec.start()
+        return ok, await rec.stop()
+    ok, res = asyncio.run(main())
+    assert not ok and res.warnings and "perf record failed to start" in res.warnings[0]
+    assert perf_children() == []

@@ -1,0 +1,226 @@
+"""perf through the real session and CLI: live windows, aggregates, degradation, no leftovers."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, hotloop, path_without
+from faulty import lines
+from faulty import wait_for_runs as _wait_for_runs
+
+from hotloop import results
+
+needs_perf = pytest.mark.skipif(shutil.which("perf") is None, reason="perf not installed")
+
+
+@needs_perf
+def test_a_perf_run_reports_kernel_hot_symbols_in_perf_report_shape(tmp_path, leftovers):
+    out = tmp_path / "z.jsonl"
+    p = hotloop("run", "zero_null", "--runs", "4", "--param", "count=300000", "--perf",
+                "--out", str(out), "--format", "json")
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(p.stdout)
+    syms = doc["hot_symbols"]
+    assert 0 < len(syms) <= 30
+    assert [s["percent"] for s in syms] == sorted((s["percent"] for s in syms), reverse=True)
+    kernel = [s for s in syms if s["kernel"]]
+    assert kernel and all(s["dso"] == "[kernel.kallsyms]" for s in kernel)
+    names = {s["symbol"] for s in syms}
+    assert names & {"read_zero", "iov_iter_zero", "__arch_clear_user", "clear_user",
+                    "rep_stos_alternative", "vfs_read", "do_syscall_64"}, names
+    assert any(s["symbol"] == "hl_run" and s["dso"].startswith("_hl_zero_null") for s in syms)
+    # the counters perf stat could read; unsupported ones are null, never 0
+    counters = doc["summary"]["counters"]
+    assert counters["task-clock"] > 0
+    assert all(v is None or v > 0 or k in ("cpu-migrations", "page-faults")
+               for k, v in counters.items())
+    rows = lines(out)
+    scopes = [r["scope"] for r in rows if r["type"] == "hot_symbols"]
+    assert "window" in scopes and scopes.count("session") == 1 and "run" in scopes
+    text = hotloop("show", str(out)).stdout
+    assert "hot symbols" in text and "[k] " in text and "[kernel.kallsyms]" in text
+    assert leftovers() == []
+
+
+@needs_perf
+def test_windows_arrive_at_least_every_two_seconds_during_a_long_run(faulty, tmp_path):
+    # One repetition of a few seconds: windows must come every <= 2 s, not just at its end.
+    # (perf report runs at SCHED_IDLE, on the CPU the workload leaves free.)
+    import asyncio
+    import time
+
+    from hotloop import catalog
+    from hotloop import events as ev
+    from hotloop.run.session import Session
+
+    cat = catalog.load([faulty])
+    plan = catalog.with_overrides(cat.plan_for("zero_null"), runs=1, warmup=0, perf=True,
+                                  params={"count": 12_000_000})
+    session = Session(cat.resolve(plan), tmp_path / "long.jsonl")
+
+    async def collect() -> list[tuple[float, ev.Event]]:
+        return [(time.monotonic(), e) async for e in session.events()]
+
+    events = asyncio.run(collect())
+    start = next(t for t, e in events if isinstance(e, ev.Started))
+    end, run = next((t, e) for t, e in events if isinstance(e, ev.RunSample))
+    assert run.ns > 2.5e9, "the repetition is too short to show live windows"
+    times = [start] + [t for t, e in events
+                       if isinstance(e, ev.HotSymbols) and e.scope == "window" and t < end]
+    gaps = [b - a for a, b in zip(times, times[1:])]
+    assert len(gaps) >= 2 and max(gaps) < 2.5, gaps   # 1 s windows + the report's time
+
+
+@needs_perf
+def test_keep_perf_leaves_data_perf_report_can_open(tmp_path):
+    out = tmp_path / "k.jsonl"
+    p = hotloop("run", "zero_null", "--runs", "2", "--param", "count=200000", "--perf",
+                "--keep-perf", "--out", str(out))
+    assert p.returncode == 0, p.stderr
+    kept = sorted((tmp_path / "k.perf").glob("perf.data*"))
+    assert kept
+    rep = subprocess.run(["perf", "report", "-i", str(kept[0]), "--stdio"],
+                         capture_output=True, text=True)
+    assert rep.returncode == 0 and "%" in rep.stdout
+
+
+def test_without_perf_the_run_happens_and_a_warning_says_how_to_fix_it(tmp_path):
+    env_path = path_without(tmp_path, "perf")
+    out = tmp_path / "np.jsonl"
+    env = dict(os.environ, PATH=env_path, PYTHONPATH=str(ROOT))
+    p = subprocess.run([sys.executable, "-m", "hotloop", "run", "zero_null", "--runs", "2",
+                        "--param", "count=20000", "--perf", "--out", str(out)],
+                       capture_output=True, text=True, env=env)
+    assert p.returncode == 0, p.stderr
+    assert "perf" in p.stderr and "linux-perf" in p.stderr
+    res = results.read(out)
+    assert len(res.runs) == 2 and any("linux-perf" in w for w in res.warnings)
+    doctor = subprocess.run([sys.executable, "-m", "hotloop", "doctor"], capture_output=True,
+                            text=True, env=env)
+    assert doctor.returncode == 0
+    perf_line = next(ln for ln in doctor.stdout.splitlines() if ln.split()[1:2] == ["perf"])
+    assert perf_line.split()[0] == "no" and "linux-perf" in perf_line
+
+
+@needs_perf
+def test_doctor_says_what_perf_can_do_here():
+    p = hotloop("doctor")
+    assert p.returncode == 0
+    perf_line = next(ln for ln in p.stdout.splitlines() if ln.split()[1:2] == ["perf"])
+    assert perf_line.split()[0] == "yes"
+    assert "counters" in p.stdout and "perf_event_paranoid" in p.stdout
+
+
+@needs_perf
+@pytest.mark.parametrize("how", ["crash", "ctrl-c", "sigkill"])
+def test_perf_never_outlives_the_session(faulty, tmp_path, leftovers, how):
+    out = tmp_path / f"{how}.jsonl"
+    args = ["run", "faulty", "--profiles", str(faulty), "--perf", "--warmup", "0",
+            "--out", str(out)]
+    if how == "crash":
+        p = hotloop(*args, "--param", "fault=segv", "--param", "at=4")
+        assert p.returncode == 1 and "SIGSEGV" in p.stderr
+    else:
+        env = dict(os.environ, PYTHONPATH=str(ROOT))
+        proc = subprocess.Popen([sys.executable, "-m", "hotloop", *args, "--runs", "1000"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env=env)
+        _wait_for_runs(out, 3)
+        proc.send_signal(signal.SIGKILL if how == "sigkill" else signal.SIGINT)
+        proc.communicate(timeout=30)
+        assert proc.returncode == (-signal.SIGKILL if how == "sigkill" else 130)
+    assert leftovers(grace=5) == []         # perf and perf report too (PDEATHSIG)
+    assert results.read(out).runs
+
+
+@pytest.fixture
+def kptr_restrict_2():
+    """kernel.kptr_restrict=2 hides kernel addresses even from root; always put back."""
+    path = Path("/proc/sys/kernel/kptr_restrict")
+    original = path.read_text().strip()
+    path.write_text("2")
+    try:
+        yield
+    finally:
+        path.write_text(original)
+
+
+@needs_perf
+def test_hidden_kernel_symbols_are_a_warning_with_the_fix_and_the_run_goes_on(
+        tmp_path, kptr_restrict_2):
+    out = tmp_path / "kp.jsonl"
+    p = hotloop("run", "zero_null", "--runs", "2", "--param", "count=100000", "--perf",
+                "--out", str(out))
+    assert p.returncode == 0, p.stderr
+    res = results.read(out)
+    assert len(res.runs) == 2
+    assert any("kptr_restrict=2" in w and "sysctl kernel.kptr_restrict=0" in w
+               for w in res.warnings), res.warnings
+
+
+@needs_perf
+def test_missing_hardware_counters_are_said_never_shown_as_zero(tmp_path):
+    from hotloop.perf.probe import capabilities
+    caps = {c.name: c for c in capabilities()}
+    out = tmp_path / "hw.jsonl"
+    p = hotloop("run", "zero_null", "--runs", "2", "--param", "count=100000", "--perf",
+                "--out", str(out))
+    assert p.returncode == 0, p.stderr
+    res = results.read(out)
+    counters = res.finished.counters
+    if caps["hardware counters"].available:     # a machine with a PMU
+        assert counters["cycles"] > 0 and counters["ipc"] > 0
+    else:                                       # a VM like this one
+        assert counters["cycles"] is None and counters["ipc"] is None
+        assert any("hardware counters" in w for w in res.warnings)
+        assert "not supported here" in hotloop("show", str(out)).stdout
+
+
+@needs_perf
+def test_each_session_keeps_only_its_own_samples_when_sharing_cpus(tmp_path):
+    # perf samples whole CPUs (per-task events would tax every context switch);
+    # the worker's process name keeps each session to its own samples.
+    p = hotloop("run", "zero_null", "syscall", "--interleave", "--cpu", "same-core",
+                "--runs", "3", "--perf", "--format", "json")
+    assert p.returncode == 0, p.stderr
+    for doc in json.loads(p.stdout)["results"]:
+        modules = {s["dso"] for s in doc["hot_symbols"] if s["dso"].startswith("_hl_")}
+        assert modules and all(m.startswith(f"_hl_{doc['workload']}_") for m in modules), \
+            (doc["workload"], modules)
+
+
+@needs_perf
+def test_stop_while_perf_stops_ends_as_stopped_and_windows_count_up(tmp_path, leftovers):
+    # stop() as the last run arrives lands while perf is being stopped and the
+    # worker told to tear down; with two workers, windows are numbered straight on.
+    import asyncio
+
+    from hotloop import catalog
+    from hotloop import events as ev
+    from hotloop.run.session import Session
+
+    cat = catalog.load()
+    plan = catalog.with_overrides(cat.plan_for("zero_null"), runs=4, warmup=0, perf=True,
+                                  processes=2, params={"count": 1_500_000})
+    session = Session(cat.resolve(plan), tmp_path / "s.jsonl")
+
+    async def collect() -> list[ev.Event]:
+        seen = []
+        async for e in session.events():
+            seen.append(e)
+            if isinstance(e, ev.RunSample) and e.index == 1:    # worker 1's last run
+                session.stop()
+        return seen
+
+    events = asyncio.run(collect())
+    assert isinstance(events[-1], ev.Failed) and events[-1].interrupted
+    windows = [e.window for e in events if isinstance(e, ev.HotSymbols) and e.scope == "window"]
+    assert windows == sorted(set(windows))
+    assert json.loads((tmp_path / "s.jsonl").read_text().splitlines()[-1])["interrupted"]
+    assert leftovers() == []

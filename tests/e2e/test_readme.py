@@ -1,0 +1,36 @@
+"""The README stays true: its workload example runs, its test command is CI's."""
+from __future__ import annotations
+
+import json
+import re
+
+from conftest import ROOT, hotloop
+
+README = (ROOT / "README.md").read_text()
+
+
+def block(lang: str, after: str) -> str:
+    section = README.split(after, 1)[1]
+    return re.search(rf"```{lang}\n(.*?)```", section, re.S).group(1)
+
+
+def test_the_documented_user_workload_runs_like_a_bundled_one(tmp_path):
+    d = tmp_path / "mine"
+    d.mkdir()
+    (d / "myloop.c").write_text(block("c", "## Writing your own workload"))
+    (d / "myloop.toml").write_text(block("toml", "## Writing your own workload"))
+    listed = hotloop("list", "workloads", "--profiles", str(d))
+    assert listed.returncode == 0 and "myloop" in listed.stdout
+    p = hotloop("run", "myloop", "--profiles", str(d), "--runs", "3", "--param", "calls=20000",
+                "--no-perf", "--format", "json")
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(p.stdout)
+    assert doc["metric"] == "ns/op" and doc["higher_is_better"] is False
+    assert all(r["ops"] == 20000 and r["value"] > 0 for r in doc["runs"])
+
+
+def test_ci_runs_exactly_the_readme_test_command():
+    quick = block("sh", "## Quick start")
+    test_cmd = next(ln for ln in quick.splitlines() if "pytest" in ln).split("#")[0].strip()
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert test_cmd in ci.splitlines()

@@ -1,0 +1,106 @@
+"""The catalogue's rules on the bundled and on broken TOML: loading, one-line errors, params, saving."""
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from hotloop import catalog
+from hotloop.errors import HotloopError
+
+GOOD_WORKLOAD = """
+[workload.mine]
+source = "mine.c"
+metric = "ops/s"
+params.n = { default = 10, min = 1, max = 100 }
+params.mode = { default = "a", choices = ["a", "b"] }
+"""
+
+
+def profile_dir(tmp_path: Path, toml: str, name: str = "p.toml") -> Path:
+    d = tmp_path / "prof"
+    d.mkdir(exist_ok=True)
+    (d / "mine.c").write_text('#include "hotloop.h"\n')
+    (d / name).write_text(textwrap.dedent(toml))
+    return d
+
+
+def load_error(tmp_path: Path, toml: str) -> str:
+    d = profile_dir(tmp_path, toml)
+    with pytest.raises(HotloopError) as e:
+        catalog.load([d])
+    return str(e.value)
+
+
+def test_bundled_catalogue_loads_and_resolves_every_plan():
+    cat = catalog.load()
+    assert {"seqpacket", "zero_null"} <= set(cat.workloads)
+    assert {"default", "same-core", "split", "fifo"} <= set(cat.cpus)
+    assert "quick" in cat.plans
+    for plan in cat.plans.values():
+        for _, variant in cat.variants(plan):
+            rp = cat.resolve(variant)
+            assert set(rp.params) == set(rp.workload.params)
+
+
+@pytest.mark.parametrize("toml, expected", [
+    ("[workload.x\nsource = 1", "malformed TOML"),
+    (GOOD_WORKLOAD + "colour = 'red'\n", "p.toml:7: [workload.mine] colour: unknown key"),
+    (GOOD_WORKLOAD.replace('metric = "ops/s"', "metric = 3"),
+     "p.toml:4: [workload.mine] metric: expected a string, got an integer"),
+    (GOOD_WORKLOAD.replace("max = 100 }", "max = 100, colour = 1 }"),
+     "[workload.mine] params.n.colour: unknown key"),
+    (GOOD_WORKLOAD.replace("default = 10,", "default = 1000,"),
+     "[workload.mine] params.n.default: 1000 is above the maximum 100"),
+    (GOOD_WORKLOAD.replace('"mine.c"', '"gone.c"'), "[workload.mine] source: no such file"),
+    (GOOD_WORKLOAD.replace('"ops/s"', '"ns/ops"'),
+     "p.toml:4: [workload.mine] metric: unknown metric 'ns/ops' (one of bytes/s"),
+    ("[cpu.c]\ncpus = [0, 4096]\n", "[cpu.c] cpus: item 1: 4096 is above the maximum 4095"),
+    ("[cpu.c]\nsched = 'fast'\n", "[cpu.c] sched: 'fast' is not one of other, fifo"),
+    ("[cpu.c]\nsched = 'fifo'\npriority = 0\n", "p.toml:3: [cpu.c] priority: sched fifo needs"),
+    ("[cpu.c]\nnice = 'low'\n", "[cpu.c] nice: expected an integer, got a string"),
+    ("[kernel.k]\nsysctl = { 'not a sysctl' = 1 }\n", "[kernel.k] sysctl: 'not a sysctl'"),
+    ("[kernel.k]\nexpect = { kernel = '6.*' }\n", "[kernel.k] expect.kernel: unknown key"),
+    ("[plan.p]\nworkload = 'nope'\n", "p.toml:2: [plan.p] workload: unknown workload 'nope'"),
+    ("[plan.p]\nworkload = 'zero_null'\ncpu = 'nope'\n", "[plan.p] cpu: unknown CPU profile"),
+    ("[plan.p]\nworkload = 'zero_null'\nruns = 0\n", "[plan.p] runs: 0 is below the minimum 1"),
+    ("[plan.p]\nworkload = 'zero_null'\nparams = { count = -1 }\n",
+     "[plan.p] params.count: -1 is below the minimum 1"),
+    ("[plan.p]\nworkload = 'zero_null'\nparams = { colour = 1 }\n",
+     "[plan.p] params.colour: workload zero_null has no param 'colour'"),
+    ("[plan.p]\nruns = 3\n", "[plan.p]: missing key 'workload'"),
+    ("[plan.quick]\nworkload = 'zero_null'\n", "[plan.quick]: defined twice (also in"),
+    ("[gadget.g]\nx = 1\n", "unknown table [gadget]"),
+])
+def test_bad_profile_is_one_line_naming_file_table_and_key(tmp_path, toml, expected):
+    message = load_error(tmp_path, toml)
+    assert expected in message
+    assert "\n" not in message
+    assert "p.toml" in message
+
+
+def test_param_parsing_respects_type_and_bounds():
+    p = catalog.Param("n", 10, min=1, max=2_000)
+    assert p.parse("1_000") == 1000 and p.parse("0x10") == 16
+    for bad in ("0", "2001", "ten", "1.5"):
+        with pytest.raises(ValueError):
+            p.parse(bad)
+    s = catalog.Param("mode", "a", choices=("a", "b"))
+    assert s.parse("b") == "b"
+    with pytest.raises(ValueError):
+        s.parse("c")
+
+
+def test_saved_plan_loads_back_identically():
+    cat = catalog.load()
+    plan = catalog.with_overrides(cat.plans["quick"], name="mine", cpu="split", runs=7,
+                                  warmup=0, perf=False, params={"msgs": 5000, "type": "stream"})
+    path = catalog.save_plan(plan, cat=cat)
+    again = catalog.load().plans["mine"]
+    assert again.origin == str(path)
+    assert catalog.with_overrides(again, origin="x") == catalog.with_overrides(plan, origin="x")
+    with pytest.raises(HotloopError, match="exists"):
+        catalog.save_plan(plan, cat=catalog.load())
+    with pytest.raises(HotloopError, match="already exists"):
+        catalog.save_plan(catalog.with_overrides(plan, name="quick"), cat=cat)

@@ -1,0 +1,36 @@
+"""The code keeps its rules, checked by machines: the import contracts of pyproject.toml
+(import-linter), the types (mypy) and the linter (ruff)."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+
+from conftest import ROOT
+
+
+def _run(*argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=300)
+
+
+def _tool(name: str) -> str:
+    # the venv's own, beside this python (the test extra installs them)
+    found = shutil.which(name, path=str(ROOT.joinpath(sys.executable).parent)) or shutil.which(name)
+    assert found, f"{name} is not installed: pip install -e '.[test]'"
+    return found
+
+
+def test_each_stage_imports_only_the_stages_beneath_it():
+    p = _run(_tool("lint-imports"))
+    assert p.returncode == 0, p.stdout[-3000:]
+    assert "Contracts: 2 kept, 0 broken." in p.stdout
+
+
+def test_the_types_check():
+    p = _run(sys.executable, "-m", "mypy")
+    assert p.returncode == 0, p.stdout[-3000:]
+
+
+def test_the_linter_finds_nothing():
+    p = _run(sys.executable, "-m", "ruff", "check", "tui", "tests", "benchmarks")
+    assert p.returncode == 0, p.stdout[-3000:]

@@ -1,0 +1,158 @@
+"""compare's statistics on synthetic samples: directions, ties, false positives at alpha, noise."""
+from __future__ import annotations
+
+import pytest
+
+from hotloop.analysis import compare
+
+# --------------------------------------------------------------------------- sessions as sides
+
+
+def test_synthetic_lower_is_better_and_resource_wording():
+    """Synthetic samples (pure statistics): a drop in a lower-is-better metric is good."""
+    base = [100.0, 101, 99, 100.5, 99.5, 100.2, 100.1]
+    less = [v * 0.9 for v in base]
+    t = compare.compare_samples(base, less, higher_is_better=False)
+    assert t.change_pct == pytest.approx(-10) and t.significant and t.verdict == "faster"
+    assert t.ci_high < 0
+    assert compare.compare_samples(base, less, higher_is_better=True).verdict == "slower"
+    assert compare.compare_samples(base, less, higher_is_better=False,
+                               words=compare.RESOURCE).verdict == "better"
+    assert compare.compare_samples(base, less, higher_is_better=None).verdict == "lower"
+    assert compare.extra_kind("user_s")[1:] == (False, compare.RESOURCE)
+    assert compare.extra_kind("lat_p99_ns")[1:] == (False, compare.SPEED)
+    # same data, same interval: nothing random in the statistics
+    assert compare.compare_samples(base, less) == compare.compare_samples(base, less)
+
+
+def test_synthetic_zero_baseline_and_ties():
+    """Synthetic: CPU times of 0 s (no % change defined) and all-equal samples do not crash."""
+    zeros = [0.0] * 6
+    t = compare.compare_samples(zeros, zeros, higher_is_better=False)
+    assert t.change_pct == 0.0 and not t.significant and t.p_value == pytest.approx(1.0)
+    t = compare.compare_samples(zeros, [0.004] * 6, higher_is_better=False, words=compare.RESOURCE)
+    assert t.change_pct is None and t.ci_low is None and t.verdict == "worse"
+
+
+def test_synthetic_a_a_false_positives_stay_at_alpha():
+    """Synthetic sessions (pure statistics) with 2.5% session noise and 2% within a session:
+    the old test on runs called most A/A pairs significant; sessions as replicates call about
+    5%, whether the noise comes from the sessions, a calibration or the assumed value."""
+    import numpy as np
+
+    from hotloop.analysis import significance as sg
+    from hotloop.analysis.noise import MetricNoise, metric_noise
+    rng = np.random.default_rng(7)
+
+    def session(effect: float = 0.0, n: int = 30) -> np.ndarray:
+        return np.exp(rng.normal(rng.normal(0, 0.025) + np.log1p(effect), 0.02, n))
+
+    def calibration() -> MetricNoise:
+        return metric_noise([session() for _ in range(8)])
+
+    trials = 300
+    for k, calibrated in ((1, True), (3, False), (3, True), (5, False)):
+        hits = sum(sg.sessions_test([session() for _ in range(k)],
+                                    [session() for _ in range(k)],
+                                    calibrated=calibration() if calibrated else None
+                                    ).significant for _ in range(trials))
+        assert hits / trials <= 0.08, (k, calibrated, hits)
+    # ...and a 10% change is still found with 5 sessions a side
+    found = sum(sg.sessions_test([session() for _ in range(5)],
+                                 [session(0.10) for _ in range(5)]).significant
+                for _ in range(100))
+    assert found >= 80
+    # interleaved rounds sharing a drift, 8 rounds in each of 5 worker processes with an
+    # offset of their own: the paired test keeps alpha and finds 3%
+    drift = lambda: np.cumsum(rng.normal(0, 0.01, 40))
+    own = lambda: np.repeat(rng.normal(0, 0.004, 5), 8)
+    blocks = [8] * 5
+
+    def variant(d: np.ndarray, effect: float = 0.0) -> np.ndarray:
+        return np.exp(d + own() + np.log1p(effect) + rng.normal(0, 0.02, 40))
+    aa = 0
+    for _ in range(trials):
+        d = drift()
+        aa += sg.paired_test(variant(d), variant(d), blocks).significant
+    assert aa / trials <= 0.08
+    hit = 0
+    for _ in range(100):
+        d = drift()
+        hit += sg.paired_test(variant(d), variant(d, 0.03), blocks).significant
+    assert hit >= 80
+    # one process a variant: no verdict, whatever the rounds say
+    d = drift()
+    assert not sg.paired_test(variant(d), variant(d, 0.5), [40]).significant
+
+
+def test_synthetic_assumed_noise_grows_with_the_runs_own_spread():
+    """Synthetic (pure statistics): nothing measured the session noise, so it is assumed:
+    3% for steady runs, twice the within-session spread for noisy ones."""
+    import numpy as np
+
+    from hotloop.analysis import significance as sg
+    rng = np.random.default_rng(5)
+    steady = [np.exp(rng.normal(0, 0.005, 30)) for _ in range(2)]
+    noisy = [np.exp(rng.normal(0, 0.10, 30)) for _ in range(2)]
+    assert sg.sessions_test([steady[0]], [steady[1]]).noise_pct == pytest.approx(3.0)
+    o = sg.sessions_test([noisy[0]], [noisy[1] * 1.3])
+    assert o.noise_source == "assumed" and o.noise_pct == pytest.approx(20, rel=0.2)
+    assert not o.significant                # +30% is within what such sessions may differ by
+
+
+def test_synthetic_bimodal_runs_with_a_calibration_keep_alpha():
+    """Synthetic: 70/30 bimodal runs (modes 12% apart), 1.5% session noise, one session a
+    side, calibrated from 8 sessions.  Estimating each session's own median error here is
+    hopeless at 30 runs; the verdict uses the measured spread of session medians instead."""
+    import numpy as np
+
+    from hotloop.analysis import significance as sg
+    from hotloop.analysis.noise import metric_noise
+    rng = np.random.default_rng(11)
+
+    def session(n: int = 30) -> np.ndarray:
+        high = rng.random(n) < 0.3
+        return np.exp(rng.normal(rng.normal(0, 0.015), 0.01, n) + np.log(1.12) * high)
+    trials = 400
+    hits = sum(sg.sessions_test([session()], [session()],
+                                calibrated=metric_noise([session() for _ in range(8)])
+                                ).significant for _ in range(trials))
+    assert hits / trials <= 0.08, hits
+
+
+def test_synthetic_zero_centres_and_ties_never_crash_or_cry_wolf():
+    """Synthetic: a CPU time that is 0 or one 4 ms tick: no % change to speak of at 0, and
+    an A/A pair of such sessions is not called."""
+    import numpy as np
+    rng = np.random.default_rng(2)
+    zeros = [0.0] * 8
+    t = compare.compare_samples(zeros, [0.0] * 7 + [0.004], higher_is_better=False,
+                            words=compare.RESOURCE)
+    assert not t.significant and t.verdict != "worse"
+    called = 0
+    for _ in range(100):
+        a = (rng.random(20) < 0.5) * 0.004
+        b = (rng.random(20) < 0.5) * 0.004
+        called += compare.compare_samples(a.tolist(), b.tolist(), higher_is_better=False,
+                                      words=compare.RESOURCE).significant
+    assert called <= 8
+
+
+def test_synthetic_paired_change_is_inside_its_interval_and_exact_zeros_stay_zero():
+    import numpy as np
+
+    from hotloop.analysis import significance as sg
+    rng = np.random.default_rng(4)
+    outside = 0
+    for _ in range(200):
+        drift = np.cumsum(rng.normal(0, 0.02, 40))
+        o = sg.paired_test(np.exp(drift + rng.normal(0, 0.01, 40)),
+                           np.exp(drift + rng.normal(0, 0.01, 40)), [8] * 5)
+        outside += not o.ci_low <= o.change_pct <= o.ci_high
+    assert outside == 0
+    # ties: an interval end that is exactly 0 is 0, not 1e-62
+    d = np.sort(np.array([0.0] * 6 + [0.01, 0.02, -0.01, 0.03]))
+    values = {sg.walsh_quantile(d, k) for k in range(1, 56)}
+    brute = sorted((d[i] + d[j]) / 2 for i in range(10) for j in range(i, 10))
+    assert [sg.walsh_quantile(d, k) for k in range(1, 56)] == brute
+    assert 0.0 in values

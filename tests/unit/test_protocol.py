@@ -1,0 +1,50 @@
+"""The session <-> worker protocol: what one end encodes the other decodes, and nothing else."""
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from hotloop import paths
+from hotloop.run import protocol
+from hotloop.run.protocol import Failed, Finished, Note, Ready, Run, WorkerSpec
+
+
+@pytest.mark.parametrize("line", [
+    Ready(pid=12, pids=[13, 14], comm="hl12-seqpacket"),
+    Run(index=-1, warmup=True, ops=1000, bytes=4096000, ns=123456, cycles=0, extra={"user_s": 0.5}),
+    Run(index=7, warmup=False, ops=1, bytes=0, ns=1, cycles=2**63),
+    Note(message="a warning\nwith a newline"),
+    Failed(message="run 3: boom", run=2, bad_input=False),
+    Finished(),
+])
+def test_every_line_reads_back_as_written(line):
+    assert protocol.decode(protocol.encode(line)) == line
+
+
+@pytest.mark.parametrize("raw, why", [
+    (b"[1, 2]", "not an object"),
+    (b'{"type": "runs"}', "no known type"),
+    (b'{"pid": 1}', "no known type"),
+    (b'{"type": "ready", "pid": "12", "pids": [], "comm": "x"}', "pid"),
+    (b'{"type": "run", "index": 0, "warmup": 0, "ops": 1, "bytes": 0, "ns": 1, "cycles": 0}', "warmup"),
+    (b'{"type": "run", "index": true, "warmup": false, "ops": 1, "bytes": 0, "ns": 1, "cycles": 0}',
+     "index"),
+    (b'{"type": "failed", "message": "x", "run": 0}', "bad_input"),
+    (b'{"type": "finished", "extra": 1}', "extra"),
+    (b'printf from a workload\n', "Expecting value"),
+])
+def test_anything_else_is_refused_with_a_reason(raw, why):
+    with pytest.raises(ValueError, match=why):
+        protocol.decode(raw)
+
+
+def test_the_spec_reads_back_and_the_bad_param_prefix_is_the_headers():
+    spec = WorkerSpec(parent=1, workload="w", module_path="/x.so", module_name="m",
+                      params={"a": 1, "b": "x"}, cpus=[0, 1], sched="other", priority=0, nice=0,
+                      runs=10, first=5, warmup=1, step=True)
+    assert WorkerSpec.from_line(spec.line().decode()) == spec
+    assert json.loads(spec.line())["step"] is True
+    header = paths.HEADER.read_text()
+    assert re.search(r'#define HL_BAD_PARAM_PREFIX "([^"]*)"', header).group(1) == protocol.BAD_PARAM

@@ -1,0 +1,615 @@
+"""Compare results: baseline (the first side) against each later side.
+
+A side is one result file, a directory (every result file in it is one session of that side) or
+several files joined by commas: the sessions of one kernel, say.  For every metric the files
+recorded (the workload's primary metric, ns/op, cycles/op where the CPU counted cycles, each
+`extra` value such as user_s, sys_s or latency percentiles, and perf counters) a comparison row
+holds the two sides' centres, the difference, the % change, a 95% confidence interval of it, a
+p-value and a verdict, from the method that fits how the runs were taken (hotloop.analysis.significance):
+
+* separate sessions (the usual case: stock and patched kernels with a reboot between): the
+  session is the unit of replication; the session-to-session noise comes from the sides' own
+  sessions and from this machine's noise profile (`hotloop calibrate`), found by the files'
+  headers or given with `--noise FILE`.  With one session a side and no profile, an assumed
+  noise (`significance.assumed_noise`) is used and the verdict and a warning say so.
+* the variants of one interleaved batch (one session a side, ABAB...): a paired test on the
+  rounds, which removes the drift the rounds share.
+
+Around that: which header fields other than the kernel differ (apples vs oranges), the primary
+metric's distributions on shared bucket edges (a side's sessions pooled) and the perf symbol
+diff (a side's sessions pooled).
+
+Decisions (documented here because every format shows their outcome):
+
+* `change_pct` is the relative change of the sides' centres, ``(new / baseline - 1) * 100``: a
+  positive number means the metric went up, whatever the metric.  Whether up is good is what
+  the verdict says, following the metric's direction (`higher_is_better`).  A side's centre is
+  its session's median, or with several sessions the geometric mean of their medians (each
+  session counts once, however many runs it has).
+* Verdict words: "faster"/"slower" for the primary metric, per-op costs (ns/op, cycles/op) and
+  latencies (extra names starting with ``lat`` or ending in ``_ns``); "better"/"worse" for
+  resources a run consumes (CPU times ending in ``_s``, perf counters); "higher"/"lower" for
+  extra values whose direction nobody declared.  When the interval holds 0: "within session
+  noise (+-X%)" for separate sessions (X: the interval's half width, the change that noise
+  alone can make), "within assumed noise (+-X%)" when nothing measured that noise, "no
+  significant change" for paired rounds.  "too few runs (n<5)" when a session has fewer than 5
+  runs, "too few rounds (n<6)" for fewer than 6 paired rounds, "too few processes (n<3)" for
+  interleaved variants that ran in fewer than 3 worker processes each.
+* perf counters are one number per session: with one session a side and no calibration of
+  them they are shown with their difference and % change but no test ("one value each, no
+  test"); with several sessions a side they are tested like the rest.
+* A partial result (a crash mid-run) is compared on the runs it holds and flagged.
+"""
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hotloop import results
+from hotloop.analysis import noise as noise_mod
+from hotloop.analysis import significance
+from hotloop.analysis.metrics import (
+    RESOURCE,
+    SPEED,
+    UNDIRECTED,
+    Series,
+    extra_kind,
+    series,
+)
+from hotloop.analysis.significance import MIN_PROCESSES, MIN_ROUNDS, Outcome
+from hotloop.analysis.symbols import SymbolDelta, diff_symbols
+from hotloop.errors import HotloopError
+from hotloop.perf.parse import aggregate
+from hotloop.results import Result
+from hotloop.results.header import Header
+from hotloop.stats import (
+    ASSUMED_PER_WITHIN,
+    ASSUMED_SESSION_NOISE,
+    MIN_RUNS,
+    Bucket,
+    Summary,
+    edges,
+    summarize,
+)
+
+__all__ = ["RESOURCE", "SPEED", "UNDIRECTED", "extra_kind", "compare", "compare_sides"]
+
+TOP_SYMBOLS = 15
+TOO_FEW = f"too few runs (n<{MIN_RUNS})"
+TOO_FEW_ROUNDS = f"too few rounds (n<{MIN_ROUNDS})"
+TOO_FEW_PROCESSES = f"too few processes (n<{MIN_PROCESSES})"
+NO_CHANGE = "no significant change"
+NO_TEST = "one value each, no test"
+METHODS = {
+    "sessions": "sessions as replicates: t interval on session log-medians, session noise "
+                "from the sessions and the noise profile",
+    "paired": "paired rounds of one interleaved batch: per worker process, the Hodges-Lehmann "
+              "estimate of the per-round log ratios; a t interval over the processes",
+    "exact": "identical samples",
+    "none": "one value each, no test",
+}
+
+# Header fields that must match for a fair comparison (everything but the kernel).
+META_FIELDS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("cpu", ("cpu", "name")),
+    ("cpu.cpus", ("cpu", "cpus")),
+    ("cpu.sched", ("cpu", "sched")),
+    ("cpu.priority", ("cpu", "priority")),
+    ("cpu.nice", ("cpu", "nice")),
+    ("cpu.governor", ("cpu", "governor")),
+    ("cpu.boost", ("cpu", "boost")),
+    ("host", ("host",)),
+    ("cpu_model", ("cpu_model",)),
+    ("arch", ("arch",)),
+    ("compiler", ("compiler",)),
+    ("cflags", ("cflags",)),
+    ("params", ("params",)),            # compared key by key: params.block_size
+    ("hotloop", ("hotloop",)),
+    ("source_sha256", ("source_sha256",)),
+    # sampling keeps vCPUs out of idle: on vs off can move wake-up-bound workloads
+    ("perf", ("plan", "perf")),
+    ("perf_freq", ("plan", "perf_freq")),
+)
+
+
+# --------------------------------------------------------------------------- data
+
+@dataclass(frozen=True)
+class Side:
+    """One compared side: one session or several, as the report names it."""
+    index: int                          # 0 = the baseline
+    name: str                           # unique among the compared sides
+    label: str                          # the kernel profile's label ("stock")
+    kernel: str                         # kernel release(s)
+    file: str                           # as given: a file, a directory, or files joined by ","
+    variant: str
+    runs: int                           # over all its sessions
+    partial: bool
+    partial_reason: str
+    summary: Summary | None             # of all its runs, pooled
+    files: tuple[str, ...] = ()         # one per session
+    sessions: int = 1
+
+
+@dataclass(frozen=True)
+class Test:
+    """Two sides of one metric compared (no names: the statistics' answer, worded)."""
+    n_baseline: int                     # runs (or, per session metrics, sessions)
+    n_new: int
+    baseline: float                     # the side's centre
+    new: float
+    diff: float                         # new - baseline
+    change_pct: float | None            # (new / baseline - 1) * 100; None if baseline is 0
+    ci_low: float | None                # 95% CI of change_pct
+    ci_high: float | None
+    p_value: float | None
+    significant: bool
+    verdict: str
+    method: str = "sessions"            # a key of METHODS
+    sessions_baseline: int = 1
+    sessions_new: int = 1
+    session_noise_pct: float | None = None  # the calibrated session noise used, else None
+    noise_pct: float | None = None      # the session noise the interval used (any source)
+    noise_source: str | None = None     # measured / calibrated / measured+calibrated / assumed
+
+
+@dataclass(frozen=True)
+class MetricDelta:
+    """One row of the comparison table."""
+    metric: str
+    unit: str
+    higher_is_better: bool | None
+    test: Test
+
+    def __getattr__(self, name: str) -> Any:    # row.change_pct etc. read through
+        if name == "test":
+            raise AttributeError(name)
+        return getattr(self.test, name)
+
+
+@dataclass(frozen=True)
+class MetaDiff:
+    field: str
+    baseline: Any
+    new: Any
+
+
+@dataclass
+class Pair:
+    """The baseline against one later side."""
+    baseline: Side
+    new: Side
+    metrics: list[MetricDelta]
+    metadata: list[MetaDiff]
+    symbols: list[SymbolDelta] | None   # None unless both sides have session hot symbols
+    method: str = "sessions"            # how the primary metric was tested
+
+
+@dataclass(frozen=True)
+class SharedBucket:
+    low: float
+    high: float
+    counts: tuple[int, ...]             # one per compared side, in order
+    percents: tuple[float, ...]
+
+
+@dataclass
+class SharedHistogram:
+    metric: str
+    unit: str
+    start: float
+    width: float
+    buckets: list[SharedBucket]
+
+
+@dataclass
+class Comparison:
+    workload: str
+    metric: str
+    unit: str
+    higher_is_better: bool
+    sides: list[Side]                   # [0] is the baseline
+    pairs: list[Pair] = field(default_factory=list)
+    histogram: SharedHistogram | None = None
+    warnings: list[str] = field(default_factory=list)
+    noise: noise_mod.NoiseProfile | None = None     # the calibration used, if any
+
+    @property
+    def baseline(self) -> Side:
+        return self.sides[0]
+
+    @property
+    def single(self) -> bool:
+        """One side only: the comparison just carries its summary."""
+        return not self.pairs
+
+
+# --------------------------------------------------------------------------- tests of a metric
+
+def _words(up: bool, higher_is_better: bool | None, words: tuple[str, str]) -> str:
+    if higher_is_better is None:
+        return UNDIRECTED[0] if up else UNDIRECTED[1]
+    return words[0] if up == higher_is_better else words[1]
+
+
+def _worded(o: Outcome, higher_is_better: bool | None, words: tuple[str, str],
+            too_few: str | None) -> str:
+    if too_few:
+        return too_few
+    if o.method == "exact":
+        return NO_CHANGE
+    if o.significant:
+        up = o.new > o.baseline if o.new != o.baseline else (o.ci_low or 0) > 0
+        return _words(up, higher_is_better, words)
+    if o.method == "sessions" and o.half_width_pct is not None:
+        kind = "assumed" if o.noise_source == "assumed" else "session"
+        return f"within {kind} noise (±{o.half_width_pct:.1f}%)"
+    return NO_CHANGE
+
+
+def _test(o: Outcome, n_base: int, n_new: int, k_base: int, k_new: int, verdict: str,
+          calibrated: noise_mod.MetricNoise | None) -> Test:
+    used_calibration = o.noise_source is not None and "calibrated" in o.noise_source
+    return Test(n_base, n_new, o.baseline, o.new, o.new - o.baseline, o.change_pct,
+                o.ci_low, o.ci_high, o.p_value, o.significant and verdict not in
+                (TOO_FEW, TOO_FEW_ROUNDS, TOO_FEW_PROCESSES), verdict, o.method, k_base, k_new,
+                100 * calibrated.sigma_between if calibrated and used_calibration else None,
+                o.noise_pct, o.noise_source)
+
+
+def test_metric(base: Sequence[Series], new: Sequence[Series], *,
+                paired: Sequence[int] | None = None,
+                calibrated: noise_mod.MetricNoise | None = None) -> Test:
+    """One metric, each side a list of sessions' series.  `paired`: the two sides are one
+    interleaved batch's variants, whose worker processes ran these many rounds each."""
+    b0 = base[0]
+    hib, words = b0.higher_is_better, b0.words
+    kb, kn = len(base), len(new)
+    if b0.per_session or new[0].per_session:
+        # One value per session: the sessions are the samples.
+        bv = [[s.values[0]] for s in base]
+        nv = [[s.values[0]] for s in new]
+        if kb + kn - 2 <= 0 and calibrated is None:
+            mb, mn = bv[0][0], nv[0][0]
+            change = (mn / mb - 1.0) * 100.0 if mb else (0.0 if mn == mb else None)
+            return Test(kb, kn, mb, mn, mn - mb, change, None, None, None, False, NO_TEST,
+                        "none", kb, kn)
+        o = significance.sessions_test(bv, nv, calibrated=calibrated)
+        return _test(o, kb, kn, kb, kn, _worded(o, hib, words, None), calibrated)
+    nb = sum(len(s.values) for s in base)
+    nn = sum(len(s.values) for s in new)
+    if paired is not None:
+        o = significance.paired_test(base[0].values, new[0].values, paired)
+        too_few = None if o.method == "exact" else TOO_FEW_ROUNDS if o.rounds < MIN_ROUNDS \
+            else TOO_FEW_PROCESSES if o.processes < MIN_PROCESSES else None
+        return _test(o, nb, nn, kb, kn, _worded(o, hib, words, too_few), None)
+    o = significance.sessions_test([s.values for s in base], [s.values for s in new],
+                                   calibrated=calibrated)
+    short = min(len(s.values) for s in [*base, *new]) < MIN_RUNS
+    return _test(o, nb, nn, kb, kn, _worded(o, hib, words, TOO_FEW if short else None),
+                 calibrated)
+
+
+def compare_samples(base: Sequence[float], new: Sequence[float], *,
+                    higher_is_better: bool | None = True,
+                    words: tuple[str, str] = SPEED, paired: Sequence[int] | None = None,
+                    calibrated: noise_mod.MetricNoise | None = None) -> Test:
+    """Two samples of one session each (synthetic data, benchmarks): the Test compare gives."""
+    def one(values: Sequence[float]) -> Series:
+        return Series("value", "", higher_is_better, words, list(values))
+    return test_metric([one(base)], [one(new)], paired=paired, calibrated=calibrated)
+
+
+# --------------------------------------------------------------------------- metadata
+
+def _get(header: dict[str, Any], path: tuple[str, ...]) -> Any:
+    cur: Any = header
+    for key in path:
+        if not isinstance(cur, dict) or key not in cur:
+            return None
+        cur = cur[key]
+    return cur
+
+
+def metadata_diff(base: dict[str, Any], new: dict[str, Any],
+                  kernel: bool = False) -> list[MetaDiff]:
+    """Header fields other than the kernel that differ between two results (and the kernel
+    too with `kernel`: the sessions of one side should all be of one)."""
+    out: list[MetaDiff] = []
+    fields = META_FIELDS + ((("kernel", ("kernel_release",)), ("label", ("label",)))
+                            if kernel else ())
+    for name, path in fields:
+        a, b = _get(base, path), _get(new, path)
+        if isinstance(a, dict) and isinstance(b, dict):
+            for key in sorted(a.keys() | b.keys()):
+                if a.get(key) != b.get(key):
+                    out.append(MetaDiff(f"{name}.{key}", a.get(key), b.get(key)))
+        elif a != b:
+            out.append(MetaDiff(name, a, b))
+    return out
+
+
+# --------------------------------------------------------------------------- sides
+
+def expand(arg: str) -> list[Path]:
+    """The session files one side names: a file, a directory of them, or files joined by ","."""
+    whole = Path(arg)
+    parts = [whole] if whole.exists() or "," not in arg else \
+        [Path(p) for p in arg.split(",") if p.strip()]
+    if not parts:
+        raise HotloopError(f"compare: {arg!r} names no result file")
+    out: list[Path] = []
+    for p in parts:
+        if p.is_dir():
+            found = sorted(f for f in p.glob("*.jsonl") if f.is_file())
+            if not found:
+                raise HotloopError(f"{p}: no result files (*.jsonl) in this directory")
+            out += found
+        else:
+            out.append(p)
+    seen: set[Path] = set()
+    for p in out:
+        real = p.resolve()
+        if real in seen:
+            raise HotloopError(f"{p}: named twice in one side ({arg})")
+        seen.add(real)
+    return out
+
+
+def _identity(r: Result) -> tuple[str, str, str]:
+    return (r.workload.name, r.workload.metric,
+            json.dumps(r.header.params, sort_keys=True, default=str))
+
+
+def check_side(rs: Sequence[Result], given: str) -> None:
+    """A side's sessions must be of one benchmark: same workload, metric and params."""
+    first = rs[0]
+    w0, m0, p0 = _identity(first)
+    for r in rs[1:]:
+        w, m, p = _identity(r)
+        what = "workload" if w != w0 else "metric" if m != m0 else "params" if p != p0 else ""
+        if what:
+            mine, theirs = {"workload": (w, w0), "metric": (m, m0), "params": (p, p0)}[what]
+            raise HotloopError(f"{r.path}: {what} {mine} differs from {first.path}'s {theirs}; "
+                               f"the sessions of one side ({given}) must be of one benchmark")
+
+
+def _label(rs: Sequence[Result]) -> str:
+    labels = {r.header.variant or r.header.label for r in rs}
+    return labels.pop() if len(labels) == 1 else ""
+
+
+def _names(sides: Sequence[Sequence[Result]], given: Sequence[str]) -> list[str]:
+    def fallback(rs: Sequence[Result], arg: str) -> str:
+        if len(rs) == 1:
+            return rs[0].path.stem
+        p = Path(arg.rstrip("/"))
+        return p.name if p.is_dir() else f"{rs[0].path.stem}+{len(rs) - 1}"
+
+    names = [_label(rs) or fallback(rs, g) for rs, g in zip(sides, given)]
+    if len(set(names)) < len(names):
+        names = [fallback(rs, g) for rs, g in zip(sides, given)]
+    seen: dict[str, int] = {}
+    out = []
+    for n in names:
+        seen[n] = seen.get(n, 0) + 1
+        out.append(n if seen[n] == 1 else f"{n}#{seen[n]}")
+    return out
+
+
+def _side(i: int, name: str, rs: Sequence[Result], given: str) -> Side:
+    partial = [r for r in rs if r.partial]
+    why = "; ".join(f"{r.path.name if len(rs) > 1 else ''}{': ' if len(rs) > 1 else ''}"
+                    f"{r.failed.message if r.failed else 'the file ends early (a crash?)'}"
+                    for r in partial)
+    labels = sorted({r.header.label for r in rs})
+    kernels = sorted({r.header.kernel_release for r in rs})
+    values = [v for r in rs for v in r.values]
+    return Side(i, name, ",".join(labels), ",".join(kernels), given,
+                rs[0].header.variant, len(values), bool(partial), why,
+                summarize(values), tuple(str(r.path) for r in rs), len(rs))
+
+
+def process_blocks(header: Header) -> list[int]:
+    """How many runs each worker process of a session ran, in turn (as the session split
+    its plan's runs)."""
+    runs, procs = header.runs, header.processes
+    if runs is None or runs < 1:
+        return []
+    n, k = divmod(runs, procs)
+    return [n + (i < k) for i in range(procs) if n + (i < k)]
+
+
+def _interleaved_pair(a: Sequence[Result], b: Sequence[Result]) -> list[int] | None:
+    """Both sides one session of the same interleaved batch: their runs pair up by round,
+    in blocks of the worker processes that ran them (empty when those do not line up)."""
+    if len(a) != 1 or len(b) != 1 or a[0].path.resolve() == b[0].path.resolve():
+        return None
+    ba, bb = a[0].header.batch, b[0].header.batch
+    if not (ba and bb and ba.interleaved and ba.id is not None and ba.id == bb.id):
+        return None
+    blocks = process_blocks(a[0].header)
+    return blocks if blocks == process_blocks(b[0].header) else []
+
+
+def shared_histogram(sides: Sequence[Sequence[Result]], metric: str, unit: str,
+                     target: int = 10) -> SharedHistogram | None:
+    """Every side's distribution (its sessions pooled) on the edges of the union."""
+    values = [[v for r in rs for v in r.values] for rs in sides]
+    every = [v for vs in values for v in vs]
+    if not every:
+        return None
+    start, width = edges(every, target)
+    index = [[int(math.floor((v - start) / width + 1e-9)) for v in vs] for vs in values]
+    lo = min(min(ix) for ix in index if ix)
+    hi = max(max(ix) for ix in index if ix)
+    plain = [Bucket(start + i * width, start + (i + 1) * width, 0, 0.0) for i in range(lo, hi + 1)]
+    counts_of = [dict.fromkeys(range(lo, hi + 1), 0) for _ in index]
+    for ix, counts in zip(index, counts_of):
+        for i in ix:
+            counts[i] += 1
+    buckets = []
+    for k, i in enumerate(range(lo, hi + 1)):
+        row = tuple(c[i] for c in counts_of)
+        pcts = tuple(100.0 * c / len(ix) if ix else 0.0 for c, ix in zip(row, index))
+        buckets.append(SharedBucket(plain[k].low, plain[k].high, row, pcts))
+    return SharedHistogram(metric, unit, start, width, buckets)
+
+
+def _symbols(rs: Sequence[Result]) -> list[Any] | None:
+    found = [r.session_symbols.symbols for r in rs
+             if r.session_symbols and r.session_symbols.symbols]
+    if len(found) != len(rs):
+        return None
+    return found[0] if len(found) == 1 else aggregate(found)
+
+
+def _calibrate_hint(h: Header) -> str:
+    """The command that measures the session noise these results need."""
+    key = noise_mod.key_of(h)
+    parts = ["hotloop calibrate", key["workload"] or "PLAN"]
+    parts += [f"--param {k}={v}" for k, v in key["params"].items()]
+    if key["cpu"]:
+        parts.append(f"--cpu {key['cpu']}")
+    parts.append("--perf" if key["perf"] else "--no-perf")
+    return " ".join(parts + ["--sessions 8"])
+
+
+def compare_sides(sides: Sequence[Sequence[Result]], given: Sequence[str] | None = None,
+                  noise_file: Path | None = None) -> Comparison:
+    """Compare every side with the first (the baseline); HotloopError for what cannot be."""
+    if not sides or not all(sides):
+        raise HotloopError("compare: no result files given")
+    given = list(given) if given is not None else [str(rs[0].path) if len(rs) == 1 else
+                                                  ",".join(str(r.path) for r in rs)
+                                                  for rs in sides]
+    for rs, g in zip(sides, given):
+        check_side(rs, g)
+        for r in rs:
+            if not r.runs:
+                what = "the baseline has" if rs is sides[0] else "has"
+                raise HotloopError(f"{r.path}: {what} no recorded runs, nothing to compare")
+    owner: dict[Path, int] = {}
+    for i, rs in enumerate(sides):
+        for r in rs:
+            j = owner.setdefault(r.path.resolve(), i)
+            if j != i and {p.path.resolve() for p in sides[j]} != {p.path.resolve() for p in rs}:
+                raise HotloopError(f"{r.path}: in two sides ({given[j]} and {given[i]}); a "
+                                   f"session belongs to one side (a side against itself is "
+                                   f"fine)")
+    base = sides[0][0]
+    wname, metric, _ = _identity(base)
+    for rs in sides[1:]:
+        other, m, _ = _identity(rs[0])
+        if other != wname:
+            raise HotloopError(f"{rs[0].path}: workload {other!r} cannot be compared with the "
+                               f"baseline's {wname!r} ({base.path})")
+        if m != metric:
+            raise HotloopError(f"{rs[0].path}: metric {m!r} cannot be compared with the "
+                               f"baseline's {metric!r} ({base.path})")
+    names = _names(sides, given)
+    out = [_side(i, n, rs, g) for i, (n, rs, g) in enumerate(zip(names, sides, given))]
+    unit = base.workload.unit
+    comp = Comparison(wname, metric, unit, base.workload.higher_is_better,
+                      out, histogram=shared_histogram(sides, metric, unit))
+    profile, notes = noise_mod.find(base.header, noise_file)
+    compared = {r.path.resolve() for rs in sides for r in rs}
+    if profile is not None and compared & {Path(f).resolve() for f in profile.files}:
+        # Its sessions would count twice: once as the calibration, once as the data.
+        notes.append(f"noise profile not used: {profile.path} was measured from sessions "
+                     f"compared here; calibrate from other A/A sessions")
+        profile = None
+    comp.noise = profile
+    comp.warnings += notes
+    base_series = [series(r) for r in sides[0]]
+    assumed: list[str] = []             # metrics whose session noise nothing measured
+    for side, rs in zip(out[1:], sides[1:]):
+        paired = _interleaved_pair(sides[0], rs)
+        new_series = [series(r) for r in rs]
+        rows = []
+        for name, s in base_series[0].items():
+            if not all(name in x for x in base_series + new_series):
+                continue
+            calibrated = profile.metrics.get(name) if profile else None
+            t = test_metric([x[name] for x in base_series], [x[name] for x in new_series],
+                            paired=paired, calibrated=calibrated)
+            rows.append(MetricDelta(s.name, s.unit, s.higher_is_better, t))
+            if t.noise_source == "assumed" and s.name not in assumed:
+                assumed.append(s.name)
+        symbols = None
+        bs, ns = _symbols(sides[0]), _symbols(rs)
+        if bs and ns:
+            symbols = diff_symbols(list(bs), list(ns))[:TOP_SYMBOLS]
+        meta = metadata_diff(base.header.fields, rs[0].header.fields)
+        comp.pairs.append(Pair(out[0], side, rows, meta, symbols,
+                               rows[0].test.method if rows else "sessions"))
+        if rows and rows[0].test.verdict == TOO_FEW_PROCESSES:
+            comp.warnings.append(
+                f"{side.name} and {out[0].name} ran in fewer than {MIN_PROCESSES} worker "
+                f"processes each: a process's own offset (its memory layout, its CPU) cannot "
+                f"be told from a change; interleave with --processes 5 (the default)")
+    rule = (f"the larger of {100 * ASSUMED_SESSION_NOISE:g}% and "
+            f"{ASSUMED_PER_WITHIN:g} times the runs' own spread")
+    if assumed and profile is None:
+        first = next(t.test for p in comp.pairs for t in p.metrics
+                     if t.test.noise_source == "assumed")
+        figure = f"{first.noise_pct:.2g}% for {assumed[0]}: " if first.noise_pct else ""
+        comp.warnings.append(
+            f"no noise profile for {noise_mod.describe_key(noise_mod.key_of(base.header))}: "
+            f"with one session a side, a change counts only beyond an assumed session-to-"
+            f"session noise ({figure}{rule}); measure this machine's: "
+            f"{_calibrate_hint(base.header)}")
+    elif assumed:
+        comp.warnings.append(f"the noise profile has no figure for {', '.join(assumed)} "
+                             f"(values not all above 0): an assumed noise is used ({rule})")
+    for s in out:
+        if s.partial:
+            comp.warnings.append(f"{s.name} ({s.file}) is partial, {s.runs} runs: "
+                                 f"{s.partial_reason}")
+    comp.warnings += [meta_warning(p) for p in comp.pairs if p.metadata]
+    for rs, s in zip(sides, out):
+        inside = sorted({d.field for r in rs[1:]
+                         for d in metadata_diff(rs[0].header.fields, r.header.fields, kernel=True)
+                         if d.field not in ("hotloop",)})
+        if inside:
+            comp.warnings.append(f"the sessions of {s.name} differ among themselves in "
+                                 f"{', '.join(inside)}")
+    return comp
+
+
+def compare(rs: list[Result]) -> Comparison:
+    """Each result its own side, the first the baseline."""
+    return compare_sides([[r] for r in rs])
+
+
+def load_sides(args: Sequence[str | Path]) -> list[list[Result]]:
+    """Read every side's files (one-line HotloopError for what is not a result)."""
+    return [[results.read(p) for p in expand(str(a))] for a in args]
+
+
+def load_and_compare(paths: Sequence[str | Path], noise_file: Path | None = None) -> Comparison:
+    return compare_sides(load_sides(paths), [str(p) for p in paths], noise_file)
+
+
+# --------------------------------------------------------------------------- metadata words
+
+def meta_value(v: Any) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, (list, tuple)):
+        return "[" + ",".join(map(str, v)) + "]"
+    s = str(v)
+    return s[:12] if len(s) == 64 and all(c in "0123456789abcdef" for c in s) else s
+
+
+def meta_text(d: MetaDiff) -> str:
+    return f"{d.field} {meta_value(d.baseline)} -> {meta_value(d.new)}"
+
+
+def meta_warning(p: Pair) -> str:
+    return (f"{p.new.name} differs from the baseline in more than the kernel: "
+            + "; ".join(meta_text(d) for d in p.metadata))

@@ -1,0 +1,75 @@
+"""Every metric a result file recorded, as one series of values per metric.
+
+The workload's primary metric first, then ns/op, cycles/op where the CPU counted cycles, each
+`extra` value (user_s, sys_s, latency percentiles) and perf counters, which are one number for
+the whole session.  compare tests each of them, calibrate measures the noise of each.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from hotloop.results import Result
+
+SPEED = ("faster", "slower")
+RESOURCE = ("better", "worse")
+UNDIRECTED = ("higher", "lower")
+_COUNTER_UP = {"ipc", "instructions-per-cycle"}     # counters where more is better
+
+
+@dataclass(frozen=True)
+class Series:
+    name: str
+    unit: str
+    higher_is_better: bool | None
+    words: tuple[str, str]              # (the word for a change the good way, the bad way)
+    values: list[float]
+    per_session: bool = False           # a perf counter: one value for the whole session
+
+
+def extra_kind(name: str) -> tuple[str, bool | None, tuple[str, str]]:
+    """(unit, higher_is_better, verdict words) of an `extra` value, from its name."""
+    if name.startswith("lat") or name.endswith("_ns"):
+        return ("ns" if name.endswith("_ns") else ""), False, SPEED
+    if name.endswith("_s"):
+        return "s", False, RESOURCE
+    return "", None, UNDIRECTED
+
+
+def counters(r: Result) -> dict[str, float]:
+    """perf stat's counters of the session, those this CPU counted."""
+    found = r.finished.counters if r.finished else {}
+    return {k: float(v) for k, v in found.items() if v is not None and math.isfinite(v)}
+
+
+def series(r: Result) -> dict[str, Series]:
+    """Every metric the result recorded, per run, the primary metric first."""
+    w = r.workload
+    primary = w.metric
+    out: dict[str, Series] = {primary: Series(primary, w.unit, w.higher_is_better, SPEED,
+                                              r.values)}
+    per_op = [x for x in r.runs if x.ops > 0]
+    if "ns/op" not in out:
+        vals = [x.ns / x.ops for x in per_op if x.ns > 0]
+        if vals:
+            out["ns/op"] = Series("ns/op", "ns/op", False, SPEED, vals)
+    if "cycles/op" not in out:
+        vals = [x.cycles / x.ops for x in per_op if x.cycles > 0]
+        if vals:
+            out["cycles/op"] = Series("cycles/op", "cycles/op", False, SPEED, vals)
+    names: list[str] = []
+    for x in r.runs:
+        names += [k for k in x.extra if k not in names]
+    for name in names:
+        if name in out:
+            continue
+        vals = [float(x.extra[name]) for x in r.runs
+                if isinstance(x.extra.get(name), (int, float))
+                and math.isfinite(float(x.extra[name]))]
+        if vals:
+            unit, hib, words = extra_kind(name)
+            out[name] = Series(name, unit, hib, words, vals)
+    for name, v in counters(r).items():
+        key = f"perf:{name}"
+        out[key] = Series(key, "", name in _COUNTER_UP, RESOURCE, [v], per_session=True)
+    return out

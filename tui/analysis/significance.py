@@ -1,0 +1,290 @@
+"""The statistics behind compare's verdicts, on plain arrays (no files, no names).
+
+Runs of one session are not independent samples of "the kernel": a session carries an offset of
+its own (the boot, the VM's neighbours, the time of day), measured at 2-4% on a 2-core KVM guest,
+far more than the 1% changes kernel developers look for.  A rank test on the runs of two sessions
+grows confident about that offset and calls A/A pairs "faster" or "slower" about half the time.
+So the unit of replication here is the session, as Kalibera & Jones argue ("Rigorous benchmarking
+in reasonable time", ISMM 2013): repeat at the level where the variance arises, and let every
+level's variance into the interval.
+
+Two methods, chosen by how the runs were taken:
+
+* **Sessions as replicates** (`sessions_test`): separate sessions, each side one or more of them.
+  One number per session, y = log(session median), with y = mu + b + e: b the session's offset
+  (variance sigma_b^2, the same on both sides), e the sampling error of its median (variance v,
+  which shrinks as 1/runs).  A side's estimate is the mean of its sessions' y; the change is the
+  difference of the two, with SE^2 = tau^2 (1/k_a + 1/k_b), where tau^2 = sigma_b^2 + v is the
+  variance of one session's y, and a Student t interval.  tau^2 is estimated directly, never
+  from a per-session guess of v (the order-statistic standard error of a median is far too
+  noisy at tens of runs, worst on the bimodal results some workloads give):
+  - from the sides' own sessions: the pooled variance of y within each side (df = sessions - 2;
+    with equal run counts this is exactly the pooled two-sample t-test on session log-medians);
+  - from this machine's calibration (`hotloop calibrate`): the variance of its sessions' y
+    (df = its sessions - 1), moved to the runs compared here through v's 1/runs (never below
+    what sigma_b >= 0 allows);
+  pooled by degrees of freedom when there are both.  With neither (one session a side, no
+  calibration) sigma_b is assumed, with a normal quantile: the larger of
+  `ASSUMED_SESSION_NOISE` and `ASSUMED_PER_WITHIN` times the spread of the sessions' runs,
+  because on this project's machine sessions differed by up to that much (README, "How small a
+  change can hotloop call?") and a setup noisy within a session is noisy between sessions too;
+  v is then the McKean-Schrader estimate (McKean & Schrader 1984), the only one there is.  A
+  change is called only far beyond what sessions plausibly differ by, and the verdict says so.
+  Why not a hierarchical bootstrap: with the 1-5 sessions a side people run, resampling sessions
+  has 1-126 distinct outcomes and its intervals are far too narrow; and it holds resamples x runs
+  in memory, which a million-run file cannot afford.  Everything here is O(runs log runs).
+
+* **Paired rounds** (`paired_test`): the variants of one interleaved batch ran round by round,
+  so run i of each variant shares round i's drift, and the per-round log ratio removes it.
+  What it does not remove is each worker process's own offset (its memory layout, the CPU it
+  was placed on): two identical variants, one process each, 80 rounds, were called different
+  in 1 to 7 of 20 batches by a Wilcoxon signed-rank test on the rounds.  So the unit of
+  replication is again the process: each variant's runs are spread over several worker
+  processes in turn (`--interleave` defaults to 5), the processes of one round block run at
+  the same time, each block gives its Hodges-Lehmann estimate of the log ratio (the median
+  Walsh average, found by counting, never listing the n^2 of them), and a Student t interval
+  over the blocks (df = processes - 1) makes the verdict.  With fewer than `MIN_PROCESSES`
+  processes a variant there is no verdict.  No session noise enters (every block holds both
+  variants): this is still the cheap way to a small effect.
+
+Values that are not all positive (a CPU time of 0 s) are analysed on their own scale (medians and
+differences instead of log-ratios); the % change is then the difference over the baseline.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+from scipy import stats as sps
+
+from hotloop.stats import Z95, assumed_session_noise, median_se
+
+if TYPE_CHECKING:
+    from hotloop.analysis.noise import MetricNoise
+
+ALPHA = 0.05
+CONFIDENCE = 1 - ALPHA
+Z = Z95
+MIN_ROUNDS = 6                  # fewer paired rounds: no verdict
+MIN_PROCESSES = 3               # fewer worker processes a variant: no verdict (see above)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """A comparison of two sides of one metric, on the analysis scale, before any wording."""
+    method: str                 # "sessions", "paired" or "exact" (identical samples)
+    log: bool                   # the change is a ratio (log scale) or a difference
+    baseline: float             # a side's centre, on the metric's own scale
+    new: float
+    change_pct: float | None    # (new / baseline - 1) * 100; None when the baseline is 0
+    ci_low: float | None        # 95% interval of change_pct
+    ci_high: float | None
+    p_value: float | None
+    significant: bool
+    noise_pct: float | None = None          # sigma_b in % used (sessions method)
+    noise_source: str | None = None         # "measured", "calibrated", "measured+calibrated",
+                                            # "assumed"
+    half_width_pct: float | None = None     # the interval's half width: changes within it
+                                            # are not told from noise
+    rounds: int = 0                         # paired method: rounds compared...
+    processes: int = 0                      # ...and the worker processes they ran in
+
+
+# --------------------------------------------------------------------------- one session
+
+@dataclass(frozen=True)
+class SessionEstimate:
+    """One session of one metric: its centre on the analysis scale and the centre's variance."""
+    centre: float
+    var: float
+    n: int
+
+
+def session_estimate(values: Sequence[float] | np.ndarray, log: bool) -> SessionEstimate:
+    x = np.sort(np.asarray(values, dtype=float))
+    if log:
+        x = np.log(x)
+    return SessionEstimate(float(np.median(x)), median_se(x) ** 2, len(x))
+
+
+def positive(*groups: Sequence[float] | np.ndarray) -> bool:
+    """Whether every value is above 0, so the analysis can be on the log scale."""
+    return all(len(g) and float(np.min(g)) > 0 for g in groups)
+
+
+def _pct(delta: float, base: float, log: bool) -> float | None:
+    if log:
+        try:
+            return math.expm1(delta) * 100.0
+        except OverflowError:           # an interval from two wildly different sessions
+            return math.inf
+    if not base:
+        return 0.0 if delta == 0 else None     # from 0 to 0 is no change; from 0 to x: none
+    return delta / abs(base) * 100.0
+
+
+# --------------------------------------------------------------------------- sessions
+
+def centre_variance(sides: Sequence[Sequence[SessionEstimate]]) -> tuple[float, int]:
+    """tau^2, the variance of one session's centre, from the sessions themselves: the pooled
+    spread of their centres within each side; and its degrees of freedom."""
+    df = sum(len(s) - 1 for s in sides)
+    if df <= 0:
+        return 0.0, 0
+    ss = 0.0
+    for side in sides:
+        mean = sum(e.centre for e in side) / len(side)
+        ss += sum((e.centre - mean) ** 2 for e in side)
+    return ss / df, df
+
+
+def within_spread(sessions: Sequence[Sequence[float]], log: bool) -> float:
+    """The pooled standard deviation of one run within a session (log scale: a fraction)."""
+    parts = [np.var(np.log(s) if log else np.asarray(s, dtype=float), ddof=1)
+             for s in sessions if len(s) > 1]
+    return math.sqrt(float(np.mean(parts))) if parts else 0.0
+
+
+def assumed_noise(sessions: Sequence[Sequence[float]], log: bool, scale: float = 1.0) -> float:
+    """sigma_b when nothing measured it, as a fraction: see the module docstring."""
+    return assumed_session_noise(within_spread(sessions, log) / scale)
+
+
+def sessions_test(base: Sequence[Sequence[float]], new: Sequence[Sequence[float]],
+                  calibrated: MetricNoise | None = None) -> Outcome:
+    """Each side a list of sessions (a list of runs each).  See the module docstring."""
+    if not base or not new or not all(len(s) for s in [*base, *new]):
+        raise ValueError("sessions_test needs at least one run in every session")
+    log = positive(*base, *new)
+    a = [session_estimate(s, log) for s in base]
+    b = [session_estimate(s, log) for s in new]
+    ya = sum(e.centre for e in a) / len(a)
+    yb = sum(e.centre for e in b) / len(b)
+    centre_a = math.exp(ya) if log else ya
+    centre_b = math.exp(yb) if log else yb
+    delta = yb - ya
+    change = _pct(delta, ya, log)
+    if len(base) == len(new) and all(len(s) == len(t) and np.array_equal(np.sort(s),
+                                                                         np.sort(t))
+                                      for s, t in zip(base, new)):
+        # Identical samples (a file against itself): exactly no change, nothing to estimate.
+        zero = 0.0 if change is not None else None
+        return Outcome("exact", log, centre_a, centre_b, zero, zero, zero, 1.0, False)
+    # Noise as a fraction is of the centres on the linear scale (a CPU time of 0 s).
+    scale = 1.0 if log else max(abs(ya), abs(yb))
+    if not scale:                       # centred at 0 on both sides: no % to speak of
+        return Outcome("sessions", log, centre_a, centre_b, change, None, None, None, False)
+    ests = [*a, *b]
+    runs = float(np.mean([e.n for e in ests]))
+    parts: list[tuple[float, int]] = []
+    measured, df_data = centre_variance([a, b])
+    if df_data:
+        parts.append((measured, df_data))
+    if calibrated is not None:
+        parts.append((calibrated.at(runs) * scale ** 2, calibrated.df))
+    if parts:
+        df: float = sum(d for _, d in parts)
+        tau2 = sum(v * d for v, d in parts) / df
+        source = "+".join(name for name, used in (("measured", df_data),
+                                                   ("calibrated", calibrated is not None))
+                          if used)
+        q = float(sps.t.ppf(1 - ALPHA / 2, df))
+    else:
+        sigma = assumed_noise([*base, *new], log, scale) * scale
+        tau2 = sigma ** 2 + float(np.mean([e.var for e in ests]))
+        source, df, q = "assumed", math.inf, Z
+    se = math.sqrt(tau2 * (1 / len(a) + 1 / len(b)))
+    if se == 0.0:       # no spread at all on either side, yet different: nothing to test
+        p = 0.0 if delta else 1.0
+    else:
+        tstat = abs(delta) / se
+        p = float(2 * (sps.t.sf(tstat, df) if math.isfinite(df) else sps.norm.sf(tstat)))
+    lo, hi = delta - q * se, delta + q * se
+    ci_low, ci_high = _pct(lo, ya, log), _pct(hi, ya, log)
+    significant = bool(p < ALPHA and (lo > 0 or hi < 0))
+    # What of tau^2 is the sessions' own offset: sigma_b, as a % of the centre.
+    sigma_b = math.sqrt(max(0.0, tau2 - float(np.mean([e.var for e in ests])))) / scale * 100
+    return Outcome("sessions", log, centre_a, centre_b, change, ci_low, ci_high, p, significant,
+                   noise_pct=sigma_b, noise_source=source,
+                   half_width_pct=_half(ci_low, ci_high))
+
+
+def _half(lo: float | None, hi: float | None) -> float | None:
+    """Half the interval's width in %: the change that noise alone can make."""
+    if lo is None or hi is None or not math.isfinite(hi - lo):
+        return None
+    return (hi - lo) / 2
+
+
+# --------------------------------------------------------------------------- paired rounds
+
+def _walsh_count_le(d: np.ndarray, t: float) -> int:
+    """How many Walsh averages (d_i + d_j) / 2, i <= j, are at most t (d sorted)."""
+    j = np.searchsorted(d, 2 * t - d, side="right")        # d_j <= 2t - d_i
+    return int(np.maximum(j - np.arange(len(d)), 0).sum())
+
+
+def walsh_quantile(d: np.ndarray, k: int) -> float:
+    """The k-th smallest (1-based) Walsh average of sorted d: bisection on counts, then the
+    largest Walsh average at or below where it ended (so an exact 0 stays 0, not 1e-62)."""
+    lo, hi = float(d[0]), float(d[-1])
+    if _walsh_count_le(d, lo) < k:
+        for _ in range(200):
+            mid = (lo + hi) / 2
+            if mid in (lo, hi):
+                break
+            if _walsh_count_le(d, mid) >= k:
+                hi = mid
+            else:
+                lo = mid
+    else:
+        hi = lo
+    j = np.searchsorted(d, 2 * hi - d, side="right") - 1      # the largest d_j <= 2hi - d_i
+    i = np.arange(len(d))
+    ok = j >= i
+    return float(np.max((d[ok] + d[j[ok]]) / 2))
+
+
+def _hodges_lehmann(d: np.ndarray) -> float:
+    """The median of the Walsh averages of sorted d: the typical pairwise change."""
+    total = len(d) * (len(d) + 1) // 2
+    return (walsh_quantile(d, (total + 1) // 2) + walsh_quantile(d, total // 2 + 1)) / 2
+
+
+def paired_test(base: Sequence[float], new: Sequence[float],
+                blocks: Sequence[int] = ()) -> Outcome:
+    """Run i of `base` against run i of `new`: round i of an interleaved batch.  `blocks`:
+    how many consecutive rounds each worker process ran, the same for both variants."""
+    n = min(len(base), len(new))
+    if n == 0:
+        raise ValueError("paired_test needs at least one round")
+    x = np.asarray(base[:n], dtype=float)
+    y = np.asarray(new[:n], dtype=float)
+    log = positive(x, y)
+    mx, my = float(np.median(x)), float(np.median(y))
+    d = np.log(y) - np.log(x) if log else y - x
+    base_centre = 0.0 if log else mx
+    if not d.any():
+        zero = 0.0 if log or mx else None
+        return Outcome("exact", log, mx, my, zero, zero, zero, 1.0, False, rounds=n)
+    edges = np.cumsum([0, *blocks])
+    groups = [np.sort(d[a:min(b, n)]) for a, b in zip(edges, edges[1:]) if a < n]
+    # Each process's own estimate: the Hodges-Lehmann estimate of its rounds' log ratios.
+    ys = np.array([_hodges_lehmann(g) for g in groups])
+    k = len(ys)
+    if k < MIN_PROCESSES:               # process offsets cannot be told from a change
+        return Outcome("paired", log, mx, my, _pct(_hodges_lehmann(np.sort(d)), base_centre,
+                                                    log), None, None, None, False,
+                       rounds=n, processes=k)
+    centre = float(np.mean(ys))
+    se = float(np.std(ys, ddof=1)) / math.sqrt(k)
+    q = float(sps.t.ppf(1 - ALPHA / 2, k - 1))
+    p = float(2 * sps.t.sf(abs(centre) / se, k - 1)) if se else (0.0 if centre else 1.0)
+    lo, hi = centre - q * se, centre + q * se
+    ci_low, ci_high = _pct(lo, base_centre, log), _pct(hi, base_centre, log)
+    significant = bool(n >= MIN_ROUNDS and p < ALPHA and (lo > 0 or hi < 0))
+    return Outcome("paired", log, mx, my, _pct(centre, base_centre, log), ci_low, ci_high, p,
+                   significant, half_width_pct=_half(ci_low, ci_high), rounds=n, processes=k)

@@ -1,0 +1,29 @@
+"""The catalogue: TOML files of workloads, CPU and kernel profiles and plans.
+
+Files are read from the bundled `profiles/`, the user's config directory and any
+`--profiles DIR` (`loader`), validated strictly (`schema`: an unknown key is an error, every
+error one line naming the file, the line, the table and the key) and turned into the frozen
+dataclasses of `model`; `save` writes a plan back as TOML.
+"""
+from hotloop.catalog.loader import Catalog, fit_to_machine, load, search_path
+from hotloop.catalog.model import (
+                                   KINDS,
+                                   METRICS,
+                                   RUN_LIMITS,
+                                   SCHED_POLICIES,
+                                   TIMEOUT_MAX,
+                                   CpuProfile,
+                                   KernelProfile,
+                                   Param,
+                                   Plan,
+                                   ResolvedPlan,
+                                   Workload,
+                                   timeout_problem,
+                                   until_ci_problem,
+)
+from hotloop.catalog.save import plan_table, save_plan, with_overrides
+
+__all__ = ["KINDS", "METRICS", "RUN_LIMITS", "SCHED_POLICIES", "TIMEOUT_MAX", "Catalog", "CpuProfile",
+           "KernelProfile", "Param", "Plan", "ResolvedPlan", "Workload", "fit_to_machine", "load",
+           "plan_table", "save_plan", "search_path", "timeout_problem", "until_ci_problem",
+           "with_overrides"]

@@ -1,0 +1,224 @@
+"""Loading the catalogue: the bundled profiles, the user's and any --profiles directory.
+"""
+from __future__ import annotations
+
+import itertools
+import sys
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from hotloop import paths
+from hotloop.errors import HotloopError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - 3.10
+    import tomli as tomllib
+
+from hotloop.catalog.model import (
+    KINDS,
+    CpuProfile,
+    KernelProfile,
+    Plan,
+    ResolvedPlan,
+    Workload,
+)
+from hotloop.catalog.schema import BUILDERS, NAME, REQUIRED, SPECS, Where, check_keys
+from hotloop.host.cpus import validate_cpus
+from hotloop.host.procs import validate_priority
+
+
+def fit_to_machine(cpu: CpuProfile) -> tuple[CpuProfile, list[str]]:
+    """The profile with CPUs this machine lacks dropped, and a warning saying so.
+
+    A strict profile, a profile left with no CPU, or a priority the policy does
+    not allow, is an error naming the file, table and key instead."""
+    def error(key: str, message: str) -> HotloopError:
+        if cpu.origin and Path(cpu.origin).is_file():
+            return Where(Path(cpu.origin), Path(cpu.origin).read_text()).error(
+                "cpu", cpu.name, key, message)
+        return HotloopError(f"[cpu.{cpu.name}] {key}: {message}")
+
+    bad = validate_priority(cpu.sched, cpu.priority)
+    if bad:
+        raise error("priority", bad)
+    missing = [c for c in cpu.cpus if validate_cpus([c])]
+    if not missing:
+        return cpu, []
+    problem = validate_cpus(missing) or ""
+    keep = tuple(c for c in cpu.cpus if c not in missing)
+    if cpu.strict or not keep:
+        raise error("cpus", problem)
+    return replace(cpu, cpus=keep), [
+        f"[cpu.{cpu.name}] cpus: {problem}; skipped, its processes share CPUs "
+        f"{','.join(map(str, keep))} (strict = true makes this an error)"]
+
+
+# --- the catalogue ---------------------------------------------------------
+
+_BUILTIN_CPU = CpuProfile("default", "no pinning, normal scheduling", origin="built in")
+_BUILTIN_KERNEL = KernelProfile("default", "the running kernel as it is", label="",
+                                origin="built in")
+
+
+@dataclass
+class Catalog:
+    workloads: dict[str, Workload] = field(default_factory=dict)
+    cpus: dict[str, CpuProfile] = field(default_factory=dict)
+    kernels: dict[str, KernelProfile] = field(default_factory=dict)
+    plans: dict[str, Plan] = field(default_factory=dict)
+    files: list[Path] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)     # files left out (skip_bad)
+
+    def table(self, kind: str) -> dict[str, Any]:
+        return {"workload": self.workloads, "cpu": self.cpus, "kernel": self.kernels,
+                "plan": self.plans}[kind]
+
+    def load_file(self, path: Path) -> None:
+        try:
+            text = path.read_text()
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as e:
+            raise HotloopError(f"{path}: malformed TOML: {e}") from None
+        except (OSError, UnicodeDecodeError) as e:
+            raise HotloopError(f"{path}: cannot read: {e}") from None
+        where = Where(path, text)
+        for kind, tables in data.items():
+            if kind not in KINDS:
+                raise HotloopError(f"{path}:{where.line_of(kind, '') or 1}: unknown table "
+                                   f"[{kind}] (known: {', '.join(KINDS)})")
+            if not isinstance(tables, dict):
+                raise HotloopError(f"{path}: [{kind}] must hold named tables like "
+                                   f"[{kind}.NAME]")
+            for name, t in tables.items():
+                if not NAME.match(name):
+                    raise where.error(kind, name, "", "bad name: use letters, digits, _ . + -")
+                if not isinstance(t, dict):
+                    raise where.error(kind, name, "", "expected a table")
+                check_keys(where, kind, name, t, SPECS[kind])
+                for req in REQUIRED[kind]:
+                    if req not in t:
+                        raise where.error(kind, name, "", f"missing key '{req}'")
+                existing = self.table(kind).get(name)
+                if existing is not None:
+                    raise where.error(kind, name, "",
+                                      f"defined twice (also in {existing.origin})")
+                self.table(kind)[name] = BUILDERS[kind](where, name, t)
+        self.files.append(path)
+
+    def validate_plans(self) -> None:
+        """Cross-table checks, once every file is in."""
+        for plan in self.plans.values():
+            for _, variant in self.variants(plan):
+                self.resolve(variant, here=False)
+
+    def variants(self, plan: Plan) -> list[tuple[str, Plan]]:
+        """A plan whose params hold lists is a batch: (label, plan) per combination."""
+        multi = {k: v for k, v in plan.params.items() if isinstance(v, list)}
+        if not multi:
+            return [("", plan)]
+        out = []
+        for combo in itertools.product(*multi.values()):
+            chosen = dict(zip(multi, combo))
+            label = " ".join(f"{k}={v}" for k, v in chosen.items())
+            out.append((label, replace(plan, params={**plan.params, **chosen})))
+        return out
+
+    def resolve(self, plan: Plan, here: bool = True) -> ResolvedPlan:
+        """Look up the plan's profiles and fill in its params; with `here`, also fit
+        the CPU profile to this machine (only for a plan about to run: a profile
+        for a bigger machine may sit in the catalogue without breaking anything)."""
+        def where_key(key: str, message: str) -> HotloopError:
+            if plan.origin and Path(plan.origin).is_file():
+                w = Where(Path(plan.origin), Path(plan.origin).read_text())
+                return w.error("plan", plan.name, key, message)
+            return HotloopError(f"{key}: {message}")
+
+        w = self.workloads.get(plan.workload)
+        if w is None:
+            raise where_key("workload", f"unknown workload {plan.workload!r} "
+                            f"(known: {', '.join(sorted(self.workloads))})")
+        cpu = self.cpus.get(plan.cpu) or (_BUILTIN_CPU if plan.cpu == "default" else None)
+        if cpu is None:
+            raise where_key("cpu", f"unknown CPU profile {plan.cpu!r} "
+                            f"(known: {', '.join(sorted(self.cpus))})")
+        warnings: list[str] = []
+        if here:
+            cpu, warnings = fit_to_machine(cpu)
+        kernel = (self.kernels.get(plan.kernel)
+                  or (_BUILTIN_KERNEL if plan.kernel == "default" else None))
+        if kernel is None:
+            raise where_key("kernel", f"unknown kernel profile {plan.kernel!r} "
+                            f"(known: {', '.join(sorted(self.kernels))})")
+        params = {name: p.default for name, p in w.params.items()}
+        for key, value in plan.params.items():
+            if isinstance(value, list):
+                raise where_key(f"params.{key}", f"several values ({', '.join(map(str, value))}):"
+                                f" the plan is a batch; run it with `hotloop run {plan.name}`")
+            p = w.params.get(key)
+            if p is None:
+                raise where_key(f"params.{key}", f"workload {w.name} has no param {key!r} "
+                                f"(known: {', '.join(w.params) or 'none'})")
+            bad = p.problem(value)
+            if bad:
+                raise where_key(f"params.{key}", bad)
+            params[key] = value
+        return ResolvedPlan(plan, w, cpu, kernel, params, tuple(warnings))
+
+    def plan_for(self, name: str) -> Plan:
+        """A plan by name, or a workload by name run with its defaults."""
+        if name in self.plans:
+            return self.plans[name]
+        if name in self.workloads:
+            return Plan(name=name, workload=name)
+        raise HotloopError(f"unknown plan or workload {name!r} (plans: "
+                           f"{', '.join(sorted(self.plans)) or 'none'}; workloads: "
+                           f"{', '.join(sorted(self.workloads)) or 'none'})")
+
+
+def search_path(extra: list[Path] | None = None) -> list[Path]:
+    return [paths.BUNDLED_PROFILES, paths.config_dir(), *(extra or [])]
+
+
+def load(extra: list[Path] | None = None, skip_bad: bool = False) -> Catalog:
+    """The catalogue from every TOML file on the search path.
+
+    A bad file is an error; with `skip_bad` (the console) it is left out instead,
+    with its error in `errors`, so one broken file does not hide the others."""
+    if not paths.BUNDLED_PROFILES.is_dir():
+        raise HotloopError(f"the bundled profiles are missing ({paths.BUNDLED_PROFILES}): "
+                           f"install hotloop from a checkout with `pip install -e .`")
+    for d in extra or []:
+        if not d.is_dir():
+            raise HotloopError(f"--profiles {d}: no such directory")
+    cat = Catalog()
+    seen: set[Path] = set()
+    for d in search_path(extra):
+        if not d.is_dir():
+            continue
+        for f in sorted(d.rglob("*.toml")):
+            if f.resolve() not in seen:
+                seen.add(f.resolve())
+                if not skip_bad:
+                    cat.load_file(f)
+                    continue
+                before = [dict(cat.table(k)) for k in KINDS]
+                try:
+                    cat.load_file(f)
+                except HotloopError as e:
+                    for k, table in zip(KINDS, before):     # none of a bad file
+                        cat.table(k).clear()
+                        cat.table(k).update(table)
+                    cat.errors.append(str(e))
+    if not skip_bad:
+        cat.validate_plans()
+        return cat
+    for name, plan in list(cat.plans.items()):
+        try:
+            for _, variant in cat.variants(plan):
+                cat.resolve(variant, here=False)
+        except HotloopError as e:
+            del cat.plans[name]
+            cat.errors.append(str(e))
+    return cat

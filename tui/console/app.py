@@ -1,0 +1,627 @@
+"""The Textual console: pick a plan, run it, watch it live.
+
+One more consumer of the session's event stream (like the headless reporter):
+the session runs in an async Textual worker, feeds a plain `LiveRun` model,
+and a 10 Hz timer redraws whatever changed, so thousands of runs a second
+cost a handful of redraws.  Stop and quit call `Session.stop()` and wait for
+the worker, so no process outlives the console.
+
+`c` opens the compare screen on the results directory (hotloop.analysis.compare and scipy
+load only then).  A run whose kernel/CPU profile would change the system asks
+first (a modal listing each change); only a yes runs with `apply_system`.
+
+On a real terminal a watchdog thread (hotloop.console.watchdog) takes SIGHUP and SIGTERM and
+watches the terminal itself: when it goes away, the run is ended from that thread,
+since Textual's writes can then block the event loop for good.
+"""
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+from rich.text import Text
+from textual import work
+from textual.app import App, ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.css.query import NoMatches
+from textual.widgets import Footer, RichLog, Static
+from textual.worker import Worker, WorkerState
+
+from hotloop import catalog, results
+from hotloop import events as ev
+from hotloop.catalog import Catalog, Plan, ResolvedPlan
+from hotloop.console.commands import HotloopCommands
+from hotloop.console.live import LiveRun
+from hotloop.console.messages import (
+    CatalogPicked,
+    FormChanged,
+    LogLine,
+    SessionEnded,
+    SymbolsArrived,
+)
+from hotloop.console.screens.save import SavePlanScreen
+from hotloop.console.watchdog import Watchdog
+from hotloop.console.widgets.catalog_tree import CatalogTree
+from hotloop.console.widgets.params import ParamsForm
+from hotloop.console.widgets.plots import DriftPlot, HistogramPlot
+from hotloop.console.widgets.stats_panel import StatsPanel
+from hotloop.console.widgets.symbols import SymbolsTable
+from hotloop.errors import HotloopError
+from hotloop.render.units import si
+from hotloop.results.header import Header
+from hotloop.run.session import Session, preflight
+from hotloop.visible import visible
+
+DEFAULT_PLAN = "quick"
+REDRAW_S = 0.1                  # stats: at most 10 redraws a second, however fast runs arrive
+PLOT_BUDGET = 0.03              # charts: at most ~3% of a CPU, so their rate adapts to their cost
+PLOT_MAX_S = 1.0                # ...but at least one chart redraw a second
+STOP_GRACE_S = 3.0              # then the worker is cancelled (the session kills its group)
+CONSOLE_ACTIONS = ("run", "stop", "save", "toggle_view", "compare")
+
+
+class HotloopApp(App[None]):
+    TITLE = "hotloop"
+    CSS_PATH = Path(__file__).parent / "app.tcss"
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (110, "-wide")]
+    COMMANDS = App.COMMANDS | {HotloopCommands}
+    BINDINGS = [
+        Binding("r", "run", "Run", id="run"),
+        Binding("x", "stop", "Stop", id="stop"),
+        Binding("w", "save", "Save plan", id="save"),
+        Binding("c", "compare", "Compare", id="compare"),
+        Binding("v", "toggle_view", "Setup/Live", id="view"),
+        Binding("q", "quit", "Quit", id="quit"),
+        Binding("escape", "leave_field", "Leave field", id="leave", show=False),
+    ]
+
+    def __init__(self, profiles: list[Path] | None = None,
+                 results_dir: Path = Path("results")) -> None:
+        super().__init__()
+        self.profiles = list(profiles or [])
+        self.results_dir = Path(results_dir)
+        self.cat: Catalog | None = None
+        self.live: LiveRun | None = None
+        self.session: Session | None = None
+        self.worker: Worker | None = None
+        self.view = "setup"
+        self._affinity: set[int] | None = None
+        self._plots_at = 0.0            # when the charts were last redrawn
+        self._plots_due = False
+        self._clock_at = 0.0
+        self.watchdog: Watchdog | None = None
+
+    # --- layout ----------------------------------------------------------------
+
+    def compose(self) -> ComposeResult:
+        yield Static("hotloop", id="status")
+        with Horizontal(id="main"):
+            with Vertical(id="setup"):
+                yield CatalogTree(id="catalog")
+                yield ParamsForm(id="params")
+            with Vertical(id="live"):
+                with Horizontal(id="live-top"):
+                    with Vertical(id="charts"):
+                        yield HistogramPlot(id="histogram")
+                        yield DriftPlot(id="drift")
+                    with Vertical(id="side"):
+                        yield StatsPanel(id="stats")
+                        yield SymbolsTable(id="symbols")
+                yield RichLog(id="log", wrap=True, markup=False, max_lines=500)
+        yield Footer()
+
+    async def on_mount(self) -> None:
+        titles = {"#catalog": "catalogue", "#params": "parameters", "#histogram": "distribution",
+                  "#drift": "run by run", "#stats": "stats", "#symbols": "hot symbols",
+                  "#log": "log"}
+        for sel, title in titles.items():
+            self._q(sel).border_title = title
+        loop = asyncio.get_running_loop()
+        if self.is_headless:        # run_test: no terminal to lose, the process not ours
+            for sig in (signal.SIGTERM, signal.SIGHUP):
+                loop.add_signal_handler(sig, self._on_signal, sig)
+        else:
+            self.watchdog = Watchdog(loop, _terminal_fds(), quit=self._on_signal,
+                                     abandon=self._abandon_run, stop_grace=STOP_GRACE_S)
+            self.watchdog.install()
+        self.main_screen.add_class("-view-setup")
+        self.set_interval(REDRAW_S, self._tick)
+        try:
+            self.cat = catalog.load(self.profiles, skip_bad=True)
+        except HotloopError as e:
+            self.cat = Catalog()
+            self.cat.errors.append(str(e))
+        for error in self.cat.errors:       # shown on the first screen, not only the log
+            self.log_line(f"left out: {error}", "error")
+            self.notify(visible(error), title="profile left out", severity="error",
+                        timeout=15, markup=False)       # "[cpu.c]" is no markup
+        if not (self.cat.plans or self.cat.workloads):
+            self._status()
+            return
+        self._q(CatalogTree).fill(self.cat)
+        first = (("plan", DEFAULT_PLAN) if DEFAULT_PLAN in self.cat.plans else
+                 ("plan", next(iter(self.cat.plans))) if self.cat.plans else
+                 ("workload", next(iter(self.cat.workloads))) if self.cat.workloads else None)
+        if first:
+            await self.pick(*first)
+        self._q(CatalogTree).focus()
+
+    @property
+    def main_screen(self):
+        """The console's own screen (not a dialog or the palette above it)."""
+        return self.screen_stack[0]
+
+    def _q(self, selector, expect_type=None):
+        """query_one on the console's own screen, whatever dialog is above it."""
+        if not self.screen_stack:
+            raise NoMatches("no screen")
+        screen = self.screen_stack[0]
+        return screen.query_one(selector) if expect_type is None else \
+            screen.query_one(selector, expect_type)
+
+    @property
+    def console_blocked(self) -> bool:
+        """A screen of ours (compare, consent, save) is on top: the console's keys rest."""
+        from textual.command import CommandPalette
+        for screen in reversed(self.screen_stack):
+            if isinstance(screen, CommandPalette):
+                continue
+            return bool(getattr(screen, "blocks_console", False))
+        return False
+
+    @property
+    def narrow(self) -> bool:
+        return self.main_screen.has_class("-narrow")
+
+    # --- the catalogue and the form ----------------------------------------------
+
+    @property
+    def form(self) -> ParamsForm:
+        return self._q(ParamsForm)
+
+    async def pick(self, kind: str, name: str) -> None:
+        """Show a catalogue entry: plans and workloads load the form, profiles set it."""
+        cat = self.cat
+        if cat is None:
+            return
+        tree = self._q(CatalogTree)
+        tree.point_at(kind, name)
+        try:
+            if kind == "plan":
+                variants = cat.variants(cat.plans[name])
+                await self.form.load(cat, variants[0][1])
+                if len(variants) > 1:
+                    self.batch_note(name, variants)
+            elif kind == "workload":
+                await self.form.load(cat, Plan(name=name, workload=name))
+            elif kind in ("cpu", "kernel"):
+                prof = (cat.cpus if kind == "cpu" else cat.kernels)[name]
+                self.form.set_choice(kind, name)
+                detail = ""
+                if kind == "cpu":
+                    detail = (f" (cpus {','.join(map(str, prof.cpus)) or 'any'}, "
+                              f"sched {prof.sched})")
+                self.form.hint(f"{kind} {name}: {prof.summary}{detail}")
+        except HotloopError as e:
+            self.log_line(str(e), "error")
+        self._status()
+
+    def batch_note(self, name: str, variants: list[tuple[str, Plan]]) -> None:
+        """A plan with list params is a batch: the form holds its first variant."""
+        labels = ", ".join(label for label, _ in variants)
+        keys = sorted({k for _, v in variants for k in v.params
+                       if v.params[k] != variants[0][1].params[k]})
+        note = (f"{name} is a batch of {len(variants)} variants ({labels}); the form holds "
+                f"the first, change {', '.join(keys) or 'the params'} for another; run them "
+                f"all headless with `hotloop run {name}`")
+        self.form.hint(note)
+        self.log_line(note)
+
+    async def on_catalog_picked(self, message: CatalogPicked) -> None:
+        await self.pick(message.kind, message.name)
+
+    def on_form_changed(self, message: FormChanged) -> None:
+        self._status()
+
+    def on_input_submitted(self, event) -> None:
+        if self.form in event.input.ancestors:
+            self.screen.focus_next()
+
+    def action_leave_field(self) -> None:
+        focused = self.focused
+        if focused is not None and self.form in focused.ancestors:
+            self._q(CatalogTree).focus()
+
+    # --- running -----------------------------------------------------------------
+
+    @property
+    def running(self) -> bool:
+        return self.worker is not None and self.worker.state in (WorkerState.PENDING,
+                                                                 WorkerState.RUNNING)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in CONSOLE_ACTIONS and self.console_blocked:
+            return False
+        if action == "run":
+            return None if self.running or self.cat is None else True
+        if action == "stop":
+            return True if self.running else None
+        if action == "toggle_view":
+            return self.narrow
+        return True
+
+    def action_run(self) -> None:
+        if self.running or self.cat is None:
+            return
+        try:
+            plan = self.form.build()
+            rp = self.cat.resolve(plan)
+            pre = preflight(rp)
+        except (ValueError, HotloopError) as e:
+            self.log_line(f"cannot run: {' '.join(str(e).split())}", "error")
+            self.notify(f"cannot run: {visible(str(e))}", severity="error", timeout=4,
+                        markup=False)
+            return
+        if not pre.changes:
+            self.start_run(rp)
+            return
+        changes = [c.describe() for c in pre.changes]
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.log_line(f"consent given: {', '.join(changes)} (restored after the run)",
+                              "warning")
+                self.start_run(rp, apply_system=True)
+            else:
+                self.log_line(f"not run: kernel profile {rp.kernel.name} would change "
+                              f"{', '.join(changes)}; nothing was changed", "warning")
+                self.notify("not run: nothing was changed on the system", timeout=4)
+
+        from hotloop.console.screens.consent import ConsentScreen
+        self.push_screen(ConsentScreen(plan.name, rp.kernel.name, changes), answered)
+
+    def start_run(self, rp: ResolvedPlan, apply_system: bool = False) -> None:
+        """Start a session of `rp` (system changes only with `apply_system`, the user's yes)."""
+        if self.running:
+            return
+        plan = rp.plan
+        path = results.default_path(plan.name, self.results_dir)
+        self.session = Session(rp, path, apply_system=apply_system)
+        self.live = LiveRun(plan.name, plan.runs, plan.warmup, rp.workload.unit,
+                            rp.workload.higher_is_better, plan.perf, plan.until_ci)
+        symbols = self._q(SymbolsTable)
+        symbols.show_message("perf: waiting for the first window…" if plan.perf
+                             else "perf is off for this run")
+        self._q("#symbols").border_title = "hot symbols" if plan.perf else \
+            "hot symbols · off"
+        self.log_line(f"run {plan.name}: {rp.workload.name}, {plan.runs} runs "
+                      f"(+{plan.warmup} warmup), cpu {rp.cpu.name} → {path}")
+        self._away_from(rp.cpu.cpus)
+        self.worker = self.run_session(self.session, self.live)
+        if self.narrow:
+            self.set_view("live")
+        self._redraw(plots=True)
+        self.refresh_bindings()
+
+    @work(exclusive=True, group="session", exit_on_error=False)
+    async def run_session(self, session: Session, live: LiveRun) -> None:
+        """Drive one session to its end; the only place that reads its events."""
+        outcome = "failed"
+        since_yield = 0
+        try:
+            async for event in session.events():
+                if isinstance(event, ev.RunSample):
+                    live.add(event.value, event.warmup)
+                    since_yield += 1
+                    if since_yield >= 64:       # a burst of buffered lines: let the UI in
+                        since_yield = 0
+                        await asyncio.sleep(0)
+                elif isinstance(event, ev.Started):
+                    live.result_file = event.result_file
+                    live.state = "running"
+                    live.dirty = True
+                    self.find_noise(live, Header.of(event.header))
+                elif isinstance(event, ev.HotSymbols):
+                    self.post_message(SymbolsArrived(event))
+                elif isinstance(event, ev.Warning):
+                    self.post_message(LogLine(event.message, "warning"))
+                elif isinstance(event, ev.Finished):
+                    outcome = "finished"
+                elif isinstance(event, ev.Failed):
+                    outcome = "stopped" if event.interrupted else "failed"
+                    if not event.interrupted:
+                        self.post_message(LogLine(event.message, "error"))
+        except asyncio.CancelledError:
+            outcome = "stopped"
+            raise
+        except HotloopError as e:             # e.g. the workload does not compile
+            self.post_message(LogLine(str(e), "error"))
+        except Exception as e:  # noqa: BLE001 - a session bug must not kill the console
+            self.post_message(LogLine(f"session error: {type(e).__name__}: {e}", "error"))
+        finally:
+            live.end(outcome)
+            path = session.result_file         # gone when nothing ran (bad input)
+            self.post_message(SessionEnded(outcome, str(path) if path.exists() else "",
+                                           live.n))
+
+    @work(thread=True, group="noise")
+    def find_noise(self, live: LiveRun, header: Header) -> None:
+        """The calibrated session noise of what runs (for the stats panel's "detect")."""
+        from hotloop.analysis import noise
+        profile, _ = noise.find(header)
+        found = profile.metrics.get(header.workload.metric) if profile is not None else None
+        if found is not None:
+            live.noise = found
+            live.dirty = True
+
+    def on_symbols_arrived(self, message: SymbolsArrived) -> None:
+        hot = message.symbols
+        self._q(SymbolsTable).show(hot)
+        where = "whole run" if hot.scope == "session" else f"window {hot.window}"
+        self._q("#symbols").border_title = f"hot symbols · {where}"
+
+    def on_session_ended(self, message: SessionEnded) -> None:
+        live = self.live
+        s = live.summary() if live else None
+        unit = live.unit if live else ""
+        if message.outcome == "finished" and s is not None:
+            self.log_line(f"done: {s.n} runs, median {si(s.median, unit)}, "
+                          f"CV {s.cv * 100:.2f}% → {message.result_file}", "success")
+        elif message.outcome == "stopped":
+            kept = f"; {message.runs} runs kept in {message.result_file}" \
+                if message.result_file else ""
+            self.log_line(f"stopped{kept}", "warning")
+        else:
+            self.log_line(f"failed after {message.runs} runs"
+                          + (f"; see {message.result_file}" if message.result_file else ""),
+                          "error")
+        if live is not None and live.perf and self._q(SymbolsTable).latest is None:
+            self._q(SymbolsTable).show_message("perf: no samples")
+        self._restore_affinity()
+        self._redraw(plots=True)
+        self.refresh_bindings()
+
+    async def action_stop(self) -> None:
+        await self.stop_run(wait=False)
+
+    async def stop_run(self, wait: bool = True) -> None:
+        """Stop the session; with `wait`, return once its worker (and processes) are gone."""
+        worker, session = self.worker, self.session
+        if worker is None or session is None or not self.running:
+            return
+        self.log_line("stopping…", "warning")
+        session.stop()
+        if not session.pids:                  # not started yet: nothing for stop() to kill
+            worker.cancel()
+        waiter = asyncio.ensure_future(self._await_worker(worker))
+        if wait:
+            await waiter
+
+    async def _await_worker(self, worker: Worker) -> None:
+        try:
+            await asyncio.wait_for(asyncio.shield(worker.wait()), STOP_GRACE_S)
+        except asyncio.TimeoutError:
+            worker.cancel()
+        except Exception:  # noqa: BLE001 - cancelled or failed: it has ended either way
+            pass
+        try:
+            await worker.wait()
+        except Exception:  # noqa: BLE001
+            pass
+
+    async def action_quit(self) -> None:
+        await self.stop_run(wait=True)
+        self.exit()
+
+    def _abandon_run(self, message: str, signame: str) -> None:
+        """From the watchdog's thread: end the run without the event loop."""
+        session = self.session
+        if session is not None:
+            session.abandon(message, signame)
+
+    @property
+    def exit_status(self) -> int:
+        """128 + the signal once one came or the terminal went, else the app's code."""
+        if self.watchdog is not None and self.watchdog.status is not None:
+            return self.watchdog.status
+        return self.return_code or 0
+
+    def _on_signal(self, signum: int) -> None:
+        """SIGTERM/SIGHUP (a dropped SSH session): quit as `q` does, run stopped first."""
+        async def quit_cleanly() -> None:
+            await self.stop_run(wait=True)
+            self.exit(return_code=128 + signum)
+        self.run_worker(quit_cleanly(), group="signal", exclusive=True)
+
+    # --- comparing -----------------------------------------------------------------
+
+    def action_compare(self) -> None:
+        """The compare screen on the results directory (the comparison and scipy load only then)."""
+        if self.console_blocked:
+            return
+        from hotloop.console.screens.compare import (
+            CompareScreen,  # not on the launch path
+        )
+        self.push_screen(CompareScreen(self.results_dir))
+
+    # --- saving ------------------------------------------------------------------
+
+    def action_save(self) -> None:
+        if self.cat is None or self.form.base is None:
+            return
+        bad = self.form.errors()
+        if bad:
+            self.notify(visible("fix the parameters first: " + "; ".join(bad)),
+                        severity="error", markup=False)
+            return
+        base = self.form.base.name
+        self.push_screen(SavePlanScreen(f"{base}-2" if base in self.cat.plans else base,
+                                        self._save_as), self._saved)
+
+    def _save_as(self, name: str) -> str | None:
+        """Save the form as plan `name`; an error message, or None once saved."""
+        assert self.cat is not None
+        try:
+            plan = self.form.build(name)
+            base = self.form.base
+            summary = plan.summary if base is not None and base.name == name else \
+                f"saved from {base.name if base else plan.workload} in the console"
+            plan = replace(plan, summary=summary, origin="")
+            path = catalog.save_plan(plan, cat=self.cat)
+        except (ValueError, HotloopError) as e:
+            return str(e)
+        self.log_line(f"saved plan {name} to {path}", "success")
+        return None
+
+    async def _saved(self, name: str | None) -> None:
+        if name is None:
+            return
+        try:
+            self.cat = catalog.load(self.profiles, skip_bad=True)
+        except HotloopError as e:
+            self.log_line(str(e), "error")
+            return
+        self._q(CatalogTree).fill(self.cat)
+        await self.pick("plan", name)
+        self._q(CatalogTree).focus()
+
+    # --- views -------------------------------------------------------------------
+
+    def set_view(self, view: str) -> None:
+        self.view = view
+        self.main_screen.set_class(view == "setup", "-view-setup")
+        self.main_screen.set_class(view == "live", "-view-live")
+        if self.narrow:
+            if view == "setup":
+                self._q(CatalogTree).focus()
+            else:
+                self._q(SymbolsTable).focus()
+        self._status()
+
+    def action_toggle_view(self) -> None:
+        self.set_view("live" if self.view == "setup" else "setup")
+
+    def on_resize(self) -> None:
+        self.call_after_refresh(self.refresh_bindings)
+        self.call_after_refresh(self._status)
+
+    # --- drawing -----------------------------------------------------------------
+
+    def plot_interval(self) -> float:
+        """Seconds between chart redraws: what their last render cost, over the budget."""
+        cost = self._q(HistogramPlot).cost + self._q(DriftPlot).cost
+        return min(PLOT_MAX_S, max(REDRAW_S, cost / PLOT_BUDGET))
+
+    def _tick(self) -> None:
+        try:
+            self._tick_once()
+        except NoMatches:       # shutting down: the panels are already gone
+            pass
+
+    def _tick_once(self) -> None:
+        live = self.live
+        if live is None:
+            return
+        now = time.monotonic()
+        if live.dirty:
+            live.dirty = False
+            self._plots_due = True
+            self._redraw(plots=False)
+            self._status()
+        elif live.running and now - self._clock_at >= 0.5:
+            self._clock_at = now
+            self._q(StatsPanel).show(live)   # the clock and time left move on
+        if self._plots_due and (not live.running or now - self._plots_at >= self.plot_interval()):
+            self._redraw(plots=True)
+
+    def _redraw(self, plots: bool) -> None:
+        live = self.live
+        self._q(StatsPanel).show(live)
+        if plots:
+            self._plots_at = time.monotonic()
+            self._plots_due = False
+            self._q(HistogramPlot).show(live)
+            self._q(DriftPlot).show(live)
+
+    def _status(self) -> None:
+        parts: list[str] = ["[b]hotloop[/b]"]
+        form = self.form
+        if form.base is not None:
+            try:
+                plan = form.build()
+                edited = self._edited(plan, form.base)
+            except (ValueError, HotloopError):
+                plan, edited = form.base, True
+            narrow = self.narrow
+            parts.append(f"{plan.name}{'*' if edited else ''} · {plan.workload} · "
+                         + ("" if narrow else f"cpu {plan.cpu} · ") + f"{plan.runs} runs")
+        live = self.live
+        if live is not None:
+            mark = {"building": "building", "running": f"running {live.n}/{live.runs}",
+                    "finished": f"done {live.n}/{live.runs}",
+                    "stopped": f"stopped {live.n}/{live.runs}",
+                    "failed": "failed"}[live.state]
+            parts.append(mark)
+        if self.narrow:
+            parts.append(f"[dim]v {'live' if self.view == 'setup' else 'setup'}[/dim]")
+        self._q("#status", Static).update("  │  ".join(parts))
+
+    def _edited(self, plan: Plan, base: Plan) -> bool:
+        """Whether the form differs from the plan it was loaded from (params resolved)."""
+        if self.cat is None:
+            return False
+        a, b = self.cat.resolve(plan), self.cat.resolve(base)
+        return a.params != b.params or replace(plan, params={}) != replace(base, params={})
+
+    def log_line(self, text: str, level: str = "info") -> None:
+        colour = {"warning": "warning", "error": "error", "success": "success"}.get(level)
+        style = ""
+        if colour:
+            style = self.theme_variables.get(colour, "") or ""
+        prefix = {"warning": "warning: ", "error": "error: "}.get(level, "")
+        # a workload's error text may hold an ESC or newlines: shown, never obeyed
+        self._q(RichLog).write(Text(prefix + visible(text), style=style))
+
+    def on_log_line(self, message: LogLine) -> None:
+        self.log_line(message.text, message.level)
+
+    # --- keeping off the worker's CPUs ---------------------------------------------
+
+    def _away_from(self, cpus: tuple[int, ...]) -> None:
+        """Run the console on CPUs the profile leaves free, where there are any."""
+        if not cpus or not hasattr(os, "sched_setaffinity"):
+            return
+        try:
+            mine = os.sched_getaffinity(0)
+            spare = mine - set(cpus)
+            if spare and spare != mine:
+                os.sched_setaffinity(0, spare)
+                self._affinity = mine
+        except OSError:
+            pass
+
+    def _restore_affinity(self) -> None:
+        if self._affinity is not None:
+            try:
+                os.sched_setaffinity(0, self._affinity)
+            except OSError:
+                pass
+            self._affinity = None
+
+
+def _terminal_fds() -> list[int]:
+    """The descriptors Textual reads keys from and draws on."""
+    fds = []
+    for f in (sys.__stdin__, sys.__stdout__, sys.__stderr__):
+        try:
+            if f is not None:
+                fds.append(f.fileno())
+        except (OSError, ValueError):
+            pass
+    return fds

@@ -1,0 +1,51 @@
+"""Command palette entries for the console: its actions and the catalogue's plans."""
+from __future__ import annotations
+
+from functools import partial
+from typing import TYPE_CHECKING
+
+from textual.command import DiscoveryHit, Hit, Hits, Provider
+
+if TYPE_CHECKING:
+    from hotloop.console.app import HotloopApp
+
+ACTIONS = (
+    ("run", "Run", "run the current settings (r)"),
+    ("stop", "Stop", "stop the run; the runs measured so far are kept (x)"),
+    ("save", "Save plan", "save the current settings as a plan (w)"),
+    ("compare", "Compare results", "pick result files: verdicts, histograms, symbol diff (c)"),
+    ("toggle_view", "Switch view", "setup or live panels on a small terminal (v)"),
+    ("quit", "Quit", "stop any run and quit (q)"),
+)
+
+
+class HotloopCommands(Provider):
+    """The console's own actions, then 'Open plan NAME' for every plan."""
+
+    def _commands(self) -> list[tuple[str, object, str]]:
+        app: HotloopApp = self.app
+        out: list[tuple[str, object, str]] = []
+        for action, title, help in ACTIONS:
+            if app.check_action(action, ()) is not False:
+                out.append((title, partial(app.run_action, action), help))
+        cat = getattr(app, "cat", None)
+        if cat is not None:
+            for name, plan in cat.plans.items():
+                out.append((f"Open plan {name}", partial(app.pick, "plan", name),
+                            plan.summary or f"{plan.workload}, {plan.runs} runs"))
+            for name, w in cat.workloads.items():
+                out.append((f"Open workload {name}", partial(app.pick, "workload", name),
+                            w.summary))
+        return out
+
+    async def discover(self) -> Hits:
+        for title, command, help in self._commands():
+            yield DiscoveryHit(title, command, help=help)  # type: ignore[arg-type]
+
+    async def search(self, query: str) -> Hits:
+        matcher = self.matcher(query)
+        for title, command, help in self._commands():
+            score = matcher.match(title)
+            if score > 0:
+                yield Hit(score, matcher.highlight(title), command,  # type: ignore[arg-type]
+                          text=title, help=help)

@@ -1,0 +1,62 @@
+"""Messages the console's widgets and its session worker send each other.
+
+Dataclasses, one module (UI side only: the core never imports this).  The
+high-rate ones say `can_replace`, so a newer one takes the place of a stale
+one still waiting in the queue.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from textual.message import Message
+
+from hotloop import events as ev
+
+
+@dataclass
+class CatalogPicked(Message):
+    """The user chose an entry in the catalogue tree."""
+    kind: str                     # "workload" | "cpu" | "kernel" | "plan"
+    name: str
+
+
+@dataclass
+class FormChanged(Message):
+    """A setting in the parameters panel changed (valid or not)."""
+
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, FormChanged)
+
+
+@dataclass
+class RunProgress(Message):
+    """New samples are in the live model: redraw what shows them."""
+
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, RunProgress)
+
+
+@dataclass
+class SymbolsArrived(Message):
+    """A perf summary: the latest window, or the whole run at the end."""
+    symbols: ev.HotSymbols
+
+    def can_replace(self, message: Message) -> bool:
+        # a newer window makes an older one stale; the session aggregate never is
+        return (isinstance(message, SymbolsArrived) and message.symbols.scope == "window"
+                and self.symbols.scope == "window")
+
+
+@dataclass
+class LogLine(Message):
+    """A line for the log panel; level is "info", "warning" or "error"."""
+    text: str
+    level: str = "info"
+
+
+@dataclass
+class SessionEnded(Message):
+    """The worker is done: `outcome` is "finished", "stopped" or "failed"."""
+    outcome: str
+    result_file: str
+    runs: int

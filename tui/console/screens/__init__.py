@@ -1,0 +1,1 @@
+"""The console's screens: compare, consent to system changes, save a plan."""

@@ -1,0 +1,490 @@
+"""The compare screen: pick result files, see verdicts, histograms and the symbol diff.
+
+The files are the results directory's `*.jsonl`, newest first, read in a thread.
+The user picks two or more sides (space or enter starts a side with the file under
+the cursor; the first side is the baseline) and may add more sessions to the last
+side (`a`: the sessions of one kernel, say; the first column shows each file's
+side), then presses `c`; `hotloop.analysis.compare` does
+the statistics in a thread (it imports scipy, so it is imported only once this
+screen opens, never at the console's launch).  Anything that cannot be compared
+(a file that is not a result, different workloads) is one line at the top.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Static, TabbedContent, TabPane
+from textual_plotext import PlotextPlot
+
+from hotloop import results
+from hotloop.errors import HotloopError
+from hotloop.render.units import axis_scale, width_decimals
+from hotloop.visible import visible
+
+if TYPE_CHECKING:
+    from hotloop.analysis.compare import Comparison, Pair
+
+SYMBOLS_TOP = 15
+METRIC_WIDTH = 21
+SYMBOL_WIDTH = 30
+PARAMS_WIDTH = 48
+GOOD = ("faster", "better")
+BAD = ("slower", "worse")
+
+
+@dataclass
+class Entry:
+    """One file of the results directory, read back (or why it could not be)."""
+    path: Path
+    mtime: float
+    result: results.Result | None = None
+    error: str = ""
+
+    @property
+    def workload(self) -> str:
+        return self.result.workload.name if self.result else "?"
+
+    @property
+    def label(self) -> str:
+        if self.result is None:
+            return "not a result"
+        h = self.result.header
+        return " · ".join(x for x in (h.label, h.variant) if x) or "-"
+
+    @property
+    def params(self) -> str:
+        params = self.result.header.params if self.result else {}
+        return " ".join(f"{k}={v}" for k, v in params.items())
+
+    @property
+    def date(self) -> str:
+        stamp = self.result.header.time if self.result else ""
+        if len(stamp) >= 16 and stamp[4] == "-":            # 2026-11-30T01:23:45+0000
+            return f"{stamp[5:10]} {stamp[11:16]}"
+        return time.strftime("%m-%d %H:%M", time.localtime(self.mtime))
+
+
+def scan(directory: Path) -> list[Entry]:
+    """Every `*.jsonl` in `directory`, newest first, each read (errors kept, not raised)."""
+    try:
+        files = [p for p in directory.glob("*.jsonl") if p.is_file()]
+    except OSError:
+        return []
+    entries = []
+    for p in files:
+        try:
+            mtime = p.stat().st_mtime
+        except OSError:
+            continue
+        e = Entry(p, mtime)
+        try:
+            e.result = results.read(p)
+        except HotloopError as err:
+            e.error = str(err)
+        entries.append(e)
+    entries.sort(key=lambda e: (e.mtime, e.path.name), reverse=True)
+    return entries
+
+
+def _cut(text: str, width: int) -> str:
+    return text if len(text) <= width else text[:width - 1] + "…"
+
+
+def ci_text(low: float | None, high: float | None) -> str:
+    """The 95% CI of the % change, compact: "[-52.7, -36.4]"."""
+    if low is None or high is None:
+        return "-"
+    return f"[{low:+.1f}, {high:+.1f}]"
+
+
+def verdict_text(verdict: str) -> Text:
+    style = "bold green" if verdict in GOOD else "bold red" if verdict in BAD else "dim"
+    return Text(verdict, style=style)
+
+
+class CompareHistogram(PlotextPlot):
+    """The primary metric's distributions on the comparison's shared bucket edges."""
+
+    DEFAULT_CSS = """
+    CompareHistogram { height: 1fr; min-height: 8; }
+    """
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.comparison: Comparison | None = None
+
+    def show(self, comp: Comparison | None) -> None:
+        self.comparison = comp
+        self.refresh()
+
+    def series(self) -> dict[str, list[int]]:
+        """Per compared file (by name): its count in each shared bucket."""
+        comp = self.comparison
+        if comp is None or comp.histogram is None:
+            return {}
+        return {s.name: [b.counts[i] for b in comp.histogram.buckets]
+                for i, s in enumerate(comp.sides)}
+
+    def on_resize(self) -> None:
+        self.refresh()
+
+    def render(self):
+        plt = self.plt
+        plt.clear_figure()
+        plt.frame(False)
+        comp = self.comparison
+        hist = comp.histogram if comp is not None else None
+        if comp is None or hist is None or not hist.buckets:
+            plt.xticks([])
+            plt.yticks([])
+            plt.text("pick files and press c" if comp is None else "no runs to show",
+                     0.5, 0.5, alignment="center")
+            plt.xlim(0, 1)
+            plt.ylim(0, 1)
+            return super().render()
+        buckets = hist.buckets
+        top = max(abs(buckets[-1].high), abs(buckets[0].low))
+        scale, unit = axis_scale(top, hist.unit)
+        width = hist.width / scale
+        decimals = width_decimals(width)
+        labels = [f"{b.low / scale:.{decimals}f}-{b.high / scale:.{decimals}f}"
+                  for b in buckets]
+        ys = [[b.percents[i] for b in buckets] for i in range(len(comp.sides))]
+        names = [f"{s.name}{' (baseline)' if s.index == 0 else ''}" for s in comp.sides]
+        # each bucket k holds one bar per file, side by side within [k-0.4, k+0.4]
+        n = len(names)
+        slot = 0.8 / n
+        for i, (name, y) in enumerate(zip(names, ys)):
+            xs = [k + 1 + (i - (n - 1) / 2) * slot for k in range(len(labels))]
+            plt.bar(xs, y, width=slot * 0.85, label=name)
+        wide = max(len(x) for x in labels) + 2
+        room = max(2, (self.size.width - 8) // wide)        # tick labels that fit
+        step = max(1, math.ceil(len(labels) / room))
+        plt.xticks(list(range(1, len(labels) + 1))[::step], labels[::step])
+        plt.xlim(0.5, len(labels) + 0.5)
+        peak = max(max(y) for y in ys) or 1.0
+        # leave the top rows to the legend (one per file); ticks only up to the peak
+        rows = max(4, self.size.height - 3)
+        plt.ylim(0, peak * rows / max(1, rows - len(names) - 1))
+        step = next(s for s in (5, 10, 20, 25, 50, 100) if peak / s <= max(2, rows // 3))
+        plt.yticks([t for t in range(0, 101, step) if t <= peak + 1e-9])
+        plt.xlabel(f"{hist.metric}, {unit}")
+        plt.ylabel("% of runs")
+        return super().render()
+
+
+class CompareScreen(Screen[None]):
+    """Pick files from `results_dir`, compare them; escape goes back to the console."""
+
+    blocks_console = True           # the console's run/stop/save keys are off here
+
+    BINDINGS = [
+        Binding("space", "pick", "Pick", id="compare.pick"),
+        Binding("a", "add", "Add session", id="compare.add"),
+        Binding("c", "compare", "Compare", id="compare.run"),
+        Binding("escape", "back", "Back", id="compare.back"),
+        Binding("1", "tab('tab-files')", "Files", show=False),
+        Binding("2", "tab('tab-table')", "Table", show=False),
+        Binding("3", "tab('tab-hist')", "Histogram", show=False),
+        Binding("4", "tab('tab-symbols')", "Symbols", show=False),
+    ]
+
+    DEFAULT_CSS = """
+    CompareScreen { layout: vertical; }
+    CompareScreen #compare-status { height: 1; padding: 0 1; background: $panel; }
+    CompareScreen #compare-status.-error { color: $error; text-style: bold; }
+    CompareScreen TabbedContent { height: 1fr; }
+    CompareScreen TabPane { padding: 0; height: 1fr; }
+    CompareScreen #compare-files, CompareScreen #compare-table, CompareScreen #compare-symbols {
+        height: 1fr;
+    }
+    CompareScreen #compare-sides { height: auto; padding: 0 1; color: $text-muted; }
+    CompareScreen #compare-warnings { height: auto; max-height: 5; padding: 0 1;
+                                      color: $warning; overflow-y: auto; }
+    CompareScreen #compare-table { min-height: 6; }
+    CompareScreen #table-box { height: 1fr; }
+    """
+
+    def __init__(self, results_dir: Path) -> None:
+        super().__init__()
+        self.results_dir = Path(results_dir)
+        self.entries: list[Entry] = []
+        self.loaded = False
+        self.sides: list[list[Path]] = []     # in pick order: [0] is the baseline
+        self.comparison: Comparison | None = None
+        self.error = ""
+        self.busy = False
+
+    # --- layout ---------------------------------------------------------------
+
+    def compose(self) -> ComposeResult:
+        yield Static("reading the results directory…", id="compare-status", markup=False)
+        with TabbedContent(initial="tab-files"):
+            with TabPane("1 files", id="tab-files"):
+                yield DataTable(id="compare-files", cursor_type="row", zebra_stripes=True)
+            with TabPane("2 table", id="tab-table"), Vertical(id="table-box"):
+                yield Static("", id="compare-sides", markup=False)
+                yield Static("", id="compare-warnings", markup=False)
+                yield DataTable(id="compare-table", cursor_type="row", zebra_stripes=True)
+            with TabPane("3 histogram", id="tab-hist"):
+                yield CompareHistogram(id="compare-hist")
+            with TabPane("4 symbols", id="tab-symbols"):
+                yield DataTable(id="compare-symbols", cursor_type="row", zebra_stripes=True)
+        yield Footer()
+
+    def on_mount(self) -> None:
+        files = self.query_one("#compare-files", DataTable)
+        files.add_column("#", key="pick", width=4)
+        for key, label in (("date", "date"), ("workload", "workload"), ("label", "label"),
+                           ("runs", "runs"), ("partial", ""), ("file", "file"),
+                           ("params", "params")):
+            files.add_column(label, key=key)
+        table = self.query_one("#compare-table", DataTable)
+        for key, label in (("metric", "metric"), ("change", "change"), ("verdict", "verdict"),
+                           ("baseline", "baseline"), ("new", "new"), ("ci", "95% CI %"),
+                           ("p", "p")):
+            table.add_column(label, key=key)
+        syms = self.query_one("#compare-symbols", DataTable)
+        for key, label in (("symbol", "symbol"), ("base", "baseline %"), ("new", "new %"),
+                           ("delta", "delta"), ("dso", "dso")):
+            syms.add_column(label, key=key)
+        self._empty_results()
+        files.focus()
+        self._warm_compare()
+        self._load()
+
+    # --- the file list ----------------------------------------------------------
+
+    @work(thread=True, exclusive=True, group="compare-warm")
+    def _warm_compare(self) -> None:
+        """Import the comparison (scipy) now, while the user picks files."""
+        import hotloop.analysis.compare  # noqa: F401
+
+    @work(thread=True, exclusive=True, group="compare-load")
+    def _load(self) -> None:
+        entries = scan(self.results_dir)
+        self.app.call_from_thread(self._fill, entries)
+
+    def _fill(self, entries: list[Entry]) -> None:
+        self.entries = entries
+        table = self.query_one("#compare-files", DataTable)
+        table.clear()
+        for e in entries:
+            runs = str(len(e.result.runs)) if e.result else "-"
+            partial = Text("partial", style="yellow") if e.result and e.result.partial else ""
+            label = Text(e.label, style="dim red") if e.result is None else \
+                Text(visible(e.label))
+            # Text, not str: a DataTable reads a str as markup, and a file's strings
+            # are anybody's ("[/]" as a workload name crashed the console)
+            table.add_row("", Text(visible(e.date)), Text(visible(e.workload)), label, runs,
+                          partial, Text(visible(e.path.name)),
+                          Text(_cut(visible(e.params), PARAMS_WIDTH), style="dim"),
+                          key=str(e.path))
+        self.loaded = True
+        if entries:
+            self._say(f"{len(entries)} files in {self.results_dir}: space/enter picks "
+                      f"(the first is the baseline), c compares, esc goes back")
+        else:
+            self._say(f"no result files in {self.results_dir} yet: run something first")
+
+    def _say(self, text: str, error: bool = False) -> None:
+        status = self.query_one("#compare-status", Static)
+        status.update(visible(text))
+        status.set_class(error, "-error")
+        self.error = text if error else ""
+
+    @property
+    def picked(self) -> list[Path]:
+        """Every picked file, side by side."""
+        return [p for side in self.sides for p in side]
+
+    def _mark_picks(self) -> None:
+        table = self.query_one("#compare-files", DataTable)
+        order = {p: i for i, side in enumerate(self.sides) for p in side}
+        for e in self.entries:
+            i = order.get(e.path)
+            mark = "" if i is None else ("base" if i == 0 else str(i + 1))
+            table.update_cell(str(e.path), "pick", Text(mark, style="bold reverse")
+                              if mark else "")
+
+    def _picked_status(self) -> None:
+        if not self.sides:
+            self._say("space/enter picks a side (the first is the baseline), a adds a session "
+                      "to the last side, c compares")
+            return
+        parts = [f"{'base' if i == 0 else i + 1}: " + (side[0].name if len(side) == 1 else
+                                                        f"{len(side)} sessions")
+                 for i, side in enumerate(self.sides)]
+        more = "c compares" if len(self.sides) > 1 else "pick a side to compare with it"
+        self._say(f"{' · '.join(parts)} · a adds a session to side "
+                  f"{'base' if len(self.sides) == 1 else len(self.sides)} · {more}")
+
+    def _drop(self, path: Path) -> bool:
+        for side in self.sides:
+            if path in side:
+                side.remove(path)
+                self.sides = [s for s in self.sides if s]
+                return True
+        return False
+
+    def toggle(self, path: Path) -> None:
+        """A picked file leaves its side; another starts a new side."""
+        if not self._drop(path):
+            self.sides.append([path])
+        self._mark_picks()
+        self._picked_status()
+
+    def add(self, path: Path) -> None:
+        """The file joins the last side as one more of its sessions."""
+        if not self._drop(path):
+            if self.sides:
+                self.sides[-1].append(path)
+            else:
+                self.sides.append([path])
+        self._mark_picks()
+        self._picked_status()
+
+    def _cursor_path(self) -> Path | None:
+        table = self.query_one("#compare-files", DataTable)
+        if not table.has_focus or not self.entries or table.cursor_row >= len(self.entries):
+            return None
+        return self.entries[table.cursor_row].path
+
+    def action_pick(self) -> None:
+        path = self._cursor_path()
+        if path is not None:
+            self.toggle(path)
+
+    def action_add(self) -> None:
+        path = self._cursor_path()
+        if path is not None:
+            self.add(path)
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        if event.data_table.id != "compare-files":
+            return
+        event.stop()
+        if event.row_key.value is not None:
+            self.toggle(Path(event.row_key.value))
+
+    # --- comparing ---------------------------------------------------------------
+
+    def action_compare(self) -> None:
+        if self.busy:
+            return
+        if len(self.sides) < 2:
+            self._say("pick two or more sides first (space or enter on a row)", error=True)
+            return
+        self.busy = True
+        self._say(f"comparing {len(self.sides)} sides, {len(self.picked)} files…")
+        self._compare([list(side) for side in self.sides])
+
+    @work(thread=True, exclusive=True, group="compare-run")
+    def _compare(self, sides: list[list[Path]]) -> None:
+        comp: Any = None
+        error = ""
+        try:
+            from hotloop.analysis import compare
+            comp = compare.compare_sides([[results.read(p) for p in side] for side in sides],
+                                         [",".join(str(p) for p in side) for side in sides])
+        except HotloopError as e:
+            error = str(e)
+        except Exception as e:  # noqa: BLE001 - a compare bug is one line, not a crash
+            error = f"compare failed: {type(e).__name__}: {e}"
+        self.app.call_from_thread(self._compared, comp, error)
+
+    def _compared(self, comp: Comparison | None, error: str) -> None:
+        self.busy = False
+        if comp is None:
+            self.comparison = None
+            self._empty_results()
+            self._say(" ".join(error.split()), error=True)
+            return
+        self.comparison = comp
+        self._show(comp)
+        warn = f" · {len(comp.warnings)} warning{'s' * (len(comp.warnings) != 1)}" \
+            if comp.warnings else ""
+        self._say(f"{comp.workload} · {comp.metric} ({'higher' if comp.higher_is_better else 'lower'}"
+                  f" is better) · baseline {comp.baseline.name}{warn} · "
+                  f"1-4 switch tabs, esc back")
+        self.action_tab("tab-table")
+
+    def _empty_results(self) -> None:
+        self.query_one("#compare-sides", Static).update("pick files on the first tab, then c")
+        self.query_one("#compare-warnings", Static).update("")
+        self.query_one("#compare-table", DataTable).clear()
+        self.query_one("#compare-symbols", DataTable).clear()
+        self.query_one(CompareHistogram).show(None)
+
+    def _show(self, comp: Comparison) -> None:
+        sides = []
+        from hotloop.render.compare_formats import noise_line
+        for s in comp.sides:
+            tag = "baseline" if s.index == 0 else f"[{s.index}]"
+            runs = f"{s.runs} runs" if s.sessions == 1 else f"{s.sessions} sessions, {s.runs} runs"
+            sides.append(f"{tag} {s.name} ({s.label or '-'}, {runs}"
+                         + (", PARTIAL" if s.partial else "") + ")")
+        self.query_one("#compare-sides", Static).update(
+            " · ".join(sides) + (f"\n{noise_line(comp)}" if noise_line(comp) else ""))
+        self.query_one("#compare-warnings", Static).update(
+            "\n".join(f"! {w}" for w in comp.warnings))
+        table = self.query_one("#compare-table", DataTable)
+        table.clear()
+        for p in comp.pairs:
+            if len(comp.pairs) > 1:
+                table.add_row(Text(f"{p.new.name} vs {p.baseline.name}", style="bold"),
+                              "", "", "", "", "", "")
+            self._metric_rows(table, p)
+        self.query_one(CompareHistogram).show(comp)
+        syms = self.query_one("#compare-symbols", DataTable)
+        syms.clear()
+        for p in comp.pairs:
+            if len(comp.pairs) > 1 or not p.symbols:
+                syms.add_row(Text(f"{p.new.name} vs {p.baseline.name}", style="bold"),
+                             "", "", "", "")
+            if not p.symbols:
+                syms.add_row(Text("no perf symbols in both files (run with perf on)",
+                                  style="dim"), "", "", "", "")
+                continue
+            for d in p.symbols[:SYMBOLS_TOP]:
+                kind = "[k]" if d.kernel else "[.]"
+                style = "green" if d.delta < 0 else "red" if d.delta > 0 else ""
+                syms.add_row(Text(f"{kind} {_cut(d.symbol, SYMBOL_WIDTH)}"),
+                             Text(f"{d.baseline_pct:.2f}%", justify="right"),
+                             Text(f"{d.new_pct:.2f}%", justify="right"),
+                             Text(f"{d.delta:+.2f}", justify="right", style=style),
+                             Text(d.dso, style="dim"))
+
+    @staticmethod
+    def _metric_rows(table: DataTable, p: Pair) -> None:
+        from hotloop.render.units import number, p_value, pct
+        for i, m in enumerate(p.metrics):
+            t = m.test
+            name = Text(_cut(m.metric, METRIC_WIDTH), style="bold" if i == 0 else "")
+            table.add_row(name, Text(pct(t.change_pct), justify="right"),
+                          verdict_text(t.verdict),
+                          Text(number(t.baseline, m.unit), justify="right"),
+                          Text(number(t.new, m.unit), justify="right"),
+                          ci_text(t.ci_low, t.ci_high), p_value(t.p_value))
+
+    # --- navigation ----------------------------------------------------------------
+
+    def action_tab(self, tab: str) -> None:
+        self.query_one(TabbedContent).active = tab
+        target = {"tab-files": "#compare-files", "tab-table": "#compare-table",
+                  "tab-symbols": "#compare-symbols"}.get(tab)
+        if target:
+            self.query_one(target).focus()
+
+    def action_back(self) -> None:
+        self.dismiss(None)

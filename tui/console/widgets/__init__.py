@@ -1,0 +1,1 @@
+"""The console's panels: catalogue tree, params form, plots, stats and hot symbols."""

@@ -1,0 +1,90 @@
+"""The numbers: runs done, CV (prominent), how well the median is known, median, mean and
+stdev, range, the smallest change this session could detect, time left."""
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.widgets import ProgressBar, Static
+
+from hotloop.console.live import LiveRun
+from hotloop.render.units import duration, si, si_range
+
+CV_GOOD, CV_FAIR = 0.02, 0.05          # below 2%: steady; above 5%: noisy
+
+
+class StatsPanel(Vertical):
+    DEFAULT_CSS = """
+    StatsPanel { height: auto; }
+    StatsPanel #stats-runs { height: 1; }
+    StatsPanel ProgressBar { height: 1; }
+    StatsPanel ProgressBar Bar { width: 1fr; }
+    StatsPanel ProgressBar Bar > .bar--bar { color: $accent; }
+    StatsPanel #stats-cv { height: 1; text-style: bold; padding: 0 1; margin: 0 0 0 0; }
+    StatsPanel #stats-cv.-good { background: $success 25%; }
+    StatsPanel #stats-cv.-fair { background: $warning 30%; }
+    StatsPanel #stats-cv.-noisy { background: $error 30%; }
+    StatsPanel #stats-numbers { height: auto; }
+    """
+
+    def compose(self) -> ComposeResult:
+        yield Static("no run yet: press r", id="stats-runs", markup=True)
+        yield ProgressBar(total=1, show_eta=False, show_percentage=False, id="stats-bar")
+        yield Static("CV  –", id="stats-cv")
+        yield Static("", id="stats-numbers", markup=True)
+
+    def show(self, live: LiveRun | None) -> None:
+        runs = self.query_one("#stats-runs", Static)
+        bar = self.query_one("#stats-bar", ProgressBar)
+        cv = self.query_one("#stats-cv", Static)
+        numbers = self.query_one("#stats-numbers", Static)
+        if live is None:
+            runs.update("no run yet: press [b]r[/b]")
+            bar.update(total=1, progress=0)
+            cv.update("CV  –")
+            cv.set_classes("")
+            numbers.update("")
+            return
+        state = {"building": "building", "running": "running", "finished": "done",
+                 "stopped": "stopped", "failed": "failed"}[live.state]
+        warm = ""
+        if live.warmup and live.warmups_done < live.warmup and not live.n:
+            warm = f" · warmup {live.warmups_done}/{live.warmup}"
+        target = ""
+        left = live.runs_to_target()
+        if left is not None:
+            target = (f" · ±{live.until_ci:g}% reached" if left == 0 else
+                      f" · ±{live.until_ci:g}% in ~{left}")
+        runs.update(f"runs [b]{live.n}/{live.runs}[/b]  [dim]{state}{warm}{target}[/dim]")
+        bar.update(total=max(1, live.runs), progress=live.n)
+        s = live.summary()
+        if s is None:
+            cv.update("CV  –")
+            cv.set_classes("")
+        else:
+            known = live.precision_pct()
+            cv.update(f"CV  {s.cv * 100:.2f}%"
+                      + (f"  median ±{known:.2g}%" if known is not None else ""))
+            level = "-good" if s.cv < CV_GOOD else "-fair" if s.cv < CV_FAIR else "-noisy"
+            cv.set_classes(level if s.n > 1 else "")
+        u = live.unit
+
+        def row(name: str, value: str) -> str:
+            return f"[dim]{name:<7}[/dim]{value}"
+        lines = []
+        if s is not None:
+            lines += [row("median", f"[b]{si(s.median, u)}[/b]"), row("mean", si(s.mean, u)),
+                      row("stdev", si(s.stdev, u)), row("range", si_range(s.min, s.max, u))]
+        else:
+            lines += [row(k, "–") for k in ("median", "mean", "stdev", "range")]
+        found = live.detectable()
+        if found is None:
+            lines.append(row("detect", "–"))
+        else:                           # the smallest change compare would call vs another
+            how = "calibrated" if live.noise is not None else "assumed noise"
+            lines.append(row("detect", f"≥{found:.2g}% [dim]{how}[/dim]"))
+        eta = live.eta()
+        when = duration(live.elapsed())
+        if eta is not None:
+            when += f" · {duration(eta)} left"
+        lines.append(row("time", when))
+        numbers.update("\n".join(lines))

@@ -1,0 +1,4 @@
+"""perf: what this machine allows (`probe`), parsing its output (`parse`), and the recorder that
+samples a running session's hot symbols and counters (`recorder`).  Everything here drives the
+real `perf` binary (linux-perf).
+"""

@@ -1,0 +1,58 @@
+"""What `hotloop calibrate` prints: a noise profile, and the stored profiles."""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from hotloop.analysis import noise
+from hotloop.render.units import duration
+
+
+def report(profile: noise.NoiseProfile, saved: Path | None) -> str:
+    """What calibrate prints: both CVs per metric, and the cheapest design per change."""
+    k = profile.key
+    run = profile.run_cost_s
+    cost = (f"a session's start costs {profile.session_cost_s:.1f} s"
+            + ("" if profile.cost_measured else " (assumed: sessions read from files)")
+            + f", a run {duration(run) if run >= 0.1 else f'{1e3 * run:.1f} ms'}")
+    lines = [f"calibrate {noise.describe_key(k)}",
+             f"{profile.sessions} sessions, kernel {', '.join(profile.kernels)}; {cost}", ""]
+    rows = [["metric", "within a session", "session to session", "(90% bound)"]]
+    for name, m in profile.metrics.items():
+        # The session noise is what the runs do not explain; from few sessions it can come
+        # out as 0: the bound says how large it may still be.
+        bound = math.sqrt(max(0.0, m.upper() - m.median_var))
+        rows.append([name, f"CV {100 * m.sigma_within:.2f}%",
+                     f"CV {100 * m.sigma_between:.2f}%", f"<= {100 * bound:.2f}%"])
+    widths = [max(len(r[i]) for r in rows) for i in range(4)]
+    lines += ["  " + "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+    name, primary = next(iter(profile.metrics.items()))
+    lines += ["", f"to detect a change of {name} across sessions (alpha 0.05, power 0.8, "
+                  f"planned on the bound), the cheapest a side:"]
+    for change in noise.CHANGES:
+        r = noise.repetitions(primary, profile.session_cost_s, profile.run_cost_s, change,
+                              primary.df)
+        if r.sessions is None:
+            lines.append(f"  {change:g}%  not within {noise.MAX_SESSIONS} sessions a side: "
+                         f"interleave the variants instead (one batch, a paired test)")
+        else:
+            lines.append(f"  {change:g}%  {r.sessions} session{'s' * (r.sessions != 1)} x "
+                         f"{r.runs} runs (about {duration(r.cost_s or 0)} a side)")
+    if saved is not None:
+        lines += ["", f"saved {saved}: compare uses it for results of this host, workload, "
+                      f"params, CPU profile and perf setting"]
+    return "\n".join(lines)
+
+
+def listing() -> str:
+    found = noise.stored()
+    if not found:
+        return f"no noise profiles in {noise.directory()} (hotloop calibrate PLAN makes one)"
+    lines = []
+    for path, profile, why in found:
+        if profile is None:
+            lines.append(f"  {path}: {why}")
+            continue
+        lines.append(f"  {noise.describe_key(profile.key)}")
+        lines.append(f"      {profile.describe()}, {path}")
+    return "\n".join(lines)

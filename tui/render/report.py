@@ -1,0 +1,172 @@
+"""The headless report: a result as text for people or as one JSON document."""
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from hotloop import events as ev
+from hotloop.render.units import bucket_labels, si
+from hotloop.results import Result
+from hotloop.stats import Summary, histogram, summarize
+from hotloop.visible import visible
+
+BAR = 40
+
+
+def summary_lines(s: Summary | None, unit: str) -> list[str]:
+    if s is None:
+        return ["no runs recorded"]
+    return [
+        f"  n       {s.n}",
+        f"  median  {si(s.median, unit)}",
+        f"  mean    {si(s.mean, unit)}",
+        f"  stdev   {si(s.stdev, unit)}",
+        f"  CV      {100 * s.cv:.2f}%",
+        f"  min     {si(s.min, unit)}",
+        f"  max     {si(s.max, unit)}",
+    ]
+
+
+def histogram_lines(values: Sequence[float], unit: str) -> list[str]:
+    """The AF_UNIX seqpacket stream test's table ("by millions"): buckets of a nice width, count,
+    percentage, and a bar."""
+    buckets = histogram(values)
+    if not buckets:
+        return []
+    top = max(b.count for b in buckets)
+    ranges = bucket_labels(buckets, unit)
+    width = max(map(len, ranges))
+    return [f"  {r:<{width}}  {b.count:>5}  {b.percent:5.1f}%  "
+            + "█" * max(1 if b.count else 0, round(BAR * b.count / top))
+            for r, b in zip(ranges, buckets)]
+
+
+def symbol_lines(symbols: Sequence[ev.HotSymbol], top: int = 15) -> list[str]:
+    """`perf report` shape: overhead, [k]/[.], symbol, DSO."""
+    rows = sorted(symbols, key=lambda s: -s.percent)[:top]
+    if not rows:
+        return []
+    width = min(60, max(len(s.symbol) for s in rows))
+    return [f"  {s.percent:6.2f}%  [{'k' if s.kernel else '.'}] {s.symbol[:60]:<{width}}  "
+            f"{s.dso}" for s in rows]
+
+
+def extra_si(name: str, value: float) -> str:
+    """Extra metrics carry their unit in their name: user_s, lat_p99_ns."""
+    if name.endswith("_ns"):
+        return si(value / 1e9, "s")
+    return si(value, "s") if name.endswith("_s") else f"{value:.6g}"
+
+
+def counter_lines(counters: dict[str, float | None]) -> list[str]:
+    """perf stat counts; an unsupported counter says so, never 0."""
+    units = {"task-clock": " ms CPU"}        # perf stat counts task-clock in msec
+    return [f"  {name:<17} " + ("not supported here" if value is None else
+                                f"{value:,.6g}{units.get(name, '')}")
+            for name, value in counters.items()]
+
+
+def extra_summaries(runs: Sequence[ev.RunSample]) -> dict[str, Summary]:
+    # natural order: lat_p99_ns before lat_p999_ns
+    names = sorted({k for r in runs for k in r.extra},
+                   key=lambda k: [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", k)])
+    out = {}
+    for name in names:
+        s = summarize([r.extra[name] for r in runs if name in r.extra])
+        if s is not None:
+            out[name] = s
+    return out
+
+
+def stopped(result: Result) -> dict[str, Any] | None:
+    """Why a session with an until_ci target stopped where it did, from its last line."""
+    stop = result.finished.summary.get("stop") if result.finished else None
+    return stop if isinstance(stop, dict) else None
+
+
+def stop_line(result: Result) -> str:
+    stop = stopped(result)
+    if stop is None:
+        return ""
+    known = stop.get("ci_pct")
+    known_text = f"±{known:.2g}%" if isinstance(known, (int, float)) else "not yet known"
+    target = stop.get("target_pct")
+    if stop.get("reason") == "until_ci":
+        return (f"stopped at {stop.get('runs')} runs: the median is known to {known_text} "
+                f"(95% CI; target ±{target:g}%)")
+    return (f"the target ±{target:g}% was not reached within {stop.get('runs')} runs: "
+            f"the median is known to {known_text}")
+
+
+def text(result: Result) -> str:
+    h, w = result.header, result.workload
+    unit = w.unit
+    params = " ".join(f"{k}={v}" for k, v in h.params.items())
+    where = f"cpu {h.cpu_name or '?'}"
+    if h.cpus:
+        where += f" (cpus {','.join(map(str, h.cpus))})"
+    lines = [f"{w.name}  {params}",
+             f"{where}, kernel {h.kernel_release} [{h.label}], {h.host or '?'}",
+             f"{w.metric} ({'higher' if w.higher_is_better else 'lower'}"
+             f" is better), {len(result.runs)} run{'' if len(result.runs) == 1 else 's'}"]
+    if result.partial:
+        why = result.failed.message if result.failed else "the file ends early (a crash?)"
+        lines.append(f"PARTIAL: {why}")
+    stop = stop_line(result)
+    if stop:
+        lines.append(stop)
+    lines += ["", "summary"] + summary_lines(result.summary, unit)
+    for name, s in extra_summaries(result.runs).items():
+        lines.append(f"  {name:<7} median {extra_si(name, s.median)}  (min "
+                     f"{extra_si(name, s.min)}, max {extra_si(name, s.max)})")
+    if result.runs:
+        lines += ["", "histogram"] + histogram_lines(result.values, unit)
+    if result.session_symbols and result.session_symbols.symbols:
+        lines += ["", f"hot symbols ({result.session_symbols.samples} samples)"]
+        lines += symbol_lines(result.session_symbols.symbols)
+    counters = result.finished.counters if result.finished else None
+    if counters:
+        lines += ["", "counters (perf stat, whole session)"] + counter_lines(counters)
+    for warning in result.warnings:
+        lines.append(f"warning: {warning}")
+    lines += ["", f"result file: {result.path}"]
+    # a workload's error text, a warning, a file name: never a terminal command
+    return "\n".join(visible(line) for line in lines)
+
+
+def document(result: Result) -> dict[str, Any]:
+    """The `--format json` document."""
+    w = result.workload
+    s = result.summary
+    symbols = result.session_symbols.symbols if result.session_symbols else ()
+    extras = extra_summaries(result.runs)
+    summary: dict[str, Any] = {**(s.to_json() if s else {"n": 0}),
+                               **{name: x.to_json() for name, x in extras.items()}}
+    latency = {name.removeprefix("lat_").removesuffix("_ns"): x.median
+               for name, x in extras.items() if name.startswith("lat_")}
+    if latency:
+        summary["latency"] = latency        # medians over the runs, in ns
+    if result.finished and result.finished.counters:
+        summary["counters"] = result.finished.counters
+    if stopped(result) is not None:
+        summary["stop"] = stopped(result)   # reason: until_ci (target met) or runs
+    return {
+        "workload": w.name,
+        "metric": w.metric,
+        "unit": w.unit,
+        "higher_is_better": w.higher_is_better,
+        "params": result.header.params,
+        "label": result.header.label,
+        "runs": [{"value": r.value, "ops": r.ops, "bytes": r.bytes, "ns": r.ns,
+                  "cycles": r.cycles, **({"extra": r.extra} if r.extra else {})}
+                 for r in result.runs],
+        "summary": summary,
+        "hot_symbols": [{"symbol": h.symbol, "dso": h.dso, "percent": h.percent,
+                         "kernel": h.kernel, "samples": h.samples}
+                        for h in sorted(symbols, key=lambda h: -h.percent)[:30]],
+        "partial": result.partial,
+        "error": result.failed.message if result.failed else None,
+        "warnings": result.warnings,
+        "result_file": str(result.path),
+    }

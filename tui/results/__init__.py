@@ -1,0 +1,11 @@
+"""Result files: one JSONL file per session (`store`), its typed header (`header`)."""
+from hotloop.results.store import (
+    ON_EXISTS,
+    Result,
+    WriteFailed,
+    Writer,
+    default_path,
+    read,
+)
+
+__all__ = ["ON_EXISTS", "Result", "WriteFailed", "Writer", "default_path", "read"]

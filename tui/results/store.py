@@ -1,0 +1,373 @@
+"""Result files: JSON Lines, one event a line, appended as events arrive.
+
+The first line is the `started` event with the header, then one line per
+repetition, per hot-symbol window and per warning, and a `finished` (with
+the summary) or `failed` line at the end.  A file without that last line is
+what a crash leaves: it reads back as partial, with every run it holds.
+"""
+from __future__ import annotations
+
+import dataclasses
+import fcntl
+import json
+import math
+import os
+import stat
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hotloop import events as ev
+from hotloop.errors import HotloopError, RunFailed
+from hotloop.results.header import Header, WorkloadInfo
+from hotloop.stats import Summary, summarize
+from hotloop.visible import visible
+
+
+def default_path(plan_name: str, directory: Path = Path("results")) -> Path:
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    path = directory / f"{stamp}-{plan_name}.jsonl"
+    n = 1
+    while path.exists():                # two sessions in the same second
+        n += 1
+        path = directory / f"{stamp}-{plan_name}-{n}.jsonl"
+    return path
+
+
+def _finite(obj: Any) -> Any:
+    """`obj` with every NaN or infinity replaced by null (not counted)."""
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    if isinstance(obj, dict):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_finite(v) for v in obj]
+    return obj
+
+
+def _line(obj: dict[str, Any]) -> str:
+    """One result line.  NaN and Infinity are not JSON: a run's figures are checked
+    before they get here (session.metric_value), and a perf counter that is NaN was
+    not counted, so it is written as null."""
+    try:
+        text = json.dumps(obj, separators=(",", ":"), default=str, allow_nan=False)
+    except ValueError:
+        text = json.dumps(_finite(obj), separators=(",", ":"), default=str, allow_nan=False)
+    return text + "\n"
+
+
+class WriteFailed(RunFailed):
+    """The result file cannot take another line (a full disk, a removed directory):
+    the session stops the run and the command exits 1 with this one line."""
+
+
+ON_EXISTS = ("rename", "refuse", "replace")
+_MAX_NAMES = 10_000
+
+
+def _lock(fd: int) -> bool:
+    """Hold `fd` locked for the session; False if another hotloop run holds it."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    except OSError:                     # a file system without flock: O_EXCL still holds
+        pass
+    return True
+
+
+class Writer:
+    """Appends events to a result file, each line written through as it comes.
+
+    The file is created exclusively (O_EXCL) and held locked (flock) for the
+    session, so two runs never share one.  When the name is taken, `on_exists`
+    decides: "rename" takes the next free NAME-2.jsonl, NAME-3.jsonl... (default
+    paths); "refuse" is a one-line error (an explicit --out); "replace" (--out
+    --force) writes a hidden file beside it that replaces it once the run has
+    measured something, so a run that fails before (bad input) leaves the old
+    file as it was, and a crash mid-run leaves the runs at the path.  An existing
+    device or pipe (/dev/null) is written as it is: there is nothing to lose.
+
+    The first line that cannot be written raises WriteFailed; the file removed
+    during the run (its directory deleted) counts as that too, since every line
+    after would be lost.  Later writes do nothing: the session is stopping."""
+
+    def __init__(self, path: Path, on_exists: str = "rename"):
+        assert on_exists in ON_EXISTS
+        self.path = path
+        self.error: WriteFailed | None = None
+        self._regular = True
+        self._temp: Path | None = None          # "replace": where lines go until commit
+        self._old = -1                          # "replace": the old file, locked meanwhile
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._fd = self._create(path, on_exists)
+        except (OSError, HotloopError) as e:
+            if self._old >= 0:              # --force half way: the old file as it was
+                os.close(self._old)
+            if self._temp is not None:
+                self._temp.unlink(missing_ok=True)
+            if isinstance(e, HotloopError):
+                raise
+            raise HotloopError(f"{self.path}: cannot write the result file: "
+                               f"{e.strerror or e}") from None
+
+    def _create(self, path: Path, on_exists: str) -> int:
+        for n in range(1, _MAX_NAMES):
+            name = path if n == 1 else path.with_name(f"{path.stem}-{n}{path.suffix}")
+            self.path = name
+            try:
+                st: os.stat_result | None = os.stat(name)
+            except FileNotFoundError:
+                st = None
+            if st is not None and stat.S_ISDIR(st.st_mode):
+                if on_exists == "rename":
+                    continue
+                raise HotloopError(f"{name}: is a directory, not a result file")
+            if st is not None and not stat.S_ISREG(st.st_mode) and on_exists != "rename":
+                # O_NONBLOCK: a FIFO nobody reads is an error (ENXIO), not a hang
+                fd = os.open(name, os.O_WRONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+                os.set_blocking(fd, True)
+                self._regular = False
+                return fd
+            try:
+                fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+            except FileExistsError:
+                if on_exists == "rename":
+                    continue
+                if on_exists == "refuse":
+                    raise HotloopError(f"{name}: exists (pass --force to replace it)") from None
+                return self._replacing(name)
+            if _lock(fd):
+                return fd
+            os.close(fd)                # a --force run took it between create and lock
+            if on_exists != "rename":
+                raise HotloopError(f"{name}: in use by another hotloop run")
+        raise HotloopError(f"{path}: {_MAX_NAMES} result files of that name already")
+
+    def _replacing(self, target: Path) -> int:
+        """--force: lock the old file (no second run may replace it meanwhile), write
+        a hidden new one beside it."""
+        for _ in range(10):
+            try:
+                old = os.open(target, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+            except FileNotFoundError:   # a dangling symlink: nothing to keep
+                break
+            if not _lock(old):
+                os.close(old)
+                raise HotloopError(f"{target}: in use by another hotloop run")
+            try:
+                same = os.path.samestat(os.fstat(old), os.stat(target))
+            except FileNotFoundError:
+                same = False
+            if same:
+                self._old = old
+                break
+            os.close(old)               # another run replaced it meanwhile: look again
+        else:
+            raise HotloopError(f"{target}: in use by another hotloop run")
+        fd, temp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp",
+                                    dir=target.parent)
+        self._temp = Path(temp)
+        # the new file keeps the old one's permissions
+        os.fchmod(fd, stat.S_IMODE(os.fstat(self._old).st_mode) if self._old >= 0 else 0o644)
+        _lock(fd)
+        return fd
+
+    def _commit(self) -> None:
+        """--force: the new file takes the old one's place."""
+        assert self._temp is not None
+        try:
+            os.replace(self._temp, self.path)
+        except OSError as e:
+            raise self._failed(e.strerror or str(e)) from None
+        self._temp = None
+        if self._old >= 0:
+            os.close(self._old)
+            self._old = -1
+
+    def _failed(self, why: str) -> WriteFailed:
+        if self.error is None:
+            self.error = WriteFailed(f"{self.path}: cannot write the result file: {why}")
+            if self._temp is not None:  # --force: the old file stays as it was
+                self._temp.unlink(missing_ok=True)
+                self._temp = None
+        return self.error
+
+    def write(self, event: ev.Event) -> None:
+        """Append one line; WriteFailed the first time one cannot be."""
+        if self.error is not None or self._fd < 0:
+            return
+        data = memoryview(_line(ev.to_json(event)).encode())
+        try:
+            while data:
+                data = data[os.write(self._fd, data):]
+            if self._regular and os.fstat(self._fd).st_nlink == 0:
+                raise self._failed("it was deleted during the run")
+        except OSError as e:
+            raise self._failed(e.strerror or str(e)) from None
+        if self._temp is not None and isinstance(event, ev.RunSample):
+            self._commit()
+
+    def try_write(self, event: ev.Event) -> None:
+        """Append one line if the file still takes it (on the way out: a cancel or a
+        failure is already being reported, and `error` keeps this one)."""
+        try:
+            self.write(event)
+        except WriteFailed:
+            pass
+
+    def close(self) -> None:
+        """Sync and close; a failure here (a delayed ENOSPC) is kept in `error`."""
+        if self._fd < 0:
+            return
+        try:
+            if self._regular:
+                os.fsync(self._fd)
+            if self._temp is not None and self.error is None:
+                self._commit()
+        except OSError as e:
+            self._failed(e.strerror or str(e))
+        except WriteFailed:
+            pass
+        finally:
+            os.close(self._fd)
+            self._fd = -1
+            if self._old >= 0:
+                os.close(self._old)
+                self._old = -1
+
+    def discard(self) -> None:
+        """Nothing ran (bad input): remove what this session created, keep the rest."""
+        if self._fd < 0:
+            return
+        if self._temp is not None:
+            self._temp.unlink(missing_ok=True)
+            self._temp = None
+        elif self._regular and self.path.exists():
+            try:
+                if os.path.samestat(os.fstat(self._fd), os.stat(self.path)):
+                    self.path.unlink()
+            except OSError:
+                pass
+        self.close()
+
+
+@dataclass
+class Result:
+    """A result file read back, or a session's events collected as they come."""
+    path: Path
+    header: Header
+    runs: list[ev.RunSample] = field(default_factory=list)
+    warmups: list[ev.RunSample] = field(default_factory=list)
+    windows: list[ev.HotSymbols] = field(default_factory=list)
+    session_symbols: ev.HotSymbols | None = None
+    warnings: list[str] = field(default_factory=list)
+    finished: ev.Finished | None = None
+    failed: ev.Failed | None = None
+
+    def add(self, event: ev.Event) -> None:
+        """One more event of the session (the header came first: `header`)."""
+        if isinstance(event, ev.RunSample):
+            (self.warmups if event.warmup else self.runs).append(event)
+        elif isinstance(event, ev.HotSymbols):
+            if event.scope == "session":
+                self.session_symbols = event
+            else:
+                self.windows.append(event)
+        # Messages carry a workload's error text: one line and inert (an ESC, a
+        # newline shown as \x1b, \n) for every reader that prints them.
+        elif isinstance(event, ev.Warning):
+            self.warnings.append(visible(event.message))
+        elif isinstance(event, ev.Finished):
+            self.finished = event
+        elif isinstance(event, ev.Failed):
+            self.failed = dataclasses.replace(event, message=visible(event.message))
+
+    @property
+    def partial(self) -> bool:
+        return self.finished is None
+
+    @property
+    def values(self) -> list[float]:
+        return [r.value for r in self.runs]
+
+    @property
+    def summary(self) -> Summary | None:
+        return summarize(self.values)
+
+    @property
+    def workload(self) -> WorkloadInfo:
+        return self.header.workload
+
+
+_S, _I, _B = ev._STR, ev._int(), ev._BOOL
+# The header fields show, compare and the console look into, with what they must
+# hold when present.  Only those: the rest (sysctl, vulnerabilities...) is shown
+# as it is and may change shape without breaking a reader.
+HEADER = ev._fields({
+    "time": _S, "host": _S, "kernel_release": _S, "label": _S, "variant": _S,
+    "workload": ev._fields({"name": _S, "metric": _S, "unit": _S, "higher_is_better": _B}),
+    "params": ev._DICT,
+    "cpu": ev._fields({"name": _S, "cpus": ev._list(_I)}),
+})
+
+
+def _no_constant(token: str) -> Any:
+    # json.loads takes NaN and Infinity, which are not JSON and which hotloop never writes
+    raise ValueError(f"{token} is not JSON (hotloop never writes it: an edited file?)")
+
+
+def _open_regular(path: Path) -> str:
+    """The text of a regular file: a FIFO would block, /dev/zero would never end."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        with open(fd, "rb") as f:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise HotloopError(f"{path}: not a regular file, not a hotloop result")
+            return f.read().decode("utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise HotloopError(f"{path}: cannot read: {getattr(e, 'strerror', None) or e}") \
+            from None
+
+
+def read(path: Path) -> Result:
+    """Read a result file; HotloopError (one line: file, line, what is wrong) if it is
+    not one.  Every field of what comes back has the type hotloop writes, and every
+    number is finite, so no consumer needs to check."""
+    lines = _open_regular(path).split("\n")
+    while lines and not lines[-1].strip():
+        lines.pop()
+    result: Result | None = None
+    for no, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line, parse_constant=_no_constant)
+        except json.JSONDecodeError:
+            if no == len(lines) and result is not None:
+                break                   # a line cut short by a crash: keep the rest
+            raise HotloopError(f"{path}:{no}: not a hotloop result line (not JSON)") from None
+        except (ValueError, RecursionError) as e:
+            why = str(e) if isinstance(e, ValueError) else "nested too deep"
+            raise HotloopError(f"{path}:{no}: not a hotloop result line: {why}") from None
+        try:
+            event = ev.from_json(obj)
+            bad = HEADER(event.header) if isinstance(event, ev.Started) else None
+        except ValueError as e:
+            raise HotloopError(f"{path}:{no}: not a hotloop result line: {e}") from None
+        if bad:
+            raise HotloopError(f"{path}:{no}: not a hotloop result line: header: {bad}")
+        if result is None:
+            if not isinstance(event, ev.Started):
+                raise HotloopError(f"{path}:{no}: not a hotloop result (no header line)")
+            result = Result(path, Header.of(event.header))
+        elif isinstance(event, ev.Started):
+            raise HotloopError(f"{path}:{no}: a second header line: two runs wrote this file")
+        else:
+            result.add(event)
+    if result is None:
+        raise HotloopError(f"{path}: empty, not a hotloop result")
+    return result

@@ -1,0 +1,69 @@
+"""`hotloop calibrate`: measure how much this machine's sessions of one benchmark differ.
+
+K sessions of one plan, one after the other, each a fresh worker process (as separate
+invocations of `hotloop run` would be), with an optional gap between them; their result files
+are kept in one directory (they are A/A sessions: `hotloop calibrate DIR` reads them again).
+hotloop.analysis.noise splits their variance and stores the profile that `compare` then uses;
+hotloop.render.calibration prints it with the cheapest sessions x runs a side for a 1%, 2%
+and 5% change.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from hotloop import events as ev
+from hotloop.errors import HotloopError
+
+
+@dataclass
+class Stopwatch:
+    """Wall times of sessions run one after another: what a session start costs against a run."""
+    begun: dict[str, float] = field(default_factory=dict)
+    runs: dict[str, list[float]] = field(default_factory=dict)
+    ended: dict[str, float] = field(default_factory=dict)
+
+    def see(self, variant: str, event: ev.Event | None) -> None:
+        now = time.monotonic()
+        if event is None:
+            self.begun[variant] = now
+        elif isinstance(event, ev.RunSample) and not event.warmup:
+            self.runs.setdefault(variant, []).append(now)
+        elif isinstance(event, (ev.Finished, ev.Failed)):
+            self.ended[variant] = now
+
+    def costs(self) -> tuple[float, float] | None:
+        """(a session's cost beyond its runs, one run), medians over the sessions; None
+        when no session had two runs to time."""
+        per_run: list[float] = []
+        overhead: list[float] = []
+        for v, times in self.runs.items():
+            if len(times) < 2 or v not in self.begun or v not in self.ended:
+                continue
+            run = (times[-1] - times[0]) / (len(times) - 1)
+            per_run.append(run)
+            overhead.append(max(0.0, self.ended[v] - self.begun[v] - len(times) * run))
+        if not per_run:
+            return None
+        per_run.sort()
+        overhead.sort()
+        return overhead[len(overhead) // 2], per_run[len(per_run) // 2]
+
+
+def new_directory(plan: str, parent: Path = Path("results")) -> Path:
+    """results/<time>-calibrate-<plan>/, made here and now, so two calibrations never share one."""
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+        for n in range(1, 1000):
+            path = parent / f"{stamp}-calibrate-{plan}{'' if n == 1 else f'-{n}'}"
+            try:
+                path.mkdir()
+                return path
+            except FileExistsError:
+                continue
+    except OSError as e:
+        raise HotloopError(f"{parent}: cannot make the calibration's directory: "
+                           f"{e.strerror}") from None
+    raise HotloopError(f"{parent}: no free name for the calibration's directory")

@@ -1,0 +1,118 @@
+"""The session <-> worker protocol, typed, used by both ends.
+
+The session writes one `WorkerSpec` line on the worker's stdin, then control lines: `GO` lets
+the next repetition run (always the first recorded one, so perf attaches first; every one
+when `step`), `END` skips the runs left.  The worker answers with one JSON line per event on
+its stdout: `Ready`, `Run`, `Note`, `Failed`, `Finished`.  Both ends encode and decode here, so
+a field added on one side cannot be missed on the other.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+GO = b"go\n"
+END = b"end\n"
+# A workload's setup error that starts with this is bad input (exit 2), not a failure:
+# HL_BAD_PARAM_PREFIX in csrc/hotloop.h (a test keeps the two equal).
+BAD_PARAM = "bad param "
+
+
+@dataclass(frozen=True)
+class WorkerSpec:
+    """What one worker process runs: the built module, its params, its CPU profile, its share."""
+    parent: int                       # the session's pid: the worker dies with it
+    workload: str
+    module_path: str
+    module_name: str
+    params: dict[str, int | str]
+    cpus: list[int]
+    sched: str
+    priority: int
+    nice: int
+    runs: int                         # recorded runs of this worker
+    first: int                        # the session's number of its first run
+    warmup: int
+    step: bool                        # wait for a GO before every repetition
+
+    def line(self) -> bytes:
+        return (json.dumps(dataclasses.asdict(self)) + "\n").encode()
+
+    @classmethod
+    def from_line(cls, line: str) -> WorkerSpec:
+        return cls(**json.loads(line))
+
+
+@dataclass(frozen=True)
+class Ready:
+    """Setup and warmups done: the pids perf should sample, the comm that tells them apart."""
+    tag: ClassVar[str] = "ready"
+    pid: int
+    pids: list[int]
+    comm: str
+
+
+@dataclass(frozen=True)
+class Run:
+    """One repetition's counters, as hl_run filled them (warmups: index -1, -2, ...)."""
+    tag: ClassVar[str] = "run"
+    index: int
+    warmup: bool
+    ops: int
+    bytes: int
+    ns: int
+    cycles: int
+    extra: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Note:
+    """Something the worker wants said (a warning), the run going on."""
+    tag: ClassVar[str] = "warning"
+    message: str
+
+
+@dataclass(frozen=True)
+class Failed:
+    """The worker stops: `run` is its own index of the run that failed, -1 before the runs."""
+    tag: ClassVar[str] = "failed"
+    message: str
+    run: int
+    bad_input: bool
+
+
+@dataclass(frozen=True)
+class Finished:
+    """Every run done and torn down: only Python's exit is left."""
+    tag: ClassVar[str] = "finished"
+
+
+Line = Ready | Run | Note | Failed | Finished
+_BY_TAG: dict[str, type[Any]] = {c.tag: c for c in (Ready, Run, Note, Failed, Finished)}
+_TYPES = {"int": int, "bool": bool, "str": str, "list[int]": list, "dict[str, float]": dict}
+
+
+def encode(line: Line) -> str:
+    return json.dumps({"type": line.tag, **dataclasses.asdict(line)}) + "\n"
+
+
+def decode(raw: bytes | str) -> Line:
+    """One worker line; ValueError when it is not one (a workload that wrote to fd 1 behind
+    the worker's back, a cut line): the session notes it and reads on."""
+    msg = json.loads(raw)
+    if not isinstance(msg, dict):
+        raise ValueError("not an object")
+    cls = _BY_TAG.get(msg.pop("type", None))
+    if cls is None:
+        raise ValueError("no known type")
+    for f in dataclasses.fields(cls):
+        want = _TYPES[str(f.type)]
+        if f.name in msg and (not isinstance(msg[f.name], want)
+                              or (want is int and isinstance(msg[f.name], bool))):
+            raise ValueError(f"{f.name}: not {f.type}")
+    try:
+        return cls(**msg)
+    except TypeError as e:                          # a field missing or one too many
+        raise ValueError(str(e)) from None
