@@ -126,3 +126,24 @@ def good(tmp_path_factory: pytest.TempPathFactory, cache_home: Path) -> Path:
                           capture_output=True, text=True, env=env, timeout=120)
     assert done.returncode == 0, done.stderr
     return out
+
+
+@pytest.fixture
+def fake_cpufreq(tmp_path, monkeypatch):
+    """A sysfs cpu tree with cpufreq: cpu0 and cpu1 share policy0, cpu2 has policy2."""
+    root = tmp_path / "cpu"
+    (root / "cpufreq").mkdir(parents=True)
+    for pol in ("policy0", "policy2"):
+        d = root / "cpufreq" / pol
+        d.mkdir()
+        (d / "scaling_governor").write_text("powersave\n")
+        (d / "scaling_available_governors").write_text("performance powersave\n")
+    for cpu, pol in ((0, "policy0"), (1, "policy0"), (2, "policy2")):
+        (root / f"cpu{cpu}").mkdir()
+        (root / f"cpu{cpu}" / "cpufreq").symlink_to(root / "cpufreq" / pol)
+    (root / "cpufreq" / "boost").write_text("1\n")
+    (root / "online").write_text("0-2\n")
+    (root / "present").write_text("0-2\n")
+    from hotloop.host import sysfs
+    monkeypatch.setattr(sysfs, "CPU_SYS", root)
+    return root

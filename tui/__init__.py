@@ -6,7 +6,7 @@ The pipeline, one package per stage, data flowing one way:
     (TOML)      (session, worker)   (JSONL)     (compare, noise) (text, Textual)
 
 with `host` (the running system: /proc, /sys, scheduling) and `perf` beneath `run`, and
-`events`, `errors`, `paths`, `stats` and `visible` shared by all.  The rule for imports is
+`checks`, `events`, `errors`, `paths`, `stats` and `visible` shared by all.  The rule for imports is
 kept by import-linter (pyproject.toml, checked by the tests).
 """
 __version__ = "0.1.0"

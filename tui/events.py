@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+
+from hotloop.checks import Check, fields, list_of, map_of, optional, show
 
 
 @dataclass(frozen=True)
@@ -106,13 +107,13 @@ _U64 = 2**64
 def finite_problem(value: Any) -> str | None:
     """Why `value` is not a finite number (NaN, infinite, a bool, a string...), or None."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return f"expected a number, got {_show(value)}"
+        return f"expected a number, got {show(value)}"
     try:
         if math.isfinite(value):
             return None
     except OverflowError:           # an int too big for a float
         pass
-    return f"{_show(value)} is not a finite number"
+    return f"{show(value)} is not a finite number"
 
 
 def number_problem(value: Any) -> str | None:
@@ -121,104 +122,62 @@ def number_problem(value: Any) -> str | None:
     if bad:
         return bad
     if value and not MIN_ABS <= abs(value) <= MAX_ABS:
-        return f"{_show(value)} is outside the range of a measurement " \
+        return f"{show(value)} is outside the range of a measurement " \
                f"(0 or {MIN_ABS:g} to {MAX_ABS:g} in magnitude)"
     return None
 
 
-def _show(value: Any) -> str:
-    """A value as an error message quotes it: short, one line."""
-    text = repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
 
 
-Check = Callable[[Any], "str | None"]
 
 
-def _type(t: type, name: str) -> Check:
+def of_type(t: type, name: str) -> Check:
     def check(v: Any) -> str | None:
         ok = isinstance(v, t) and (t is bool or not isinstance(v, bool))
-        return None if ok else f"expected {name}, got {_show(v)}"
+        return None if ok else f"expected {name}, got {show(v)}"
     return check
 
 
-_STR, _BOOL, _DICT = _type(str, "a string"), _type(bool, "true or false"), _type(dict, "an object")
+STRING, BOOL, OBJECT = of_type(str, "a string"), of_type(bool, "true or false"), of_type(dict, "an object")
 
 
-def _int(lo: int = -_U64, hi: int = _U64 - 1) -> Check:
+def integer(lo: int = -_U64, hi: int = _U64 - 1) -> Check:
     def check(v: Any) -> str | None:
-        bad = _type(int, "an integer")(v)
+        bad = of_type(int, "an integer")(v)
         return bad or (None if lo <= v <= hi else f"{v} is out of range {lo}..{hi}")
     return check
 
 
-def _optional(check: Check) -> Check:
-    return lambda v: None if v is None else check(v)
 
 
-def _list(item: Check) -> Check:
-    def check(v: Any) -> str | None:
-        if not isinstance(v, list):
-            return f"expected a list, got {_show(v)}"
-        for i, x in enumerate(v):
-            bad = item(x)
-            if bad:
-                return f"item {i}: {bad}"
-        return None
-    return check
 
 
-def _map(value: Check) -> Check:
-    def check(v: Any) -> str | None:
-        if not isinstance(v, dict):
-            return f"expected an object, got {_show(v)}"
-        for k, x in v.items():
-            bad = value(x)
-            if bad:
-                return f"{k}: {bad}"
-        return None
-    return check
 
 
-def _fields(spec: dict[str, Check], required: tuple[str, ...] = ()) -> Check:
-    """An object whose listed keys (when present) hold what `spec` says; others are free."""
-    def check(v: Any) -> str | None:
-        if not isinstance(v, dict):
-            return f"expected an object, got {_show(v)}"
-        for k in required:
-            if k not in v:
-                return f"missing {k!r}"
-        for k, x in v.items():
-            if k in spec:
-                bad = spec[k](x)
-                if bad:
-                    return f"{k}: {bad}"
-        return None
-    return check
 
 
-_COUNT = _int(0)
-_SYMBOL = _fields({"symbol": _STR, "dso": _STR, "percent": number_problem, "kernel": _BOOL,
+_COUNT = integer(0)
+_SYMBOL = fields({"symbol": STRING, "dso": STRING, "percent": number_problem, "kernel": BOOL,
                    "samples": _COUNT}, required=("symbol", "dso", "percent", "kernel"))
 # hotloop computes a summary and counts counters itself: finite (or null, not counted)
 # is all a reader needs of them
-_SUMMARY = _fields({"n": _COUNT, **{k: _optional(finite_problem) for k in
+_SUMMARY = fields({"n": _COUNT, **{k: optional(finite_problem) for k in
                                     ("median", "mean", "stdev", "cv", "min", "max")},
-                    "counters": _map(_optional(finite_problem))})     # files before 0.2
-_COUNTERS = _map(_optional(finite_problem))
+                    "counters": map_of(optional(finite_problem))})     # files before 0.2
+_COUNTERS = map_of(optional(finite_problem))
 # What each field of each line may hold, by the dataclass's field name.
 _SPECS: dict[type, dict[str, Check]] = {
-    Started: {"header": _DICT, "result_file": _STR},
-    RunSample: {"index": _int(), "value": number_problem, "ops": _COUNT, "bytes": _COUNT,
-                "ns": _COUNT, "cycles": _COUNT, "extra": _map(number_problem),
-                "warmup": _BOOL, "variant": _STR},
-    HotSymbols: {"symbols": _list(_SYMBOL), "scope": lambda v: _STR(v) or (
-                     None if v in ("window", "run", "session") else f"unknown scope {_show(v)}"),
-                 "window": _int(), "samples": _COUNT, "variant": _STR},
-    Warning: {"message": _STR, "variant": _STR},
-    Finished: {"summary": _SUMMARY, "variant": _STR, "counters": _COUNTERS},
-    Failed: {"message": _STR, "run": _int(), "signal": _STR, "interrupted": _BOOL,
-             "bad_input": _BOOL, "variant": _STR},
+    Started: {"header": OBJECT, "result_file": STRING},
+    RunSample: {"index": integer(), "value": number_problem, "ops": _COUNT, "bytes": _COUNT,
+                "ns": _COUNT, "cycles": _COUNT, "extra": map_of(number_problem),
+                "warmup": BOOL, "variant": STRING},
+    HotSymbols: {"symbols": list_of(_SYMBOL), "scope": lambda v: STRING(v) or (
+                     None if v in ("window", "run", "session") else f"unknown scope {show(v)}"),
+                 "window": integer(), "samples": _COUNT, "variant": STRING},
+    Warning: {"message": STRING, "variant": STRING},
+    Finished: {"summary": _SUMMARY, "variant": STRING, "counters": _COUNTERS},
+    Failed: {"message": STRING, "run": integer(), "signal": STRING, "interrupted": BOOL,
+             "bad_input": BOOL, "variant": STRING},
 }
 
 # The fields a line must have: those without a default.
@@ -231,11 +190,11 @@ def from_json(obj: Any) -> Event:
     """Build an event from a parsed JSON line; ValueError (saying which field and why)
     if it is not one, so no consumer ever sees a field of the wrong type."""
     if not isinstance(obj, dict):
-        raise ValueError(f"expected an object, got {_show(obj)}")
+        raise ValueError(f"expected an object, got {show(obj)}")
     kind = obj.get("type")
     cls = _TYPES.get(kind) if isinstance(kind, str) else None
     if cls is None:
-        raise ValueError(f"unknown type {_show(kind)}" if "type" in obj else "no \"type\"")
+        raise ValueError(f"unknown type {show(kind)}" if "type" in obj else "no \"type\"")
     spec, required = _SPECS[cls], _REQUIRED[cls]
     for name in required:
         if name not in obj:

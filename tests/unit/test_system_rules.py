@@ -6,7 +6,6 @@ from pathlib import Path
 
 import pytest
 
-from hotloop.host import sysfs
 from hotloop.host.changes import Change, describe_changes, plan_changes
 from hotloop.host.cpus import (
     format_cpu_list,
@@ -49,26 +48,6 @@ def other_value(name: str) -> str:
 
 
 # --------------------------------------------------------------------------- planning
-
-
-@pytest.fixture
-def fake_cpufreq(tmp_path, monkeypatch):
-    """A sysfs cpu tree with cpufreq: cpu0 and cpu1 share policy0, cpu2 has policy2."""
-    root = tmp_path / "cpu"
-    (root / "cpufreq").mkdir(parents=True)
-    for pol in ("policy0", "policy2"):
-        d = root / "cpufreq" / pol
-        d.mkdir()
-        (d / "scaling_governor").write_text("powersave\n")
-        (d / "scaling_available_governors").write_text("performance powersave\n")
-    for cpu, pol in ((0, "policy0"), (1, "policy0"), (2, "policy2")):
-        (root / f"cpu{cpu}").mkdir()
-        (root / f"cpu{cpu}" / "cpufreq").symlink_to(root / "cpufreq" / pol)
-    (root / "cpufreq" / "boost").write_text("1\n")
-    (root / "online").write_text("0-2\n")
-    (root / "present").write_text("0-2\n")
-    monkeypatch.setattr(sysfs, "CPU_SYS", root)
-    return root
 
 
 # --------------------------------------------------------------------------- scheduling helpers

@@ -4,7 +4,6 @@ file, the line, the table and the key.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +20,7 @@ from hotloop.catalog.model import (
     timeout_problem,
     until_ci_problem,
 )
+from hotloop.checks import Check, list_of
 from hotloop.errors import HotloopError
 from hotloop.host import procs
 from hotloop.host.settings import value_problem
@@ -67,7 +67,6 @@ def _type_name(value: Any) -> str:
             list: "an array", dict: "a table"}.get(type(value), type(value).__name__)
 
 
-Check = Callable[[Any], str | None]
 
 
 def _is(*types: type) -> Check:
@@ -100,26 +99,20 @@ def _int_range(lo: int | None, hi: int | None) -> Check:
     return check
 
 
-def _list_of(item: Check) -> Check:
-    def check(v: Any) -> str | None:
-        if not isinstance(v, list):
-            return f"expected an array, got {_type_name(v)}"
-        for i, x in enumerate(v):
-            bad = item(x)
-            if bad:
-                return f"item {i}: {bad}"
-        return None
-    return check
+
+
+def _array(item: Check) -> Check:
+    return list_of(item, "an array", _type_name)
 
 
 SPECS: dict[str, dict[str, Check]] = {
     "workload": {"source": _is(str), "summary": _is(str), "metric": _is(str),
                  "unit": _is(str), "higher_is_better": _is(bool),
                  "procs": _int_range(1, 64), "params": _is(dict)},
-    "cpu": {"summary": _is(str), "cpus": _list_of(_int_range(0, 4095)),
+    "cpu": {"summary": _is(str), "cpus": _array(_int_range(0, 4095)),
             "sched": _one_of(SCHED_POLICIES), "priority": _int_range(0, procs.PRIORITY_MAX),
             "nice": _int_range(*procs.NICE), "governor": _is(str), "boost": _is(bool),
-            "cflags": _list_of(_is(str)), "isolated": _is(bool), "strict": _is(bool)},
+            "cflags": _array(_is(str)), "isolated": _is(bool), "strict": _is(bool)},
     "kernel": {"summary": _is(str), "label": _is(str), "sysctl": _is(dict),
                "expect": _is(dict)},
     "plan": {"summary": _is(str), "workload": _is(str), "cpu": _is(str), "kernel": _is(str),
@@ -134,8 +127,8 @@ REQUIRED = {"workload": ("source",), "plan": ("workload",), "cpu": (), "kernel":
 _PARAM_SPEC: dict[str, Check] = {"default": _is(int, str),
                                  "min": lambda v: _is(int)(v) or int64_problem(v),
                                  "max": lambda v: _is(int)(v) or int64_problem(v),
-                                 "choices": _list_of(_is(str)), "help": _is(str)}
-_EXPECT_SPEC: dict[str, Check] = {"release": _is(str), "cmdline_contains": _list_of(_is(str)),
+                                 "choices": _array(_is(str)), "help": _is(str)}
+_EXPECT_SPEC: dict[str, Check] = {"release": _is(str), "cmdline_contains": _array(_is(str)),
                                   "mitigations": _one_of(("on", "off"))}
 NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.+-]*$")
 

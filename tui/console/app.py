@@ -55,7 +55,8 @@ from hotloop.console.widgets.symbols import SymbolsTable
 from hotloop.errors import HotloopError
 from hotloop.render.units import si
 from hotloop.results.header import Header
-from hotloop.run.session import Session, preflight
+from hotloop.run.preflight import preflight
+from hotloop.run.session import Session
 from hotloop.visible import visible
 
 DEFAULT_PLAN = "quick"

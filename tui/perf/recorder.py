@@ -25,6 +25,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from hotloop import events as ev
 from hotloop.events import HotSymbol
 from hotloop.host.procs import child_setup
 from hotloop.perf.parse import aggregate, parse_report, parse_stat_csv, report_argv
@@ -577,3 +578,30 @@ class PerfRecorder:
     def _cleanup_files(self) -> None:
         if self._dir and not self.keep_dir:
             shutil.rmtree(self._dir, ignore_errors=True)
+
+
+def merge(done: list[PerfResult], variant: str, run_top: int,
+          session_top: int) -> tuple[list[ev.Event], dict[str, float | None]]:
+    """The recordings of a session's workers as one: hot symbols per run (their numbers already
+    the session's) and of the whole session, the counters summed, and where the data was kept."""
+    out: list[ev.Event] = [
+        ev.HotSymbols(tuple(syms[:run_top]), scope="run", window=run,
+                      samples=sum(s.samples for s in syms), variant=variant)
+        for r in done for run, syms in sorted(r.runs.items())]
+    if any(r.samples for r in done):
+        out.append(ev.HotSymbols(tuple(aggregate(r.symbols for r in done)[:session_top]),
+                                 scope="session", samples=sum(r.samples for r in done),
+                                 variant=variant))
+    # Counts add up over the workers; one that could not count makes it unknown.
+    names = dict.fromkeys(k for r in done for k in r.counters)
+    counters: dict[str, float | None] = {
+        k: None if any(r.counters.get(k) is None for r in done)
+        else sum(r.counters[k] or 0.0 for r in done) for k in names}
+    cycles = counters.get("cycles")
+    if "ipc" in counters and cycles:
+        counters["ipc"] = (counters.get("instructions") or 0) / cycles
+    kept = next((r.data_dir for r in done if r.data_dir), None)
+    if kept:
+        out.append(ev.Warning(f"perf data kept in {kept} (perf report -i FILE)", variant=variant))
+    return out, counters
+

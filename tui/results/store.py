@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from hotloop import events as ev
+from hotloop.checks import fields, list_of
 from hotloop.errors import HotloopError, RunFailed
 from hotloop.results.header import Header, WorkloadInfo
 from hotloop.stats import Summary, summarize
@@ -49,7 +50,7 @@ def _finite(obj: Any) -> Any:
 
 def _line(obj: dict[str, Any]) -> str:
     """One result line.  NaN and Infinity are not JSON: a run's figures are checked
-    before they get here (session.metric_value), and a perf counter that is NaN was
+    before they get here (preflight.metric_value), and a perf counter that is NaN was
     not counted, so it is written as null."""
     try:
         text = json.dumps(obj, separators=(",", ":"), default=str, allow_nan=False)
@@ -303,15 +304,15 @@ class Result:
         return self.header.workload
 
 
-_S, _I, _B = ev._STR, ev._int(), ev._BOOL
+_S, _I, _B = ev.STRING, ev.integer(), ev.BOOL
 # The header fields show, compare and the console look into, with what they must
 # hold when present.  Only those: the rest (sysctl, vulnerabilities...) is shown
 # as it is and may change shape without breaking a reader.
-HEADER = ev._fields({
+HEADER = fields({
     "time": _S, "host": _S, "kernel_release": _S, "label": _S, "variant": _S,
-    "workload": ev._fields({"name": _S, "metric": _S, "unit": _S, "higher_is_better": _B}),
-    "params": ev._DICT,
-    "cpu": ev._fields({"name": _S, "cpus": ev._list(_I)}),
+    "workload": fields({"name": _S, "metric": _S, "unit": _S, "higher_is_better": _B}),
+    "params": ev.OBJECT,
+    "cpu": fields({"name": _S, "cpus": list_of(_I)}),
 })
 
 

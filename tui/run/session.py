@@ -14,44 +14,26 @@ event loop itself is stuck (the console's terminal went away).
 from __future__ import annotations
 
 import asyncio
-import collections
-import dataclasses
-import json
 import os
-import platform
-import signal
-import socket
-import sys
 import threading
-import time
 from collections.abc import AsyncGenerator, AsyncIterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hotloop import __version__, paths
 from hotloop import events as ev
-from hotloop.catalog import ResolvedPlan, Workload
+from hotloop.catalog import ResolvedPlan
 from hotloop.errors import HotloopError
 from hotloop.host.changes import (
     Applied,
-    Change,
     apply,
-    describe_changes,
-    plan_changes,
-    show_original,
 )
-from hotloop.host.cpus import format_cpu_list
-from hotloop.host.doctor import capabilities
-from hotloop.host.facts import check_expect, kernel_facts
-from hotloop.host.journal import describe_held, held_elsewhere
-from hotloop.host.settings import read_sysctl
+from hotloop.host.facts import kernel_facts
 from hotloop.host.sysfs import SystemSettingError
-from hotloop.perf.parse import aggregate
 from hotloop.perf.probe import find_perf, recording_warnings
-from hotloop.perf.recorder import PerfRecorder, PerfResult
+from hotloop.perf.recorder import PerfRecorder, PerfResult, merge
 from hotloop.results import Writer
-from hotloop.run import build, protocol
+from hotloop.run import build, preflight, protocol
+from hotloop.run.process import REAP_S, WorkerProcess
 from hotloop.run.protocol import WorkerSpec
 from hotloop.stats import median_ci_pct, summarize
 
@@ -59,173 +41,10 @@ UNTIL_CI_MIN_RUNS = 10                  # until_ci: never stop on fewer runs tha
 SETUP_GRACE = 30.0                      # seconds for Python start-up and hl_setup
 WINDOW_TOP = 30                         # symbols kept per perf window and per run
 SESSION_TOP = 100                       # symbols kept for the whole session
-REAP_S = 5.0                            # how long a killed worker may take to be reaped
-OUTPUT_KEPT = 4096                      # bytes of the workload's own output kept, its tail
-LINE_SHOWN = 200                        # characters of one output line in a message
 ABANDON_WAIT_S = 5.0                    # abandon(): how long the loop may hold the end lock
 
 
-def metric_value(w: Workload, run: protocol.Run) -> float:
-    """The workload's primary metric from one run's counters; ValueError for a run
-    that reported no such figure, or an extra that is no measurement (NaN, infinite,
-    out of range: the run fails rather than record what no reader can use)."""
-    for name, x in run.extra.items():
-        bad = ev.number_problem(x)
-        if bad:
-            raise ValueError(f"extra {name!r} from hl_add_extra: {bad}")
-    per_op = w.metric in ("ns/op", "cycles/op", "ops/s")
-    if per_op and not run.ops or not run.ns:
-        raise ValueError(f"the workload reported {run.ops} ops in {run.ns} ns: "
-                         f"no {w.metric} (hl_run must fill res->ops and res->ns)")
-    if w.metric == "cycles/op" and not run.cycles:
-        raise ValueError("no cycles/op: this CPU has no TSC for hl_clock to read")
-    match w.metric:
-        case "bytes/s":
-            return run.bytes * 1e9 / run.ns
-        case "ops/s":
-            return run.ops * 1e9 / run.ns
-        case "ns/op":
-            return run.ns / run.ops
-        case "cycles/op":
-            return run.cycles / run.ops
-    try:
-        return float(run.extra[w.metric])
-    except KeyError:
-        raise ValueError(f"the workload reported no extra metric {w.metric!r} with "
-                         f"hl_add_extra (its extras: {', '.join(run.extra) or 'none'})"
-                         ) from None
 
-
-def _plain(obj: Any) -> Any:
-    return json.loads(json.dumps(dataclasses.asdict(obj), default=str))
-
-
-@dataclass(frozen=True)
-class Preflight:
-    """What a run would change on the system (needs consent) and what it skips."""
-    changes: list[Change]
-    warnings: list[str]
-
-    def refusal(self) -> str:
-        return describe_changes(self.changes)
-
-
-def preflight(rp: ResolvedPlan) -> Preflight:
-    """Check the kernel profile's expectations and plan its system changes.
-
-    Touches nothing; HotloopError (exit 2) for a profile that cannot run here,
-    or whose settings another running hotloop holds (and will restore mid-run)."""
-    k, cpu = rp.kernel, rp.cpu
-    owner, held = held_elsewhere(k.sysctl, cpu.governor is not None,
-                                        cpu.boost is not None, cpu.cpus)
-    if held:
-        raise HotloopError(describe_held(owner, held))
-    try:
-        changes, warnings = plan_changes(k.sysctl, cpu.governor, cpu.boost,
-                                                cpu.cpus, strict=cpu.strict)
-        mismatches = check_expect(k.expect)
-    except SystemSettingError as e:
-        raise HotloopError(f"{k.origin or cpu.origin}: {e}") from None
-    if mismatches:
-        raise HotloopError(f"{k.origin}: [kernel.{k.name}] expect: {'; '.join(mismatches)}")
-    if cpu.isolated:
-        isolated = next((c.value for c in capabilities() if c.name == "isolated cpus"),
-                        None) or []
-        outside = [c for c in cpu.cpus if c not in isolated]
-        if outside or not cpu.cpus:
-            msg = (f"[cpu.{cpu.name}] isolated: CPUs {format_cpu_list(outside)} are not "
-                   f"in isolcpus/nohz_full" if cpu.cpus else
-                   f"[cpu.{cpu.name}] isolated: the profile pins to no CPU")
-            if cpu.strict:
-                raise HotloopError(f"{cpu.origin}: {msg}")
-            warnings.append(msg + "; other tasks may share them")
-    return Preflight(changes, warnings)
-
-
-def header(rp: ResolvedPlan, built: build.Built, variant: str = "",
-           sysctl: dict[str, Any] | None = None,
-           batch: dict[str, Any] | None = None) -> dict[str, Any]:
-    w = rp.workload
-    facts = kernel_facts()
-    return {
-        "hotloop": __version__,
-        "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "host": socket.gethostname(),
-        "kernel_release": facts["release"],
-        "kernel_version": facts["version"],
-        "arch": facts["machine"],
-        "cmdline": facts["cmdline"],
-        "cpu_model": facts["cpu_model"],
-        "cpus": os.cpu_count() or 1,
-        "mitigations": facts["mitigations"],
-        "vulnerabilities": facts["vulnerabilities"],
-        "sysctl": sysctl or {},
-        "python": platform.python_version(),
-        "plan": _plain(rp.plan),
-        "workload": {"name": w.name, "source": str(w.source), "summary": w.summary,
-                     "metric": w.metric, "unit": w.unit,
-                     "higher_is_better": w.higher_is_better, "procs": w.procs},
-        "params": dict(rp.params),
-        "cpu": _plain(rp.cpu),
-        "kernel": _plain(rp.kernel),
-        "label": rp.kernel.label or rp.kernel.name,
-        "variant": variant,
-        "compiler": built.compiler,
-        "cflags": list(built.cflags),
-        "source_sha256": built.source_sha256,
-        # The variants of one interleaved batch share an id: compare pairs their runs by round.
-        "batch": batch,
-    }
-
-
-async def _send(proc: asyncio.subprocess.Process, line: bytes) -> None:
-    """A line to the worker; one that has died is noticed by its reader, not here."""
-    assert proc.stdin is not None
-    try:
-        proc.stdin.write(line)
-        await proc.stdin.drain()
-    except (BrokenPipeError, ConnectionResetError):
-        pass
-
-
-def _changed_during(during: dict[str, str | None]) -> list[str]:
-    """The profile's sysctls that no longer read as the header's "during" says,
-    read at the end of the run before restoring (another program changed them)."""
-    out = []
-    for name, was in during.items():
-        try:
-            now: str | None = read_sysctl(name)
-        except SystemSettingError:
-            now = None
-        if now != was:
-            show = [show_original(v) if v is not None else "unreadable"
-                    for v in (was, now)]
-            out.append(f"sysctl {name} changed during the run: {show[0]} at its start, "
-                       f"{show[1]} at its end; the header's \"during\" does not hold for "
-                       f"every run")
-    return out
-
-
-class _WorkerProtocol(asyncio.subprocess.SubprocessStreamProtocol):
-    """asyncio's own, plus `exited`, set when the worker process itself ends:
-    Process.wait() also waits for its pipes, which helpers it forked may hold open."""
-
-    def __init__(self, limit: int, loop: asyncio.AbstractEventLoop) -> None:
-        super().__init__(limit=limit, loop=loop)
-        self.exited: asyncio.Future[None] = loop.create_future()
-
-    def process_exited(self) -> None:
-        super().process_exited()
-        if not self.exited.done():
-            self.exited.set_result(None)
-
-
-def _restore(applied: Applied) -> list[str]:
-    """Put the system back; what was restored, or why it could not be."""
-    try:
-        return applied.restore()
-    except SystemSettingError as e:
-        return [f"restore failed: {e}"]
 
 
 class Session:
@@ -251,13 +70,8 @@ class Session:
         self._windows = 0                # perf windows of earlier workers, to number on
         self._perf_said: set[str] = set()
         self._tearing_down = False       # the worker is past its last run
-        self._proc: asyncio.subprocess.Process | None = None
-        self._exited: asyncio.Future[None] | None = None    # the worker process ended
-        self._group_gone: object = None  # the worker whose group was killed once reaped
+        self._worker: WorkerProcess | None = None
         self._stopping = False
-        self._output = b""               # the tail of the workload's stdout and stderr
-        self._output_bytes = 0
-        self._notes: collections.deque[str] = collections.deque(maxlen=3)
         # The end of the session (restore, last line) happens once, on the event loop
         # or in abandon() from another thread, whichever comes first: both hold _end,
         # and nothing is written once _over.
@@ -280,16 +94,9 @@ class Session:
     def _kill(self) -> None:
         """SIGKILL the worker's whole process group, helpers included, even once the
         worker itself has exited (they keep its group).  Safe from any thread."""
-        proc = self._proc
-        if proc is None or proc is self._group_gone:
-            return
-        reaped = proc.returncode is not None
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        if reaped:          # the group is empty for good: its number may be reused
-            self._group_gone = proc
+        worker = self._worker
+        if worker is not None:
+            worker.kill()
 
     def abandon(self, message: str, signame: str = "") -> None:
         """End the session from another thread, for when its event loop may never run
@@ -309,7 +116,7 @@ class Session:
                 return
             self._over = True
             applied, self._applied = self._applied, None
-            messages = _restore(applied) if applied is not None else []
+            messages = preflight.restore(applied) if applied is not None else []
             writer = self._writer
             if writer is None:
                 return
@@ -343,7 +150,7 @@ class Session:
         """Restore the system, once, whichever of the loop and abandon() comes first."""
         with self._end:
             applied, self._applied = self._applied, None
-            return _restore(applied) if applied is not None else []
+            return preflight.restore(applied) if applied is not None else []
 
     async def events(self) -> AsyncIterator[ev.Event]:
         """Build, apply system settings, run; bad input raises HotloopError first.
@@ -351,7 +158,7 @@ class Session:
         The stream (and the result file) ends with Finished or Failed; the
         system is restored before that last event."""
         rp, v = self.rp, self.variant
-        pre = preflight(rp)
+        pre = preflight.preflight(rp)
         if pre.changes and not self.apply_system:
             raise HotloopError(pre.refusal())
         built = await asyncio.to_thread(build.build, rp.workload.source, rp.cpu.cflags,
@@ -388,7 +195,7 @@ class Session:
         try:
             during = kernel_facts(names)["sysctl"]
             sysctl = {n: {"before": before[n], "during": during[n]} for n in names}
-            started = ev.Started(header(rp, built, v, sysctl, self.batch),
+            started = ev.Started(preflight.header(rp, built, v, sysctl, self.batch),
                                  str(self.result_file))
             self._write(started)
             yield started
@@ -405,7 +212,7 @@ class Session:
                 self._write(event)
                 yield event
             self._kill()
-            for message in [*_changed_during(during), *self._put_back()]:
+            for message in [*preflight.changed_during(during), *self._put_back()]:
                 yield note(message)
             if final is not None:
                 self._write(final, last=True)
@@ -413,7 +220,7 @@ class Session:
         except (asyncio.CancelledError, GeneratorExit):
             # Cancelled while running, or closed by a consumer that went away.
             self._kill()
-            for message in [*_changed_during(during), *self._put_back()]:
+            for message in [*preflight.changed_during(during), *self._put_back()]:
                 note(message, quiet=True)
             self._write(ev.Failed("interrupted", run=len(runs), interrupted=True, variant=v),
                         last=True, quiet=True)
@@ -434,88 +241,22 @@ class Session:
         if writer.error is not None:        # the last lines may not be on disk
             raise writer.error
 
-    async def _spawn(self, built: build.Built, runs: int,
-                     first: int) -> asyncio.subprocess.Process:
+    async def _spawn(self, built: build.Built, runs: int, first: int) -> WorkerProcess:
         rp = self.rp
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(paths.ROOT),
-                                                          env.get("PYTHONPATH")]))
-        loop = asyncio.get_running_loop()
-        pipe = asyncio.subprocess.PIPE
-        transport, protocol = await loop.subprocess_exec(
-            lambda: _WorkerProtocol(1 << 20, loop), sys.executable, "-m", "hotloop.run.worker",
-            stdin=pipe, stdout=pipe, stderr=pipe, start_new_session=True, env=env)
-        proc = asyncio.subprocess.Process(transport, protocol, loop)
-        spec = WorkerSpec(parent=os.getpid(), workload=rp.workload.name,
-                          module_path=str(built.path), module_name=built.module_name,
-                          params=dict(rp.params), cpus=list(rp.cpu.cpus), sched=rp.cpu.sched,
-                          priority=rp.cpu.priority, nice=rp.cpu.nice, runs=runs, first=first,
-                          warmup=rp.plan.warmup, step=self._stepped)
-        assert proc.stdin is not None
-        self._exited = protocol.exited
-        self._output, self._output_bytes = b"", 0
-        self._notes.clear()
-        self._proc = proc
+        worker = await WorkerProcess.start()
+        self._worker = worker
         if self._stopping:                  # stop() came while the worker started
-            self._kill()
-        await _send(proc, spec.line())
-        return proc
+            worker.kill()
+        await worker.send_spec(WorkerSpec(
+            parent=os.getpid(), workload=rp.workload.name, module_path=str(built.path),
+            module_name=built.module_name, params=dict(rp.params), cpus=list(rp.cpu.cpus),
+            sched=rp.cpu.sched, priority=rp.cpu.priority, nice=rp.cpu.nice, runs=runs,
+            first=first, warmup=rp.plan.warmup, step=self._stepped))
+        return worker
 
     async def _reap(self) -> None:
-        """Wait for the (killed) worker, but not forever: asyncio's wait() also waits
-        for its pipes, which a paused reader may never drain."""
-        if self._proc is not None and self._proc.returncode is None:
-            try:
-                await asyncio.wait_for(asyncio.shield(self._proc.wait()), REAP_S)
-            except asyncio.TimeoutError:
-                pass
-
-    async def _wait_exit(self, timeout: float) -> bool:
-        """Whether the worker process has ended within `timeout`, open pipes or not."""
-        if self._exited is None:
-            return True
-        done, _ = await asyncio.wait({self._exited}, timeout=timeout)
-        return bool(done)
-
-    async def _drain_stderr(self, stream: asyncio.StreamReader) -> None:
-        """The workload's stdout and stderr, in chunks: a line of any length (2 MiB of
-        printf without a newline) is read on, never left to fill the pipe; the tail is
-        kept for messages."""
-        while chunk := await stream.read(1 << 16):
-            self._output_bytes += len(chunk)
-            self._output = (self._output + chunk)[-OUTPUT_KEPT:]
-
-    def _output_tail(self, n: int = 3) -> str:
-        """The last lines of the workload's output and of hotloop's notes on the worker."""
-        text = self._output.decode(errors="replace")
-        lines = [*(ln.strip() for ln in text.splitlines() if ln.strip()), *self._notes][-n:]
-        return "; ".join(ln if len(ln) <= LINE_SHOWN else "…" + ln[-LINE_SHOWN:] for ln in lines)
-
-    def _output_warning(self) -> ev.Warning | None:
-        """Output beyond what is kept is said once, with its tail, not silently lost."""
-        if self._output_bytes <= OUTPUT_KEPT:
-            return None
-        return ev.Warning(f"the workload wrote {self._output_bytes:,} bytes to stdout/stderr "
-                          f"(hotloop keeps the last {OUTPUT_KEPT:,}): {self._output_tail(1)}",
-                          variant=self.variant)
-
-    async def _read_worker(self, stream: asyncio.StreamReader,
-                           inbox: asyncio.Queue[tuple[str, Any]]) -> None:
-        while True:
-            try:
-                line = await stream.readline()
-            except ValueError:              # over the 1 MiB limit: dropped, read on
-                self._notes.append("garbled worker line: over 1 MiB")
-                continue
-            if not line:
-                break
-            try:
-                msg = protocol.decode(line)
-            except ValueError:
-                self._notes.append(f"garbled worker line: {line[:80]!r}")
-                continue
-            await inbox.put(("worker", msg))
-        await inbox.put(("eof", None))
+        if self._worker is not None:
+            await self._worker.reap()
 
     def _start_perf(self, inbox: asyncio.Queue[tuple[str, Any]]) -> PerfRecorder:
         plan = self.rp.plan
@@ -540,28 +281,8 @@ class Session:
         done, self._perf_results = self._perf_results, []
         if not done:
             return []
-        v = self.variant
-        out: list[ev.Event] = [
-            ev.HotSymbols(tuple(syms[:WINDOW_TOP]), scope="run", window=run,
-                          samples=sum(s.samples for s in syms), variant=v)
-            for r in done for run, syms in sorted(r.runs.items())]
-        if any(r.samples for r in done):
-            out.append(ev.HotSymbols(
-                tuple(aggregate(r.symbols for r in done)[:SESSION_TOP]),
-                scope="session", samples=sum(r.samples for r in done), variant=v))
-        # Counts add up over the workers; one that could not count makes it unknown.
-        names = dict.fromkeys(k for r in done for k in r.counters)
-        self.counters = {k: None if any(r.counters.get(k) is None for r in done)
-                         else sum(r.counters[k] for r in done) for k in names}
-        cycles = self.counters.get("cycles")
-        if "ipc" in self.counters and cycles:
-            self.counters["ipc"] = (self.counters.get("instructions") or 0) / cycles
-        for r in done:
-            if r.data_dir:
-                out.append(ev.Warning(f"perf data kept in {r.data_dir} (perf report -i FILE)",
-                                      variant=v))
-                break
-        return out
+        events, self.counters = merge(done, self.variant, WINDOW_TOP, SESSION_TOP)
+        return events
 
     async def _drive(self, built: build.Built, runs: list[float]) -> AsyncGenerator[ev.Event, None]:
         """The plan's runs spread over `processes` workers, one after the other: a
@@ -603,17 +324,15 @@ class Session:
         rp, v = self.rp, self.variant
         first = len(runs)
         loop = asyncio.get_running_loop()
-        self._proc = proc = await self._spawn(built, share, first)
+        worker = await self._spawn(built, share, first)
         self._tearing_down = False
-        assert proc.stdout is not None and proc.stderr is not None and proc.stdin is not None
         # One inbox for the worker's lines and perf's windows: both reach the
         # consumer as they come; only the worker's lines reset the timeout.
         inbox: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
-        drain = asyncio.create_task(self._drain_stderr(proc.stderr))
-        tasks = [drain, asyncio.create_task(self._read_worker(proc.stdout, inbox))]
+        drain = asyncio.create_task(worker.drain_output())
+        tasks = [drain, asyncio.create_task(worker.read_lines(inbox))]
         # The worker's own end, apart from its pipes' (helpers it forked may hold those).
-        assert self._exited is not None
-        self._exited.add_done_callback(lambda _: inbox.put_nowait(("exit", None)))
+        worker.exited.add_done_callback(lambda _: inbox.put_nowait(("exit", None)))
         deadline = loop.time() + rp.plan.timeout * (1 + rp.plan.warmup) + SETUP_GRACE
         warmups_left = rp.plan.warmup
         rec: PerfRecorder | None = None
@@ -622,7 +341,7 @@ class Session:
         async def go() -> None:
             if self.gate is not None:
                 await self.gate.get()
-            await _send(proc, protocol.GO)
+            await worker.send(protocol.GO)
         try:
             if self._stepped and warmups_left:
                 await go()
@@ -679,7 +398,7 @@ class Session:
                 match msg:
                     case protocol.Run():
                         try:
-                            value = metric_value(rp.workload, msg)
+                            value = preflight.metric_value(rp.workload, msg)
                         except ValueError as e:
                             yield ev.Failed(f"run {len(runs) + 1}: {e}", run=len(runs),
                                             variant=v)
@@ -704,7 +423,7 @@ class Session:
                             self._tearing_down = True           # let the worker tear down
                             await self._stop_perf(rec, first)
                             rec = None
-                            await _send(proc, protocol.END if early else protocol.GO)
+                            await worker.send(protocol.END if early else protocol.GO)
                             deadline = loop.time() + rp.plan.timeout
                         elif self._stepped and (warmups_left or len(runs) > first):
                             await go()
@@ -720,7 +439,7 @@ class Session:
                     case protocol.Note():
                         yield ev.Warning(msg.message, variant=v)
                     case protocol.Failed():
-                        await self._wait_exit(rp.plan.timeout)  # its teardown: the run's timeout
+                        await worker.wait_exit(rp.plan.timeout)  # its teardown: the run's timeout
                         self._kill()                            # then it and its helpers go
                         await self._stop_perf(rec, first)
                         rec = None
@@ -728,7 +447,7 @@ class Session:
                                         else msg.run, bad_input=msg.bad_input, variant=v)
                         return
                     case protocol.Finished():
-                        await self._wait_exit(rp.plan.timeout)  # only Python's exit is left
+                        await worker.wait_exit(rp.plan.timeout)  # only Python's exit is left
                         self._kill()                            # helpers it left behind
                         if (said := await self._output_said(drain)) is not None:
                             yield said
@@ -765,31 +484,23 @@ class Session:
     async def _output_said(self, drain: asyncio.Task[None]) -> ev.Warning | None:
         """Once the worker's group is gone its output ends: a warning if it was long."""
         await asyncio.wait({drain}, timeout=REAP_S)
-        return self._output_warning()
+        lost = self._worker.output_lost() if self._worker is not None else None
+        return ev.Warning(lost, variant=self.variant) if lost else None
 
     async def _ended(self, done: int) -> ev.Failed | None:
         """The worker's stream ended without a last word (or stop() came): say how it
         died; None when it was stopped after its last run, when nothing was lost."""
-        assert self._proc is not None
-        if not await self._wait_exit(REAP_S):   # its stdout closed, yet it runs on
-            self._kill()
-            await self._wait_exit(REAP_S)
-        self._kill()                            # whatever it forked goes with it
+        worker = self._worker
+        assert worker is not None
+        if not await worker.wait_exit(REAP_S):  # its stdout closed, yet it runs on
+            worker.kill()
+            await worker.wait_exit(REAP_S)
+        worker.kill()                           # whatever it forked goes with it
         if self._stopping:
             return None if self._tearing_down else ev.Failed(
                 "stopped by the user", run=done, interrupted=True, variant=self.variant)
-        code = self._proc.returncode
-        if code is None:
-            name, why = "SIGKILL", "worker did not end; killed"
-        elif code < 0:
-            try:
-                name = signal.Signals(-code).name
-            except ValueError:                  # a real-time signal has no name
-                name = f"signal {-code}"
-            why = f"worker killed by {name}"
-        else:
-            name, why = "", f"worker exited with status {code}"
-        tail = self._output_tail()
+        name, why = worker.death()
+        tail = worker.output_tail()
         what = "the worker's teardown" if self._tearing_down else f"run {done + 1}"
         return ev.Failed(f"{what}: {why}" + (f" ({tail})" if tail else ""),
                          run=done, signal=name, variant=self.variant)

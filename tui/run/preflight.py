@@ -1,0 +1,165 @@
+"""Before and around a session: what it would change on the system (consent), what its result
+header records, and what one run's counters mean as the workload's metric.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import platform
+import socket
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from hotloop import __version__
+from hotloop import events as ev
+from hotloop.catalog import ResolvedPlan, Workload
+from hotloop.errors import HotloopError
+from hotloop.host.changes import Applied, Change, describe_changes, plan_changes
+from hotloop.host.cpus import format_cpu_list
+from hotloop.host.doctor import capabilities
+from hotloop.host.facts import check_expect, kernel_facts
+from hotloop.host.journal import describe_held, held_elsewhere
+from hotloop.host.settings import read_sysctl, show_original
+from hotloop.host.sysfs import SystemSettingError
+from hotloop.run import build, protocol
+
+
+def metric_value(w: Workload, run: protocol.Run) -> float:
+    """The workload's primary metric from one run's counters; ValueError for a run
+    that reported no such figure, or an extra that is no measurement (NaN, infinite,
+    out of range: the run fails rather than record what no reader can use)."""
+    for name, x in run.extra.items():
+        bad = ev.number_problem(x)
+        if bad:
+            raise ValueError(f"extra {name!r} from hl_add_extra: {bad}")
+    per_op = w.metric in ("ns/op", "cycles/op", "ops/s")
+    if per_op and not run.ops or not run.ns:
+        raise ValueError(f"the workload reported {run.ops} ops in {run.ns} ns: "
+                         f"no {w.metric} (hl_run must fill res->ops and res->ns)")
+    if w.metric == "cycles/op" and not run.cycles:
+        raise ValueError("no cycles/op: this CPU has no TSC for hl_clock to read")
+    match w.metric:
+        case "bytes/s":
+            return run.bytes * 1e9 / run.ns
+        case "ops/s":
+            return run.ops * 1e9 / run.ns
+        case "ns/op":
+            return run.ns / run.ops
+        case "cycles/op":
+            return run.cycles / run.ops
+    try:
+        return float(run.extra[w.metric])
+    except KeyError:
+        raise ValueError(f"the workload reported no extra metric {w.metric!r} with "
+                         f"hl_add_extra (its extras: {', '.join(run.extra) or 'none'})"
+                         ) from None
+
+
+def _plain(obj: Any) -> Any:
+    return json.loads(json.dumps(dataclasses.asdict(obj), default=str))
+
+
+@dataclass(frozen=True)
+class Preflight:
+    """What a run would change on the system (needs consent) and what it skips."""
+    changes: list[Change]
+    warnings: list[str]
+
+    def refusal(self) -> str:
+        return describe_changes(self.changes)
+
+
+def preflight(rp: ResolvedPlan) -> Preflight:
+    """Check the kernel profile's expectations and plan its system changes.
+
+    Touches nothing; HotloopError (exit 2) for a profile that cannot run here,
+    or whose settings another running hotloop holds (and will restore mid-run)."""
+    k, cpu = rp.kernel, rp.cpu
+    owner, held = held_elsewhere(k.sysctl, cpu.governor is not None,
+                                        cpu.boost is not None, cpu.cpus)
+    if held:
+        raise HotloopError(describe_held(owner, held))
+    try:
+        changes, warnings = plan_changes(k.sysctl, cpu.governor, cpu.boost,
+                                                cpu.cpus, strict=cpu.strict)
+        mismatches = check_expect(k.expect)
+    except SystemSettingError as e:
+        raise HotloopError(f"{k.origin or cpu.origin}: {e}") from None
+    if mismatches:
+        raise HotloopError(f"{k.origin}: [kernel.{k.name}] expect: {'; '.join(mismatches)}")
+    if cpu.isolated:
+        isolated = next((c.value for c in capabilities() if c.name == "isolated cpus"),
+                        None) or []
+        outside = [c for c in cpu.cpus if c not in isolated]
+        if outside or not cpu.cpus:
+            msg = (f"[cpu.{cpu.name}] isolated: CPUs {format_cpu_list(outside)} are not "
+                   f"in isolcpus/nohz_full" if cpu.cpus else
+                   f"[cpu.{cpu.name}] isolated: the profile pins to no CPU")
+            if cpu.strict:
+                raise HotloopError(f"{cpu.origin}: {msg}")
+            warnings.append(msg + "; other tasks may share them")
+    return Preflight(changes, warnings)
+
+
+def header(rp: ResolvedPlan, built: build.Built, variant: str = "",
+           sysctl: dict[str, Any] | None = None,
+           batch: dict[str, Any] | None = None) -> dict[str, Any]:
+    w = rp.workload
+    facts = kernel_facts()
+    return {
+        "hotloop": __version__,
+        "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "host": socket.gethostname(),
+        "kernel_release": facts["release"],
+        "kernel_version": facts["version"],
+        "arch": facts["machine"],
+        "cmdline": facts["cmdline"],
+        "cpu_model": facts["cpu_model"],
+        "cpus": os.cpu_count() or 1,
+        "mitigations": facts["mitigations"],
+        "vulnerabilities": facts["vulnerabilities"],
+        "sysctl": sysctl or {},
+        "python": platform.python_version(),
+        "plan": _plain(rp.plan),
+        "workload": {"name": w.name, "source": str(w.source), "summary": w.summary,
+                     "metric": w.metric, "unit": w.unit,
+                     "higher_is_better": w.higher_is_better, "procs": w.procs},
+        "params": dict(rp.params),
+        "cpu": _plain(rp.cpu),
+        "kernel": _plain(rp.kernel),
+        "label": rp.kernel.label or rp.kernel.name,
+        "variant": variant,
+        "compiler": built.compiler,
+        "cflags": list(built.cflags),
+        "source_sha256": built.source_sha256,
+        # The variants of one interleaved batch share an id: compare pairs their runs by round.
+        "batch": batch,
+    }
+
+
+def changed_during(during: dict[str, str | None]) -> list[str]:
+    """The profile's sysctls that no longer read as the header's "during" says,
+    read at the end of the run before restoring (another program changed them)."""
+    out = []
+    for name, was in during.items():
+        try:
+            now: str | None = read_sysctl(name)
+        except SystemSettingError:
+            now = None
+        if now != was:
+            show = [show_original(v) if v is not None else "unreadable"
+                    for v in (was, now)]
+            out.append(f"sysctl {name} changed during the run: {show[0]} at its start, "
+                       f"{show[1]} at its end; the header's \"during\" does not hold for "
+                       f"every run")
+    return out
+
+
+def restore(applied: Applied) -> list[str]:
+    """Put the system back; what was restored, or why it could not be."""
+    try:
+        return applied.restore()
+    except SystemSettingError as e:
+        return [f"restore failed: {e}"]
