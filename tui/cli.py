@@ -284,8 +284,8 @@ async def _run_sessions(sessions: list[Session], fmt: str, interleaved: bool,
     # the worker is stopped, the system restored, the result file ends "interrupted".
     loop, main = asyncio.get_running_loop(), asyncio.current_task()
     assert main is not None
-    for sig in (signal.SIGTERM, signal.SIGHUP):
-        loop.add_signal_handler(sig, _cancel, sig, main)
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        loop.add_signal_handler(sig, _cancel, sig, main, sessions)
     console = Console(stderr=True, soft_wrap=True)    # a warning stays one line
     last: dict[str, ev.Event | None] = {s.variant: None for s in sessions}
     with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
@@ -387,7 +387,7 @@ def _batch_comparison(done: list[results.Result]) -> tuple[str, str] | None:
     from hotloop.analysis import compare  # scipy: only when comparing (0.8 s to import)
     from hotloop.render import compare_formats
     try:
-        comp = compare.compare(done)
+        comp = compare.compare(done, batch=True)
     except HotloopError as e:
         print(f"hotloop: no comparison: {visible(str(e))}", file=sys.stderr)
         return None
@@ -556,10 +556,13 @@ def _interrupt(signum: int, frame: Any) -> None:
     raise KeyboardInterrupt
 
 
-def _cancel(signum: int, task: asyncio.Task[Any]) -> None:
-    """SIGTERM/SIGHUP during a run: cancel it, as asyncio.run does for Ctrl-C."""
+def _cancel(signum: int, task: asyncio.Task[Any], sessions: Sequence[Session] = ()) -> None:
+    """Ctrl-C, SIGTERM or SIGHUP during a run: cancel it; each session's last line names the
+    signal."""
     global _signal_received
     _signal_received = signal.Signals(signum)
+    for s in sessions:
+        s.interrupted_by = _signal_received.name
     task.cancel()
 
 

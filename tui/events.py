@@ -131,6 +131,38 @@ def number_problem(value: Any) -> str | None:
 
 
 
+def metric_value(metric: str, ops: int, bytes_: int, ns: int, cycles: int,
+                 extra: dict[str, float]) -> float:
+    """A run's value of `metric` from its counters: the one rule the session records it by and
+    a reader checks it by.  ValueError for a run that reported no such figure, or an extra
+    that is no measurement (NaN, infinite, out of range: the run fails rather than record
+    what no reader can use)."""
+    for name, x in extra.items():
+        bad = number_problem(x)
+        if bad:
+            raise ValueError(f"extra {name!r} from hl_add_extra: {bad}")
+    per_op = metric in ("ns/op", "cycles/op", "ops/s")
+    if per_op and not ops or not ns:
+        raise ValueError(f"the workload reported {ops} ops in {ns} ns: "
+                         f"no {metric} (hl_run must fill res->ops and res->ns)")
+    if metric == "cycles/op" and not cycles:
+        raise ValueError("no cycles/op: this CPU has no TSC for hl_clock to read")
+    match metric:
+        case "bytes/s":
+            return bytes_ * 1e9 / ns
+        case "ops/s":
+            return ops * 1e9 / ns
+        case "ns/op":
+            return ns / ops
+        case "cycles/op":
+            return cycles / ops
+    try:
+        return float(extra[metric])
+    except KeyError:
+        raise ValueError(f"the workload reported no extra metric {metric!r} with "
+                         f"hl_add_extra (its extras: {', '.join(extra) or 'none'})") from None
+
+
 def of_type(t: type, name: str) -> Check:
     def check(v: Any) -> str | None:
         ok = isinstance(v, t) and (t is bool or not isinstance(v, bool))

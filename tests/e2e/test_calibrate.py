@@ -52,6 +52,15 @@ def test_calibrate_runs_sessions_and_compare_uses_the_profile(isolated: Path, le
     own = hotloop("compare", str(files[0]), str(files[1]))
     assert "noise profile not used" in own.stdout
     assert "session noise: not calibrated" in own.stdout
+    # nor for copies of them elsewhere (a session is known by its content, not its path), and
+    # the next warning does not pretend there was no profile
+    copies = [isolated / f"copy-{f.name}" for f in files[:2]]
+    for f, c in zip(files, copies):
+        c.write_bytes(f.read_bytes())
+    copied = hotloop("compare", *map(str, copies))
+    assert "noise profile not used" in copied.stdout, copied.stdout
+    assert "no usable noise profile for zero_null" in copied.stdout
+    assert "warning: no noise profile" not in copied.stdout
 
     # the same sessions read back from their directory give the same components
     again = hotloop("calibrate", str(where))
@@ -135,13 +144,15 @@ def test_a_bad_noise_profile_is_ignored_with_a_warning(isolated: Path, tmp_path:
     other.write_text(json.dumps({**good, "key": key}))
     p = hotloop("compare", str(a), str(b), "--noise", str(other))
     assert "session noise: calibrated" in p.stdout, p.stdout
+    # a file named by hand that is none (a typo, a FIFO): bad usage, not a quiet fallback
     missing = hotloop("compare", str(a), str(b), "--noise", str(tmp_path / "nope.json"))
-    assert missing.returncode == 0 and "no such noise profile" in missing.stdout
+    assert missing.returncode == 2 and missing.stdout == ""
+    assert missing.stderr.strip() == f"hotloop: --noise {tmp_path / 'nope.json'}: no such noise profile"
     import os
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)                     # reading it would block: never opened
     p = hotloop("compare", str(a), str(b), "--noise", str(fifo), timeout=60)
-    assert p.returncode == 0 and "not a regular file" in p.stdout
+    assert p.returncode == 2 and "not a regular file" in p.stderr
 
 
 def test_a_profile_saved_under_a_permissive_umask_is_still_trusted(isolated: Path):

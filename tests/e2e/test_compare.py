@@ -109,7 +109,11 @@ def test_every_format_renders_and_parses(files, fmt):
         assert len(rows) == n_rows
         first = rows[0]
         assert first["metric"] == "bytes/s" and first["verdict"] == "faster"
-        assert float(first["change_pct"]) > 50 and first["significant"] == "True"
+        assert float(first["change_pct"]) > 50 and first["significant"] == "yes"
+        assert first["higher_is_better"] == "yes" and first["partial"] == "no"
+        assert "True" not in out and "False" not in out       # words, as the tables say
+        # the params differ: said in its own column, as the other formats warn
+        assert first["differs"].startswith("params.")
     elif fmt == "json":
         doc = json.loads(out)
         assert len(doc["comparisons"]) == n_rows
@@ -338,8 +342,8 @@ def test_one_session_a_side_without_calibration_says_so(sessions):
 
 
 def test_interleaved_variants_are_compared_round_by_round(tmp_path):
-    p = hotloop("run", "zero_null", "--param", "count=5000", "--param", "spin=0,400",
-                "--interleave", "--runs", "8", "--no-perf", "--format", "json")
+    p = hotloop("run", "zero_null", "--param", "count=5000", "--param", "spin=0,1000",
+                "--interleave", "--runs", "15", "--no-perf", "--format", "json")
     assert p.returncode == 0, p.stderr
     doc = json.loads(p.stdout)
     files = [r["result_file"] for r in doc["results"]]
@@ -348,6 +352,16 @@ def test_interleaved_variants_are_compared_round_by_round(tmp_path):
     row_ = next(r for r in doc["comparison"]["comparisons"] if r["metric"] == "bytes/s")
     assert row_["method"] == "paired" and row_["verdict"] == "slower", row_
     assert row_["noise_source"] is None
+    # a paired change comes from the rounds: its diff says the same, whatever the medians do
+    for r in doc["comparison"]["comparisons"]:
+        if r["change_pct"] and r["method"] == "paired":
+            assert (r["diff"] > 0) == (r["change_pct"] > 0), r
+    text = hotloop("compare", *files).stdout
+    assert compare_formats.PAIRED_NOTE in text
+    # what the variants differ in is what the batch asked for: said, not warned about
+    assert not any("differs" in w for w in doc["comparison"]["warnings"])
+    assert "the variants differ in: params.spin 0 -> 1000" in text
+    assert "differs in more than the kernel" not in text
     # five worker processes a variant by default: the paired test's blocks
     assert results.read(Path(files[0])).header.fields["plan"]["processes"] == 5
     one = hotloop("run", "zero_null", "--param", "count=5000", "--param", "spin=0,400",
@@ -378,8 +392,8 @@ def test_compare_memory_does_not_grow_with_resamples_times_runs(tmp_path):
         w.write(ev.Started({"workload": {"name": "synthetic", "metric": "ns/op", "unit": "ns/op",
                                          "higher_is_better": False}, "host": "h"}))
         for i, v in enumerate(np.exp(rng.normal(np.log(100) + shift, 0.02, 20000))):
-            w.write(ev.RunSample(index=i, value=float(v), ops=1000, bytes=0,
-                                 ns=int(v * 1000), cycles=0))
+            ns = int(v * 1000)              # the value is what its counters say
+            w.write(ev.RunSample(index=i, value=ns / 1000, ops=1000, bytes=0, ns=ns, cycles=0))
         w.write(ev.Finished({}))
         w.close()
         paths.append(str(path))
@@ -410,3 +424,26 @@ def test_a_side_is_of_one_kernel_and_a_session_of_one_side(sessions, tmp_path):
     assert "in two sides" in _one_line(e)
     same = compare.load_and_compare([str(sessions["stock"]), str(sessions["stock"])])
     assert same.pairs[0].method == "exact"
+
+
+def test_sides_are_named_by_as_much_of_their_path_as_tells_them_apart(files, tmp_path):
+    """Two sessions both called s1, in A/ and A2/: A/s1 and A2/s1, not s1 and s1#2; a label
+    with a newline (a forged header) is shown escaped, never as a line of its own."""
+    for d in ("A", "A2"):
+        (tmp_path / d).mkdir()
+    a, b = tmp_path / "A" / "s1.jsonl", tmp_path / "A2" / "s1.jsonl"
+    a.write_bytes(files["small"].read_bytes())
+    b.write_bytes(files["big"].read_bytes())
+    comp = compare.load_and_compare([a, b])
+    assert [s.name for s in comp.sides] == ["A/s1", "A2/s1"]
+    assert "baseline = the first side" in compare_formats.render(comp)
+    rows = files["big"].read_text().split("\n")
+    head = json.loads(rows[0])
+    head["header"]["label"] = "patched\nbaseline  FAKE"
+    b.write_text("\n".join([json.dumps(head), *rows[1:]]))
+    comp = compare.load_and_compare([a, b])
+    assert comp.sides[1].name == "patched\\nbaseline  FAKE"
+    for fmt in ("text", "md", "org"):
+        out = compare_formats.render(comp, fmt)
+        assert not any(line.startswith("baseline  FAKE") for line in out.splitlines()), fmt
+        assert "patched\\nbaseline  FAKE" in out, fmt

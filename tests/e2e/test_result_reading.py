@@ -75,6 +75,8 @@ def header(key: str, value: Any) -> Callable[[Rows], None]:
 
 
 RUN_LINE = -1          # the first recorded run's line: found at test time
+NEXT_RUN_LINE = -2     # the line after it
+AFTER_LAST = -3        # one past the good file's last line
 CASES = [
     # what was done to the file, the line it names (1 = the header), words of the reason
     ("header-5", lambda rows: rows[0].__setitem__("header", 5), 1, "header: expected an object"),
@@ -84,6 +86,18 @@ CASES = [
     ("run-without-ns", delete_key("ns"), RUN_LINE, "run line without 'ns'"),
     ("ops-float", set_run("ops", 1.5), RUN_LINE, "ops: expected an integer"),
     ("ops-negative", set_run("ops", -1), RUN_LINE, "ops: -1 is out of range"),
+    # edited by hand: a value its counters do not give, runs out of turn, a line past the end
+    ("value-negated", lambda rows: rows[first_run(rows)].__setitem__(
+        "value", -rows[first_run(rows)]["value"]), RUN_LINE, "is not the bytes/s of its counters"),
+    ("value-x100", lambda rows: rows[first_run(rows)].__setitem__(
+        "value", 100 * rows[first_run(rows)]["value"]), RUN_LINE,
+     "is not the bytes/s of its counters"),
+    ("index-repeated", lambda rows: rows.insert(first_run(rows) + 1, rows[first_run(rows)]),
+     NEXT_RUN_LINE, "run 0 where run 1 comes next"),
+    ("warmup-numbered-up", lambda rows: rows[first_run(rows)].update(warmup=True), RUN_LINE,
+     "a warmup numbered 0"),
+    ("run-after-finished", lambda rows: rows.append(rows[first_run(rows)]), AFTER_LAST,
+     "a line after the session's last"),
     ("extra-not-object", set_run("extra", [1]), RUN_LINE, "extra: expected an object"),
     ("extra-string", set_run("extra", {"user_s": "fast"}), RUN_LINE,
      "extra: user_s: expected a number"),
@@ -124,7 +138,8 @@ CASES = [
 
 def expected_line(case_line: int, good: Path) -> int:
     rows = rows_of(good)
-    return {RUN_LINE: first_run(rows) + 1, 0: len(rows)}.get(case_line, case_line)
+    return {RUN_LINE: first_run(rows) + 1, NEXT_RUN_LINE: first_run(rows) + 2, 0: len(rows),
+            AFTER_LAST: len(rows) + 1}.get(case_line, case_line)
 
 
 @pytest.mark.parametrize("name, change, line, reason", CASES, ids=[c[0] for c in CASES])
@@ -155,7 +170,10 @@ def test_show_and_compare_say_one_line_and_exit_2(tmp_path, good, name):
 
 
 def test_negative_zero_reads_as_zero_and_a_cut_last_line_as_partial(tmp_path, good):
-    zero = forge(good, tmp_path / "zero.jsonl", set_run("value", -0.0))
+    def no_bytes(rows: Rows) -> None:              # a run that moved nothing: 0 B/s, as -0.0
+        set_run("bytes", 0)(rows)
+        set_run("value", -0.0)(rows)
+    zero = forge(good, tmp_path / "zero.jsonl", no_bytes)
     value = results.read(zero).runs[0].value
     assert value == 0 and str(value) == "0.0"
     assert "-0 " not in hotloop("show", str(zero)).stdout

@@ -135,6 +135,7 @@ def test_a_signal_kills_children_keeps_valid_jsonl_and_exits_128_plus_it(faulty,
     assert "interrupted" in err
     rows = lines(out)                          # every line parses: valid JSON Lines
     assert rows[-1]["type"] == "failed" and rows[-1]["interrupted"]
+    assert rows[-1]["signal"] == sig.name      # which one, as the console records SIGHUP
     assert results.read(out).runs
     assert leftovers() == []
 

@@ -47,15 +47,17 @@ def test_spread_over_processes_the_ones_left_are_not_started(tmp_path: Path):
     assert r.finished.summary["stop"]["reason"] == "until_ci" and len(r.runs) < 200
 
 
-def test_interleaved_variants_each_stop_on_their_own(tmp_path: Path):
+def test_interleaved_variants_cannot_stop_apart(tmp_path: Path):
+    """Each variant would stop when its own median is known, the other running on alone, no
+    longer interleaved: refused before anything runs."""
     p = hotloop("run", "zero_null", "--param", "count=2000", "--param", "block_size=512,1024",
                 "--interleave", "--runs", "300", "--until-ci", "3", "--warmup", "0",
                 "--no-perf", "--format", "json")
-    assert p.returncode == 0, p.stderr
-    doc = json.loads(p.stdout)
-    for r in doc["results"]:
-        assert r["summary"]["stop"]["reason"] == "until_ci" and len(r["runs"]) < 300
-    assert doc["comparison"]["comparisons"][0]["method"] == "paired"
+    assert p.returncode == 2 and p.stdout == ""
+    assert p.stderr.strip() == ("hotloop: until_ci cannot be used with --interleave: the "
+                                "variants would stop apart; give --runs instead (a paired "
+                                "test needs every round)")
+    assert not (tmp_path / "results").exists()
 
 
 @pytest.mark.parametrize("value", ["0", "-1", "nan", "inf", "101"])

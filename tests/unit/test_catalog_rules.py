@@ -62,6 +62,9 @@ def test_bundled_catalogue_loads_and_resolves_every_plan():
     ("[cpu.c]\nnice = 'low'\n", "[cpu.c] nice: expected an integer, got a string"),
     ("[kernel.k]\nsysctl = { 'not a sysctl' = 1 }\n", "[kernel.k] sysctl: 'not a sysctl'"),
     ("[kernel.k]\nexpect = { kernel = '6.*' }\n", "[kernel.k] expect.kernel: unknown key"),
+    # a label lands in every table and title: a newline would forge a line of compare's output
+    ("[kernel.k]\nlabel = \"patched\\nbaseline  FAKE\"\n",
+     "p.toml:2: [kernel.k] label: 'patched\\nbaseline  FAKE' holds a control character"),
     ("[plan.p]\nworkload = 'nope'\n", "p.toml:2: [plan.p] workload: unknown workload 'nope'"),
     ("[plan.p]\nworkload = 'zero_null'\ncpu = 'nope'\n", "[plan.p] cpu: unknown CPU profile"),
     ("[plan.p]\nworkload = 'zero_null'\nruns = 0\n", "[plan.p] runs: 0 is below the minimum 1"),

@@ -156,3 +156,11 @@ def test_synthetic_paired_change_is_inside_its_interval_and_exact_zeros_stay_zer
     brute = sorted((d[i] + d[j]) / 2 for i in range(10) for j in range(i, 10))
     assert [sg.walsh_quantile(d, k) for k in range(1, 56)] == brute
     assert 0.0 in values
+
+
+def test_header_differences_read_as_words():
+    from hotloop.analysis.compare import MetaDiff, meta_text
+    assert meta_text(MetaDiff("perf", True, False)) == "perf on -> off"
+    assert meta_text(MetaDiff("cpu.cpus", [0], [0, 1])) == "cpu.cpus [0] -> [0,1]"
+    assert meta_text(MetaDiff("source_sha256", "a" * 64, "b" * 64)) == \
+        f"source_sha256 {'a' * 12} -> {'b' * 12}"

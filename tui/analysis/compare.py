@@ -75,6 +75,7 @@ from hotloop.stats import (
     edges,
     summarize,
 )
+from hotloop.visible import visible
 
 __all__ = ["RESOURCE", "SPEED", "UNDIRECTED", "extra_kind", "compare", "compare_sides"]
 
@@ -142,7 +143,7 @@ class Test:
     n_new: int
     baseline: float                     # the side's centre
     new: float
-    diff: float                         # new - baseline
+    diff: float                         # new - baseline; paired: baseline * change_pct / 100
     change_pct: float | None            # (new / baseline - 1) * 100; None if baseline is 0
     ci_low: float | None                # 95% CI of change_pct
     ci_high: float | None
@@ -217,6 +218,7 @@ class Comparison:
     histogram: SharedHistogram | None = None
     warnings: list[str] = field(default_factory=list)
     noise: noise_mod.NoiseProfile | None = None     # the calibration used, if any
+    batch: bool = False                 # the variants of one batch: they differ by design
 
     @property
     def baseline(self) -> Side:
@@ -254,7 +256,11 @@ def _worded(o: Outcome, higher_is_better: bool | None, words: tuple[str, str],
 def _test(o: Outcome, n_base: int, n_new: int, k_base: int, k_new: int, verdict: str,
           calibrated: noise_mod.MetricNoise | None) -> Test:
     used_calibration = o.noise_source is not None and "calibrated" in o.noise_source
-    return Test(n_base, n_new, o.baseline, o.new, o.new - o.baseline, o.change_pct,
+    # A paired change comes from the rounds, not from the two medians: its diff says the same
+    # (in the metric's unit), so diff and change never disagree in sign.
+    diff = o.baseline * o.change_pct / 100 if o.method == "paired" and o.change_pct is not None \
+        else o.new - o.baseline
+    return Test(n_base, n_new, o.baseline, o.new, diff, o.change_pct,
                 o.ci_low, o.ci_high, o.p_value, o.significant and verdict not in
                 (TOO_FEW, TOO_FEW_ROUNDS, TOO_FEW_PROCESSES), verdict, o.method, k_base, k_new,
                 100 * calibrated.sigma_between if calibrated and used_calibration else None,
@@ -384,15 +390,27 @@ def _label(rs: Sequence[Result]) -> str:
 
 
 def _names(sides: Sequence[Sequence[Result]], given: Sequence[str]) -> list[str]:
-    def fallback(rs: Sequence[Result], arg: str) -> str:
-        if len(rs) == 1:
-            return rs[0].path.stem
+    """Each side's name: its label or variant where those tell the sides apart, else what was
+    given (a directory's name, the files' names) with as much of the path as tells them apart:
+    A/s1 and A2/s1, not s1 and s1#2."""
+    def where(rs: Sequence[Result], arg: str) -> Path:
         p = Path(arg.rstrip("/"))
-        return p.name if p.is_dir() else f"{rs[0].path.stem}+{len(rs) - 1}"
+        return p if p.is_dir() else rs[0].path.with_suffix("")
 
-    names = [_label(rs) or fallback(rs, g) for rs, g in zip(sides, given)]
-    if len(set(names)) < len(names):
-        names = [fallback(rs, g) for rs, g in zip(sides, given)]
+    def fallback(rs: Sequence[Result], arg: str, depth: int) -> str:
+        p = where(rs, arg)
+        name = "/".join(p.parts[-depth:])
+        if len(rs) > 1 and not Path(arg.rstrip("/")).is_dir():
+            name += "".join(f",{r.path.stem}" for r in rs[1:3]) + (
+                f",+{len(rs) - 3}" if len(rs) > 3 else "")
+        return name
+
+    names = [_label(rs) for rs in sides]
+    if not all(names) or len(set(names)) < len(names):
+        for depth in range(1, 1 + max(len(where(rs, g).parts) for rs, g in zip(sides, given))):
+            names = [fallback(rs, g, depth) for rs, g in zip(sides, given)]
+            if len(set(names)) == len(names):
+                break
     seen: dict[str, int] = {}
     out = []
     for n in names:
@@ -406,11 +424,13 @@ def _side(i: int, name: str, rs: Sequence[Result], given: str) -> Side:
     why = "; ".join(f"{r.path.name if len(rs) > 1 else ''}{': ' if len(rs) > 1 else ''}"
                     f"{r.failed.message if r.failed else 'the file ends early (a crash?)'}"
                     for r in partial)
-    labels = sorted({r.header.label for r in rs})
-    kernels = sorted({r.header.kernel_release for r in rs})
+    # from the files' headers: shown in tables and titles, so one line each, whatever a
+    # forged file holds
+    labels = sorted({visible(r.header.label) for r in rs})
+    kernels = sorted({visible(r.header.kernel_release) for r in rs})
     values = [v for r in rs for v in r.values]
-    return Side(i, name, ",".join(labels), ",".join(kernels), given,
-                rs[0].header.variant, len(values), bool(partial), why,
+    return Side(i, visible(name), ",".join(labels), ",".join(kernels), given,
+                visible(rs[0].header.variant), len(values), bool(partial), why,
                 summarize(values), tuple(str(r.path) for r in rs), len(rs))
 
 
@@ -480,7 +500,7 @@ def _calibrate_hint(h: Header) -> str:
 
 
 def compare_sides(sides: Sequence[Sequence[Result]], given: Sequence[str] | None = None,
-                  noise_file: Path | None = None) -> Comparison:
+                  noise_file: Path | None = None, batch: bool = False) -> Comparison:
     """Compare every side with the first (the baseline); HotloopError for what cannot be."""
     if not sides or not all(sides):
         raise HotloopError("compare: no result files given")
@@ -518,7 +538,9 @@ def compare_sides(sides: Sequence[Sequence[Result]], given: Sequence[str] | None
                       out, histogram=shared_histogram(sides, metric, unit))
     profile, notes = noise_mod.find(base.header, noise_file)
     compared = {r.path.resolve() for rs in sides for r in rs}
-    if profile is not None and compared & {Path(f).resolve() for f in profile.files}:
+    digests = {r.digest for rs in sides for r in rs if r.digest}
+    if profile is not None and (compared & {Path(f).resolve() for f in profile.files}
+                                or digests & set(profile.digests)):
         # Its sessions would count twice: once as the calibration, once as the data.
         notes.append(f"noise profile not used: {profile.path} was measured from sessions "
                      f"compared here; calibrate from other A/A sessions")
@@ -559,7 +581,8 @@ def compare_sides(sides: Sequence[Sequence[Result]], given: Sequence[str] | None
                      if t.test.noise_source == "assumed")
         figure = f"{first.noise_pct:.2g}% for {assumed[0]}: " if first.noise_pct else ""
         comp.warnings.append(
-            f"no noise profile for {noise_mod.describe_key(noise_mod.key_of(base.header))}: "
+            f"no {'usable ' if notes else ''}noise profile for "
+            f"{noise_mod.describe_key(noise_mod.key_of(base.header))}: "
             f"with one session a side, a change counts only beyond an assumed session-to-"
             f"session noise ({figure}{rule}); measure this machine's: "
             f"{_calibrate_hint(base.header)}")
@@ -570,7 +593,10 @@ def compare_sides(sides: Sequence[Sequence[Result]], given: Sequence[str] | None
         if s.partial:
             comp.warnings.append(f"{s.name} ({s.file}) is partial, {s.runs} runs: "
                                  f"{s.partial_reason}")
-    comp.warnings += [meta_warning(p) for p in comp.pairs if p.metadata]
+    # the variants of one interleaved batch (their headers say so) differ by design too
+    comp.batch = batch or bool(comp.pairs) and all(p.method == "paired" for p in comp.pairs)
+    if not comp.batch:
+        comp.warnings += [meta_warning(p) for p in comp.pairs if p.metadata]
     for rs, s in zip(sides, out):
         inside = sorted({d.field for r in rs[1:]
                          for d in metadata_diff(rs[0].header.fields, r.header.fields, kernel=True)
@@ -581,9 +607,10 @@ def compare_sides(sides: Sequence[Sequence[Result]], given: Sequence[str] | None
     return comp
 
 
-def compare(rs: list[Result]) -> Comparison:
-    """Each result its own side, the first the baseline."""
-    return compare_sides([[r] for r in rs])
+def compare(rs: list[Result], batch: bool = False) -> Comparison:
+    """Each result its own side, the first the baseline.  `batch`: the variants of one batch,
+    whose differences (a param, a CPU profile) are what was asked for, not a warning."""
+    return compare_sides([[r] for r in rs], batch=batch)
 
 
 def load_sides(args: Sequence[str | Path]) -> list[list[Result]]:
@@ -600,6 +627,8 @@ def load_and_compare(paths: Sequence[str | Path], noise_file: Path | None = None
 def meta_value(v: Any) -> str:
     if v is None:
         return "-"
+    if isinstance(v, bool):             # perf, boost, strict: words, not Python's True
+        return "on" if v else "off"
     if isinstance(v, (list, tuple)):
         return "[" + ",".join(map(str, v)) + "]"
     s = str(v)

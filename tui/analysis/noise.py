@@ -92,6 +92,7 @@ class NoiseProfile:
     hotloop: str
     kernels: list[str]
     files: list[str] = field(default_factory=list)
+    digests: list[str] = field(default_factory=list)   # the sessions' sha256: copies too
     path: str = ""              # where it was read from or saved to
 
     def describe(self) -> str:
@@ -204,6 +205,8 @@ def load(path: Path) -> NoiseProfile:
             hotloop=str(doc.get("hotloop", "")),
             kernels=[str(k) for k in doc.get("kernels") or [] if isinstance(k, str)],
             files=[str(f) for f in doc.get("files") or [] if isinstance(f, str)],
+            digests=[d for d in doc.get("digests") or []
+                     if isinstance(d, str) and re.fullmatch(r"[0-9a-f]{64}", d)],
             path=str(path))
     except FileNotFoundError:
         raise NoiseError(f"{path}: no such noise profile") from None
@@ -248,6 +251,8 @@ def find(header: Header, explicit: Path | None = None
     try:
         profile = load(path)
     except NoiseError as e:
+        if explicit is not None:        # named by the user: a typo must not change verdicts
+            raise HotloopError(f"--noise {e}") from None
         return None, [f"noise profile ignored: {e}"]
     theirs = profile.key
     for name in KEY_FIELDS:
@@ -329,7 +334,7 @@ def estimate(sessions: Sequence[Result], session_cost_s: float | None = None,
         run_cost_s=float(run_cost_s), cost_measured=measured,
         created=time.strftime("%Y-%m-%dT%H:%M:%S%z"), hotloop=__version__,
         kernels=sorted({r.header.kernel_release for r in sessions}),
-        files=[str(r.path) for r in sessions])
+        files=[str(r.path) for r in sessions], digests=[r.digest for r in sessions if r.digest])
 
 
 # --------------------------------------------------------------------------- planning

@@ -79,6 +79,16 @@ def _is(*types: type) -> Check:
     return check
 
 
+def _line(v: Any) -> str | None:
+    """A one-line name (a label lands in every result header, table and title): no control
+    characters, so a newline cannot forge a line of compare's output."""
+    bad = _is(str)(v)
+    if bad:
+        return bad
+    c = next((c for c in v if ord(c) < 32 or ord(c) == 127), None)
+    return None if c is None else f"{v!r} holds a control character ({c!r}); one line only"
+
+
 def _one_of(choices: tuple[str, ...]) -> Check:
     def check(v: Any) -> str | None:
         return _is(str)(v) or (None if v in choices else
@@ -113,7 +123,7 @@ SPECS: dict[str, dict[str, Check]] = {
             "sched": _one_of(SCHED_POLICIES), "priority": _int_range(0, procs.PRIORITY_MAX),
             "nice": _int_range(*procs.NICE), "governor": _is(str), "boost": _is(bool),
             "cflags": _array(_is(str)), "isolated": _is(bool), "strict": _is(bool)},
-    "kernel": {"summary": _is(str), "label": _is(str), "sysctl": _is(dict),
+    "kernel": {"summary": _is(str), "label": _line, "sysctl": _is(dict),
                "expect": _is(dict)},
     "plan": {"summary": _is(str), "workload": _is(str), "cpu": _is(str), "kernel": _is(str),
              "runs": _int_range(*RUN_LIMITS["runs"]),

@@ -78,6 +78,24 @@ def noise_line(comp: Comparison) -> str:
     return ""
 
 
+PAIRED_NOTE = ("diff, change, CI and p come from the rounds, paired within each worker "
+               "process; baseline and new are the medians of all runs")
+
+
+def _notes(comp: Comparison) -> list[str]:
+    """What a table alone would not say: how paired rows were computed, and what the variants
+    of a batch differ in (by design: not a warning)."""
+    out = [PAIRED_NOTE] if any(p.method == "paired" for p in comp.pairs) else []
+    if comp.batch:
+        out += [f"{p.new.name} differs in: " + "; ".join(meta_text(d) for d in p.metadata)
+                for p in comp.pairs if p.metadata]
+    return out
+
+
+def _differs(p: Pair) -> str:
+    return "; ".join(meta_text(d) for d in p.metadata)
+
+
 def _method_text(p: Pair) -> str:
     return {"paired": "paired rounds (interleaved)", "exact": "identical",
             "sessions": "sessions as replicates", "none": "no test"}.get(p.method, p.method)
@@ -116,7 +134,7 @@ def _summary_lines(comp: Comparison) -> list[str]:
 
 def render_text(comp: Comparison) -> str:
     lines = [f"compare {comp.workload}: {comp.metric} ({_direction(comp.higher_is_better)}), "
-             f"baseline = the first file"]
+             f"baseline = the first side"]
     lines += [_side_line(s, s.index == 0) for s in comp.sides]
     if comp.single:
         lines += ["", "one file only: its summary"] + _summary_lines(comp)
@@ -125,9 +143,12 @@ def render_text(comp: Comparison) -> str:
     for p in comp.pairs:
         lines += ["", f"{p.new.name} vs {p.baseline.name} (baseline), {_method_text(p)}"
                   + (f"  [partial: {p.new.runs} runs]" if p.new.partial else "")]
+        if p.method == "paired":
+            lines.append(f"  {PAIRED_NOTE}")
         lines += _table(_text_rows(p), right={1, 2, 3, 4, 6})
         if p.metadata:
-            lines.append("  warning: differs in more than the kernel: "
+            lines.append(("  the variants differ in: " if comp.batch else
+                          "  warning: differs in more than the kernel: ")
                          + "; ".join(meta_text(d) for d in p.metadata))
     h = comp.histogram
     if h and h.buckets:
@@ -181,8 +202,9 @@ def render_md(comp: Comparison) -> str:
                              + " |")
         if noise_line(comp):
             lines += ["", noise_line(comp)]
-    if comp.warnings:
+    if comp.warnings or _notes(comp):
         lines.append("")
+        lines += [f"> note: {n}" for n in _notes(comp)]
         lines += [f"> warning: {w}" for w in comp.warnings]
     return "\n".join(lines) + "\n"
 
@@ -231,6 +253,7 @@ def render_org(comp: Comparison) -> str:
         lines += _org_table(rows, groups)
         if noise_line(comp):
             lines.append(f"# {noise_line(comp)}")
+    lines += [f"# note: {n}" for n in _notes(comp)]
     lines += [f"# warning: {w}" for w in comp.warnings]
     return "\n".join(lines) + "\n"
 
@@ -239,7 +262,7 @@ CSV_COLUMNS = ["file", "label", "name", "partial", "metric", "unit", "higher_is_
                "n_baseline", "n_new", "baseline", "new", "diff", "change_pct", "ci_low",
                "ci_high", "p_value", "significant", "verdict", "baseline_file", "method",
                "sessions_baseline", "sessions_new", "session_noise_pct", "noise_pct",
-               "noise_source", "noise_profile"]
+               "noise_source", "noise_profile", "differs"]
 CSV_SUMMARY_COLUMNS = ["file", "label", "name", "partial", "metric", "unit", "n", "median",
                        "mean", "stdev", "cv", "min", "max"]
 
@@ -268,7 +291,8 @@ def rows(comp: Comparison) -> list[dict[str, Any]]:
                         "session_noise_pct": _json_num(t.session_noise_pct),
                         "noise_pct": _json_num(t.noise_pct), "noise_source": t.noise_source,
                         "noise_profile": comp.noise.path if comp.noise is not None
-                        and t.session_noise_pct is not None else None})
+                        and t.session_noise_pct is not None else None,
+                        "differs": _differs(p) or None})
     return out
 
 
@@ -279,17 +303,26 @@ def _summary_row(comp: Comparison) -> dict[str, Any]:
             "metric": comp.metric, "unit": comp.unit, **s}
 
 
+def _cell(v: Any) -> Any:
+    """A csv cell: words for yes/no, as the other formats say them."""
+    if v is None:
+        return ""
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    return v
+
+
 def render_csv(comp: Comparison) -> str:
     buf = io.StringIO()
     if comp.single:
         w = csv.DictWriter(buf, CSV_SUMMARY_COLUMNS, extrasaction="ignore", lineterminator="\n")
         w.writeheader()
-        w.writerow(_summary_row(comp))
+        w.writerow({k: _cell(v) for k, v in _summary_row(comp).items()})
     else:
         w = csv.DictWriter(buf, CSV_COLUMNS, lineterminator="\n")
         w.writeheader()
         for r in rows(comp):
-            w.writerow({k: ("" if v is None else v) for k, v in r.items()})
+            w.writerow({k: _cell(v) for k, v in r.items()})
     return buf.getvalue()
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import fcntl
+import hashlib
 import json
 import math
 import os
@@ -268,6 +269,7 @@ class Result:
     warnings: list[str] = field(default_factory=list)
     finished: ev.Finished | None = None
     failed: ev.Failed | None = None
+    digest: str = ""                    # sha256 of the file as read: a session's identity
 
     def add(self, event: ev.Event) -> None:
         """One more event of the session (the header came first: `header`)."""
@@ -334,11 +336,30 @@ def _open_regular(path: Path) -> str:
             from None
 
 
+def _run_problem(result: Result, run: ev.RunSample) -> str | None:
+    """Why a run line cannot be the next of this session: its number out of turn, or a value
+    its own counters do not give (an edited file), or None."""
+    if not run.warmup and run.index != len(result.runs):
+        return f"run {run.index} where run {len(result.runs)} comes next"
+    if run.warmup and run.index >= 0:
+        return f"a warmup numbered {run.index} (warmups count down from -1)"
+    try:
+        want = ev.metric_value(result.workload.metric, run.ops, run.bytes, run.ns, run.cycles,
+                               run.extra)
+    except ValueError as e:
+        return f"value: {e}"
+    if abs(run.value - want) > 1e-9 * abs(want):
+        return (f"value {run.value:g} is not the {result.workload.metric} of its counters "
+                f"({want:g})")
+    return None
+
+
 def read(path: Path) -> Result:
     """Read a result file; HotloopError (one line: file, line, what is wrong) if it is
     not one.  Every field of what comes back has the type hotloop writes, and every
     number is finite, so no consumer needs to check."""
-    lines = _open_regular(path).split("\n")
+    text = _open_regular(path)
+    lines = text.split("\n")
     while lines and not lines[-1].strip():
         lines.pop()
     result: Result | None = None
@@ -364,10 +385,17 @@ def read(path: Path) -> Result:
         if result is None:
             if not isinstance(event, ev.Started):
                 raise HotloopError(f"{path}:{no}: not a hotloop result (no header line)")
-            result = Result(path, Header.of(event.header))
+            result = Result(path, Header.of(event.header),
+                            digest=hashlib.sha256(text.encode()).hexdigest())
         elif isinstance(event, ev.Started):
             raise HotloopError(f"{path}:{no}: a second header line: two runs wrote this file")
+        elif result.finished is not None or result.failed is not None:
+            raise HotloopError(f"{path}:{no}: not a hotloop result line: a line after the "
+                               f"session's last")
         else:
+            bad = _run_problem(result, event) if isinstance(event, ev.RunSample) else None
+            if bad:
+                raise HotloopError(f"{path}:{no}: not a hotloop result line: {bad}")
             result.add(event)
     if result is None:
         raise HotloopError(f"{path}: empty, not a hotloop result")

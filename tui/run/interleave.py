@@ -19,6 +19,7 @@ import uuid
 from collections.abc import AsyncIterator
 
 from hotloop import events as ev
+from hotloop.errors import HotloopError
 from hotloop.run.session import Session
 
 _DONE = object()
@@ -37,6 +38,12 @@ def williams(k: int) -> list[list[int]]:
 async def interleave(sessions: list[Session]) -> AsyncIterator[ev.Event]:
     """Merged events of `sessions`, run alternately.  A session that fails ends
     alone; bad input (an exception from one) ends them all."""
+    if any(s.rp.plan.until_ci is not None for s in sessions):
+        # Each variant would stop when its own median is known: the rest would run alone,
+        # no longer interleaved, and the paired test would weigh a one-round block like a
+        # full one.
+        raise HotloopError("until_ci cannot be used with --interleave: the variants would "
+                           "stop apart; give --runs instead (a paired test needs every round)")
     batch = {"id": uuid.uuid4().hex[:16], "interleaved": True, "variants": len(sessions)}
     for s in sessions:
         s.gate = asyncio.Queue()

@@ -27,34 +27,8 @@ from hotloop.run import build, protocol
 
 
 def metric_value(w: Workload, run: protocol.Run) -> float:
-    """The workload's primary metric from one run's counters; ValueError for a run
-    that reported no such figure, or an extra that is no measurement (NaN, infinite,
-    out of range: the run fails rather than record what no reader can use)."""
-    for name, x in run.extra.items():
-        bad = ev.number_problem(x)
-        if bad:
-            raise ValueError(f"extra {name!r} from hl_add_extra: {bad}")
-    per_op = w.metric in ("ns/op", "cycles/op", "ops/s")
-    if per_op and not run.ops or not run.ns:
-        raise ValueError(f"the workload reported {run.ops} ops in {run.ns} ns: "
-                         f"no {w.metric} (hl_run must fill res->ops and res->ns)")
-    if w.metric == "cycles/op" and not run.cycles:
-        raise ValueError("no cycles/op: this CPU has no TSC for hl_clock to read")
-    match w.metric:
-        case "bytes/s":
-            return run.bytes * 1e9 / run.ns
-        case "ops/s":
-            return run.ops * 1e9 / run.ns
-        case "ns/op":
-            return run.ns / run.ops
-        case "cycles/op":
-            return run.cycles / run.ops
-    try:
-        return float(run.extra[w.metric])
-    except KeyError:
-        raise ValueError(f"the workload reported no extra metric {w.metric!r} with "
-                         f"hl_add_extra (its extras: {', '.join(run.extra) or 'none'})"
-                         ) from None
+    """The workload's primary metric from one run's counters (events.metric_value)."""
+    return ev.metric_value(w.metric, run.ops, run.bytes, run.ns, run.cycles, run.extra)
 
 
 def _plain(obj: Any) -> Any:

@@ -72,6 +72,7 @@ class Session:
         self._tearing_down = False       # the worker is past its last run
         self._worker: WorkerProcess | None = None
         self._stopping = False
+        self.interrupted_by = ""         # the signal that cancelled the session, if one did
         # The end of the session (restore, last line) happens once, on the event loop
         # or in abandon() from another thread, whichever comes first: both hold _end,
         # and nothing is written once _over.
@@ -222,7 +223,8 @@ class Session:
             self._kill()
             for message in [*preflight.changed_during(during), *self._put_back()]:
                 note(message, quiet=True)
-            self._write(ev.Failed("interrupted", run=len(runs), interrupted=True, variant=v),
+            self._write(ev.Failed("interrupted", run=len(runs), signal=self.interrupted_by,
+                                  interrupted=True, variant=v),
                         last=True, quiet=True)
             raise
         finally:
