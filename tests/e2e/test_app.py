@@ -435,7 +435,7 @@ def test_stop_means_stop_however_many_runs_are_buffered(isolated: Path, leftover
         async with app.run_test(size=SIZE) as pilot:
             await settings(pilot, app, "zero_null", "1000000", count="1")
             await pilot.press("r")
-            await wait_for(pilot, lambda: app.live is not None and app.live.n >= 3000, 60,
+            await wait_for(pilot, lambda: app.live is not None and app.live.n >= 3000, 120,
                            "a flood of runs")
             await pilot.press("x")
             at_stop = app.live.n
