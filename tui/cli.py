@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
+import shtab
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import (
@@ -34,21 +35,65 @@ from rich.progress import (
 from hotloop import __version__, catalog, results
 from hotloop import events as ev
 from hotloop.catalog import Catalog, Plan
+from hotloop.catalog.loader import did_you_mean
 from hotloop.errors import HotloopError, RunFailed
 from hotloop.host import doctor, journal
 from hotloop.perf import probe
-from hotloop.render import report
-from hotloop.render.units import si
+from hotloop.render import report, svg
+from hotloop.render.units import duration, si
 from hotloop.results.header import Header
 from hotloop.run import build
 from hotloop.run.interleave import interleave
 from hotloop.run.session import Session
 from hotloop.visible import visible, visible_lines
 
+# Shell completion (shtab): names come from `hotloop completion --names KIND`, which reads
+# the catalogue (with the --profiles directories already on the line) and says nothing
+# when it cannot.
+NAME_KINDS = ("plan", "workload", "cpu", "kernel")
+_COMPLETION_PREAMBLE = {
+    "bash": r"""
+# hotloop's names: $1 plan|workload|cpu|kernel, $2 the word so far
+_hotloop_names() {
+  local i profiles=()
+  for ((i = 2; i < ${#COMP_WORDS[@]}; i++)); do
+    [[ ${COMP_WORDS[i-1]} == --profiles ]] && profiles+=(--profiles "${COMP_WORDS[i]}")
+  done
+  compgen -W "$(hotloop completion --names "$1" "${profiles[@]}" 2>/dev/null)" -- "$2"
+}
+_hotloop_names_plan() { _hotloop_names plan "$1"; }
+_hotloop_names_workload() { _hotloop_names workload "$1"; }
+_hotloop_names_cpu() { _hotloop_names cpu "$1"; }
+_hotloop_names_kernel() { _hotloop_names kernel "$1"; }
+""",
+    "zsh": r"""
+# hotloop's names: $1 plan|workload|cpu|kernel
+_hotloop_names() {
+  local i
+  local -a profiles names
+  for ((i = 2; i < CURRENT; i++)); do
+    [[ ${words[i-1]} == --profiles ]] && profiles+=(--profiles "${words[i]}")
+  done
+  names=(${(f)"$(hotloop completion --names "$1" "${profiles[@]}" 2>/dev/null)"})
+  compadd -a names
+}
+""",
+}
+
+
+def _names(kind: str) -> dict[str, str]:
+    return {"bash": f"_hotloop_names_{kind}", "zsh": f"_hotloop_names {kind}"}
+
+
+def _complete(action: argparse.Action, what: dict[str, Any]) -> None:
+    action.complete = what      # type: ignore[attr-defined]   # read by shtab
+
 
 def _profiles_option(p: argparse.ArgumentParser, dest: str = "profiles") -> None:
-    p.add_argument("--profiles", metavar="DIR", type=Path, action="append", default=[],
-                   dest=dest, help="another directory of TOML profiles (repeatable)")
+    _complete(p.add_argument("--profiles", metavar="DIR", type=Path, action="append",
+                             default=[], dest=dest,
+                             help="another directory of TOML profiles (repeatable)"),
+              shtab.DIRECTORY)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -59,9 +104,10 @@ class _Parser(argparse.ArgumentParser):
 
 def _plan_options(p: argparse.ArgumentParser, several: bool = False) -> None:
     """What `run` and `calibrate` take to adjust the plan they run."""
-    p.add_argument("--cpu", action="append" if several else "store",
-                   help="CPU profile" + ("; repeat to compare profiles" if several else ""))
-    p.add_argument("--kernel", help="kernel profile")
+    _complete(p.add_argument("--cpu", action="append" if several else "store",
+                             help="CPU profile" + ("; repeat to compare profiles" if several
+                                                   else "")), _names("cpu"))
+    _complete(p.add_argument("--kernel", help="kernel profile"), _names("kernel"))
     p.add_argument("--runs", type=int, help="recorded repetitions")
     p.add_argument("--warmup", type=int, help="unrecorded repetitions first")
     p.add_argument("--timeout", type=float, help="seconds one repetition may take")
@@ -81,20 +127,42 @@ def _plan_options(p: argparse.ArgumentParser, several: bool = False) -> None:
     _profiles_option(p)
 
 
+EXAMPLES = """\
+examples:
+  hotloop                                   the console
+  hotloop run quick                         the default plan, headless
+  hotloop run seqpacket --runs 20           a workload with its defaults
+  hotloop run seqpacket --cpu same-core --cpu split --interleave   A/B, round by round
+  hotloop show results/FILE.jsonl --runs    summary, histogram, every run
+  hotloop compare stock.jsonl patched.jsonl --svg cmp.svg
+  hotloop list plans                        the plans and what a run of each takes
+  hotloop doctor                            what this machine allows
+  source <(hotloop completion bash)         tab completion (bash; zsh likewise)
+
+`hotloop COMMAND --help` tells more about each command."""
+
+
 def parser() -> argparse.ArgumentParser:
-    top = _Parser(prog="hotloop", description="Benchmark Linux kernel and system hot paths.")
+    top = _Parser(prog="hotloop", formatter_class=argparse.RawDescriptionHelpFormatter,
+                  description="Benchmark Linux kernel and system hot paths.\n\n"
+                              "With no arguments, hotloop opens the console (a terminal UI) on "
+                              "the quick plan:\npress r to run it, q to quit.",
+                  epilog=EXAMPLES)
     top.add_argument("--version", action="version", version=f"hotloop {__version__}")
     _profiles_option(top, dest="top_profiles")     # before the subcommand, or after it
     sub = top.add_subparsers(dest="command", parser_class=_Parser)
 
     run = sub.add_parser("run", help="run plans or workloads headless")
-    run.add_argument("names", nargs="+", metavar="NAME",
-                     help="plan or workload name; several run as a batch and are compared")
+    _complete(run.add_argument("names", nargs="+", metavar="NAME",
+                               help="plan or workload name; several run as a batch and are "
+                                    "compared"), _names("plan"))
     run.add_argument("--interleave", action="store_true",
                      help="run the variants alternately, one repetition each (ABAB...)")
     run.add_argument("--keep-perf", action="store_true",
                      help="keep perf.data files beside the result file (RESULT.perf/)")
-    run.add_argument("--out", type=Path, help="result file (default results/<time>-<plan>.jsonl)")
+    _complete(run.add_argument("--out", type=Path,
+                               help="result file (default results/<time>-<plan>.jsonl)"),
+              shtab.FILE)
     run.add_argument("--force", action="store_true",
                      help="replace an existing --out file (kept as it was unless the run "
                           "measures something)")
@@ -102,23 +170,34 @@ def parser() -> argparse.ArgumentParser:
     _plan_options(run, several=True)
 
     show = sub.add_parser("show", help="summary, histogram and hot symbols of a result file")
-    show.add_argument("file", type=Path)
-    show.add_argument("--format", choices=("text", "json"), default="text")
+    _complete(show.add_argument("file", type=Path), shtab.FILE)
+    show.add_argument("--format", choices=("text", "json", "csv"), default="text",
+                      help="text (default), json, or csv: the runs, one row each")
+    show.add_argument("--runs", action="store_true",
+                      help="list every run: value, ops, ns and the workload's extras")
+    _complete(show.add_argument("--svg", type=Path, metavar="OUT",
+                                help="also draw the report (histogram and tables) as an SVG "
+                                     "picture"), shtab.FILE)
     _profiles_option(show)
 
     cmp = sub.add_parser("compare", help="compare results; the first side is the baseline")
-    cmp.add_argument("files", nargs="+", metavar="SIDE",
-                     help="a result file, a directory of them, or files joined by commas: "
-                          "each one side, its files that side's sessions")
+    _complete(cmp.add_argument("files", nargs="+", metavar="SIDE",
+                               help="a result file, a directory of them, or files joined by "
+                                    "commas: each one side, its files that side's sessions"),
+              shtab.FILE)
     cmp.add_argument("--format", choices=("text", "md", "org", "csv", "json"), default="text")
-    cmp.add_argument("--noise", type=Path, metavar="FILE",
-                     help="the noise profile to use (default: the stored one that matches)")
+    _complete(cmp.add_argument("--noise", type=Path, metavar="FILE",
+                               help="the noise profile to use (default: the stored one that "
+                                    "matches)"), shtab.FILE)
+    _complete(cmp.add_argument("--svg", type=Path, metavar="OUT",
+                               help="also draw the table and the histograms as an SVG picture"),
+              shtab.FILE)
     _profiles_option(cmp)
 
     cal = sub.add_parser("calibrate", help="measure the session-to-session noise of a plan")
-    cal.add_argument("names", nargs="*", metavar="PLAN|PATH",
-                     help="a plan or workload to run K sessions of, or A/A result files or "
-                          "directories to read")
+    _complete(cal.add_argument("names", nargs="*", metavar="PLAN|PATH",
+                               help="a plan or workload to run K sessions of, or A/A result "
+                                    "files or directories to read"), _names("plan"))
     cal.add_argument("--sessions", type=int, default=8, help="sessions to run (default 8)")
     cal.add_argument("--gap", type=float, default=0.0, metavar="S",
                      help="seconds between sessions")
@@ -134,9 +213,11 @@ def parser() -> argparse.ArgumentParser:
 
     save = sub.add_parser("save", help="save a plan to your profile directory")
     save.add_argument("name", help="the plan's name")
-    save.add_argument("--workload", required=True, help="the workload it runs")
-    save.add_argument("--cpu", default="default", help="CPU profile")
-    save.add_argument("--kernel", default="default", help="kernel profile")
+    _complete(save.add_argument("--workload", required=True, help="the workload it runs"),
+              _names("workload"))
+    _complete(save.add_argument("--cpu", default="default", help="CPU profile"), _names("cpu"))
+    _complete(save.add_argument("--kernel", default="default", help="kernel profile"),
+              _names("kernel"))
     save.add_argument("--runs", type=int, default=10, help="recorded repetitions")
     save.add_argument("--warmup", type=int, default=1, help="unrecorded repetitions first")
     save.add_argument("--processes", type=int, default=1,
@@ -151,6 +232,12 @@ def parser() -> argparse.ArgumentParser:
 
     restore = sub.add_parser("restore", help="put back system settings a killed run left")
     _profiles_option(restore)
+
+    comp = sub.add_parser("completion", help="print a shell completion script: "
+                                             "source <(hotloop completion bash)")
+    comp.add_argument("shell", nargs="?", choices=("bash", "zsh"))
+    comp.add_argument("--names", choices=NAME_KINDS, help=argparse.SUPPRESS)
+    _profiles_option(comp)
     return top
 
 
@@ -158,13 +245,28 @@ def _profiles(args: argparse.Namespace) -> list[Path]:
     return [*args.top_profiles, *getattr(args, "profiles", [])]
 
 
+def _catalog(args: argparse.Namespace, warn: bool = True) -> Catalog:
+    """The catalogue, as the console loads it: a bad file (or a plan it breaks) is left
+    out with one line on stderr naming file, line and key, and is an error (exit 2) only
+    when the command needs what it defines (`Catalog.check_skipped`).  Without `warn`
+    the command says it (`_warn_skipped`) once it has what it needs: an error stays the
+    one line."""
+    cat = catalog.load(_profiles(args), skip_bad=True)
+    if warn:
+        _warn_skipped(cat)
+    return cat
+
+
+def _warn_skipped(cat: Catalog) -> None:
+    for s in cat.skipped:
+        print(f"hotloop: warning: {visible(s.warning)}", file=sys.stderr)
+
+
 def parse_params(cat: Catalog, workload: str, items: list[str],
                  base: dict[str, int | str] | None = None) -> dict[str, int | str]:
     """`--param K=V` items checked against the workload's declared types and bounds."""
-    w = cat.workloads.get(workload)
-    if w is None:
-        raise HotloopError(f"unknown workload {workload!r} (known: "
-                           f"{', '.join(sorted(cat.workloads))})")
+    cat.require("workload", workload, "--workload")
+    w = cat.workloads[workload]
     params = dict(base or {})
     for item in items:
         key, sep, value = item.partition("=")
@@ -172,7 +274,8 @@ def parse_params(cat: Catalog, workload: str, items: list[str],
             raise HotloopError(f"--param {item}: expected KEY=VALUE")
         if key not in w.params:
             raise HotloopError(f"--param {item}: workload {workload} has no param "
-                               f"{key!r} (known: {', '.join(w.params) or 'none'})")
+                               f"{key!r}{did_you_mean(key, w.params)} "
+                               f"(known: {', '.join(w.params) or 'none'})")
         try:
             params[key] = w.params[key].parse(value)
         except ValueError as e:
@@ -204,6 +307,12 @@ def check_run_flags(args: argparse.Namespace) -> None:
 def resolve_run_plan(cat: Catalog, args: argparse.Namespace, plan: Plan, cpu: str | None,
                      param_items: list[str]) -> catalog.ResolvedPlan:
     """A plan named on the command line with the command line's overrides."""
+    # A profile named on the command line is the command line's error, not the plan
+    # file's (the plan keeps its origin through the overrides).
+    if cpu is not None:
+        cat.require("cpu", cpu, "--cpu")
+    if args.kernel is not None:
+        cat.require("kernel", args.kernel, "--kernel")
     params = parse_params(cat, plan.workload, param_items, plan.params)
     check_run_flags(args)
     processes = args.processes
@@ -296,6 +405,7 @@ async def _run_sessions(sessions: list[Session], fmt: str, interleaved: bool,
                                          total=s.rp.plan.runs,
                                          value="") for s in sessions}
         units = {s.variant: s.rp.workload.unit for s in sessions}
+        warned: set[str] = set()
 
         async def consume(stream: AsyncIterator[ev.Event]) -> None:
             async for event in stream:
@@ -312,7 +422,10 @@ async def _run_sessions(sessions: list[Session], fmt: str, interleaved: bool,
                 elif isinstance(event, ev.RunSample) and not event.warmup:
                     bar.update(tasks[event.variant], advance=1,
                                value=si(event.value, units[event.variant]))
-                elif isinstance(event, ev.Warning):
+                elif isinstance(event, ev.Warning) and event.message not in warned:
+                    # Once a batch: the same warning from every variant (perf's, a
+                    # machine's) is one line; the report after the run repeats none.
+                    warned.add(event.message)
                     prefix = f"{event.variant}: " if len(sessions) > 1 else ""
                     # "[cpu.c]" is no markup, an ESC from a workload no terminal command
                     console.print("[yellow]warning:[/] "
@@ -333,8 +446,9 @@ async def _run_sessions(sessions: list[Session], fmt: str, interleaved: bool,
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    cat = catalog.load(_profiles(args))
+    cat = _catalog(args, warn=False)
     todo = variants(cat, args)
+    _warn_skipped(cat)
     # A default name that is taken becomes another; an --out file is never
     # overwritten but with --force (results.Writer).
     on_exists = ("replace" if args.force else "refuse") if args.out else "rename"
@@ -347,6 +461,12 @@ def cmd_run(args: argparse.Namespace) -> int:
         files = visible(", ".join(str(r.path) for r in got.values()))
         print("hotloop: interrupted; " + (f"the runs measured so far are in {files}" if files
                                            else "nothing was measured yet"), file=sys.stderr)
+        for res in got.values():
+            if res.finished is None and res.failed is None:
+                # the session wrote its "interrupted" line as it was cancelled
+                res.add(ev.Failed("interrupted", run=len(res.runs), interrupted=True))
+        if any(res.runs for res in got.values()):
+            _print_reports(todo, [r for r in got.values() if r.runs], args.format)
         return interrupted_status()
     done: list[results.Result] = []
     failures: list[str] = []
@@ -363,21 +483,27 @@ def cmd_run(args: argparse.Namespace) -> int:
             if not end.interrupted:
                 failures.append(f"{v.label or v.rp.plan.name}: {end.message}")
         done.append(res)
-    comparison = _batch_comparison(done) if len(todo) > 1 else None
-    if args.format == "json":
-        docs = [report.document(r) for r in done]
-        doc: dict[str, Any] = docs[0] if len(todo) == 1 else {
-            "results": docs, "comparison": json.loads(comparison[1]) if comparison else None}
-        print(json.dumps(doc, indent=2))
-    else:
-        print("\n\n".join(report.text(r) for r in done))
-        if comparison:
-            print("\n" + visible_lines(comparison[0]))
+    _print_reports(todo, done, args.format)
     if interrupted:
         return interrupted_status()
     if failures:
         raise RunFailed("; ".join(failures))
     return 0
+
+
+def _print_reports(todo: list[Variant], done: list[results.Result], fmt: str) -> None:
+    """Each variant's report, then the batch's comparison (on stdout).  The warnings were
+    shown as they came (on stderr, once a batch): the text reports leave them out."""
+    comparison = _batch_comparison(done) if len(todo) > 1 else None
+    if fmt == "json":
+        docs = [report.document(r) for r in done]
+        doc: dict[str, Any] = docs[0] if len(todo) == 1 else {
+            "results": docs, "comparison": json.loads(comparison[1]) if comparison else None}
+        print(json.dumps(doc, indent=2))
+    else:
+        print("\n\n".join(report.text(r, warnings=False) for r in done))
+        if comparison:
+            print("\n" + visible_lines(comparison[0]))
 
 
 def _batch_comparison(done: list[results.Result]) -> tuple[str, str] | None:
@@ -395,11 +521,19 @@ def _batch_comparison(done: list[results.Result]) -> tuple[str, str] | None:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
+    if args.svg is not None:
+        svg.check_target(args.svg)           # before reading anything
     result = results.read(args.file)
     if args.format == "json":
         print(json.dumps(report.document(result), indent=2))
+    elif args.format == "csv":
+        sys.stdout.write(report.runs_csv(result))
     else:
-        print(report.text(result))
+        print(report.text(result, runs=args.runs))
+    if args.svg is not None:
+        svg.save(args.svg, svg.coloured(report.text(result, runs=args.runs)),
+                 f"hotloop show {args.file.name}")
+        print(f"hotloop: the report as a picture: {visible(str(args.svg))}", file=sys.stderr)
     return 0
 
 
@@ -407,10 +541,26 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from hotloop.render import (
         compare_formats,  # scipy: only when comparing (0.8 s to import)
     )
-    out = compare_formats.main_compare(args.files, args.format, args.noise)
+    if args.svg is None:
+        out = compare_formats.main_compare(args.files, args.format, args.noise)
+    else:
+        from hotloop.analysis import compare
+        svg.check_target(args.svg)
+        comp = compare.load_and_compare(args.files, args.noise)
+        out = compare_formats.render(comp, args.format)
+        h = comp.histogram
+        picture = svg.coloured(visible_lines(compare_formats.render(comp, "text")))
+        if h is not None and h.buckets:
+            picture += [svg.Text("")] + svg.side_bars(h.metric, h.unit,
+                                                      [s.name for s in comp.sides], h.buckets)
+        svg.save(args.svg, picture, "hotloop compare " + " ".join(
+            Path(f).name for f in args.files))
     # csv and json are data (json escapes control characters itself); the tables are
     # for a terminal
     print(visible_lines(out) if args.format in ("text", "md", "org") else out)
+    if args.svg is not None:
+        print(f"hotloop: the comparison as a picture: {visible(str(args.svg))}",
+              file=sys.stderr)
     return 0
 
 
@@ -442,9 +592,10 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         return 0
     if len(args.names) > 1:
         raise HotloopError("calibrate: one plan at a time")
-    cat = catalog.load(_profiles(args))
+    cat = _catalog(args, warn=False)
     plan = cat.plan_for(args.names[0])
     rp = resolve_run_plan(cat, args, plan, args.cpu, args.param)
+    _warn_skipped(cat)
     where = calibrate.new_directory(rp.plan.name)
     sessions_run = [Session(rp, where / f"session-{i:02d}.jsonl", variant=f"session {i}",
                             apply_system=args.apply_system)
@@ -478,7 +629,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    cat = catalog.load(_profiles(args))
+    cat = _catalog(args)
     what = args.what
     if what in (None, "workloads"):
         print("workloads")
@@ -498,8 +649,27 @@ def cmd_list(args: argparse.Namespace) -> int:
     if what in (None, "plans"):
         print("plans")
         for p in cat.plans.values():
-            print(f"  {p.name:<18} {p.workload:<12} runs {p.runs:<5} {p.summary}")
+            print(f"  {p.name:<18} {p.workload:<12} {p.summary}".rstrip())
+            print(f"  {'':<18} {plan_duration(p, len(cat.variants(p)))}")
     return 0
+
+
+def plan_duration(plan: Plan, variants: int = 1) -> str:
+    """How long a plan takes, as far as the catalogue knows: its repetitions (runs, plus a
+    warmup in each worker process, per variant) times a cost no file records, so "~?",
+    and the bound its timeout sets.  A summary may say more ("about 10 s")."""
+    reps = plan.runs + plan.warmup * plan.processes
+    runs = f"{'up to ' if plan.until_ci else ''}{plan.runs} run{'' if plan.runs == 1 else 's'}"
+    if plan.until_ci:
+        runs += f" (until the median is known to ±{plan.until_ci:g}%)"
+    warm = f" + {plan.warmup} warmup{'' if plan.warmup == 1 else 's'}" if plan.warmup else ""
+    if plan.warmup and plan.processes > 1:
+        warm += " in each"
+    procs = f", {plan.processes} processes" if plan.processes > 1 else ""
+    total = reps * variants
+    times = f"{variants} variants x {reps} = {total}" if variants > 1 else f"{total}"
+    return (f"{runs}{warm}{procs}: {times} repetitions x ~? each (at most "
+            f"{duration(total * plan.timeout)} at the {plan.timeout:g} s timeout)")
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
@@ -510,19 +680,28 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         rows.append(("compiler", False, str(e)))
     rows += [(c.name, c.available, c.detail) for c in doctor.capabilities()]
     rows += [(c.name, c.available, c.detail) for c in probe.capabilities()]
-    cat = catalog.load(_profiles(args))
-    rows.append(("profiles", True, f"{len(cat.files)} files: {len(cat.workloads)} workloads, "
-                 f"{len(cat.cpus)} cpu, {len(cat.kernels)} kernel, {len(cat.plans)} plans"))
+    cat = _catalog(args)
+    bad = sum(s.warning.endswith("(file skipped)") for s in cat.skipped)
+    rows.append(("profiles", not cat.skipped,
+                 f"{len(cat.files)} files: {len(cat.workloads)} workloads, "
+                 f"{len(cat.cpus)} cpu, {len(cat.kernels)} kernel, {len(cat.plans)} plans"
+                 + (f"; {bad} bad file{'' if bad == 1 else 's'} and "
+                    f"{len(cat.skipped) - bad} plan{'' if len(cat.skipped) - bad == 1 else 's'}"
+                    " skipped (see above)" if cat.skipped else "")))
     for name, ok, detail in rows:
         print(f"  {'yes' if ok else 'no '}  {name:<20} {detail}")
     return 0
 
 
 def cmd_save(args: argparse.Namespace) -> int:
-    cat = catalog.load(_profiles(args))
+    cat = _catalog(args, warn=False)
+    cat.check_skipped("plan", args.name)    # saved beside a broken one: defined twice
+    cat.require("cpu", args.cpu, "--cpu")
+    cat.require("kernel", args.kernel, "--kernel")
     plan = Plan(name=args.name, workload=args.workload, cpu=args.cpu, kernel=args.kernel,
                 runs=args.runs, warmup=args.warmup, perf=args.perf, summary=args.summary,
                 processes=args.processes, params=parse_params(cat, args.workload, args.param))
+    _warn_skipped(cat)
     path = catalog.save_plan(plan, overwrite=args.force, cat=cat)
     print(f"saved plan {plan.name} to {path}")
     return 0
@@ -531,6 +710,29 @@ def cmd_save(args: argparse.Namespace) -> int:
 def cmd_restore(args: argparse.Namespace) -> int:
     messages = journal.recover(force=True)
     print("\n".join(messages) if messages else "nothing to restore")
+    return 0
+
+
+def cmd_completion(args: argparse.Namespace) -> int:
+    if args.names:
+        return complete_names(args.names, _profiles(args))
+    if args.shell is None:
+        raise HotloopError("completion: name the shell: bash or zsh "
+                           "(source <(hotloop completion bash))")
+    print(shtab.complete(parser(), args.shell, preamble=_COMPLETION_PREAMBLE[args.shell]))
+    return 0
+
+
+def complete_names(kind: str, profiles: list[Path]) -> int:
+    """The names a shell completes, one a line; nothing at all when they cannot be known
+    (a --profiles directory that does not exist, a broken file): completion stays quiet."""
+    try:
+        cat = catalog.load([d for d in profiles if d.is_dir()], skip_bad=True)
+        names = ([*cat.names("plan"), *cat.names("workload")] if kind == "plan"
+                 else cat.names(kind))
+        print("\n".join(dict.fromkeys(names)))
+    except Exception:       # noqa: BLE001 - a completion never prints a traceback
+        pass
     return 0
 
 
@@ -543,7 +745,7 @@ def cmd_tui(args: argparse.Namespace) -> int:
 
 COMMANDS = {"run": cmd_run, "show": cmd_show, "compare": cmd_compare,
             "calibrate": cmd_calibrate, "list": cmd_list, "doctor": cmd_doctor,
-            "save": cmd_save, "restore": cmd_restore}
+            "save": cmd_save, "restore": cmd_restore, "completion": cmd_completion}
 
 
 _signal_received = signal.SIGINT
@@ -578,7 +780,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         signal.signal(sig, _interrupt)
     try:
         args = parser().parse_args(argv)
-        if args.command != "restore":
+        if args.command not in ("restore", "completion"):
             # A run killed with settings applied left a journal: put them back first.
             for message in journal.recover():
                 print(f"hotloop: {visible(message)}", file=sys.stderr)

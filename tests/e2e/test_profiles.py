@@ -152,7 +152,11 @@ def test_a_sysctl_value_not_written_as_it_reads_is_refused_at_load(tmp_path, bus
     d = tmp_path / "odd"
     d.mkdir()
     (d / "k.toml").write_text(f'[kernel.odd]\nlabel = "odd"\nsysctl = {{ "{SYSCTL}" = {value} }}\n')
-    for args in (["list", "kernel"], ["run", "zero_null", "--kernel", "odd", "--apply-system"]):
+    listed = hotloop("list", "kernel", "--profiles", str(d))   # left out, with a warning
+    assert listed.returncode == 0 and "odd" not in listed.stdout
+    assert listed.stderr.startswith(f"hotloop: warning: {d / 'k.toml'}:3: [kernel.odd] sysctl: ")
+    assert says in listed.stderr and listed.stderr.strip().endswith("(file skipped)")
+    for args in (["run", "zero_null", "--kernel", "odd", "--apply-system"],):   # needed: refused
         p = hotloop(*args, "--profiles", str(d))
         assert p.returncode == 2, p.stderr
         lines = p.stderr.strip().splitlines()

@@ -2,8 +2,11 @@
 """
 from __future__ import annotations
 
+import difflib
 import itertools
+import re
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -57,6 +60,43 @@ def fit_to_machine(cpu: CpuProfile) -> tuple[CpuProfile, list[str]]:
 
 # --- the catalogue ---------------------------------------------------------
 
+KIND_NAMES = {"workload": "workload", "cpu": "CPU profile", "kernel": "kernel profile",
+              "plan": "plan"}
+
+
+def did_you_mean(name: str, known: Iterable[str]) -> str:
+    """'; did you mean split?' for a name close to a known one (a typo), else ''."""
+    close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.6)
+    return f"; did you mean {close[0]}?" if close else ""
+
+
+_HEADER = re.compile(r"""^\s*\[\s*(workload|cpu|kernel|plan)\s*\.\s*"""
+                     r"""(?:"([^"]+)"|'([^']+)'|([A-Za-z0-9_+-]+))""")
+
+
+def defined_in(text: str) -> frozenset[tuple[str, str]]:
+    """The (kind, name) tables a TOML file defines, as far as can be told: from the parsed
+    document, or from its table headers when it does not parse."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError:
+        found = set()
+        for line in text.splitlines():
+            m = _HEADER.match(line)
+            if m:
+                found.add((m.group(1), next(g for g in m.groups()[1:] if g)))
+        return frozenset(found)
+    return frozenset((kind, name) for kind, tables in data.items() if kind in KINDS
+                     and isinstance(tables, dict) for name in tables)
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A file (or a plan) left out of the catalogue with `skip_bad`."""
+    error: str                                  # one line: file:line: [table] key: message
+    warning: str                                # the line that says it was left out
+    defines: frozenset[tuple[str, str]]         # (kind, name) it would have defined
+
 _BUILTIN_CPU = CpuProfile("default", "no pinning, normal scheduling", origin="built in")
 _BUILTIN_KERNEL = KernelProfile("default", "the running kernel as it is", label="",
                                 origin="built in")
@@ -70,6 +110,7 @@ class Catalog:
     plans: dict[str, Plan] = field(default_factory=dict)
     files: list[Path] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)     # files left out (skip_bad)
+    skipped: list[Skipped] = field(default_factory=list)  # the same, with what they define
 
     def table(self, kind: str) -> dict[str, Any]:
         return {"workload": self.workloads, "cpu": self.cpus, "kernel": self.kernels,
@@ -135,22 +176,21 @@ class Catalog:
                 return w.error("plan", plan.name, key, message)
             return HotloopError(f"{key}: {message}")
 
-        w = self.workloads.get(plan.workload)
-        if w is None:
-            raise where_key("workload", f"unknown workload {plan.workload!r} "
-                            f"(known: {', '.join(sorted(self.workloads))})")
-        cpu = self.cpus.get(plan.cpu) or (_BUILTIN_CPU if plan.cpu == "default" else None)
-        if cpu is None:
-            raise where_key("cpu", f"unknown CPU profile {plan.cpu!r} "
-                            f"(known: {', '.join(sorted(self.cpus))})")
+        if here:    # about to run: nothing it uses may come from a file left out
+            for kind, name in (("plan", plan.name), ("workload", plan.workload),
+                               ("cpu", plan.cpu), ("kernel", plan.kernel)):
+                self.check_skipped(kind, name)
+        for kind, name in (("workload", plan.workload), ("cpu", plan.cpu),
+                           ("kernel", plan.kernel)):
+            problem = self.unknown(kind, name)
+            if problem:
+                raise where_key(kind, problem)
+        w = self.workloads[plan.workload]
+        cpu = self.cpus.get(plan.cpu) or _BUILTIN_CPU
         warnings: list[str] = []
         if here:
             cpu, warnings = fit_to_machine(cpu)
-        kernel = (self.kernels.get(plan.kernel)
-                  or (_BUILTIN_KERNEL if plan.kernel == "default" else None))
-        if kernel is None:
-            raise where_key("kernel", f"unknown kernel profile {plan.kernel!r} "
-                            f"(known: {', '.join(sorted(self.kernels))})")
+        kernel = self.kernels.get(plan.kernel) or _BUILTIN_KERNEL
         params = {name: p.default for name, p in w.params.items()}
         for key, value in plan.params.items():
             if isinstance(value, list):
@@ -158,7 +198,8 @@ class Catalog:
                                 f" the plan is a batch; run it with `hotloop run {plan.name}`")
             p = w.params.get(key)
             if p is None:
-                raise where_key(f"params.{key}", f"workload {w.name} has no param {key!r} "
+                raise where_key(f"params.{key}", f"workload {w.name} has no param {key!r}"
+                                f"{did_you_mean(key, w.params)} "
                                 f"(known: {', '.join(w.params) or 'none'})")
             bad = p.problem(value)
             if bad:
@@ -166,13 +207,46 @@ class Catalog:
             params[key] = value
         return ResolvedPlan(plan, w, cpu, kernel, params, tuple(warnings))
 
+    def names(self, kind: str) -> list[str]:
+        """The names of one kind, with the built-in default CPU and kernel profiles."""
+        found = set(self.table(kind))
+        if kind in ("cpu", "kernel"):
+            found.add("default")
+        return sorted(found)
+
+    def unknown(self, kind: str, name: str) -> str | None:
+        """Why `name` is no `kind` of the catalogue ("did you mean" a close one), or None."""
+        known = self.names(kind)
+        if name in known:
+            return None
+        return (f"unknown {KIND_NAMES[kind]} {name!r}{did_you_mean(name, known)} "
+                f"(known: {', '.join(known) or 'none'})")
+
+    def check_skipped(self, kind: str, name: str) -> None:
+        """A name a command needs that a file left out (skip_bad) defines: that file's
+        error is the command's (the user may have meant that definition)."""
+        for s in self.skipped:
+            if (kind, name) in s.defines:
+                raise HotloopError(s.error)
+
+    def require(self, kind: str, name: str, flag: str) -> None:
+        """A name given on the command line (`flag`, e.g. --cpu): one line blaming the
+        command line, with "did you mean" for a typo."""
+        self.check_skipped(kind, name)
+        problem = self.unknown(kind, name)
+        if problem:
+            raise HotloopError(f"{flag} {name}: {problem}")
+
     def plan_for(self, name: str) -> Plan:
         """A plan by name, or a workload by name run with its defaults."""
+        self.check_skipped("plan", name)
+        self.check_skipped("workload", name)
         if name in self.plans:
             return self.plans[name]
         if name in self.workloads:
             return Plan(name=name, workload=name)
-        raise HotloopError(f"unknown plan or workload {name!r} (plans: "
+        raise HotloopError(f"unknown plan or workload {name!r}"
+                           f"{did_you_mean(name, [*self.plans, *self.workloads])} (plans: "
                            f"{', '.join(sorted(self.plans)) or 'none'}; workloads: "
                            f"{', '.join(sorted(self.workloads)) or 'none'})")
 
@@ -210,7 +284,13 @@ def load(extra: list[Path] | None = None, skip_bad: bool = False) -> Catalog:
                     for k, table in zip(KINDS, before):     # none of a bad file
                         cat.table(k).clear()
                         cat.table(k).update(table)
+                    try:
+                        text = f.read_text()
+                    except (OSError, UnicodeDecodeError):
+                        text = ""
                     cat.errors.append(str(e))
+                    cat.skipped.append(Skipped(str(e), f"{e} (file skipped)",
+                                               defined_in(text)))
     if not skip_bad:
         cat.validate_plans()
         return cat
@@ -220,5 +300,16 @@ def load(extra: list[Path] | None = None, skip_bad: bool = False) -> Catalog:
                 cat.resolve(variant, here=False)
         except HotloopError as e:
             del cat.plans[name]
-            cat.errors.append(str(e))
+            error, warning = str(e), f"{e} (plan skipped)"
+            for kind, ref in (("workload", plan.workload), ("cpu", plan.cpu),
+                              ("kernel", plan.kernel)):
+                # the plan is fine, what it uses is in a file left out: that is the cause
+                cause = next((s for s in cat.skipped if (kind, ref) in s.defines), None)
+                if cause is not None and cat.unknown(kind, ref):
+                    error = f"{cause.error} (needed by plan {name})"
+                    warning = (f"plan {name} skipped: its {KIND_NAMES[kind]} {ref} is in a "
+                               f"file skipped")
+                    break
+            cat.errors.append(error)
+            cat.skipped.append(Skipped(error, warning, frozenset({("plan", name)})))
     return cat

@@ -1,10 +1,16 @@
 """Command palette entries for the console: its actions and the catalogue's plans."""
 from __future__ import annotations
 
+import time
 from functools import partial
+from pathlib import Path
 from typing import TYPE_CHECKING
 
+from rich.markup import escape
+from textual.app import App
 from textual.command import DiscoveryHit, Hit, Hits, Provider
+
+from hotloop.visible import visible
 
 if TYPE_CHECKING:
     from hotloop.console.app import HotloopApp
@@ -19,6 +25,29 @@ ACTIONS = (
 )
 
 
+SCREENSHOTS = Path("results")          # beside the result files the console writes
+
+
+def save_screenshot(app: App[object], directory: Path = SCREENSHOTS) -> Path | None:
+    """The screen as an SVG in `directory` (created; Textual's own screenshot command wants
+    ~/Downloads to exist), and a notice saying where; None when it could not be written."""
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    path = directory / f"{stamp}-screenshot.svg"
+    n = 1
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        while path.exists():
+            n += 1
+            path = directory / f"{stamp}-screenshot-{n}.svg"
+        path.write_text(app.export_screenshot(), encoding="utf-8")
+    except OSError as e:
+        app.notify(escape(visible(f"screenshot not saved: {path}: {e.strerror or e}")),
+                   title="Screenshot", severity="error")
+        return None
+    app.notify(escape(visible(f"saved to {path.resolve()}")), title="Screenshot")
+    return path
+
+
 class HotloopCommands(Provider):
     """The console's own actions, then 'Open plan NAME' for every plan."""
 
@@ -28,6 +57,9 @@ class HotloopCommands(Provider):
         for action, title, help in ACTIONS:
             if app.check_action(action, ()) is not False:
                 out.append((title, partial(app.run_action, action), help))
+        # after the palette has closed, as Textual's own "Screenshot" does
+        out.append(("Save screenshot", partial(app.set_timer, 0.1, partial(save_screenshot, app)),
+                    f"an SVG of the screen in {SCREENSHOTS}/, beside the result files"))
         cat = getattr(app, "cat", None)
         if cat is not None:
             for name, plan in cat.plans.items():

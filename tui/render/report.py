@@ -1,6 +1,8 @@
 """The headless report: a result as text for people or as one JSON document."""
 from __future__ import annotations
 
+import csv
+import io
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -79,6 +81,35 @@ def extra_summaries(runs: Sequence[ev.RunSample]) -> dict[str, Summary]:
     return out
 
 
+def _extra_names(runs: Sequence[ev.RunSample]) -> list[str]:
+    return list(extra_summaries(runs)) or sorted({k for r in runs for k in r.extra})
+
+
+def run_lines(runs: Sequence[ev.RunSample], unit: str) -> list[str]:
+    """Every recorded run: its number (from 1, as errors name runs), the value with its
+    unit, ops, ns and the workload's extras."""
+    names = _extra_names(runs)
+    rows = [[str(r.index + 1), si(r.value, unit), f"{r.ops:,}", f"{r.ns:,}",
+             *(extra_si(n, r.extra[n]) if n in r.extra else "-" for n in names)]
+            for r in runs]
+    head = ["run", "value", "ops", "ns", *names]
+    widths = [max(len(c) for c in col) for col in zip(head, *rows)]
+    return ["  " + "  ".join(c.rjust(wd) for c, wd in zip(row, widths)).rstrip()
+            for row in [head, *rows]]
+
+
+def runs_csv(result: Result) -> str:
+    """The runs as CSV: a header row, then one row per run; numbers as recorded."""
+    names = _extra_names(result.runs)
+    buf = io.StringIO()
+    out = csv.writer(buf, lineterminator="\n")
+    out.writerow(["run", "value", "unit", "ops", "bytes", "ns", "cycles", *names])
+    for r in result.runs:
+        out.writerow([r.index + 1, repr(r.value), result.workload.unit, r.ops, r.bytes, r.ns,
+                      r.cycles, *(repr(r.extra[n]) if n in r.extra else "" for n in names)])
+    return buf.getvalue()
+
+
 def stopped(result: Result) -> dict[str, Any] | None:
     """Why a session with an until_ci target stopped where it did, from its last line."""
     stop = result.finished.summary.get("stop") if result.finished else None
@@ -99,7 +130,9 @@ def stop_line(result: Result) -> str:
             f"the median is known to {known_text}")
 
 
-def text(result: Result) -> str:
+def text(result: Result, warnings: bool = True, runs: bool = False) -> str:
+    """The report; `warnings` False leaves out the result's warnings (`run` showed them as
+    they came), `runs` lists every run after the summary."""
     h, w = result.header, result.workload
     unit = w.unit
     params = " ".join(f"{k}={v}" for k, v in h.params.items())
@@ -122,13 +155,15 @@ def text(result: Result) -> str:
                      f"{extra_si(name, s.min)}, max {extra_si(name, s.max)})")
     if result.runs:
         lines += ["", "histogram"] + histogram_lines(result.values, unit)
+    if runs and result.runs:
+        lines += ["", "runs"] + run_lines(result.runs, unit)
     if result.session_symbols and result.session_symbols.symbols:
         lines += ["", f"hot symbols ({result.session_symbols.samples} samples)"]
         lines += symbol_lines(result.session_symbols.symbols)
     counters = result.finished.counters if result.finished else None
     if counters:
         lines += ["", "counters (perf stat, whole session)"] + counter_lines(counters)
-    for warning in result.warnings:
+    for warning in result.warnings if warnings else ():
         lines.append(f"warning: {warning}")
     lines += ["", f"result file: {result.path}"]
     # a workload's error text, a warning, a file name: never a terminal command

@@ -1,0 +1,79 @@
+"""Reports as SVG pictures: the text report drawn by Rich's recording console (no plotting
+stack), the histogram bars in colour.  `show --svg` and `compare --svg` write them."""
+from __future__ import annotations
+
+import io
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.text import Text
+
+from hotloop.errors import HotloopError
+from hotloop.render.units import bucket_labels
+
+BAR = 40
+COLOURS = ("cyan", "magenta", "green", "yellow", "blue", "red")   # a side each, in order
+MIN_WIDTH, MAX_WIDTH = 60, 200
+
+
+def check_target(path: Path) -> None:
+    """Before any work: an --svg file needs a directory to go to (one line, exit 2)."""
+    if path.is_dir():
+        raise HotloopError(f"--svg {path}: is a directory, not a file")
+    if not path.parent.is_dir():
+        raise HotloopError(f"--svg {path}: no such directory {path.parent}")
+
+
+def picture(lines: Sequence[str | Text], title: str) -> str:
+    """The lines as an SVG document (a terminal window, as wide as the widest line)."""
+    width = max([MIN_WIDTH, *(len(str(ln)) + 2 for ln in lines)])
+    console = Console(record=True, width=min(MAX_WIDTH, width), file=io.StringIO(),
+                      force_terminal=True, color_system="truecolor", soft_wrap=False)
+    for line in lines:
+        # plain text is printed as it is: "[k] do_syscall_64" is no markup
+        console.print(line if isinstance(line, Text) else Text(line), overflow="ignore",
+                      crop=False)
+    return console.export_svg(title=title)
+
+
+def coloured(text: str, colour: str = COLOURS[0]) -> list[Text]:
+    """A text report's lines, its bars (█) in a colour."""
+    out = []
+    for line in text.splitlines():
+        t = Text(line)
+        t.highlight_regex("█+", colour)
+        out.append(t)
+    return out
+
+
+def side_bars(metric: str, unit: str, names: Sequence[str],
+              buckets: Sequence[Any]) -> list[Text]:
+    """Each side's histogram over shared buckets (a comparison's): one bar per side and
+    bucket, a colour per side, the longest bar BAR wide."""
+    if not buckets:
+        return []
+    labels = bucket_labels(buckets, unit)
+    top = max((c for b in buckets for c in b.counts), default=0) or 1
+    width = max(map(len, labels))
+    out = [Text(f"histograms of {metric}")]
+    legend = Text("  ")
+    for i, name in enumerate(names):
+        legend.append(f"█ {name}  ", COLOURS[i % len(COLOURS)])
+    out.append(legend)
+    for label, b in zip(labels, buckets):
+        for i, (count, pct) in enumerate(zip(b.counts, b.percents)):
+            row = Text(f"  {label if i == 0 else '':<{width}}  {count:>5}  {pct:5.1f}%  ")
+            row.append("█" * max(1 if count else 0, round(BAR * count / top)),
+                       COLOURS[i % len(COLOURS)])
+            out.append(row)
+    return out
+
+
+def save(path: Path, lines: Sequence[str | Text], title: str) -> None:
+    check_target(path)
+    try:
+        path.write_text(picture(lines, title), encoding="utf-8")
+    except OSError as e:
+        raise HotloopError(f"--svg {path}: cannot write: {e.strerror}") from None
