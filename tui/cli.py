@@ -32,7 +32,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from hotloop import __version__, catalog, results
+from hotloop import __version__, catalog, paths, results
 from hotloop import events as ev
 from hotloop.catalog import Catalog, Plan
 from hotloop.catalog.loader import did_you_mean
@@ -737,6 +737,9 @@ def complete_names(kind: str, profiles: list[Path]) -> int:
 
 
 def cmd_tui(args: argparse.Namespace) -> int:
+    problem = paths.bundled_problem()   # a broken installation: one line, not an empty console
+    if problem:
+        raise HotloopError(problem)
     from hotloop.console.app import HotloopApp  # only the console needs Textual loaded
     app = HotloopApp(profiles=_profiles(args))
     app.run()

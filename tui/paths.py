@@ -1,14 +1,57 @@
 """Where hotloop keeps things: bundled files, the user's config, cache and state."""
 from __future__ import annotations
 
+import importlib.metadata
 import os
 import stat
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-BUNDLED_PROFILES = ROOT / "profiles"
-CSRC = ROOT / "csrc"
+PACKAGE = Path(__file__).resolve().parent
+# The bundled C sources and profiles.  Installed (pip, pipx: a wheel) they are package data,
+# hotloop/csrc and hotloop/profiles; run from a checkout (an editable install) the package is
+# tui/ and they sit beside it at the top of the repository (pyproject.toml maps one onto the
+# other).  Either way csrc/ and profiles/ are siblings: a bundled workload's source is
+# "../csrc/NAME.c".  Never a guess between the two: a wheel missing its data says so.
+INSTALLED = PACKAGE.name != "tui"
+BUNDLED = PACKAGE if INSTALLED else PACKAGE.parent
+BUNDLED_PROFILES = BUNDLED / "profiles"
+CSRC = BUNDLED / "csrc"
 HEADER = CSRC / "hotloop.h"
+REINSTALL = ("this installation of hotloop is broken: reinstall it" if INSTALLED else
+             f"restore it in {BUNDLED}, e.g. with git checkout")
+
+
+def bundled_files() -> list[Path]:
+    """The bundled files this hotloop must have.
+
+    Installed, the wheel's RECORD (what pip wrote, found beside this very package, so another
+    hotloop installed elsewhere is not consulted) names every one; a checkout has the header
+    and the profile directory, and whatever profiles it holds."""
+    files = [HEADER]
+    if INSTALLED:
+        for dist in importlib.metadata.distributions(name="hotloop", path=[str(PACKAGE.parent)]):
+            for f in dist.files or []:
+                if f.parts[:2] in (("hotloop", "csrc"), ("hotloop", "profiles")):
+                    files.append(PACKAGE.parent.joinpath(*f.parts))
+            break
+    return sorted(set(files))
+
+
+def bundled_problem() -> str | None:
+    """The first bundled file that is missing or cannot be read, in one line; or None."""
+    if not BUNDLED_PROFILES.is_dir():
+        return f"{BUNDLED_PROFILES}: the bundled profiles are missing ({REINSTALL})"
+    for f in bundled_files():
+        try:
+            st = os.stat(f)
+            if not stat.S_ISREG(st.st_mode):
+                return f"{f}: a bundled file is not a regular file ({REINSTALL})"
+            os.close(os.open(f, os.O_RDONLY))
+        except FileNotFoundError:
+            return f"{f}: a bundled file is missing ({REINSTALL})"
+        except OSError as e:
+            return f"{f}: cannot read a bundled file: {e.strerror} ({REINSTALL})"
+    return None
 
 
 def _xdg(var: str, default: str) -> Path:
@@ -29,7 +72,6 @@ def state_dir() -> Path:
     base = os.environ.get("XDG_STATE_HOME", "")
     root = Path(base) if base and os.path.isabs(base) else Path.home() / ".local" / "state"
     return root / "hotloop"
-
 
 
 def state_dir_problem(directory: Path | None = None) -> str | None:

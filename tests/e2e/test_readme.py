@@ -29,6 +29,25 @@ def test_the_documented_user_workload_runs_like_a_bundled_one(tmp_path):
     assert all(r["ops"] == 20000 and r["value"] > 0 for r in doc["runs"])
 
 
+def test_each_quick_start_command_sets_up_the_venv_it_uses():
+    """A fresh Debian's own Python refuses a bare `pip install` (PEP 668), and either command may
+    come first: each makes .venv, installs into it and runs from it."""
+    lines = [ln.split("#")[0].strip() for ln in block("sh", "## Quick start").splitlines()]
+    assert len(lines) == 2
+    for ln in lines:
+        steps = ln.split(" && ")
+        assert steps[0] == "python3 -m venv .venv"
+        assert steps[1].startswith(".venv/bin/pip install -e ")
+        assert steps[2].startswith(".venv/bin/")
+
+
+def test_the_python_the_readme_asks_for_is_the_one_pyproject_requires():
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    version = re.search(r'^requires-python = ">=(\d+\.\d+)"$', pyproject, re.M).group(1)
+    quick = README.split("## Quick start", 1)[1].split("\n## ", 1)[0]
+    assert re.findall(r"Python (\d+\.\d+)\+", quick) == [version]
+
+
 def test_ci_runs_exactly_the_readme_test_command():
     quick = block("sh", "## Quick start")
     test_cmd = next(ln for ln in quick.splitlines() if "pytest" in ln).split("#")[0].strip()

@@ -260,9 +260,9 @@ def load(extra: list[Path] | None = None, skip_bad: bool = False) -> Catalog:
 
     A bad file is an error; with `skip_bad` (the console) it is left out instead,
     with its error in `errors`, so one broken file does not hide the others."""
-    if not paths.BUNDLED_PROFILES.is_dir():
-        raise HotloopError(f"the bundled profiles are missing ({paths.BUNDLED_PROFILES}): "
-                           f"install hotloop from a checkout with `pip install -e .`")
+    problem = paths.bundled_problem()
+    if problem:
+        raise HotloopError(problem)
     for d in extra or []:
         if not d.is_dir():
             raise HotloopError(f"--profiles {d}: no such directory")

@@ -45,8 +45,17 @@ class Built:
     cached: bool
 
 
+def header() -> bytes:
+    """hotloop.h, the workloads' ABI; a bundled file gone missing is bad input, in one line."""
+    try:
+        return paths.HEADER.read_bytes()
+    except OSError as e:
+        raise HotloopError(f"{paths.HEADER}: cannot read the bundled header: {e.strerror} "
+                           f"({paths.REINSTALL})") from None
+
+
 def cdef() -> str:
-    text = paths.HEADER.read_text()
+    text = header().decode()
     m = re.search(r"/\* cdef-begin.*?\*/(.*?)/\* cdef-end \*/", text, re.S)
     if not m:
         raise HotloopError(f"{paths.HEADER}: no cdef-begin/cdef-end block")
@@ -72,19 +81,25 @@ def build(source: Path, cflags: tuple[str, ...] = ("-O2",), name: str = "") -> B
         src = source.read_bytes()
     except OSError as e:
         raise HotloopError(f"{source}: cannot read the workload source: {e.strerror}") from None
-    header = paths.HEADER.read_bytes()
     version = compiler_version()
     suffix = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
-    key = _sha256(b"\0".join([header, src, " ".join(cflags).encode(), version.encode(),
-                              suffix.encode()]))[:16]
+    # cffi writes the module's wrapper: another cffi (a second hotloop installed elsewhere)
+    # gets builds of its own.
+    key = _sha256(b"\0".join([header(), src, " ".join(cflags).encode(), version.encode(),
+                              suffix.encode(), cffi.__version__.encode()]))[:16]
     stem = re.sub(r"\W", "_", name or source.stem)
     module_name = f"_hl_{stem}_{key}"
-    out_dir = paths.cache_dir() / "build"
-    out_dir.mkdir(parents=True, exist_ok=True)
+    out_dir = paths.cache_dir() / "build"     # the user's: never inside the installed package
     target = out_dir / (module_name + suffix)
     built = Built(target, module_name, _sha256(src), version, tuple(cflags), True)
     if target.exists():
         return built
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        (out_dir / ".lock").touch()
+    except OSError as e:
+        raise HotloopError(f"{out_dir}: cannot use the build cache: {e.strerror} "
+                           f"(set XDG_CACHE_HOME to a directory of yours)") from None
     with open(out_dir / ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if target.exists():             # built by another process meanwhile

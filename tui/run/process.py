@@ -13,7 +13,6 @@ import signal
 import sys
 from typing import Any
 
-from hotloop import paths
 from hotloop.run import protocol
 from hotloop.run.protocol import WorkerSpec
 
@@ -50,9 +49,11 @@ class WorkerProcess:
     async def start(cls) -> WorkerProcess:
         """`python -m hotloop.run.worker`, in a session (process group) of its own; `send` its
         spec next."""
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(paths.ROOT),
-                                                          env.get("PYTHONPATH")]))
+        # The same interpreter, so the same hotloop this one imported (its site-packages, or the
+        # editable install's finder); but `-m` would put the working directory first on the
+        # path, where a hotloop.py or hotloop/ of the user's would be imported instead: not
+        # from Python 3.11 on (PYTHONSAFEPATH), which the worker's own children inherit.
+        env = dict(os.environ, PYTHONSAFEPATH="1")
         loop = asyncio.get_running_loop()
         pipe = asyncio.subprocess.PIPE
         transport, proto = await loop.subprocess_exec(
