@@ -173,10 +173,10 @@ def test_a_user_workload_builds_against_the_installed_header(installed, elsewher
     assert q.returncode == 0, q.stderr
 
 
-@pytest.mark.skipif(sys.version_info < (3, 11), reason="PYTHONSAFEPATH is Python 3.11's")
 def test_a_hotloop_in_the_working_directory_is_not_what_the_worker_imports(installed, tmp_path):
-    """Run from a directory named like the package that holds one too: the worker (`python -m
-    hotloop.run.worker`) still imports the installed hotloop."""
+    """Run from a directory named like the package that holds one too: the worker (started with
+    `python -c`, which would put the working directory first on the path) still imports the
+    installed hotloop, and leaves nothing in the environment its workload's children inherit."""
     here = tmp_path / "hotloop"
     (here / "hotloop").mkdir(parents=True)
     (here / "hotloop" / "__init__.py").write_text("raise SystemExit('imported the wrong hotloop')\n")

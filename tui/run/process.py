@@ -20,6 +20,9 @@ REAP_S = 5.0                            # how long a killed worker may take to b
 OUTPUT_KEPT = 4096                      # bytes of the workload's own output kept, its tail
 LINE_SHOWN = 200                        # characters of one output line in a message
 LINE_LIMIT = 1 << 20                    # a worker line longer than this is dropped
+# `python -c` puts "" (the working directory) first on sys.path: out with it, then the worker.
+WORKER_MAIN = ("import runpy, sys; del sys.path[0]; "
+               "runpy.run_module('hotloop.run.worker', run_name='__main__', alter_sys=True)")
 
 
 class _Protocol(asyncio.subprocess.SubprocessStreamProtocol):
@@ -47,18 +50,18 @@ class WorkerProcess:
 
     @classmethod
     async def start(cls) -> WorkerProcess:
-        """`python -m hotloop.run.worker`, in a session (process group) of its own; `send` its
-        spec next."""
+        """The worker module run as a program, in a session (process group) of its own; `send`
+        its spec next."""
         # The same interpreter, so the same hotloop this one imported (its site-packages, or the
         # editable install's finder); but `-m` would put the working directory first on the
-        # path, where a hotloop.py or hotloop/ of the user's would be imported instead: not
-        # from Python 3.11 on (PYTHONSAFEPATH), which the worker's own children inherit.
-        env = dict(os.environ, PYTHONSAFEPATH="1")
+        # path, where a hotloop.py or hotloop/ of the user's would be imported instead.  So the
+        # worker drops that entry itself (PYTHONSAFEPATH would do it from 3.11 only, and be
+        # inherited by the workload's own children).
         loop = asyncio.get_running_loop()
         pipe = asyncio.subprocess.PIPE
         transport, proto = await loop.subprocess_exec(
-            lambda: _Protocol(LINE_LIMIT, loop), sys.executable, "-m", "hotloop.run.worker",
-            stdin=pipe, stdout=pipe, stderr=pipe, start_new_session=True, env=env)
+            lambda: _Protocol(LINE_LIMIT, loop), sys.executable, "-c", WORKER_MAIN,
+            stdin=pipe, stdout=pipe, stderr=pipe, start_new_session=True)
         return cls(asyncio.subprocess.Process(transport, proto, loop), proto.exited)
 
     @property

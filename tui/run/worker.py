@@ -1,4 +1,4 @@
-"""The worker process: `python -m hotloop.run.worker`, one per plan.
+"""The worker process, one per plan: this module run as a program (run.process starts it).
 
 It reads a JSON spec on stdin, pins itself and sets its scheduling, loads
 the built workload module, runs setup, the warmups and the recorded runs,
