@@ -631,25 +631,27 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
 def cmd_list(args: argparse.Namespace) -> int:
     cat = _catalog(args)
     what = args.what
+    for table in cat.replaced:
+        print(f"{visible(table)}: yours replaces the bundled one")
     if what in (None, "workloads"):
         print("workloads")
         for w in cat.workloads.values():
-            print(f"  {w.name:<16} {w.metric:<10} {w.summary}")
+            print(f"  {w.name:<16} {w.metric:<10} {visible(w.summary)}")
             for p in w.params.values():
-                print(f"      {p.name}={p.default}  ({p.describe()}) {p.help}")
+                print(f"      {p.name}={p.default}  ({p.describe()}) {visible(p.help)}")
     if what in (None, "cpu"):
         print("cpu profiles")
         for c in cat.cpus.values():
             cpus = ",".join(map(str, c.cpus)) or "any"
-            print(f"  {c.name:<16} cpus {cpus:<8} sched {c.sched:<6} {c.summary}")
+            print(f"  {c.name:<16} cpus {cpus:<8} sched {c.sched:<6} {visible(c.summary)}")
     if what in (None, "kernel"):
         print("kernel profiles")
         for k in cat.kernels.values():
-            print(f"  {k.name:<16} label {k.label!r:<20} {k.summary}")
+            print(f"  {k.name:<16} label {k.label!r:<20} {visible(k.summary)}")
     if what in (None, "plans"):
         print("plans")
         for p in cat.plans.values():
-            print(f"  {p.name:<18} {p.workload:<12} {p.summary}".rstrip())
+            print(f"  {p.name:<18} {p.workload:<12} {visible(p.summary)}".rstrip())
             print(f"  {'':<18} {plan_duration(p, len(cat.variants(p)))}")
     return 0
 

@@ -73,7 +73,6 @@ def test_bundled_catalogue_loads_and_resolves_every_plan():
     ("[plan.p]\nworkload = 'zero_null'\nparams = { colour = 1 }\n",
      "[plan.p] params.colour: workload zero_null has no param 'colour'"),
     ("[plan.p]\nruns = 3\n", "[plan.p]: missing key 'workload'"),
-    ("[plan.quick]\nworkload = 'zero_null'\n", "[plan.quick]: defined twice (also in"),
     ("[gadget.g]\nx = 1\n", "unknown table [gadget]"),
 ])
 def test_bad_profile_is_one_line_naming_file_table_and_key(tmp_path, toml, expected):
@@ -107,3 +106,33 @@ def test_saved_plan_loads_back_identically():
         catalog.save_plan(plan, cat=catalog.load())
     with pytest.raises(HotloopError, match="already exists"):
         catalog.save_plan(catalog.with_overrides(plan, name="quick"), cat=cat)
+
+
+def test_the_readmes_toml_example_loads_beside_the_bundled_profiles(tmp_path):
+    """Saved as a file, as the README says it can be: no name collides with a bundled one."""
+    import re
+
+    from conftest import ROOT
+
+    from hotloop import catalog, paths
+    readme = (ROOT / "README.md").read_text()
+    example = re.search(r"```toml\n(.*?)```", readme, re.S).group(1)
+    assert "[workload.my-seqpacket]" in example
+    example = example.replace("/path/to/hotloop/csrc/seqpacket.c", str(paths.CSRC / "seqpacket.c"))
+    (tmp_path / "mine.toml").write_text(example)
+    cat = catalog.load([tmp_path])
+    assert not cat.errors and not cat.replaced
+    assert "my-seqpacket-100" in cat.plans and "my-split" in cat.cpus
+    cat.resolve(cat.plans["my-seqpacket-100"])
+
+
+def test_a_file_of_yours_replaces_a_bundled_table_but_not_one_of_yours(tmp_path):
+    mine, again = tmp_path / "mine", tmp_path / "again"
+    for d in (mine, again):
+        d.mkdir()
+        (d / "p.toml").write_text("[plan.quick]\nworkload = 'zero_null'\nruns = 3\n")
+    cat = catalog.load([mine])
+    assert cat.replaced == ["[plan.quick]"] and cat.plans["quick"].runs == 3
+    with pytest.raises(HotloopError, match=r"again/p.toml:1: \[plan.quick\]: defined twice "
+                                           r"\(also in .*mine/p.toml\)"):
+        catalog.load([mine, again])

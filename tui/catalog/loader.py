@@ -102,6 +102,11 @@ _BUILTIN_KERNEL = KernelProfile("default", "the running kernel as it is", label=
                                 origin="built in")
 
 
+def _bundled(origin: str) -> bool:
+    """Whether a table came from the bundled profiles (which a file of the user's may replace)."""
+    return bool(origin) and Path(origin).resolve().parent == paths.BUNDLED_PROFILES.resolve()
+
+
 @dataclass
 class Catalog:
     workloads: dict[str, Workload] = field(default_factory=dict)
@@ -111,6 +116,7 @@ class Catalog:
     files: list[Path] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)     # files left out (skip_bad)
     skipped: list[Skipped] = field(default_factory=list)  # the same, with what they define
+    replaced: list[str] = field(default_factory=list)     # bundled tables a file of yours replaced
 
     def table(self, kind: str) -> dict[str, Any]:
         return {"workload": self.workloads, "cpu": self.cpus, "kernel": self.kernels,
@@ -142,9 +148,12 @@ class Catalog:
                     if req not in t:
                         raise where.error(kind, name, "", f"missing key '{req}'")
                 existing = self.table(kind).get(name)
-                if existing is not None:
+                if existing is not None and not (_bundled(existing.origin)
+                                                 and not _bundled(str(path))):
                     raise where.error(kind, name, "",
                                       f"defined twice (also in {existing.origin})")
+                if existing is not None:        # yours replaces the bundled one of that name
+                    self.replaced.append(f"[{kind}.{name}]")
                 self.table(kind)[name] = BUILDERS[kind](where, name, t)
         self.files.append(path)
 
