@@ -1,0 +1,255 @@
+"""The subcommands other than run: show, compare, calibrate, list, doctor, save, restore,
+completion, and the console."""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import math
+import sys
+from pathlib import Path
+
+import shtab
+
+from hotloop import catalog, paths, results
+from hotloop import events as ev
+from hotloop.catalog import Plan
+from hotloop.cli.common import _catalog, _profiles, _warn_skipped, interrupted_status
+from hotloop.cli.parser import _COMPLETION_PREAMBLE, parser
+from hotloop.cli.run import _run_sessions, parse_params, resolve_run_plan
+from hotloop.errors import HotloopError, RunFailed
+from hotloop.host import doctor, journal
+from hotloop.perf import probe
+from hotloop.render import report, svg
+from hotloop.render.units import duration, si
+from hotloop.run import build
+from hotloop.run.session import Session
+from hotloop.visible import visible, visible_lines
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    if args.svg is not None:
+        svg.check_target(args.svg)           # before reading anything
+    result = results.read(args.file)
+    if args.format == "json":
+        print(json.dumps(report.document(result), indent=2))
+    elif args.format == "csv":
+        sys.stdout.write(report.runs_csv(result))
+    else:
+        print(report.text(result, runs=args.runs))
+    if args.svg is not None:
+        svg.save(args.svg, svg.coloured(report.text(result, runs=args.runs)),
+                 f"hotloop show {args.file.name}")
+        print(f"hotloop: the report as a picture: {visible(str(args.svg))}", file=sys.stderr)
+    return 0
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from hotloop.render import (
+        compare_formats,  # scipy: only when comparing (0.8 s to import)
+    )
+    if args.svg is None:
+        out = compare_formats.main_compare(args.files, args.format, args.noise)
+    else:
+        from hotloop.analysis import compare
+        svg.check_target(args.svg)
+        comp = compare.load_and_compare(args.files, args.noise)
+        out = compare_formats.render(comp, args.format)
+        h = comp.histogram
+        picture = svg.coloured(visible_lines(compare_formats.render(comp, "text")))
+        if h is not None and h.buckets:
+            picture += [svg.Text("")] + svg.side_bars(h.metric, h.unit,
+                                                      [s.name for s in comp.sides], h.buckets)
+        svg.save(args.svg, picture, "hotloop compare " + " ".join(
+            Path(f).name for f in args.files))
+    # csv and json are data (json escapes control characters itself); the tables are
+    # for a terminal
+    print(visible_lines(out) if args.format in ("text", "md", "org") else out)
+    if args.svg is not None:
+        print(f"hotloop: the comparison as a picture: {visible(str(args.svg))}",
+              file=sys.stderr)
+    return 0
+
+
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    from hotloop.analysis import noise  # scipy, as compare
+    from hotloop.render import calibration
+    from hotloop.run import calibrate
+    if args.list:
+        print(calibration.listing())
+        return 0
+    if not args.names:
+        raise HotloopError("calibrate: name a plan to run, or A/A result files or directories "
+                           "to read (or --list)")
+    if args.sessions < noise.MIN_SESSIONS:
+        raise HotloopError(f"--sessions {args.sessions}: a calibration needs at least "
+                           f"{noise.MIN_SESSIONS} sessions (8 or more give a usable estimate)")
+    if not math.isfinite(args.gap) or args.gap < 0:
+        raise HotloopError(f"--gap {args.gap:g}: must be 0 or more seconds")
+    from hotloop.analysis import compare
+    looks_like_path = [n for n in args.names if Path(n.split(",")[0]).exists() or "/" in n
+                       or n.endswith(".jsonl")]
+    if looks_like_path:
+        if len(looks_like_path) != len(args.names):
+            raise HotloopError("calibrate: give one plan to run, or result files and "
+                               "directories to read, not both")
+        sessions = [r for side in compare.load_sides(args.names) for r in side]
+        profile = noise.estimate(sessions)
+        print(calibration.report(profile, noise.save(profile)))
+        return 0
+    if len(args.names) > 1:
+        raise HotloopError("calibrate: one plan at a time")
+    cat = _catalog(args, warn=False)
+    plan = cat.plan_for(args.names[0])
+    rp = resolve_run_plan(cat, args, plan, args.cpu, args.param)
+    _warn_skipped(cat)
+    where = calibrate.new_directory(rp.plan.name)
+    sessions_run = [Session(rp, where / f"session-{i:02d}.jsonl", variant=f"session {i}",
+                            apply_system=args.apply_system)
+                    for i in range(1, args.sessions + 1)]
+    watch = calibrate.Stopwatch()
+
+    def observe(variant: str, event: ev.Event | None) -> None:
+        watch.see(variant, event)
+        if isinstance(event, ev.Finished) and event.summary:
+            s = event.summary
+            print(f"{variant}/{args.sessions}: {s.get('n')} runs, median "
+                  f"{si(s.get('median', 0), rp.workload.unit)}, CV {100 * s.get('cv', 0):.2f}%",
+                  file=sys.stderr)
+    try:
+        last = asyncio.run(_run_sessions(sessions_run, "text", False, args.gap, observe))
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        print(f"hotloop: interrupted; the sessions so far are in {where}", file=sys.stderr)
+        return interrupted_status()
+    failed = [e for e in last.values() if isinstance(e, ev.Failed)]
+    if failed:
+        if failed[0].interrupted:
+            return interrupted_status()
+        raise RunFailed(f"calibrate: {failed[0].variant}: {failed[0].message} (sessions so far "
+                        f"in {where})")
+    done = [results.read(s.result_file) for s in sessions_run]
+    costs = watch.costs()
+    profile = noise.estimate(done, *(costs or (None, None)))
+    print(calibration.report(profile, noise.save(profile)))
+    print(f"the sessions: {where} (hotloop calibrate {where} reads them again)")
+    return 0
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    cat = _catalog(args)
+    what = args.what
+    for table in cat.replaced:
+        print(f"{visible(table)}: yours replaces the bundled one")
+    if what in (None, "workloads"):
+        print("workloads")
+        for w in cat.workloads.values():
+            print(f"  {w.name:<16} {w.metric:<10} {visible(w.summary)}")
+            for p in w.params.values():
+                print(f"      {p.name}={p.default}  ({p.describe()}) {visible(p.help)}")
+    if what in (None, "cpu"):
+        print("cpu profiles")
+        for c in cat.cpus.values():
+            cpus = ",".join(map(str, c.cpus)) or "any"
+            print(f"  {c.name:<16} cpus {cpus:<8} sched {c.sched:<6} {visible(c.summary)}")
+    if what in (None, "kernel"):
+        print("kernel profiles")
+        for k in cat.kernels.values():
+            print(f"  {k.name:<16} label {k.label!r:<20} {visible(k.summary)}")
+    if what in (None, "plans"):
+        print("plans")
+        for p in cat.plans.values():
+            print(f"  {p.name:<18} {p.workload:<12} {visible(p.summary)}".rstrip())
+            print(f"  {'':<18} {plan_duration(p, len(cat.variants(p)))}")
+    return 0
+
+
+def plan_duration(plan: Plan, variants: int = 1) -> str:
+    """How long a plan takes, as far as the catalogue knows: its repetitions (runs, plus a
+    warmup in each worker process, per variant) times a cost no file records, so "~?",
+    and the bound its timeout sets.  A summary may say more ("about 10 s")."""
+    reps = plan.runs + plan.warmup * plan.processes
+    runs = f"{'up to ' if plan.until_ci else ''}{plan.runs} run{'' if plan.runs == 1 else 's'}"
+    if plan.until_ci:
+        runs += f" (until the median is known to ±{plan.until_ci:g}%)"
+    warm = f" + {plan.warmup} warmup{'' if plan.warmup == 1 else 's'}" if plan.warmup else ""
+    if plan.warmup and plan.processes > 1:
+        warm += " in each"
+    procs = f", {plan.processes} processes" if plan.processes > 1 else ""
+    total = reps * variants
+    times = f"{variants} variants x {reps} = {total}" if variants > 1 else f"{total}"
+    return (f"{runs}{warm}{procs}: {times} repetitions x ~? each (at most "
+            f"{duration(total * plan.timeout)} at the {plan.timeout:g} s timeout)")
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    rows: list[tuple[str, bool, str]] = []
+    try:
+        rows.append(("compiler", True, build.compiler_version()))
+    except HotloopError as e:
+        rows.append(("compiler", False, str(e)))
+    rows += [(c.name, c.available, c.detail) for c in doctor.capabilities()]
+    rows += [(c.name, c.available, c.detail) for c in probe.capabilities()]
+    cat = _catalog(args)
+    bad = sum(s.warning.endswith("(file skipped)") for s in cat.skipped)
+    rows.append(("profiles", not cat.skipped,
+                 f"{len(cat.files)} files: {len(cat.workloads)} workloads, "
+                 f"{len(cat.cpus)} cpu, {len(cat.kernels)} kernel, {len(cat.plans)} plans"
+                 + (f"; {bad} bad file{'' if bad == 1 else 's'} and "
+                    f"{len(cat.skipped) - bad} plan{'' if len(cat.skipped) - bad == 1 else 's'}"
+                    " skipped (see above)" if cat.skipped else "")))
+    for name, ok, detail in rows:
+        print(f"  {'yes' if ok else 'no '}  {name:<20} {detail}")
+    return 0
+
+
+def cmd_save(args: argparse.Namespace) -> int:
+    cat = _catalog(args, warn=False)
+    cat.check_skipped("plan", args.name)    # saved beside a broken one: defined twice
+    cat.require("cpu", args.cpu, "--cpu")
+    cat.require("kernel", args.kernel, "--kernel")
+    plan = Plan(name=args.name, workload=args.workload, cpu=args.cpu, kernel=args.kernel,
+                runs=args.runs, warmup=args.warmup, perf=args.perf, summary=args.summary,
+                processes=args.processes, params=parse_params(cat, args.workload, args.param))
+    _warn_skipped(cat)
+    path = catalog.save_plan(plan, overwrite=args.force, cat=cat)
+    print(f"saved plan {plan.name} to {path}")
+    return 0
+
+
+def cmd_restore(args: argparse.Namespace) -> int:
+    messages = journal.recover(force=True)
+    print("\n".join(messages) if messages else "nothing to restore")
+    return 0
+
+
+def cmd_completion(args: argparse.Namespace) -> int:
+    if args.names:
+        return complete_names(args.names, _profiles(args))
+    if args.shell is None:
+        raise HotloopError("completion: name the shell: bash or zsh "
+                           "(source <(hotloop completion bash))")
+    print(shtab.complete(parser(), args.shell, preamble=_COMPLETION_PREAMBLE[args.shell]))
+    return 0
+
+
+def complete_names(kind: str, profiles: list[Path]) -> int:
+    """The names a shell completes, one a line; nothing at all when they cannot be known
+    (a --profiles directory that does not exist, a broken file): completion stays quiet."""
+    try:
+        cat = catalog.load([d for d in profiles if d.is_dir()], skip_bad=True)
+        names = ([*cat.names("plan"), *cat.names("workload")] if kind == "plan"
+                 else cat.names(kind))
+        print("\n".join(dict.fromkeys(names)))
+    except Exception:       # noqa: BLE001 - a completion never prints a traceback
+        pass
+    return 0
+
+
+def cmd_tui(args: argparse.Namespace) -> int:
+    problem = paths.bundled_problem()   # a broken installation: one line, not an empty console
+    if problem:
+        raise HotloopError(problem)
+    from hotloop.console.app import HotloopApp  # only the console needs Textual loaded
+    app = HotloopApp(profiles=_profiles(args))
+    app.run()
+    return app.exit_status

@@ -1,0 +1,61 @@
+"""What the subcommands share: the catalogue with --profiles, and signals as exit statuses."""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import signal
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from hotloop import catalog
+from hotloop.catalog import Catalog
+from hotloop.run.session import Session
+from hotloop.visible import visible
+
+
+def _profiles(args: argparse.Namespace) -> list[Path]:
+    return [*args.top_profiles, *getattr(args, "profiles", [])]
+
+
+def _catalog(args: argparse.Namespace, warn: bool = True) -> Catalog:
+    """The catalogue, as the console loads it: a bad file (or a plan it breaks) is left
+    out with one line on stderr naming file, line and key, and is an error (exit 2) only
+    when the command needs what it defines (`Catalog.check_skipped`).  Without `warn`
+    the command says it (`_warn_skipped`) once it has what it needs: an error stays the
+    one line."""
+    cat = catalog.load(_profiles(args), skip_bad=True)
+    if warn:
+        _warn_skipped(cat)
+    return cat
+
+
+def _warn_skipped(cat: Catalog) -> None:
+    for s in cat.skipped:
+        print(f"hotloop: warning: {visible(s.warning)}", file=sys.stderr)
+
+
+_signal_received = signal.SIGINT
+
+
+def _interrupt(signum: int, frame: Any) -> None:
+    """SIGTERM/SIGHUP outside a run (building, listing): like Ctrl-C."""
+    global _signal_received
+    _signal_received = signal.Signals(signum)
+    raise KeyboardInterrupt
+
+
+def _cancel(signum: int, task: asyncio.Task[Any], sessions: Sequence[Session] = ()) -> None:
+    """Ctrl-C, SIGTERM or SIGHUP during a run: cancel it; each session's last line names the
+    signal."""
+    global _signal_received
+    _signal_received = signal.Signals(signum)
+    for s in sessions:
+        s.interrupted_by = _signal_received.name
+    task.cancel()
+
+
+def interrupted_status() -> int:
+    """128 + the signal, as a shell reports it: 130 for Ctrl-C, 143 for SIGTERM."""
+    return 128 + int(_signal_received)

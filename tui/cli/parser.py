@@ -1,0 +1,206 @@
+"""The command line: subcommands, their options, the examples, shell completion."""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any, NoReturn
+
+import shtab
+
+from hotloop import __version__
+from hotloop.errors import HotloopError
+
+# Shell completion (shtab): names come from `hotloop completion --names KIND`, which reads
+# the catalogue (with the --profiles directories already on the line) and says nothing
+# when it cannot.
+NAME_KINDS = ("plan", "workload", "cpu", "kernel")
+
+
+_COMPLETION_PREAMBLE = {
+    "bash": r"""
+# hotloop's names: $1 plan|workload|cpu|kernel, $2 the word so far
+_hotloop_names() {
+  local i profiles=()
+  for ((i = 2; i < ${#COMP_WORDS[@]}; i++)); do
+    [[ ${COMP_WORDS[i-1]} == --profiles ]] && profiles+=(--profiles "${COMP_WORDS[i]}")
+  done
+  compgen -W "$(hotloop completion --names "$1" "${profiles[@]}" 2>/dev/null)" -- "$2"
+}
+_hotloop_names_plan() { _hotloop_names plan "$1"; }
+_hotloop_names_workload() { _hotloop_names workload "$1"; }
+_hotloop_names_cpu() { _hotloop_names cpu "$1"; }
+_hotloop_names_kernel() { _hotloop_names kernel "$1"; }
+""",
+    "zsh": r"""
+# hotloop's names: $1 plan|workload|cpu|kernel
+_hotloop_names() {
+  local i
+  local -a profiles names
+  for ((i = 2; i < CURRENT; i++)); do
+    [[ ${words[i-1]} == --profiles ]] && profiles+=(--profiles "${words[i]}")
+  done
+  names=(${(f)"$(hotloop completion --names "$1" "${profiles[@]}" 2>/dev/null)"})
+  compadd -a names
+}
+""",
+}
+
+
+def _names(kind: str) -> dict[str, str]:
+    return {"bash": f"_hotloop_names_{kind}", "zsh": f"_hotloop_names {kind}"}
+
+
+def _complete(action: argparse.Action, what: dict[str, Any]) -> None:
+    action.complete = what      # type: ignore[attr-defined]   # read by shtab
+
+
+def _profiles_option(p: argparse.ArgumentParser, dest: str = "profiles") -> None:
+    _complete(p.add_argument("--profiles", metavar="DIR", type=Path, action="append",
+                             default=[], dest=dest,
+                             help="another directory of TOML profiles (repeatable)"),
+              shtab.DIRECTORY)
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:      # one line, exit 2
+        raise HotloopError(f"{self.prog.removeprefix('hotloop').strip() or 'usage'}: "
+                           f"{message}")
+
+
+def _plan_options(p: argparse.ArgumentParser, several: bool = False) -> None:
+    """What `run` and `calibrate` take to adjust the plan they run."""
+    _complete(p.add_argument("--cpu", action="append" if several else "store",
+                             help="CPU profile" + ("; repeat to compare profiles" if several
+                                                   else "")), _names("cpu"))
+    _complete(p.add_argument("--kernel", help="kernel profile"), _names("kernel"))
+    p.add_argument("--runs", type=int, help="recorded repetitions")
+    p.add_argument("--warmup", type=int, help="unrecorded repetitions first")
+    p.add_argument("--timeout", type=float, help="seconds one repetition may take")
+    p.add_argument("--until-ci", type=float, metavar="PCT",
+                   help="stop once the median's 95%% confidence interval is within +-PCT%% "
+                        "(at most --runs runs)")
+    p.add_argument("--processes", type=int,
+                   help="spread the runs over N worker processes, in turn (default: the "
+                        "plan's, 1): averages out what one process's memory layout does")
+    p.add_argument("--param", action="append", default=[], metavar="K=V",
+                   help="override a workload parameter (repeatable)"
+                        + ("; K=V1,V2 compares values" if several else ""))
+    p.add_argument("--perf", action=argparse.BooleanOptionalAction, default=None,
+                   help="sample with perf (default: the plan's, on where perf works)")
+    p.add_argument("--apply-system", action="store_true",
+                   help="allow the profiles' sysctl/governor changes (restored after)")
+    _profiles_option(p)
+
+
+EXAMPLES = """\
+examples:
+  hotloop                                   the console
+  hotloop run quick                         the default plan, headless
+  hotloop run seqpacket --runs 20           a workload with its defaults
+  hotloop run seqpacket --cpu same-core --cpu split --interleave   A/B, round by round
+  hotloop show results/FILE.jsonl --runs    summary, histogram, every run
+  hotloop compare stock.jsonl patched.jsonl --svg cmp.svg
+  hotloop list plans                        the plans and what a run of each takes
+  hotloop doctor                            what this machine allows
+  source <(hotloop completion bash)         tab completion (bash; zsh likewise)
+
+`hotloop COMMAND --help` tells more about each command."""
+
+
+def parser() -> argparse.ArgumentParser:
+    top = _Parser(prog="hotloop", formatter_class=argparse.RawDescriptionHelpFormatter,
+                  description="Benchmark Linux kernel and system hot paths.\n\n"
+                              "With no arguments, hotloop opens the console (a terminal UI) on "
+                              "the quick plan:\npress r to run it, q to quit.",
+                  epilog=EXAMPLES)
+    top.add_argument("--version", action="version", version=f"hotloop {__version__}")
+    _profiles_option(top, dest="top_profiles")     # before the subcommand, or after it
+    sub = top.add_subparsers(dest="command", parser_class=_Parser)
+
+    run = sub.add_parser("run", help="run plans or workloads headless")
+    _complete(run.add_argument("names", nargs="+", metavar="NAME",
+                               help="plan or workload name; several run as a batch and are "
+                                    "compared"), _names("plan"))
+    run.add_argument("--interleave", action="store_true",
+                     help="run the variants alternately, one repetition each (ABAB...)")
+    run.add_argument("--keep-perf", action="store_true",
+                     help="keep perf.data files beside the result file (RESULT.perf/)")
+    _complete(run.add_argument("--out", type=Path,
+                               help="result file (default results/<time>-<plan>.jsonl)"),
+              shtab.FILE)
+    run.add_argument("--force", action="store_true",
+                     help="replace an existing --out file (kept as it was unless the run "
+                          "measures something)")
+    run.add_argument("--format", choices=("text", "json"), default="text")
+    _plan_options(run, several=True)
+
+    show = sub.add_parser("show", help="summary, histogram and hot symbols of a result file")
+    _complete(show.add_argument("file", type=Path), shtab.FILE)
+    show.add_argument("--format", choices=("text", "json", "csv"), default="text",
+                      help="text (default), json, or csv: the runs, one row each")
+    show.add_argument("--runs", action="store_true",
+                      help="list every run: value, ops, ns and the workload's extras")
+    _complete(show.add_argument("--svg", type=Path, metavar="OUT",
+                                help="also draw the report (histogram and tables) as an SVG "
+                                     "picture"), shtab.FILE)
+    _profiles_option(show)
+
+    cmp = sub.add_parser("compare", help="compare results; the first side is the baseline")
+    _complete(cmp.add_argument("files", nargs="+", metavar="SIDE",
+                               help="a result file, a directory of them, or files joined by "
+                                    "commas: each one side, its files that side's sessions"),
+              shtab.FILE)
+    cmp.add_argument("--format", choices=("text", "md", "org", "csv", "json"), default="text")
+    _complete(cmp.add_argument("--noise", type=Path, metavar="FILE",
+                               help="the noise profile to use (default: the stored one that "
+                                    "matches)"), shtab.FILE)
+    _complete(cmp.add_argument("--svg", type=Path, metavar="OUT",
+                               help="also draw the table and the histograms as an SVG picture"),
+              shtab.FILE)
+    _profiles_option(cmp)
+
+    cal = sub.add_parser("calibrate", help="measure the session-to-session noise of a plan")
+    _complete(cal.add_argument("names", nargs="*", metavar="PLAN|PATH",
+                               help="a plan or workload to run K sessions of, or A/A result "
+                                    "files or directories to read"), _names("plan"))
+    cal.add_argument("--sessions", type=int, default=8, help="sessions to run (default 8)")
+    cal.add_argument("--gap", type=float, default=0.0, metavar="S",
+                     help="seconds between sessions")
+    cal.add_argument("--list", action="store_true", help="list the stored noise profiles")
+    _plan_options(cal)
+
+    lst = sub.add_parser("list", help="list workloads, CPU and kernel profiles, plans")
+    lst.add_argument("what", nargs="?", choices=("workloads", "cpu", "kernel", "plans"))
+    _profiles_option(lst)
+
+    doctor = sub.add_parser("doctor", help="what this machine allows")
+    _profiles_option(doctor)
+
+    save = sub.add_parser("save", help="save a plan to your profile directory")
+    save.add_argument("name", help="the plan's name")
+    _complete(save.add_argument("--workload", required=True, help="the workload it runs"),
+              _names("workload"))
+    _complete(save.add_argument("--cpu", default="default", help="CPU profile"), _names("cpu"))
+    _complete(save.add_argument("--kernel", default="default", help="kernel profile"),
+              _names("kernel"))
+    save.add_argument("--runs", type=int, default=10, help="recorded repetitions")
+    save.add_argument("--warmup", type=int, default=1, help="unrecorded repetitions first")
+    save.add_argument("--processes", type=int, default=1,
+                      help="worker processes the runs are spread over")
+    save.add_argument("--param", action="append", default=[], metavar="K=V",
+                      help="a workload parameter (repeatable)")
+    save.add_argument("--perf", action=argparse.BooleanOptionalAction, default=True,
+                      help="sample with perf")
+    save.add_argument("--summary", default="", help="one line for `hotloop list plans`")
+    save.add_argument("--force", action="store_true", help="replace a plan saved before")
+    _profiles_option(save)
+
+    restore = sub.add_parser("restore", help="put back system settings a killed run left")
+    _profiles_option(restore)
+
+    comp = sub.add_parser("completion", help="print a shell completion script: "
+                                             "source <(hotloop completion bash)")
+    comp.add_argument("shell", nargs="?", choices=("bash", "zsh"))
+    comp.add_argument("--names", choices=NAME_KINDS, help=argparse.SUPPRESS)
+    _profiles_option(comp)
+    return top

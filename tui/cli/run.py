@@ -1,0 +1,297 @@
+"""`hotloop run`: one plan, a batch of variants in turn, or interleaved variants; each session's
+progress, its report, and the batch's comparison."""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import itertools
+import json
+import re
+import signal
+import sys
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
+from hotloop import catalog, results
+from hotloop import events as ev
+from hotloop.catalog import Catalog, Plan
+from hotloop.catalog.loader import did_you_mean
+from hotloop.cli.common import _cancel, _catalog, _warn_skipped, interrupted_status
+from hotloop.errors import HotloopError, RunFailed
+from hotloop.render import report
+from hotloop.render.units import si
+from hotloop.results.header import Header
+from hotloop.run.interleave import interleave
+from hotloop.run.session import Session
+from hotloop.visible import visible, visible_lines
+
+
+def parse_params(cat: Catalog, workload: str, items: list[str],
+                 base: dict[str, int | str] | None = None) -> dict[str, int | str]:
+    """`--param K=V` items checked against the workload's declared types and bounds."""
+    cat.require("workload", workload, "--workload")
+    w = cat.workloads[workload]
+    params = dict(base or {})
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise HotloopError(f"--param {item}: expected KEY=VALUE")
+        if key not in w.params:
+            raise HotloopError(f"--param {item}: workload {workload} has no param "
+                               f"{key!r}{did_you_mean(key, w.params)} "
+                               f"(known: {', '.join(w.params) or 'none'})")
+        try:
+            params[key] = w.params[key].parse(value)
+        except ValueError as e:
+            raise HotloopError(f"--param {item}: {e}") from None
+    return params
+
+
+INTERLEAVE_PROCESSES = 5                # worker processes a variant, interleaved
+
+
+def check_run_flags(args: argparse.Namespace) -> None:
+    """--runs, --warmup, --processes and --timeout within the bounds TOML plans have."""
+    for flag in ("runs", "warmup", "processes"):
+        value = getattr(args, flag, None)
+        lo, hi = catalog.RUN_LIMITS[flag]
+        if value is not None and not lo <= value <= hi:
+            raise HotloopError(f"--{flag} {value}: must be at "
+                               + (f"least {lo}" if value < lo else f"most {hi}"))
+    timeout = getattr(args, "timeout", None)
+    problem = None if timeout is None else catalog.timeout_problem(timeout)
+    if problem:
+        raise HotloopError(f"--timeout {timeout:g}: {problem}")
+    target = getattr(args, "until_ci", None)
+    problem = None if target is None else catalog.until_ci_problem(target)
+    if problem:
+        raise HotloopError(f"--until-ci {target:g}: {problem}")
+
+
+def resolve_run_plan(cat: Catalog, args: argparse.Namespace, plan: Plan, cpu: str | None,
+                     param_items: list[str]) -> catalog.ResolvedPlan:
+    """A plan named on the command line with the command line's overrides."""
+    # A profile named on the command line is the command line's error, not the plan
+    # file's (the plan keeps its origin through the overrides).
+    if cpu is not None:
+        cat.require("cpu", cpu, "--cpu")
+    if args.kernel is not None:
+        cat.require("kernel", args.kernel, "--kernel")
+    params = parse_params(cat, plan.workload, param_items, plan.params)
+    check_run_flags(args)
+    processes = args.processes
+    if getattr(args, "interleave", False) and processes is None:
+        # Interleaved variants are compared process block by process block (a process has
+        # an offset of its own): a few processes each unless asked otherwise.
+        processes = max(plan.processes, min(INTERLEAVE_PROCESSES, args.runs or plan.runs))
+    plan = catalog.with_overrides(plan, cpu=cpu, kernel=args.kernel, runs=args.runs,
+                                  warmup=args.warmup, timeout=args.timeout, perf=args.perf,
+                                  processes=processes, until_ci=args.until_ci,
+                                  params=params)
+    return cat.resolve(plan)
+
+
+@dataclass(frozen=True)
+class Variant:
+    label: str
+    rp: catalog.ResolvedPlan
+    out: Path
+
+
+def variants(cat: Catalog, args: argparse.Namespace) -> list[Variant]:
+    """Every combination of the plans, --cpu profiles and K=V1,V2 params asked for."""
+    fixed: list[str] = []
+    multi: list[list[str]] = []
+    for item in args.param:
+        key, sep, value = item.partition("=")
+        if sep and "," in value:
+            multi.append([f"{key}={v}" for v in value.split(",")])
+        else:
+            fixed.append(item)
+    cpus = args.cpu or [None]
+    plans = [(name, label, plan) for name in args.names
+             for label, plan in cat.variants(cat.plan_for(name))]
+    out: list[Variant] = []
+    for (name, plan_label, plan), cpu, combo in itertools.product(plans, cpus,
+                                                                   itertools.product(*multi)):
+        rp = resolve_run_plan(cat, args, plan, cpu, fixed + list(combo))
+        parts = ([name] if len(args.names) > 1 else []) + ([plan_label] if plan_label else []) \
+            + ([f"cpu={cpu}"] if len(cpus) > 1 else []) + list(combo)
+        label = " ".join(parts)
+        slug = re.sub(r"[^A-Za-z0-9_.+-]+", "_", label)
+        stem = slug if slug.startswith(rp.plan.name) else f"{rp.plan.name}-{slug}"
+        path = results.default_path(stem if slug else rp.plan.name)
+        out.append(Variant(label, rp, path))
+    labels = [v.label for v in out]
+    twice = sorted({ln for ln in labels if labels.count(ln) > 1})
+    if twice:
+        raise HotloopError(f"the batch names the same variant twice: {', '.join(twice)}")
+    if len(out) > 1 and args.out:
+        raise HotloopError("--out names one file, and this batch writes one per variant")
+    if args.force and not args.out:
+        raise HotloopError("--force replaces an --out file; without --out every run gets "
+                           "a new one")
+    if args.out and args.out.is_dir():
+        raise HotloopError(f"--out {args.out}: is a directory, not a result file")
+    if args.out and args.out.is_file() and not args.force:    # before building: at once
+        raise HotloopError(f"--out {args.out}: exists (pass --force to replace it)")
+    if len(out) == 1 and args.out:
+        out[0] = Variant(out[0].label, out[0].rp, args.out)
+    if args.interleave and len(out) < 2:
+        raise HotloopError("--interleave needs two or more variants (plans, --cpu, or K=V1,V2)")
+    if args.interleave and any(v.rp.kernel.sysctl for v in out):
+        raise HotloopError("--interleave cannot switch sysctls between runs; run the variants "
+                           "in turn (without --interleave)")
+    return out
+
+
+async def _run_sessions(sessions: list[Session], fmt: str, interleaved: bool,
+                        gap: float = 0.0, observe: Callable[[str, ev.Event | None], None]
+                        | None = None, got: dict[str, results.Result] | None = None
+                        ) -> dict[str, ev.Event | None]:
+    """Drive the sessions with a progress bar on stderr; each one's Finished or Failed.
+    In turn: `gap` seconds between two sessions; `observe` sees each event (None when a
+    session begins); `got` collects each one's result (by variant) as its events come,
+    so a report needs no file to read back (--out /dev/null)."""
+    # SIGTERM/SIGHUP (a kill, a dropped SSH session) cancel the run like Ctrl-C does:
+    # the worker is stopped, the system restored, the result file ends "interrupted".
+    loop, main = asyncio.get_running_loop(), asyncio.current_task()
+    assert main is not None
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        loop.add_signal_handler(sig, _cancel, sig, main, sessions)
+    console = Console(stderr=True, soft_wrap=True)    # a warning stays one line
+    last: dict[str, ev.Event | None] = {s.variant: None for s in sessions}
+    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TextColumn("{task.fields[value]}"), TimeElapsedColumn(),
+                  TextColumn("eta"), TimeRemainingColumn(), console=console,
+                  transient=True, disable=fmt != "text" or not console.is_terminal) as bar:
+        tasks = {s.variant: bar.add_task(escape(visible(s.variant or s.rp.plan.name)),
+                                         total=s.rp.plan.runs,
+                                         value="") for s in sessions}
+        units = {s.variant: s.rp.workload.unit for s in sessions}
+        warned: set[str] = set()
+
+        async def consume(stream: AsyncIterator[ev.Event]) -> None:
+            async for event in stream:
+                if observe is not None:
+                    observe(event.header.get("variant", "") if isinstance(event, ev.Started)
+                            else event.variant, event)
+                if got is not None and isinstance(event, ev.Started):
+                    got[event.header.get("variant", "")] = results.Result(
+                        Path(event.result_file), Header.of(event.header))
+                elif got is not None and event.variant in got:
+                    got[event.variant].add(event)
+                if isinstance(event, (ev.Finished, ev.Failed)):
+                    last[event.variant] = event
+                elif isinstance(event, ev.RunSample) and not event.warmup:
+                    bar.update(tasks[event.variant], advance=1,
+                               value=si(event.value, units[event.variant]))
+                elif isinstance(event, ev.Warning) and event.message not in warned:
+                    # Once a batch: the same warning from every variant (perf's, a
+                    # machine's) is one line; the report after the run repeats none.
+                    warned.add(event.message)
+                    prefix = f"{event.variant}: " if len(sessions) > 1 else ""
+                    # "[cpu.c]" is no markup, an ESC from a workload no terminal command
+                    console.print("[yellow]warning:[/] "
+                                  + escape(visible(f"{prefix}{event.message}")))
+
+        if interleaved:
+            await consume(interleave(sessions))
+        else:
+            for i, s in enumerate(sessions):
+                if i and gap > 0:
+                    await asyncio.sleep(gap)
+                if observe is not None:
+                    observe(s.variant, None)
+                await consume(s.events())
+                if isinstance(last[s.variant], ev.Failed):
+                    break               # a failed session ends the ones after it
+    return last
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    cat = _catalog(args, warn=False)
+    todo = variants(cat, args)
+    _warn_skipped(cat)
+    # A default name that is taken becomes another; an --out file is never
+    # overwritten but with --force (results.Writer).
+    on_exists = ("replace" if args.force else "refuse") if args.out else "rename"
+    sessions = [Session(v.rp, v.out, variant=v.label, apply_system=args.apply_system,
+                        keep_perf=args.keep_perf, on_exists=on_exists) for v in todo]
+    got: dict[str, results.Result] = {}
+    try:
+        asyncio.run(_run_sessions(sessions, args.format, args.interleave, got=got))
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        files = visible(", ".join(str(r.path) for r in got.values()))
+        print("hotloop: interrupted; " + (f"the runs measured so far are in {files}" if files
+                                           else "nothing was measured yet"), file=sys.stderr)
+        for res in got.values():
+            if res.finished is None and res.failed is None:
+                # the session wrote its "interrupted" line as it was cancelled
+                res.add(ev.Failed("interrupted", run=len(res.runs), interrupted=True))
+        if any(res.runs for res in got.values()):
+            _print_reports(todo, [r for r in got.values() if r.runs], args.format)
+        return interrupted_status()
+    done: list[results.Result] = []
+    failures: list[str] = []
+    interrupted = False
+    for v in todo:
+        res = got.get(v.label)
+        if res is None:
+            continue
+        end = res.finished or res.failed
+        if isinstance(end, ev.Failed) and end.bad_input and not res.runs:
+            raise HotloopError(end.message)  # nothing ran, and the session kept nothing
+        if isinstance(end, ev.Failed):
+            interrupted |= end.interrupted
+            if not end.interrupted:
+                failures.append(f"{v.label or v.rp.plan.name}: {end.message}")
+        done.append(res)
+    _print_reports(todo, done, args.format)
+    if interrupted:
+        return interrupted_status()
+    if failures:
+        raise RunFailed("; ".join(failures))
+    return 0
+
+
+def _print_reports(todo: list[Variant], done: list[results.Result], fmt: str) -> None:
+    """Each variant's report, then the batch's comparison (on stdout).  The warnings were
+    shown as they came (on stderr, once a batch): the text reports leave them out."""
+    comparison = _batch_comparison(done) if len(todo) > 1 else None
+    if fmt == "json":
+        docs = [report.document(r) for r in done]
+        doc: dict[str, Any] = docs[0] if len(todo) == 1 else {
+            "results": docs, "comparison": json.loads(comparison[1]) if comparison else None}
+        print(json.dumps(doc, indent=2))
+    else:
+        print("\n\n".join(report.text(r, warnings=False) for r in done))
+        if comparison:
+            print("\n" + visible_lines(comparison[0]))
+
+
+def _batch_comparison(done: list[results.Result]) -> tuple[str, str] | None:
+    """The batch's comparison as (text, json), or None when it cannot be compared."""
+    if len(done) < 2:
+        return None
+    from hotloop.analysis import compare  # scipy: only when comparing (0.8 s to import)
+    from hotloop.render import compare_formats
+    try:
+        comp = compare.compare(done, batch=True)
+    except HotloopError as e:
+        print(f"hotloop: no comparison: {visible(str(e))}", file=sys.stderr)
+        return None
+    return compare_formats.render(comp, "text"), compare_formats.render(comp, "json")
