@@ -11,12 +11,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from textual.widgets import Input, RichLog, Select
+from textual.widgets import Input, Select
 
 from hotloop import results
 from hotloop.console.app import HotloopApp
 from hotloop.console.screens.save import SavePlanScreen
 from hotloop.console.widgets.catalog_tree import CatalogTree
+from hotloop.console.widgets.log import LogPanel
 from hotloop.console.widgets.params import ParamInput
 from hotloop.console.widgets.plots import HistogramPlot
 from hotloop.console.widgets.stats_panel import StatsPanel
@@ -38,7 +39,8 @@ async def wait_for(pilot, predicate: Callable[[], object], timeout: float = 20.0
 
 
 def log_text(app: HotloopApp) -> str:
-    return "\n".join(line.text for line in app.query_one(RichLog).lines)
+    """What the log says, a line per message (on screen each wraps at the panel's width)."""
+    return "\n".join(text.plain for text in app.query_one(LogPanel).entries)
 
 
 async def type_into(pilot, app: HotloopApp, key: str, text: str) -> ParamInput:
@@ -581,3 +583,27 @@ def test_histogram_of_one_bucket_draws_bars_within_the_plot(values) -> None:
             assert edges[-1] > max(values) / 1e6, text
     run(go())
 
+
+def test_the_log_wraps_at_its_width_without_losing_characters(isolated: Path) -> None:
+    """80 columns over SSH: a wrapped line keeps every character ("sampl|falls" lost "ing"
+    to a log that drew lines 78 wide in a narrower panel), and a resize wraps them again."""
+    said = ("perf: hardware counters: cycles/instructions not supported: sampling falls back "
+            "to cpu-clock, no IPC; " * 2).strip()
+
+    async def go() -> None:
+        app = HotloopApp(results_dir=isolated / "results")
+        async with app.run_test(size=(80, 24)) as pilot:
+            await wait_for(pilot, lambda: app.form.base is not None, 10, "a plan loaded")
+            await pilot.press("v")
+            log = app.query_one(LogPanel)
+            app.log_line(said, "warning")
+            for width in (80, 120, 60):
+                if width != 80:
+                    await pilot.resize_terminal(width, 24)
+                await pilot.pause()
+                await wait_for(pilot, lambda: log.lines, 5, "the log's lines")
+                room = log.scrollable_content_region.width
+                rows = [line.text.rstrip() for line in log.lines]
+                assert all(len(row) <= room for row in rows), (room, rows)
+                assert " ".join(rows).split() == ("warning: " + said).split()
+    run(go())

@@ -28,9 +28,9 @@ from rich.text import Text
 from textual import work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
+from textual.containers import Grid, Horizontal, Vertical
 from textual.css.query import NoMatches
-from textual.widgets import Footer, RichLog, Static
+from textual.widgets import Footer, Static
 from textual.worker import Worker, WorkerState
 
 from hotloop import catalog, results
@@ -48,6 +48,7 @@ from hotloop.console.messages import (
 from hotloop.console.screens.save import SavePlanScreen
 from hotloop.console.watchdog import Watchdog
 from hotloop.console.widgets.catalog_tree import CatalogTree
+from hotloop.console.widgets.log import LogPanel
 from hotloop.console.widgets.params import ParamsForm
 from hotloop.console.widgets.plots import DriftPlot, HistogramPlot
 from hotloop.console.widgets.stats_panel import StatsPanel
@@ -110,14 +111,14 @@ class HotloopApp(App[None]):
                 yield CatalogTree(id="catalog")
                 yield ParamsForm(id="params")
             with Vertical(id="live"):
-                with Horizontal(id="live-top"):
-                    with Vertical(id="charts"):
-                        yield HistogramPlot(id="histogram")
-                        yield DriftPlot(id="drift")
-                    with Vertical(id="side"):
-                        yield StatsPanel(id="stats")
-                        yield SymbolsTable(id="symbols")
-                yield RichLog(id="log", wrap=True, markup=False, max_lines=500)
+                # a grid, so that a narrow screen can give the symbols the wide column
+                # (app.tcss places the four panels: row-major, by their spans)
+                with Grid(id="live-top"):
+                    yield HistogramPlot(id="histogram")
+                    yield StatsPanel(id="stats")
+                    yield SymbolsTable(id="symbols")
+                    yield DriftPlot(id="drift")
+                yield LogPanel(id="log")
         yield Footer()
 
     async def on_mount(self) -> None:
@@ -627,7 +628,7 @@ class HotloopApp(App[None]):
             style = self.theme_variables.get(colour, "") or ""
         prefix = {"warning": "warning: ", "error": "error: "}.get(level, "")
         # a workload's error text may hold an ESC or newlines: shown, never obeyed
-        self._q(RichLog).write(Text(prefix + visible(text), style=style))
+        self._q(LogPanel).add(Text(prefix + visible(text), style=style))
 
     def on_log_line(self, message: LogLine) -> None:
         self.log_line(message.text, message.level)

@@ -103,7 +103,9 @@ class StatsPanel(Vertical):
             lines.append(row("detect", "–"))
         else:                           # the smallest change compare would call vs another
             how = "calibrated" if live.noise is not None else "assumed noise"
-            lines.append(row("detect", f"≥{found:.2g}% [dim]{how}[/dim]"))
+            # no "3.6e+02": the line fits the narrow panel's 28 columns up to 9999%
+            shown = f"{found:.2g}" if found < 100 else f"{found:.0f}"
+            lines.append(row("detect", f"≥{shown}% [dim]{how}[/dim]"))
         eta = live.eta()
         when = duration(live.elapsed())
         if eta is not None:
