@@ -11,9 +11,18 @@ and the time from launch to a drawn screen.
 3. Launch: `python -m tui` (the real command) and the app alone, started in a pty
    of 100x30; time until the parameters panel is on screen.  A first launch warms
    the build and bytecode caches and is not counted.
+4. Stall: does the console freeze after `r`?  A heartbeat task on the app's event
+   loop sleeps 5 ms at a time and records how late it wakes, with the main thread's
+   CPU time (time.thread_time) over each beat: a late beat with as much CPU as wall
+   is code blocking the loop, one with little CPU is the process starved of a CPU.
+   The window is from pilot.press("r") until the first run is in the stats panel and
+   the histogram has drawn it (charts redraw at their own, slower rate), plus one more
+   pause so that frame is on screen.  The values the panels see are
+   rescaled so run 1 reads 1.000 MB/s (a one-bucket histogram 0.005 units wide: the
+   value that made plotext fill for 90 s); at 100x30 and 120x36, perf on and off.
 
     python benchmarks/tui_overhead.py [--rounds 4] [--runs 10] [--msgs 100000]
-                                      [--cpu same-core] [--launches 5]
+                                      [--cpu same-core] [--launches 5] [--stall-trials 3]
 """
 from __future__ import annotations
 
@@ -22,6 +31,7 @@ import asyncio
 import fcntl
 import os
 import pty
+import re
 import select
 import statistics
 import struct
@@ -37,7 +47,10 @@ from hotloop import (
     catalog,
     results,
 )
+from hotloop.console import app as console_app
 from hotloop.console.app import HotloopApp
+from hotloop.console.live import LiveRun
+from hotloop.console.widgets.plots import HistogramPlot
 from hotloop.render.units import si
 from hotloop.run.session import Session
 
@@ -134,6 +147,142 @@ async def flood(args: argparse.Namespace, out: Path) -> None:
     print(f"{'tui':<10}{tw:>9.2f}s{args.flood_runs / tw:>10.0f}{redraws:>10}")
 
 
+class PinnedLive(LiveRun):
+    """A LiveRun whose values are rescaled so that run 1 reads `FIRST` (the real session,
+    worker and events otherwise): a first value in the range that used to freeze the UI."""
+
+    FIRST = 1e6
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.factor: float | None = None
+        self.measured: float | None = None          # what run 1 really measured
+
+    def add(self, value: float, warmup: bool = False) -> None:
+        if not warmup and self.factor is None:
+            self.measured = value
+            self.factor = self.FIRST / value if value else 1.0
+        super().add(value * (self.factor or 1.0), warmup)
+
+
+class Heartbeat:
+    """Beats of `period` on the running loop: how late each woke, and the thread's CPU."""
+
+    def __init__(self, period: float = 0.005) -> None:
+        self.period = period
+        self.beats: list[tuple[float, float, float]] = []   # (at, lateness, cpu) seconds
+        self.task: asyncio.Task | None = None
+
+    async def _beat(self) -> None:
+        while True:
+            t, c = time.perf_counter(), time.thread_time()
+            await asyncio.sleep(self.period)
+            now = time.perf_counter()
+            self.beats.append((now, now - t - self.period, time.thread_time() - c))
+
+    def start(self) -> None:
+        self.task = asyncio.get_running_loop().create_task(self._beat())
+
+    async def stop(self) -> None:
+        if self.task is not None:
+            self.task.cancel()
+            try:
+                await self.task
+            except asyncio.CancelledError:
+                pass
+
+    def worst(self, since: float, until: float) -> tuple[float, float, int]:
+        """(longest lateness, the thread's CPU in that beat, beats) within [since, until]."""
+        inside = [b for b in self.beats if since <= b[0] <= until + self.period * 4]
+        if not inside:
+            return float("nan"), float("nan"), 0
+        _, late, cpu = max(inside, key=lambda b: b[1])
+        return late, cpu, len(inside)
+
+
+async def stall_once(rp: catalog.ResolvedPlan, out: Path, size: tuple[int, int]) -> dict:
+    """One `r` in the app at `size`: the longest event-loop stall until run 1 is on screen."""
+    app = BenchApp(rp, out)
+    async with app.run_test(size=size) as pilot:
+        while app.form.base is None:
+            await pilot.pause(0.01)
+        await app.form.load(app.cat, replace(rp.plan, params=dict(rp.params)))
+        await pilot.pause()
+        beat = Heartbeat()
+        beat.start()
+        await pilot.pause(0.1)
+        t = time.perf_counter()
+        await pilot.press("r")
+        runs = app.query_one("#stats-runs")
+        hist = app.query_one(HistogramPlot)
+
+        def on_screen() -> bool:         # "runs 1/20  running", and the histogram drew it
+            shown = re.match(r"runs (\d+)/", str(runs.render()))
+            return app.live is not None and app.live.n >= 1 and bool(shown) \
+                and int(shown.group(1)) >= 1 and getattr(hist, "drawn_n", 0) >= 1
+        while not on_screen():
+            if time.perf_counter() - t > 300:
+                raise RuntimeError("no run on screen after 300 s")
+            await asyncio.sleep(0.002)
+        await pilot.pause()
+        shown = time.perf_counter()
+        await asyncio.sleep(0.015)      # the beat a block delayed wakes and is counted
+        await beat.stop()
+        late, cpu, beats = beat.worst(t, shown)
+        live = app.live
+        measured = live.measured if isinstance(live, PinnedLive) else None
+        await app.stop_run(wait=True)
+        await pilot.pause()
+    return {"late": late, "cpu": cpu, "beats": beats, "shown": shown - t,
+            "measured": measured}
+
+
+def _counting_draw(draw):
+    """HistogramPlot.draw that notes how many runs it drew (the stall window's end)."""
+    def counted(self, plt, live):
+        self.drawn_n = live.n if live is not None else 0
+        return draw(self, plt, live)
+    return counted
+
+
+async def stall(args: argparse.Namespace, out: Path) -> None:
+    unit = "B/s"
+    rows = []
+    draw = HistogramPlot.draw
+    console_app.LiveRun = PinnedLive          # type: ignore[misc]  # the app's model, rescaled
+    HistogramPlot.draw = _counting_draw(draw)   # type: ignore[method-assign]
+    try:
+        for size in ((100, 30), (120, 36)):
+            for perf in (False, True):
+                rp = plan_for(args, 20, args.stall_msgs)
+                rp = replace(rp, plan=replace(rp.plan, perf=perf))
+                unit = rp.workload.unit
+                for trial in range(args.stall_trials):
+                    r = await stall_once(rp, out, size)
+                    rows.append((size, perf, trial, r))
+                    print(f"  {size[0]}x{size[1]} perf {'on' if perf else 'off'} trial "
+                          f"{trial + 1}: stall {r['late'] * 1e3:.0f} ms", flush=True)
+    finally:
+        console_app.LiveRun = LiveRun          # type: ignore[misc]
+        HistogramPlot.draw = draw               # type: ignore[method-assign]
+    print(f"\nstall: `r` to run 1 on screen, seqpacket msgs={args.stall_msgs}, run 1 shown "
+          f"as {si(PinnedLive.FIRST, unit)}; heartbeat every 5 ms on the app's loop")
+    print(f"{'size':<8}{'perf':<6}{'trial':>6}{'run 1 measured':>16}{'r to shown':>12}"
+          f"{'longest stall':>15}{'CPU in it':>11}{'beats':>7}")
+    for size, perf, trial, r in rows:
+        measured = si(r["measured"], unit) if r["measured"] else "-"
+        print(f"{size[0]}x{size[1]:<5}{'on' if perf else 'off':<6}{trial + 1:>6}{measured:>16}"
+              f"{r['shown'] * 1e3:>10.0f}ms{r['late'] * 1e3:>13.0f}ms{r['cpu'] * 1e3:>9.0f}ms"
+              f"{r['beats']:>7}")
+    worst = max(rows, key=lambda row: row[3]["late"])[3]
+    lates = [r["late"] for *_, r in rows]
+    cpus = [r["cpu"] for *_, r in rows]
+    print(f"over {len(rows)} trials: longest stall median {statistics.median(lates) * 1e3:.0f} ms, "
+          f"worst {worst['late'] * 1e3:.0f} ms ({worst['cpu'] * 1e3:.0f} ms of it on the CPU); "
+          f"CPU in the longest stall median {statistics.median(cpus) * 1e3:.0f} ms, max "
+          f"{max(cpus) * 1e3:.0f} ms (goal < 100 ms; load {os.getloadavg()[0]:.2f})")
+
+
 def launch_once(cmd: list[str], marker: bytes, cwd: str, timeout: float = 20.0) -> float:
     """Seconds from exec to `marker` in the terminal output; then quit with q."""
     pid, fd = pty.fork()
@@ -210,7 +359,11 @@ def main() -> None:
     p.add_argument("--flood-runs", type=int, default=3000)
     p.add_argument("--flood-msgs", type=int, default=20)
     p.add_argument("--launches", type=int, default=5)
-    p.add_argument("--skip", default="", help="comma list of: overhead,flood,launch")
+    p.add_argument("--stall-trials", type=int, default=3)
+    p.add_argument("--stall-msgs", type=int, default=200_000,
+                   help="the quick plan's: runs slower than the charts redraw, so the "
+                        "histogram draws run 1 alone")
+    p.add_argument("--skip", default="", help="comma list of: overhead,flood,launch,stall")
     args = p.parse_args()
     skip = set(filter(None, args.skip.split(",")))
     print(f"machine: {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.2f}, python "
@@ -221,6 +374,8 @@ def main() -> None:
             asyncio.run(overhead(args, out))
         if "flood" not in skip:
             asyncio.run(flood(args, out))
+        if "stall" not in skip:
+            asyncio.run(stall(args, out))
     if "launch" not in skip:
         launch(args)
 

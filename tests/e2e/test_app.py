@@ -11,12 +11,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from textual.widgets import Input, RichLog, Select
+from textual.widgets import Input, Select
 
 from hotloop import results
 from hotloop.console.app import HotloopApp
 from hotloop.console.screens.save import SavePlanScreen
 from hotloop.console.widgets.catalog_tree import CatalogTree
+from hotloop.console.widgets.log import LogPanel
 from hotloop.console.widgets.params import ParamInput
 from hotloop.console.widgets.plots import HistogramPlot
 from hotloop.console.widgets.stats_panel import StatsPanel
@@ -38,7 +39,8 @@ async def wait_for(pilot, predicate: Callable[[], object], timeout: float = 20.0
 
 
 def log_text(app: HotloopApp) -> str:
-    return "\n".join(line.text for line in app.query_one(RichLog).lines)
+    """What the log says, a line per message (on screen each wraps at the panel's width)."""
+    return "\n".join(text.plain for text in app.query_one(LogPanel).entries)
 
 
 async def type_into(pilot, app: HotloopApp, key: str, text: str) -> ParamInput:
@@ -523,3 +525,85 @@ def test_until_ci_stops_when_the_median_is_known_and_detect_uses_the_calibration
     assert cal.returncode == 0, cal.stderr
     run(go(calibrated=True))
     assert leftovers() == []
+
+
+class _Recorder:
+    """Stands in for plotext in HistogramPlot.draw: keeps what the chart asks to plot."""
+
+    def __init__(self) -> None:
+        self.calls: dict[str, tuple] = {}
+
+    def __getattr__(self, name: str):
+        def call(*args, **kwargs):
+            self.calls[name] = (args, kwargs)
+        return call
+
+
+@pytest.mark.parametrize("values", [[1e6], [1e6] * 3, [2.5e6], [1e6, 1.2e6, 1.1e6]],
+                         ids=["one-1MB/s", "three-identical", "one-2.5MB/s", "spread"])
+def test_histogram_of_one_bucket_draws_bars_within_the_plot(values) -> None:
+    """One bucket 0.005 MB/s wide (run 1 of a session, or identical values) once had plotext
+    fill a bar 160 plot-widths wide: 0.4-90 s with the event loop blocked.  The bars now sit at
+    bucket indexes, so the x range is k bucket spacings whatever the values; the real edges
+    are the tick labels."""
+    from textual.app import App
+
+    from hotloop.console.live import LiveRun
+
+    class One(App[None]):
+        def compose(self):
+            yield HistogramPlot(id="histogram")
+
+    async def go() -> None:
+        app = One()
+        async with app.run_test(size=(60, 20)) as pilot:
+            live = LiveRun("p", 20, 0, "B/s")
+            for v in values:
+                live.add(v)
+            plot = app.query_one(HistogramPlot)
+            plot.live = live
+            k = len(live.histogram(plot.buckets_target()))
+            rec = _Recorder()
+            plot.draw(rec, live)                # the work plotext is asked for, bounded
+            (xs, ys), bar = rec.calls["bar"]
+            lo, hi = rec.calls["xlim"][0]
+            assert len(xs) == k and sum(ys) == len(values)
+            assert 1 <= (hi - lo) / bar["width"] <= 1.25 * k + 1e-9   # bars in the plot
+            # then the real render (bounded by the check above; one plotext figure per
+            # widget, so not in a thread, where it would race the widget's own renders)
+            plot.show(live)
+            await pilot.pause()
+            text = str(plot.render())
+            rows = text.splitlines()
+            assert sum("█" in row for row in rows) >= 5, text          # the bars are drawn
+            assert f"MB/s  (n={len(values)})" in text
+            ticks = rows[-2].split()
+            edges = [float(t) for t in ticks]                            # the real edges
+            assert edges[0] <= min(values) / 1e6 < edges[1], text
+            assert edges[-1] > max(values) / 1e6, text
+    run(go())
+
+
+def test_the_log_wraps_at_its_width_without_losing_characters(isolated: Path) -> None:
+    """80 columns over SSH: a wrapped line keeps every character ("sampl|falls" lost "ing"
+    to a log that drew lines 78 wide in a narrower panel), and a resize wraps them again."""
+    said = ("perf: hardware counters: cycles/instructions not supported: sampling falls back "
+            "to cpu-clock, no IPC; " * 2).strip()
+
+    async def go() -> None:
+        app = HotloopApp(results_dir=isolated / "results")
+        async with app.run_test(size=(80, 24)) as pilot:
+            await wait_for(pilot, lambda: app.form.base is not None, 10, "a plan loaded")
+            await pilot.press("v")
+            log = app.query_one(LogPanel)
+            app.log_line(said, "warning")
+            for width in (80, 120, 60):
+                if width != 80:
+                    await pilot.resize_terminal(width, 24)
+                await pilot.pause()
+                await wait_for(pilot, lambda: log.lines, 5, "the log's lines")
+                room = log.scrollable_content_region.width
+                rows = [line.text.rstrip() for line in log.lines]
+                assert all(len(row) <= room for row in rows), (room, rows)
+                assert " ".join(rows).split() == ("warning: " + said).split()
+    run(go())

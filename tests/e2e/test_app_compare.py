@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from conftest import ROOT
 from test_app import wait_for
+from textual.content import Content
 from textual.widgets import DataTable, Static
 
 from hotloop.console.app import HotloopApp
@@ -108,10 +109,15 @@ def test_compare_two_files_verdict_histogram_and_back(isolated: Path,
             assert screen.error == ""
             table = screen.query_one("#compare-table", DataTable)
             await wait_for(pilot, lambda: table.row_count > 0, 5, "table rows")
-            first = [str(c) for c in table.get_row_at(0)]
-            assert first[0] == "bytes/s"                       # the primary metric first
-            assert first[2] == "faster"
-            assert first[1].startswith("+")
+            # 80 columns: metric, change, CI and verdict; the row in full beneath the table
+            assert list(table.columns) == ["metric", "change", "ci", "verdict"]
+            first = dict(zip(table.columns, (str(c) for c in table.get_row_at(0))))
+            assert first["metric"] == "bytes/s"                # the primary metric first
+            assert first["verdict"] == "faster"
+            assert first["change"].startswith("+")
+            detail = str(screen.query_one("#compare-detail", Static).render())
+            assert detail.startswith("bytes/s: ") and "→" in detail and "p " in detail
+            assert detail.endswith("faster")
             metrics = [str(table.get_row_at(i)[0]) for i in range(table.row_count)]
             assert "ns/op" in metrics
             warnings = str(screen.query_one("#compare-warnings", Static).render())
@@ -167,13 +173,47 @@ def test_sessions_marked_into_sides(isolated: Path, made: dict[str, Path]) -> No
             assert "session noise: measured from the sides' own sessions" in sides
             table = screen.query_one("#compare-table", DataTable)
             await wait_for(pilot, lambda: table.row_count > 0, 5, "table rows")
-            assert str(table.get_row_at(0)[2]) == "faster"
+            verdict = list(table.columns).index("verdict")
+            assert str(table.get_row_at(0)[verdict]) == "faster"
             # space on a picked file takes it out of its side
             await pilot.press("1")
             await pick(pilot, screen, "bs16k-again.jsonl", "space")
             await wait_for(pilot, lambda: len(screen.sides[1]) == 1, 5, "a session dropped")
             await pilot.press("escape")
             await wait_for(pilot, lambda: app.screen is app.main_screen, 5, "back")
+    run(go())
+
+
+def test_calibrate_sessions_listed_by_name_and_a_long_error_wraps(
+        isolated: Path, made: dict[str, Path]) -> None:
+    """`hotloop calibrate` keeps its sessions in results/<time>-calibrate-PLAN/: they are listed,
+    named by plan and subdirectory without the timestamps; a side mixing workloads is refused
+    in words that wrap rather than run off the right edge (130 columns)."""
+    async def go() -> None:
+        out = results_dir(isolated, [made["small"], made["syscall"]])
+        calib = out / "20261130-034502-calibrate-quick"
+        calib.mkdir()
+        shutil.copyfile(made["big"], calib / "20261130-034512-quick-2.jsonl")
+        app = HotloopApp(results_dir=out)
+        async with app.run_test(size=(130, 36)) as pilot:
+            screen = await open_compare(pilot, app, 3)
+            files = screen.query_one("#compare-files", DataTable)
+            inside = str(calib / "20261130-034512-quick-2.jsonl")
+            assert str(files.get_cell(inside, "file")) == "calibrate-quick/quick-2"
+            assert str(files.get_cell(str(out / "bs512.jsonl"), "file")) == "bs512"
+            assert list(files.columns)[:4] == ["pick", "file", "label", "date"]
+            await pick(pilot, screen, "bs512.jsonl")
+            await pick(pilot, screen, "syscall.jsonl", "a")       # a mixed side
+            await pick(pilot, screen, "20261130-034512-quick-2.jsonl")
+            assert "calibrate-quick/quick-2" in status(screen)
+            await pilot.press("c")
+            await wait_for(pilot, lambda: screen.error, 30, "the mixed side refused")
+            bar = screen.query_one("#compare-status", Static)
+            await pilot.pause()
+            wrapped = Content(screen.error).wrap(bar.content_region.width)
+            assert len(screen.error) > bar.content_region.width and len(wrapped) > 1
+            assert bar.content_region.height >= len(wrapped)       # every line on screen
+            assert status(screen).split() == screen.error.split()
     run(go())
 
 

@@ -161,7 +161,7 @@ def test_the_compare_screen_shows_brackets_and_escapes_from_files_as_text(isolat
             screen = await open_compare(pilot, app, 2)
             table = screen.query_one("#compare-files", DataTable)
             key = str(out / "a[red]b.jsonl")
-            assert table.get_cell(key, "file").plain == "a[red]b.jsonl"
+            assert table.get_cell(key, "file").plain == "a[red]b"      # named without .jsonl
             assert table.get_cell(key, "workload").plain == "[/]\\x1b[2J"
             await pilot.pause(0.2)                  # drawn, and still running
             assert app.is_running

@@ -1,6 +1,8 @@
 """The console as it looks, kept as SVG snapshots (pytest-textual-snapshot) at 80x24 (an SSH
-terminal) and 120x36: the setup view on the bundled plans, and the compare screen on two
-result files of the first release (tests/e2e/data, so the numbers never change).
+terminal) and 120x36: the setup view on the bundled plans, the live view replaying a recorded
+session (its runs, warnings and whole-run hot symbols fed to the live model, its clock fixed:
+no live timing), and the compare screen on two result files of the first release
+(tests/e2e/data, so the numbers never change).
 
 After a deliberate change of the layout: `pytest tests/e2e/test_snapshots.py
 --snapshot-update`, and look at the new pictures before committing them.
@@ -13,7 +15,10 @@ import pytest
 from test_app import wait_for
 from test_app_compare import open_compare, pick, results_dir
 
+from hotloop import results
 from hotloop.console.app import HotloopApp
+from hotloop.console.live import LiveRun
+from hotloop.console.messages import SymbolsArrived
 
 DATA = Path(__file__).resolve().parent / "data"
 SIZES = [(80, 24), (120, 36)]
@@ -43,3 +48,39 @@ def test_the_compare_screen(snap_compare, isolated, size):
         await wait_for(pilot, lambda: screen.comparison is not None, 20, "the comparison")
 
     assert snap_compare(app, terminal_size=size, run_before=compared)
+
+
+async def replay(pilot, app: HotloopApp, path: Path) -> None:
+    """Show the recorded session `path` in the live view as if it had just run there."""
+    await wait_for(pilot, lambda: app.form.base is not None, 10, "a plan loaded")
+    r = results.read(path)
+    w = r.header.workload
+    live = LiveRun(path.stem, len(r.runs), len(r.warmups), w.unit, w.higher_is_better,
+                   perf=True)
+    for sample in r.warmups:
+        live.add(sample.value, warmup=True)
+    for sample in r.runs:
+        live.add(sample.value)
+    live.end("finished")
+    live.started_at, live.ended_at = 0.0, 4.2           # a fixed clock: "4.2s"
+    app.live = live
+    for warning in r.warnings:
+        app.log_line(warning, "warning")
+    app.log_line(f"done: {live.n} runs → {path.name}", "success")
+    assert r.session_symbols is not None
+    app.on_symbols_arrived(SymbolsArrived(r.session_symbols))
+    app.set_view("live")
+    app._redraw(plots=True)
+    app._status()
+    await pilot.pause()
+    await pilot.pause()
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_the_live_view(snap_compare, isolated, size):
+    app = HotloopApp(results_dir=isolated / "results")
+
+    async def replayed(pilot):
+        await replay(pilot, app, DATA / "zero_null-512-v0.1.jsonl")
+
+    assert snap_compare(app, terminal_size=size, run_before=replayed)

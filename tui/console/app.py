@@ -28,9 +28,9 @@ from rich.text import Text
 from textual import work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
+from textual.containers import Grid, Horizontal, Vertical
 from textual.css.query import NoMatches
-from textual.widgets import Footer, RichLog, Static
+from textual.widgets import Footer, Static
 from textual.worker import Worker, WorkerState
 
 from hotloop import catalog, results
@@ -48,6 +48,7 @@ from hotloop.console.messages import (
 from hotloop.console.screens.save import SavePlanScreen
 from hotloop.console.watchdog import Watchdog
 from hotloop.console.widgets.catalog_tree import CatalogTree
+from hotloop.console.widgets.log import LogPanel
 from hotloop.console.widgets.params import ParamsForm
 from hotloop.console.widgets.plots import DriftPlot, HistogramPlot
 from hotloop.console.widgets.stats_panel import StatsPanel
@@ -65,12 +66,13 @@ PLOT_BUDGET = 0.03              # charts: at most ~3% of a CPU, so their rate ad
 PLOT_MAX_S = 1.0                # ...but at least one chart redraw a second
 STOP_GRACE_S = 3.0              # then the worker is cancelled (the session kills its group)
 CONSOLE_ACTIONS = ("run", "stop", "save", "toggle_view", "compare")
+WIDE_FROM = 110                 # columns: setup and live side by side; below, one at a time
 
 
 class HotloopApp(App[None]):
     TITLE = "hotloop"
     CSS_PATH = Path(__file__).parent / "app.tcss"
-    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (110, "-wide")]
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (WIDE_FROM, "-wide")]
     COMMANDS = App.COMMANDS | {HotloopCommands}
     BINDINGS = [
         Binding("r", "run", "Run", id="run"),
@@ -96,6 +98,8 @@ class HotloopApp(App[None]):
         self._plots_at = 0.0            # when the charts were last redrawn
         self._plots_due = False
         self._clock_at = 0.0
+        self._form_plan: tuple[Plan, bool] | None = None    # the status line's, until FormChanged
+        self._views_shown = False       # both views are laid out once before one is hidden
         self.watchdog: Watchdog | None = None
 
     # --- layout ----------------------------------------------------------------
@@ -107,14 +111,14 @@ class HotloopApp(App[None]):
                 yield CatalogTree(id="catalog")
                 yield ParamsForm(id="params")
             with Vertical(id="live"):
-                with Horizontal(id="live-top"):
-                    with Vertical(id="charts"):
-                        yield HistogramPlot(id="histogram")
-                        yield DriftPlot(id="drift")
-                    with Vertical(id="side"):
-                        yield StatsPanel(id="stats")
-                        yield SymbolsTable(id="symbols")
-                yield RichLog(id="log", wrap=True, markup=False, max_lines=500)
+                # a grid, so that a narrow screen can give the symbols the wide column
+                # (app.tcss places the four panels: row-major, by their spans)
+                with Grid(id="live-top"):
+                    yield HistogramPlot(id="histogram")
+                    yield StatsPanel(id="stats")
+                    yield SymbolsTable(id="symbols")
+                    yield DriftPlot(id="drift")
+                yield LogPanel(id="log")
         yield Footer()
 
     async def on_mount(self) -> None:
@@ -132,6 +136,8 @@ class HotloopApp(App[None]):
                                      abandon=self._abandon_run, stop_grace=STOP_GRACE_S)
             self.watchdog.install()
         self.main_screen.add_class("-view-setup")
+        # after the first layout, so that the log has a width and writes its lines now
+        self.call_after_refresh(self._views_ready)
         self.set_interval(REDRAW_S, self._tick)
         try:
             self.cat = catalog.load(self.profiles, skip_bad=True)
@@ -211,6 +217,7 @@ class HotloopApp(App[None]):
                 self.form.hint(f"{kind} {name}: {prof.summary}{detail}")
         except HotloopError as e:
             self.log_line(str(e), "error")
+        self._form_plan = None
         self._status()
 
     def batch_note(self, name: str, variants: list[tuple[str, Plan]]) -> None:
@@ -228,6 +235,7 @@ class HotloopApp(App[None]):
         await self.pick(message.kind, message.name)
 
     def on_form_changed(self, message: FormChanged) -> None:
+        self._form_plan = None
         self._status()
 
     def on_input_submitted(self, event) -> None:
@@ -496,8 +504,12 @@ class HotloopApp(App[None]):
 
     def set_view(self, view: str) -> None:
         self.view = view
-        self.main_screen.set_class(view == "setup", "-view-setup")
-        self.main_screen.set_class(view == "live", "-view-live")
+        # The classes say which view is up, and style nothing: a class on the screen restyles
+        # every widget (70-190 ms at 80-100 columns, on the event loop at `r`); `display` on
+        # the two containers is one layout.
+        self.main_screen.update_classes({"-view-setup": view == "setup",
+                                         "-view-live": view == "live"}, update=False)
+        self._show_view(self.size.width)
         if self.narrow:
             if view == "setup":
                 self._q(CatalogTree).focus()
@@ -508,7 +520,23 @@ class HotloopApp(App[None]):
     def action_toggle_view(self) -> None:
         self.set_view("live" if self.view == "setup" else "setup")
 
-    def on_resize(self) -> None:
+    def _views_ready(self) -> None:
+        self._views_shown = True
+        self._show_view(self.size.width)
+
+    def _show_view(self, width: int) -> None:
+        """Wide: setup and live side by side; narrow: the current view only."""
+        if not self._views_shown:
+            return
+        narrow = width < WIDE_FROM
+        for name in ("setup", "live"):
+            box = self._q(f"#{name}")
+            show = not narrow or self.view == name
+            if box.display != show:
+                box.display = show
+
+    def on_resize(self, event) -> None:
+        self._show_view(event.size.width)
         self.call_after_refresh(self.refresh_bindings)
         self.call_after_refresh(self._status)
 
@@ -552,13 +580,9 @@ class HotloopApp(App[None]):
 
     def _status(self) -> None:
         parts: list[str] = ["[b]hotloop[/b]"]
-        form = self.form
-        if form.base is not None:
-            try:
-                plan = form.build()
-                edited = self._edited(plan, form.base)
-            except (ValueError, HotloopError):
-                plan, edited = form.base, True
+        form_plan = self._status_plan()
+        if form_plan is not None:
+            plan, edited = form_plan
             narrow = self.narrow
             parts.append(f"{plan.name}{'*' if edited else ''} · {plan.workload} · "
                          + ("" if narrow else f"cpu {plan.cpu} · ") + f"{plan.runs} runs")
@@ -571,7 +595,24 @@ class HotloopApp(App[None]):
             parts.append(mark)
         if self.narrow:
             parts.append(f"[dim]v {'live' if self.view == 'setup' else 'setup'}[/dim]")
-        self._q("#status", Static).update("  │  ".join(parts))
+        status = self._q("#status", Static)
+        text = "  │  ".join(parts)
+        if str(status.content) != text:        # one row, docked: no layout of the screen
+            status.update(text, layout=False)
+
+    def _status_plan(self) -> tuple[Plan, bool] | None:
+        """The form's plan and whether it was edited: built and resolved once per change of
+        the form (FormChanged, a pick), not on every tick of a run."""
+        form = self.form
+        if form.base is None:
+            return None
+        if self._form_plan is None or self._form_plan[0].name != form.base.name:
+            try:
+                plan = form.build()
+                self._form_plan = (plan, self._edited(plan, form.base))
+            except (ValueError, HotloopError):
+                self._form_plan = (form.base, True)
+        return self._form_plan
 
     def _edited(self, plan: Plan, base: Plan) -> bool:
         """Whether the form differs from the plan it was loaded from (params resolved)."""
@@ -587,7 +628,7 @@ class HotloopApp(App[None]):
             style = self.theme_variables.get(colour, "") or ""
         prefix = {"warning": "warning: ", "error": "error: "}.get(level, "")
         # a workload's error text may hold an ESC or newlines: shown, never obeyed
-        self._q(RichLog).write(Text(prefix + visible(text), style=style))
+        self._q(LogPanel).add(Text(prefix + visible(text), style=style))
 
     def on_log_line(self, message: LogLine) -> None:
         self.log_line(message.text, message.level)

@@ -1,6 +1,10 @@
 """The compare screen: pick result files, see verdicts, histograms and the symbol diff.
 
-The files are the results directory's `*.jsonl`, newest first, read in a thread.
+The files are the results directory's `**/*.jsonl` (the sessions `hotloop calibrate` keeps in
+results/<time>-calibrate-PLAN/ too), newest first, read in a thread, each named by what
+matters (plan, variant, its subdirectory) without the timestamp prefix: the date has a column.
+Below 110 columns the verdict table keeps metric, change, CI and a short verdict; the row under
+the cursor is spelled out in full beneath it.
 The user picks two or more sides (space or enter starts a side with the file under
 the cursor; the first side is the baseline) and may add more sessions to the last
 side (`a`: the sessions of one kernel, say; the first column shows each file's
@@ -12,6 +16,7 @@ screen opens, never at the console's launch).  Anything that cannot be compared
 from __future__ import annotations
 
 import math
+import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,6 +43,10 @@ SYMBOLS_TOP = 15
 METRIC_WIDTH = 21
 SYMBOL_WIDTH = 30
 PARAMS_WIDTH = 48
+WIDE_FROM = 110                 # columns for the whole verdict table (and long symbol names)
+NARROW_METRIC = 16
+NARROW_SYMBOL = 24
+DSO_WIDTH = 14
 GOOD = ("faster", "better")
 BAD = ("slower", "worse")
 
@@ -49,6 +58,7 @@ class Entry:
     mtime: float
     result: results.Result | None = None
     error: str = ""
+    name: str = ""                  # what the list shows: see `short_name`
 
     @property
     def workload(self) -> str:
@@ -74,10 +84,39 @@ class Entry:
         return time.strftime("%m-%d %H:%M", time.localtime(self.mtime))
 
 
-def scan(directory: Path) -> list[Entry]:
-    """Every `*.jsonl` in `directory`, newest first, each read (errors kept, not raised)."""
+_STAMP = re.compile(r"^\d{8}-\d{6}-")
+
+
+def short_name(path: Path, directory: Path) -> str:
+    """results/20261130-034502-calibrate-quick/20261130-034512-quick-2.jsonl ->
+    'calibrate-quick/quick-2': the plan (and variant) first, no timestamp prefix."""
     try:
-        files = [p for p in directory.glob("*.jsonl") if p.is_file()]
+        rel = path.relative_to(directory)
+    except ValueError:
+        rel = Path(path.name)
+    parts = list(rel.parent.parts) + [rel.name.removesuffix(".jsonl")]
+    return "/".join(_STAMP.sub("", part) or part for part in parts)
+
+
+def short_dso(dso: str) -> str:
+    """'[kernel.kallsyms]' -> '[kernel]', '/usr/lib/libc.so.6' -> 'libc.so', at most 14."""
+    if dso.startswith("[kernel"):
+        return "[kernel]"
+    base = re.sub(r"\.so(\.[\d.]+)$", ".so", dso.rsplit("/", 1)[-1])
+    return _cut(base, DSO_WIDTH)
+
+
+def short_verdict(verdict: str) -> str:
+    """'within assumed noise (±2775.6%)' -> 'assumed noise ±2775.6%' (the rest as it is)."""
+    m = re.fullmatch(r"within (.+) \((±[^)]*)\)", verdict)
+    return f"{m.group(1)} {m.group(2)}" if m else verdict
+
+
+def scan(directory: Path) -> list[Entry]:
+    """Every `*.jsonl` in `directory` and its subdirectories, newest first, each read (errors
+    kept, not raised)."""
+    try:
+        files = [p for p in directory.glob("**/*.jsonl") if p.is_file()]
     except OSError:
         return []
     entries = []
@@ -86,7 +125,7 @@ def scan(directory: Path) -> list[Entry]:
             mtime = p.stat().st_mtime
         except OSError:
             continue
-        e = Entry(p, mtime)
+        e = Entry(p, mtime, name=short_name(p, directory))
         try:
             e.result = results.read(p)
         except HotloopError as err:
@@ -107,9 +146,9 @@ def ci_text(low: float | None, high: float | None) -> str:
     return f"[{low:+.1f}, {high:+.1f}]"
 
 
-def verdict_text(verdict: str) -> Text:
+def verdict_text(verdict: str, short: bool = False) -> Text:
     style = "bold green" if verdict in GOOD else "bold red" if verdict in BAD else "dim"
-    return Text(verdict, style=style)
+    return Text(short_verdict(verdict) if short else verdict, style=style)
 
 
 class CompareHistogram(PlotextPlot):
@@ -201,7 +240,8 @@ class CompareScreen(Screen[None]):
 
     DEFAULT_CSS = """
     CompareScreen { layout: vertical; }
-    CompareScreen #compare-status { height: 1; padding: 0 1; background: $panel; }
+    CompareScreen #compare-status { height: auto; max-height: 4; padding: 0 1;
+                                    background: $panel; }
     CompareScreen #compare-status.-error { color: $error; text-style: bold; }
     CompareScreen TabbedContent { height: 1fr; }
     CompareScreen TabPane { padding: 0; height: 1fr; }
@@ -212,6 +252,8 @@ class CompareScreen(Screen[None]):
     CompareScreen #compare-warnings { height: auto; max-height: 5; padding: 0 1;
                                       color: $warning; overflow-y: auto; }
     CompareScreen #compare-table { min-height: 6; }
+    CompareScreen #compare-detail { height: auto; max-height: 3; padding: 0 1;
+                                    color: $text-muted; }
     CompareScreen #table-box { height: 1fr; }
     """
 
@@ -224,6 +266,8 @@ class CompareScreen(Screen[None]):
         self.comparison: Comparison | None = None
         self.error = ""
         self.busy = False
+        self.narrow: bool | None = None       # the columns the tables have now
+        self.details: list[str] = []            # the verdict table's rows, spelled out
 
     # --- layout ---------------------------------------------------------------
 
@@ -236,6 +280,7 @@ class CompareScreen(Screen[None]):
                 yield Static("", id="compare-sides", markup=False)
                 yield Static("", id="compare-warnings", markup=False)
                 yield DataTable(id="compare-table", cursor_type="row", zebra_stripes=True)
+                yield Static("", id="compare-detail", markup=False)
             with TabPane("3 histogram", id="tab-hist"):
                 yield CompareHistogram(id="compare-hist")
             with TabPane("4 symbols", id="tab-symbols"):
@@ -245,23 +290,41 @@ class CompareScreen(Screen[None]):
     def on_mount(self) -> None:
         files = self.query_one("#compare-files", DataTable)
         files.add_column("#", key="pick", width=4)
-        for key, label in (("date", "date"), ("workload", "workload"), ("label", "label"),
-                           ("runs", "runs"), ("partial", ""), ("file", "file"),
+        # what tells the files apart first: the plan/variant (no timestamp), label, date
+        for key, label in (("file", "file"), ("label", "label"), ("date", "date"),
+                           ("runs", "runs"), ("partial", ""), ("workload", "workload"),
                            ("params", "params")):
             files.add_column(label, key=key)
-        table = self.query_one("#compare-table", DataTable)
-        for key, label in (("metric", "metric"), ("change", "change"), ("verdict", "verdict"),
-                           ("baseline", "baseline"), ("new", "new"), ("ci", "95% CI %"),
-                           ("p", "p")):
-            table.add_column(label, key=key)
-        syms = self.query_one("#compare-symbols", DataTable)
-        for key, label in (("symbol", "symbol"), ("base", "baseline %"), ("new", "new %"),
-                           ("delta", "delta"), ("dso", "dso")):
-            syms.add_column(label, key=key)
+        self._columns(self.size.width < WIDE_FROM)
         self._empty_results()
         files.focus()
         self._warm_compare()
         self._load()
+
+    def _columns(self, narrow: bool) -> None:
+        """The verdict and symbol tables' columns for this width (their rows are redone)."""
+        self.narrow = narrow
+        table = self.query_one("#compare-table", DataTable)
+        table.clear(columns=True)
+        cols = (("metric", "metric"), ("change", "change"), ("ci", "95% CI %"),
+                ("verdict", "verdict")) if narrow else \
+            (("metric", "metric"), ("change", "change"), ("verdict", "verdict"),
+             ("baseline", "baseline"), ("new", "new"), ("ci", "95% CI %"), ("p", "p"))
+        for key, label in cols:
+            table.add_column(label, key=key)
+        syms = self.query_one("#compare-symbols", DataTable)
+        syms.clear(columns=True)
+        for key, label in (("symbol", "symbol"), ("base", "baseline %"), ("new", "new %"),
+                           ("delta", "delta"), ("dso", "dso")):
+            syms.add_column(label, key=key)
+        self.query_one("#compare-detail", Static).display = narrow
+
+    def on_resize(self, event) -> None:
+        narrow = event.size.width < WIDE_FROM
+        if narrow != self.narrow:
+            self._columns(narrow)
+            if self.comparison is not None:
+                self._show(self.comparison)
 
     # --- the file list ----------------------------------------------------------
 
@@ -286,8 +349,8 @@ class CompareScreen(Screen[None]):
                 Text(visible(e.label))
             # Text, not str: a DataTable reads a str as markup, and a file's strings
             # are anybody's ("[/]" as a workload name crashed the console)
-            table.add_row("", Text(visible(e.date)), Text(visible(e.workload)), label, runs,
-                          partial, Text(visible(e.path.name)),
+            table.add_row("", Text(visible(e.name or e.path.name), style="bold"), label,
+                          Text(visible(e.date)), runs, partial, Text(visible(e.workload)),
                           Text(_cut(visible(e.params), PARAMS_WIDTH), style="dim"),
                           key=str(e.path))
         self.loaded = True
@@ -322,12 +385,15 @@ class CompareScreen(Screen[None]):
             self._say("space/enter picks a side (the first is the baseline), a adds a session "
                       "to the last side, c compares")
             return
-        parts = [f"{'base' if i == 0 else i + 1}: " + (side[0].name if len(side) == 1 else
-                                                        f"{len(side)} sessions")
+        parts = [f"{'base' if i == 0 else i + 1}: " + (self._short(side[0]) if len(side) == 1
+                                                        else f"{len(side)} sessions")
                  for i, side in enumerate(self.sides)]
         more = "c compares" if len(self.sides) > 1 else "pick a side to compare with it"
         self._say(f"{' · '.join(parts)} · a adds a session to side "
                   f"{'base' if len(self.sides) == 1 else len(self.sides)} · {more}")
+
+    def _short(self, path: Path) -> str:
+        return next((e.name for e in self.entries if e.path == path and e.name), path.name)
 
     def _drop(self, path: Path) -> bool:
         for side in self.sides:
@@ -424,6 +490,8 @@ class CompareScreen(Screen[None]):
         self.query_one("#compare-warnings", Static).update("")
         self.query_one("#compare-table", DataTable).clear()
         self.query_one("#compare-symbols", DataTable).clear()
+        self.query_one("#compare-detail", Static).update("")
+        self.details = []
         self.query_one(CompareHistogram).show(None)
 
     def _show(self, comp: Comparison) -> None:
@@ -440,14 +508,19 @@ class CompareScreen(Screen[None]):
             "\n".join(f"! {w}" for w in comp.warnings))
         table = self.query_one("#compare-table", DataTable)
         table.clear()
+        narrow = bool(self.narrow)
+        self.details = []
+        blank = [""] * (len(table.columns) - 1)
         for p in comp.pairs:
             if len(comp.pairs) > 1:
-                table.add_row(Text(f"{p.new.name} vs {p.baseline.name}", style="bold"),
-                              "", "", "", "", "", "")
-            self._metric_rows(table, p)
+                table.add_row(Text(f"{p.new.name} vs {p.baseline.name}", style="bold"), *blank)
+                self.details.append(f"{p.new.name} vs {p.baseline.name}")
+            self.details += self._metric_rows(table, p, narrow)
+        self._detail(table.cursor_row)
         self.query_one(CompareHistogram).show(comp)
         syms = self.query_one("#compare-symbols", DataTable)
         syms.clear()
+        width = NARROW_SYMBOL if narrow else SYMBOL_WIDTH
         for p in comp.pairs:
             if len(comp.pairs) > 1 or not p.symbols:
                 syms.add_row(Text(f"{p.new.name} vs {p.baseline.name}", style="bold"),
@@ -459,23 +532,44 @@ class CompareScreen(Screen[None]):
             for d in p.symbols[:SYMBOLS_TOP]:
                 kind = "[k]" if d.kernel else "[.]"
                 style = "green" if d.delta < 0 else "red" if d.delta > 0 else ""
-                syms.add_row(Text(f"{kind} {_cut(d.symbol, SYMBOL_WIDTH)}"),
+                syms.add_row(Text(f"{kind} {_cut(d.symbol, width)}"),
                              Text(f"{d.baseline_pct:.2f}%", justify="right"),
                              Text(f"{d.new_pct:.2f}%", justify="right"),
                              Text(f"{d.delta:+.2f}", justify="right", style=style),
-                             Text(d.dso, style="dim"))
+                             Text(short_dso(d.dso), style="dim"))
 
     @staticmethod
-    def _metric_rows(table: DataTable, p: Pair) -> None:
+    def _metric_rows(table: DataTable, p: Pair, narrow: bool = False) -> list[str]:
+        """A row per metric (narrow: metric, change, CI, short verdict); each row's whole
+        story as one line, for the detail under the table."""
         from hotloop.render.units import number, p_value, pct
+        details = []
         for i, m in enumerate(p.metrics):
             t = m.test
-            name = Text(_cut(m.metric, METRIC_WIDTH), style="bold" if i == 0 else "")
-            table.add_row(name, Text(pct(t.change_pct), justify="right"),
-                          verdict_text(t.verdict),
-                          Text(number(t.baseline, m.unit), justify="right"),
-                          Text(number(t.new, m.unit), justify="right"),
-                          ci_text(t.ci_low, t.ci_high), p_value(t.p_value))
+            name = Text(_cut(m.metric, NARROW_METRIC if narrow else METRIC_WIDTH),
+                        style="bold" if i == 0 else "")
+            change = Text(pct(t.change_pct), justify="right")
+            ci = ci_text(t.ci_low, t.ci_high)
+            if narrow:
+                table.add_row(name, change, ci, verdict_text(t.verdict, short=True))
+            else:
+                table.add_row(name, change, verdict_text(t.verdict),
+                              Text(number(t.baseline, m.unit), justify="right"),
+                              Text(number(t.new, m.unit), justify="right"),
+                              ci, p_value(t.p_value))
+            details.append(f"{m.metric}: {number(t.baseline, m.unit)} → "
+                           f"{number(t.new, m.unit)} ({pct(t.change_pct)}, 95% CI {ci} %, "
+                           f"p {p_value(t.p_value)}): {t.verdict}")
+        return details
+
+    def _detail(self, row: int) -> None:
+        details = self.details
+        self.query_one("#compare-detail", Static).update(
+            visible(details[row]) if 0 <= row < len(details) else "")
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        if event.data_table.id == "compare-table":
+            self._detail(event.cursor_row)
 
     # --- navigation ----------------------------------------------------------------
 

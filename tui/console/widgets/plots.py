@@ -73,20 +73,25 @@ class HistogramPlot(_LivePlot):
         buckets = live.histogram(self.buckets_target())
         scale, unit = axis_scale(buckets[-1].high, live.unit)
         width = (buckets[0].high - buckets[0].low) / scale
-        xs = [(b.low + b.high) / 2 / scale for b in buckets]
+        # Bucket k is drawn at x = k with width 0.8 of the spacing, and edge j at x = j - 0.5,
+        # the real values only in the tick labels.  Plotting at the values themselves made
+        # plotext (whose bar width is in data units) fill a bar hundreds of plot widths
+        # wide when there is one bucket 0.005 units wide: quadratic, 0.4-90 s of blocked
+        # event loop on the first run.  Here the x range is always k bucket spacings.
+        k = len(buckets)
         ys = [b.count for b in buckets]
-        plt.bar(xs, ys, width=0.8, marker="hd")
+        plt.bar(list(range(k)), ys, width=0.8, marker="hd")
         edges = [b.low / scale for b in buckets] + [buckets[-1].high / scale]
         room = max(2, (self.size.width - 8) // 8)    # ticks that fit side by side
         step = max(1, math.ceil(len(edges) / room))
-        ticks = edges[::step]
+        at = list(range(len(edges)))[::step]
         decimals = width_decimals(width)
-        plt.xticks(ticks, [f"{t:.{decimals}f}" for t in ticks])
+        plt.xticks([j - 0.5 for j in at], [f"{edges[j]:.{decimals}f}" for j in at])
         top = max(ys)
         ystep = max(1, math.ceil(top / max(1, (self.size.height - 4) // 2)))
         plt.yticks(list(range(0, top + 1, ystep)))
         plt.ylim(0, top)
-        plt.xlim(edges[0], edges[-1])
+        plt.xlim(-0.5, k - 0.5)
         plt.xlabel(f"{unit}  (n={live.n})")
 
 
