@@ -53,10 +53,10 @@ def seed_program() -> Path:
     text = next(SEEDS.glob("000_*.txt")).read_text()
     code = text.split("modified test program\n=====================\n", 1)[1].split("\n--\n")[0]
     d = Path(tempfile.mkdtemp())
-    (d / "seed000.c").write_text(code)
-    subprocess.run(["gcc", "-O2", "-o", str(d / "seed000"), str(d / "seed000.c")], check=True,
+    (d / "stream_test.c").write_text(code)
+    subprocess.run(["gcc", "-O2", "-o", str(d / "stream_test"), str(d / "stream_test.c")], check=True,
                    capture_output=True)
-    return d / "seed000"
+    return d / "stream_test"
 
 
 def seed_runner(binary: Path, taskset: str | None) -> Runner:

@@ -328,6 +328,11 @@ def test_the_palettes_screenshot_goes_to_results_and_says_where(isolated):
             await pilot.press(*"save screenshot")
             await until(lambda: "Save screenshot" in str(
                 app.screen.query_one("CommandList").get_option_at_index(0).prompt), "found")
+            # Textual's own "Screenshot" (to ~/Downloads, failing where that is missing) is gone
+            found = app.screen.query_one("CommandList")
+            prompts = [str(found.get_option_at_index(i).prompt)
+                       for i in range(found.option_count)]
+            assert all("Save screenshot" in p for p in prompts), prompts
             await pilot.press("enter")
             await until(lambda: list((isolated / "results").glob("*-screenshot.svg")), "saved")
             shot = next((isolated / "results").glob("*-screenshot.svg"))

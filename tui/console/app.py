@@ -21,15 +21,17 @@ import os
 import signal
 import sys
 import time
+from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
 
 from rich.text import Text
 from textual import work
-from textual.app import App, ComposeResult
+from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.containers import Grid, Horizontal, Vertical
 from textual.css.query import NoMatches
+from textual.screen import Screen
 from textual.widgets import Footer, Static
 from textual.worker import Worker, WorkerState
 
@@ -83,6 +85,12 @@ class HotloopApp(App[None]):
         Binding("q", "quit", "Quit", id="quit"),
         Binding("escape", "leave_field", "Leave field", id="leave", show=False),
     ]
+
+
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        # Textual's own "Screenshot" writes to ~/Downloads and fails where that does not exist;
+        # the palette's "Save screenshot" (commands.py) writes beside the results and says where.
+        yield from (c for c in super().get_system_commands(screen) if c.title != "Screenshot")
 
     def __init__(self, profiles: list[Path] | None = None,
                  results_dir: Path = Path("results")) -> None:
