@@ -3,7 +3,7 @@
 The files are the results directory's `**/*.jsonl` (the sessions `hotloop calibrate` keeps in
 results/<time>-calibrate-PLAN/ too), newest first, read in a thread, each named by what
 matters (plan, variant, its subdirectory) without the timestamp prefix: the date has a column.
-Below 110 columns the verdict table keeps metric, change, CI and a short verdict; the row under
+Below 130 columns the verdict table keeps metric, change, CI and a short verdict; the row under
 the cursor is spelled out in full beneath it.
 The user picks two or more sides (space or enter starts a side with the file under
 the cursor; the first side is the baseline) and may add more sessions to the last
@@ -43,7 +43,7 @@ SYMBOLS_TOP = 15
 METRIC_WIDTH = 21
 SYMBOL_WIDTH = 30
 PARAMS_WIDTH = 48
-WIDE_FROM = 110                 # columns for the whole verdict table (and long symbol names)
+WIDE_FROM = 130                 # columns for the whole verdict table (and long symbol names)
 NARROW_METRIC = 16
 NARROW_SYMBOL = 24
 DSO_WIDTH = 14
