@@ -292,3 +292,22 @@ def test_a_signal_during_a_flood_of_tiny_runs_still_stops_at_once(tmp_path, left
     assert time.monotonic() - t0 < 10
     assert lines(out)[-1]["interrupted"]
     assert leftovers() == []
+
+
+def test_ctrl_c_while_another_hotloop_holds_the_build_lock_ends_at_once(faulty, leftovers):
+    """A build waits for another's lock (or a compiler that hangs): Ctrl-C must not wait with it."""
+    import fcntl
+
+    (faulty / "faulty.c").write_text(FAULTY_C + "\n/* a source no build has seen */\n")
+    build_dir = Path(os.environ["XDG_CACHE_HOME"]) / "hotloop" / "build"
+    build_dir.mkdir(parents=True, exist_ok=True)
+    with open(build_dir / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)            # "another hotloop" building
+        proc = _start(["run", "faulty", "--profiles", str(faulty), "--runs", "3", "--no-perf"])
+        time.sleep(1.5)                             # started, and waiting on the lock
+        assert proc.poll() is None
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=20)       # the lock is still held: no waiting it out
+    assert proc.returncode == 130, err
+    assert "interrupted" in err and "Traceback" not in err
+    assert leftovers() == []

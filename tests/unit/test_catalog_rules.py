@@ -133,6 +133,11 @@ def test_a_file_of_yours_replaces_a_bundled_table_but_not_one_of_yours(tmp_path)
         (d / "p.toml").write_text("[plan.quick]\nworkload = 'zero_null'\nruns = 3\n")
     cat = catalog.load([mine])
     assert cat.replaced == ["[plan.quick]"] and cat.plans["quick"].runs == 3
+    # a file skipped for an error replaces nothing, not even the tables before its error
+    (again / "p.toml").write_text("[plan.quick]\nworkload = 'zero_null'\n[plan.zzz]\nruns = 'x'\n")
+    skipped = catalog.load([again], skip_bad=True)
+    assert skipped.replaced == [] and skipped.plans["quick"].runs != 3 and skipped.errors
+    (again / "p.toml").write_text("[plan.quick]\nworkload = 'zero_null'\nruns = 3\n")
     with pytest.raises(HotloopError, match=r"again/p.toml:1: \[plan.quick\]: defined twice "
                                            r"\(also in .*mine/p.toml\)"):
         catalog.load([mine, again])

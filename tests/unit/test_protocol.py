@@ -34,6 +34,8 @@ def test_every_line_reads_back_as_written(line):
     (b'{"type": "failed", "message": "x", "run": 0}', "bad_input"),
     (b'{"type": "finished", "extra": 1}', "extra"),
     (b'printf from a workload\n', "Expecting value"),
+    (b'{"type": []}', "no known type"),
+    (b"[" * 100_000 + b"]" * 100_000, "nested too deep"),
 ])
 def test_anything_else_is_refused_with_a_reason(raw, why):
     with pytest.raises(ValueError, match=why):
@@ -48,3 +50,10 @@ def test_the_spec_reads_back_and_the_bad_param_prefix_is_the_headers():
     assert json.loads(spec.line())["step"] is True
     header = paths.HEADER.read_text()
     assert re.search(r'#define HL_BAD_PARAM_PREFIX "([^"]*)"', header).group(1) == protocol.BAD_PARAM
+
+
+def test_a_plans_runs_split_over_its_processes_in_turn():
+    from hotloop.catalog import process_shares
+    assert process_shares(10, 3) == [4, 3, 3]
+    assert process_shares(2, 5) == [1, 1]           # no process without a run
+    assert process_shares(6, 1) == [6]

@@ -62,6 +62,7 @@ from hotloop.analysis.metrics import (
 )
 from hotloop.analysis.significance import MIN_PROCESSES, MIN_ROUNDS, Outcome
 from hotloop.analysis.symbols import SymbolDelta, diff_symbols
+from hotloop.catalog import process_shares
 from hotloop.errors import HotloopError
 from hotloop.perf.parse import aggregate
 from hotloop.results import Result
@@ -437,11 +438,9 @@ def _side(i: int, name: str, rs: Sequence[Result], given: str) -> Side:
 def process_blocks(header: Header) -> list[int]:
     """How many runs each worker process of a session ran, in turn (as the session split
     its plan's runs)."""
-    runs, procs = header.runs, header.processes
-    if runs is None or runs < 1:
+    if header.runs is None or header.runs < 1:
         return []
-    n, k = divmod(runs, procs)
-    return [n + (i < k) for i in range(procs) if n + (i < k)]
+    return process_shares(header.runs, header.processes)
 
 
 def _interleaved_pair(a: Sequence[Result], b: Sequence[Result]) -> list[int] | None:

@@ -18,6 +18,7 @@ from hotloop.catalog.model import (
                                    Plan,
                                    ResolvedPlan,
                                    Workload,
+                                   process_shares,
                                    timeout_problem,
                                    until_ci_problem,
 )
@@ -25,5 +26,5 @@ from hotloop.catalog.save import plan_table, save_plan, with_overrides
 
 __all__ = ["KINDS", "METRICS", "RUN_LIMITS", "SCHED_POLICIES", "TIMEOUT_MAX", "Catalog", "CpuProfile",
            "KernelProfile", "Param", "Plan", "ResolvedPlan", "Workload", "fit_to_machine", "load",
-           "plan_table", "save_plan", "search_path", "timeout_problem", "until_ci_problem",
+           "plan_table", "process_shares", "save_plan", "search_path", "timeout_problem", "until_ci_problem",
            "with_overrides"]

@@ -287,12 +287,14 @@ def load(extra: list[Path] | None = None, skip_bad: bool = False) -> Catalog:
                     cat.load_file(f)
                     continue
                 before = [dict(cat.table(k)) for k in KINDS]
+                replaced = len(cat.replaced)
                 try:
                     cat.load_file(f)
                 except HotloopError as e:
                     for k, table in zip(KINDS, before):     # none of a bad file
                         cat.table(k).clear()
                         cat.table(k).update(table)
+                    del cat.replaced[replaced:]
                     try:
                         text = f.read_text()
                     except (OSError, UnicodeDecodeError):

@@ -173,3 +173,10 @@ class ResolvedPlan:
     kernel: KernelProfile
     params: dict[str, int | str]
     warnings: tuple[str, ...] = ()        # what fitting it to this machine skipped
+
+
+def process_shares(runs: int, processes: int) -> list[int]:
+    """How a plan's runs are split over its worker processes, in turn: 10 over 3 is 4, 3, 3.
+    The session runs them so and compare pairs interleaved rounds by these blocks: one rule."""
+    n, k = divmod(runs, processes)
+    return [n + (i < k) for i in range(processes) if n + (i < k)]

@@ -11,6 +11,7 @@ from typing import Any
 
 from hotloop import catalog
 from hotloop.catalog import Catalog
+from hotloop.run import build
 from hotloop.run.session import Session
 from hotloop.visible import visible
 
@@ -53,6 +54,7 @@ def _cancel(signum: int, task: asyncio.Task[Any], sessions: Sequence[Session] = 
     _signal_received = signal.Signals(signum)
     for s in sessions:
         s.interrupted_by = _signal_received.name
+    build.CANCEL.set()                  # a build waiting on a lock or a compiler gives up
     task.cancel()
 
 

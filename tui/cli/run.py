@@ -29,7 +29,7 @@ from hotloop import catalog, results
 from hotloop import events as ev
 from hotloop.catalog import Catalog, Plan
 from hotloop.catalog.loader import did_you_mean
-from hotloop.cli.common import _cancel, _catalog, _warn_skipped, interrupted_status
+from hotloop.cli.common import _cancel, _catalog, _interrupt, _warn_skipped, interrupted_status
 from hotloop.errors import HotloopError, RunFailed
 from hotloop.render import report
 from hotloop.render.units import si
@@ -166,12 +166,27 @@ async def _run_sessions(sessions: list[Session], fmt: str, interleaved: bool,
     In turn: `gap` seconds between two sessions; `observe` sees each event (None when a
     session begins); `got` collects each one's result (by variant) as its events come,
     so a report needs no file to read back (--out /dev/null)."""
-    # SIGTERM/SIGHUP (a kill, a dropped SSH session) cancel the run like Ctrl-C does:
-    # the worker is stopped, the system restored, the result file ends "interrupted".
+    # Ctrl-C, SIGTERM and SIGHUP (a kill, a dropped SSH session) cancel the run: the worker
+    # is stopped, the system restored, the result file ends "interrupted", naming the signal.
     loop, main = asyncio.get_running_loop(), asyncio.current_task()
     assert main is not None
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+    signals = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    for sig in signals:
         loop.add_signal_handler(sig, _cancel, sig, main, sessions)
+    try:
+        return await _drive(sessions, fmt, interleaved, gap, observe, got)
+    finally:
+        # asyncio leaves SIGTERM and SIGHUP at their default (death, no message): back to
+        # the Ctrl-C path for the report and comparison printed after the run
+        for sig in signals:
+            loop.remove_signal_handler(sig)
+        for sig in (signal.SIGTERM, signal.SIGHUP):
+            signal.signal(sig, _interrupt)
+
+
+async def _drive(sessions: list[Session], fmt: str, interleaved: bool, gap: float,
+                 observe: Callable[[str, ev.Event | None], None] | None,
+                 got: dict[str, results.Result] | None) -> dict[str, ev.Event | None]:
     console = Console(stderr=True, soft_wrap=True)    # a warning stays one line
     last: dict[str, ev.Event | None] = {s.variant: None for s in sessions}
     with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),

@@ -26,6 +26,7 @@ from hotloop.analysis.significance import ALPHA, CONFIDENCE, MIN_ROUNDS
 from hotloop.errors import HotloopError
 from hotloop.render.units import bucket_labels, number, p_value, pct, plain, si
 from hotloop.stats import ASSUMED_SESSION_NOISE, MIN_RUNS
+from hotloop.visible import visible
 
 FORMATS = ("text", "md", "org", "csv", "json")
 
@@ -304,12 +305,13 @@ def _summary_row(comp: Comparison) -> dict[str, Any]:
 
 
 def _cell(v: Any) -> Any:
-    """A csv cell: words for yes/no, as the other formats say them."""
+    """A csv cell: words for yes/no, as the other formats say them; text from the files
+    inert (an escape sequence in a forged unit is shown, not sent to the terminal)."""
     if v is None:
         return ""
     if isinstance(v, bool):
         return "yes" if v else "no"
-    return v
+    return visible(v) if isinstance(v, str) else v
 
 
 def render_csv(comp: Comparison) -> str:

@@ -103,9 +103,12 @@ def runs_csv(result: Result) -> str:
     names = _extra_names(result.runs)
     buf = io.StringIO()
     out = csv.writer(buf, lineterminator="\n")
-    out.writerow(["run", "value", "unit", "ops", "bytes", "ns", "cycles", *names])
+    # names and the unit come from the file: inert, as in every other format
+    out.writerow(["run", "value", "unit", "ops", "bytes", "ns", "cycles",
+                  *(visible(n) for n in names)])
+    unit = visible(result.workload.unit)
     for r in result.runs:
-        out.writerow([r.index + 1, repr(r.value), result.workload.unit, r.ops, r.bytes, r.ns,
+        out.writerow([r.index + 1, repr(r.value), unit, r.ops, r.bytes, r.ns,
                       r.cycles, *(repr(r.extra[n]) if n in r.extra else "" for n in names)])
     return buf.getvalue()
 

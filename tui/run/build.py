@@ -19,6 +19,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -101,11 +102,44 @@ def build(source: Path, cflags: tuple[str, ...] = ("-O2",), name: str = "") -> B
         raise HotloopError(f"{out_dir}: cannot use the build cache: {e.strerror} "
                            f"(set XDG_CACHE_HOME to a directory of yours)") from None
     with open(out_dir / ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+        _wait_lock(lock.fileno(), source)
         if target.exists():             # built by another process meanwhile
             return built
         _compile(source, cflags, module_name, target)
     return Built(target, module_name, built.source_sha256, version, tuple(cflags), False)
+
+
+# Set by a signal (cli): a build waiting for another's lock, or compiling, gives up at once,
+# so Ctrl-C ends hotloop instead of waiting for a compiler or a lock holder that may hang.
+CANCEL = threading.Event()
+
+
+def _cancelled(source: Path) -> HotloopError:
+    return HotloopError(f"{source}: interrupted while building")
+
+
+def _wait_lock(fd: int, source: Path) -> None:
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:         # another hotloop builds this cache: wait for it
+            if CANCEL.wait(0.05):
+                raise _cancelled(source) from None
+
+
+def _run_cancellable(cmd: list[str], source: Path) -> tuple[int, str]:
+    """The compiler's exit status and stderr; killed when CANCEL is set."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    while True:
+        try:
+            _, err = proc.communicate(timeout=0.05)   # retrying loses no output
+            return proc.returncode, err
+        except subprocess.TimeoutExpired:
+            if CANCEL.is_set():
+                proc.kill()
+                proc.wait()
+                raise _cancelled(source) from None
 
 
 def _compile(source: Path, cflags: tuple[str, ...], module_name: str, target: Path) -> None:
@@ -122,9 +156,9 @@ def _compile(source: Path, cflags: tuple[str, ...], module_name: str, target: Pa
         cmd = [CC, *BASE_FLAGS, *cflags, f"-I{paths.CSRC}", f"-I{source.parent}",
                f"-I{sysconfig.get_paths()['include']}", str(wrapper), str(source),
                "-o", str(tmp_so)]
-        proc = subprocess.run(cmd, capture_output=True, text=True)
-        if proc.returncode != 0:
-            raise HotloopError(f"{source}: does not compile: {first_errors(proc.stderr)}")
+        code, stderr = _run_cancellable(cmd, source)
+        if code != 0:
+            raise HotloopError(f"{source}: does not compile: {first_errors(stderr)}")
         check_links(source, tmp_so)
         os.replace(tmp_so, target)      # atomic: a reader never sees half a file
     finally:

@@ -101,10 +101,14 @@ def encode(line: Line) -> str:
 def decode(raw: bytes | str) -> Line:
     """One worker line; ValueError when it is not one (a workload that wrote to fd 1 behind
     the worker's back, a cut line): the session notes it and reads on."""
-    msg = json.loads(raw)
+    try:
+        msg = json.loads(raw)
+    except RecursionError:
+        raise ValueError("nested too deep") from None
     if not isinstance(msg, dict):
         raise ValueError("not an object")
-    cls = _BY_TAG.get(msg.pop("type", None))
+    tag = msg.pop("type", None)
+    cls = _BY_TAG.get(tag) if isinstance(tag, str) else None
     if cls is None:
         raise ValueError("no known type")
     for f in dataclasses.fields(cls):

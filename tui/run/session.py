@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from hotloop import events as ev
-from hotloop.catalog import ResolvedPlan
+from hotloop.catalog import ResolvedPlan, process_shares
 from hotloop.errors import HotloopError
 from hotloop.host.changes import (
     Applied,
@@ -228,18 +228,22 @@ class Session:
                         last=True, quiet=True)
             raise
         finally:
-            await drive.aclose()            # left mid-stream (a write failed): perf, worker
             self._kill()
-            await self._reap()
-            for message in self._put_back():    # a no-op when already restored
-                note(message, quiet=True)
-            with self._end:
-                self._over = True
-                if isinstance(final, ev.Failed) and final.bad_input and not runs \
-                        or not self._started:
-                    writer.discard()        # nothing ran: nothing kept, an old file intact
-                else:
-                    writer.close()
+            try:
+                await drive.aclose()        # left mid-stream (a write failed): perf, worker
+                await self._reap()
+            finally:
+                # Even when a second signal cancels the waits above: the system restored and
+                # the file closed, without waiting for anything.
+                for message in self._put_back():    # a no-op when already restored
+                    note(message, quiet=True)
+                with self._end:
+                    self._over = True
+                    if isinstance(final, ev.Failed) and final.bad_input and not runs \
+                            or not self._started:
+                        writer.discard()    # nothing ran: nothing kept, an old file intact
+                    else:
+                        writer.close()
         if writer.error is not None:        # the last lines may not be on disk
             raise writer.error
 
@@ -290,9 +294,7 @@ class Session:
         """The plan's runs spread over `processes` workers, one after the other: a
         process's memory layout shifts its results a little (pyperf does the same)."""
         rp, v = self.rp, self.variant
-        n, k = divmod(rp.plan.runs, rp.plan.processes)
-        shares = [n + (i < k) for i in range(rp.plan.processes) if n + (i < k)]
-        for share in shares:
+        for share in process_shares(rp.plan.runs, rp.plan.processes):
             if rp.plan.until_ci is not None and runs and self._known_well(runs, force=True):
                 break                       # until_ci: the median is known well enough
             if self._stopping:              # stop() between two workers
