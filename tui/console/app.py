@@ -32,7 +32,7 @@ from textual.binding import Binding
 from textual.containers import Grid, Horizontal, Vertical
 from textual.css.query import NoMatches
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 from textual.worker import Worker, WorkerState
 
 from hotloop import catalog, results
@@ -50,6 +50,7 @@ from hotloop.console.messages import (
 from hotloop.console.screens.save import SavePlanScreen
 from hotloop.console.watchdog import Watchdog
 from hotloop.console.widgets.catalog_tree import CatalogTree
+from hotloop.console.widgets.footer import ConsoleFooter
 from hotloop.console.widgets.log import LogPanel
 from hotloop.console.widgets.params import ParamsForm
 from hotloop.console.widgets.plots import DriftPlot, HistogramPlot
@@ -127,7 +128,7 @@ class HotloopApp(App[None]):
                     yield SymbolsTable(id="symbols")
                     yield DriftPlot(id="drift")
                 yield LogPanel(id="log")
-        yield Footer()
+        yield ConsoleFooter()
 
     async def on_mount(self) -> None:
         titles = {"#catalog": "catalogue", "#params": "parameters", "#histogram": "distribution",

@@ -1,12 +1,28 @@
-"""Hot symbols from perf: the latest window while running, the whole run at the end."""
+"""Hot symbols from perf: the latest window while running, the whole run at the end.
+
+A new window comes every ~2 s while perf runs.  Clearing and refilling the table changed
+its size (rows, the width of the symbol column) and so laid the whole screen out again,
+two or three times per window (the table, then its scrollbar), on the event loop.  Here
+the symbol column has a fixed width (what the panel has room for) and a window with as
+many rows as the last only updates the cells that changed: a repaint of this panel, no
+layout.  Only a change in the number of rows (the message before the first window, a
+window with fewer symbols) still lays out.
+"""
 from __future__ import annotations
 
 from rich.text import Text
+from textual.coordinate import Coordinate
 from textual.widgets import DataTable
+from textual.widgets.data_table import ColumnKey
 
 from hotloop import events as ev
 
 TOP = 25
+OTHER_COLUMNS = 14      # the % and kind columns, and the three columns' cell padding
+SCROLLBAR = 3           # a name is cut this much shorter: the scrollbar is over the column
+SYMBOL = ColumnKey("symbol")
+
+Cell = str | Text
 
 
 class SymbolsTable(DataTable):
@@ -18,30 +34,60 @@ class SymbolsTable(DataTable):
         super().__init__(id=id, cursor_type="row", zebra_stripes=True, show_cursor=False)
         self.latest: ev.HotSymbols | None = None
         self.placeholder = "no samples yet"
+        self._room = 0                  # the symbol column's width (set from the panel's)
 
     def on_mount(self) -> None:
         self.add_column("%", key="pct", width=5)
         self.add_column("", key="kind", width=3)
-        self.add_column("symbol", key="symbol")
+        self.add_column("symbol", key="symbol", width=self.room())
         self.show_message("perf: no samples yet")
+
+    def room(self) -> int:
+        """The symbol column's width: the panel's less the other columns (a message in it
+        shows in full up to there, as it did when the column took its content's width)."""
+        return max(10 + SCROLLBAR, self.size.width - OTHER_COLUMNS)
 
     def show_message(self, text: str) -> None:
         self.latest = None
-        self.clear()
-        self.add_row("", "", Text(text, style="dim"))
+        self._fill([("", "", Text(text, style="dim"))])
 
     def show(self, hot: ev.HotSymbols) -> None:
         self.latest = hot
-        self.clear()
-        room = max(10, self.size.width - 17)   # the other columns, padding, scrollbar
+        room = (self._room or self.room()) - SCROLLBAR
+        rows: list[tuple[Cell, Cell, Cell]] = []
         for s in hot.symbols[:TOP]:
             name = s.symbol if len(s.symbol) <= room else s.symbol[:room - 1] + "…"
-            self.add_row(Text(f"{s.percent:5.1f}", justify="right"),
+            rows.append((Text(f"{s.percent:5.1f}", justify="right"),
                          Text("[k]" if s.kernel else "[.]", style="bold" if s.kernel else ""),
-                         Text(name))
+                         Text(name)))
         if not hot.symbols:
-            self.add_row("", "", Text("no samples in this window", style="dim"))
+            rows.append(("", "", Text("no samples in this window", style="dim")))
+        self._fill(rows)
+
+    def _fill(self, rows: list[tuple[Cell, Cell, Cell]]) -> None:
+        """Show `rows`: in place when there are as many as now (only the changed cells,
+        the table's size unchanged: no layout), else cleared and added."""
+        if self.row_count != len(rows) or len(self.columns) != 3:
+            self.clear()
+            for row in rows:
+                self.add_row(*row)
+            return
+        for y, row in enumerate(rows):
+            for x, value in enumerate(row):
+                at = Coordinate(y, x)
+                if self.get_cell_at(at) != value:
+                    self.update_cell_at(at, value)
 
     def on_resize(self) -> None:
+        room = self.room()
+        if room == self._room or SYMBOL not in self.columns:
+            return
+        self._room = room
+        column = self.columns[SYMBOL]
+        column.width = room
+        column.auto_width = False
+        self._require_update_dimensions = True
+        self._update_count += 1             # the rows' render caches
+        self.refresh()
         if self.latest is not None:
-            self.show(self.latest)
+            self.show(self.latest)          # names cut to the new width
