@@ -164,3 +164,13 @@ def test_header_differences_read_as_words():
     assert meta_text(MetaDiff("cpu.cpus", [0], [0, 1])) == "cpu.cpus [0] -> [0,1]"
     assert meta_text(MetaDiff("source_sha256", "a" * 64, "b" * 64)) == \
         f"source_sha256 {'a' * 12} -> {'b' * 12}"
+
+
+def test_a_sessions_centre_is_its_median_on_either_scale():
+    """With an even number of runs the median of the logs is not the log of the median: the
+    baseline a table shows must not depend on whether the other side has a zero."""
+    from hotloop.analysis.compare import compare_samples
+    runs = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]
+    logged = compare_samples(runs, [2.0, 3.0, 4.0, 5.0, 6.0, 7.0])        # all above 0: logs
+    linear = compare_samples(runs, [0.0, 3.0, 4.0, 5.0, 6.0, 7.0])        # a zero: linear
+    assert logged.baseline == pytest.approx(3.5) and linear.baseline == pytest.approx(3.5)

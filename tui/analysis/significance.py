@@ -105,9 +105,12 @@ class SessionEstimate:
 
 def session_estimate(values: Sequence[float] | np.ndarray, log: bool) -> SessionEstimate:
     x = np.sort(np.asarray(values, dtype=float))
+    median = float(np.median(x))
     if log:
-        x = np.log(x)
-    return SessionEstimate(float(np.median(x)), median_se(x) ** 2, len(x))
+        # the log of the median, not the median of the logs: with an even number of runs those
+        # differ, and a session's centre must read the same whichever scale a comparison uses
+        return SessionEstimate(float(np.log(median)), median_se(np.log(x)) ** 2, len(x))
+    return SessionEstimate(median, median_se(x) ** 2, len(x))
 
 
 def positive(*groups: Sequence[float] | np.ndarray) -> bool:
