@@ -25,6 +25,16 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 TAG = "HOTLOOP_TEST_TAG"
 
+# Two harmless sysctls the system tests read, plan and (as root) change and put back.
+POLL = "net.core.busy_poll"
+READ = "net.core.busy_read"
+POLL_FILE = Path("/proc/sys/net/core/busy_poll")
+READ_FILE = Path("/proc/sys/net/core/busy_read")
+needs_root_sysctl = pytest.mark.skipif(
+    not (POLL_FILE.exists() and os.access(POLL_FILE, os.W_OK) and os.access(READ_FILE, os.W_OK)),
+    reason="needs writable net.core.busy_poll/busy_read (root)",
+)
+
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:

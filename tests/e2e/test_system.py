@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import POLL, POLL_FILE, READ, READ_FILE, needs_root_sysctl
 
 from hotloop.host import sysfs
 from hotloop.host.changes import Change, apply, describe_changes, plan_changes
@@ -33,15 +34,6 @@ from hotloop.host.settings import (
 from hotloop.host.sysfs import SystemSettingError
 
 REPO = Path(__file__).resolve().parents[2]
-POLL = "net.core.busy_poll"
-READ = "net.core.busy_read"
-POLL_FILE = Path("/proc/sys/net/core/busy_poll")
-READ_FILE = Path("/proc/sys/net/core/busy_read")
-
-needs_root_sysctl = pytest.mark.skipif(
-    not (POLL_FILE.exists() and os.access(POLL_FILE, os.W_OK) and os.access(READ_FILE, os.W_OK)),
-    reason="needs writable net.core.busy_poll/busy_read (root)",
-)
 
 
 @pytest.fixture(autouse=True)

@@ -5,6 +5,7 @@ import os
 from pathlib import Path
 
 import pytest
+from conftest import POLL, POLL_FILE, needs_root_sysctl
 
 from hotloop.host.changes import Change, describe_changes, plan_changes
 from hotloop.host.cpus import (
@@ -28,15 +29,6 @@ from hotloop.host.settings import (
 )
 from hotloop.host.sysfs import SystemSettingError
 from hotloop.paths import state_dir
-
-POLL = "net.core.busy_poll"
-POLL_FILE = Path("/proc/sys/net/core/busy_poll")
-READ_FILE = Path("/proc/sys/net/core/busy_read")
-
-needs_root_sysctl = pytest.mark.skipif(
-    not (POLL_FILE.exists() and os.access(POLL_FILE, os.W_OK) and os.access(READ_FILE, os.W_OK)),
-    reason="needs writable net.core.busy_poll/busy_read (root)",
-)
 
 
 def cur(name: str) -> str:
