@@ -21,7 +21,8 @@ OUTPUT_KEPT = 4096                      # bytes of the workload's own output kep
 LINE_SHOWN = 200                        # characters of one output line in a message
 LINE_LIMIT = 1 << 20                    # a worker line longer than this is dropped
 # `python -c` puts "" (the working directory) first on sys.path: out with it, then the worker.
-WORKER_MAIN = ("import runpy, sys; del sys.path[0]; "
+# (Not there under PYTHONSAFEPATH or -P: then nothing is removed.)
+WORKER_MAIN = ("import runpy, sys; sys.path[:1] == [''] and sys.path.pop(0); "
                "runpy.run_module('hotloop.run.worker', run_name='__main__', alter_sys=True)")
 
 
