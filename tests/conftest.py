@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import textwrap
 import time
 import uuid
 from collections.abc import Callable
@@ -111,6 +112,15 @@ def path_without(tmp_path: Path, *hidden: str) -> str:
             if entry.name not in hidden and not link.exists() and not link.is_symlink():
                 link.symlink_to(entry.path)
     return str(shadow)
+
+
+def profile_dir(tmp_path: Path, toml: str, name: str = "p.toml") -> Path:
+    """A --profiles directory holding `toml` (and an empty mine.c for its workloads)."""
+    d = tmp_path / "prof"
+    d.mkdir(exist_ok=True)
+    (d / "mine.c").write_text('#include "hotloop.h"\n')
+    (d / name).write_text(textwrap.dedent(toml))
+    return d
 
 
 @pytest.fixture

@@ -1,18 +1,7 @@
 """Bad profiles and bad input: one line naming file, line, table and key; exit 2; nothing run."""
 from __future__ import annotations
 
-import textwrap
-from pathlib import Path
-
-from conftest import hotloop
-
-
-def profile_dir(tmp_path: Path, toml: str, name: str = "p.toml") -> Path:
-    d = tmp_path / "prof"
-    d.mkdir(exist_ok=True)
-    (d / "mine.c").write_text('#include "hotloop.h"\n')
-    (d / name).write_text(textwrap.dedent(toml))
-    return d
+from conftest import hotloop, profile_dir
 
 
 def test_bad_input_on_the_command_line_exits_2_with_one_line_and_runs_nothing(tmp_path):

@@ -302,6 +302,10 @@ def test_svg_into_a_missing_directory_is_one_line(good, tmp_path, command):
     assert f"--svg {tmp_path / 'no' / 'x.svg'}: no such directory" in err
     err = one_line_exit_2(hotloop(command, *files, "--svg", str(tmp_path)))
     assert "is a directory" in err
+    full = hotloop(command, *files, "--svg", "/dev/full")      # a full disk: no bad usage
+    assert full.returncode == 1, full.stderr
+    assert full.stderr.strip().splitlines()[-1] == \
+        "hotloop: --svg /dev/full: cannot write: No space left on device"
 
 
 # --- 5. the console's screenshot ---------------------------------------------------------------

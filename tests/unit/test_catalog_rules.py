@@ -1,10 +1,10 @@
 """The catalogue's rules on the bundled and on broken TOML: loading, one-line errors, params, saving."""
 from __future__ import annotations
 
-import textwrap
 from pathlib import Path
 
 import pytest
+from conftest import profile_dir
 
 from hotloop import catalog
 from hotloop.errors import HotloopError
@@ -16,14 +16,6 @@ metric = "ops/s"
 params.n = { default = 10, min = 1, max = 100 }
 params.mode = { default = "a", choices = ["a", "b"] }
 """
-
-
-def profile_dir(tmp_path: Path, toml: str, name: str = "p.toml") -> Path:
-    d = tmp_path / "prof"
-    d.mkdir(exist_ok=True)
-    (d / "mine.c").write_text('#include "hotloop.h"\n')
-    (d / name).write_text(textwrap.dedent(toml))
-    return d
 
 
 def load_error(tmp_path: Path, toml: str) -> str:

@@ -10,7 +10,7 @@ from typing import Any
 from rich.console import Console
 from rich.text import Text
 
-from hotloop.errors import HotloopError
+from hotloop.errors import HotloopError, RunFailed
 from hotloop.render.units import bucket_labels
 
 BAR = 40
@@ -75,5 +75,5 @@ def save(path: Path, lines: Sequence[str | Text], title: str) -> None:
     check_target(path)
     try:
         path.write_text(picture(lines, title), encoding="utf-8")
-    except OSError as e:
-        raise HotloopError(f"--svg {path}: cannot write: {e.strerror}") from None
+    except OSError as e:               # a full disk is no bad usage: exit 1, as for results
+        raise RunFailed(f"--svg {path}: cannot write: {e.strerror}") from None
