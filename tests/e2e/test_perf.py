@@ -150,11 +150,14 @@ def test_perf_crash_is_a_warning_and_cancel_kills(busy):
         t.cancel()
         with pytest.raises(asyncio.CancelledError):
             await t
+        # SIGKILLed: gone once reaped; waited for on the loop, so asyncio closes their pipes
+        # before the loop is (else a transport is collected after it, with a warning)
+        deadline = time.monotonic() + 5
+        while perf_children() and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        await asyncio.sleep(0.1)
         return rec
     asyncio.run(cancelled())
-    deadline = time.monotonic() + 5         # SIGKILLed: gone once the kernel reaps them
-    while perf_children() and time.monotonic() < deadline:
-        time.sleep(0.05)
     assert perf_children() == []
 
 
