@@ -29,6 +29,16 @@ def test_the_documented_user_workload_runs_like_a_bundled_one(tmp_path):
     assert all(r["ops"] == 20000 and r["value"] > 0 for r in doc["runs"])
 
 
+def test_the_documented_host_loads_as_a_file(tmp_path):
+    d = tmp_path / "hosts"
+    d.mkdir()
+    (d / "hosts.toml").write_text(block("toml", "## Many machines"))
+    listed = hotloop("list", "hosts", "--profiles", str(d))
+    assert listed.returncode == 0, listed.stderr
+    assert listed.stdout.splitlines()[1].split() == ["lab1", "root@lab1.example", "lab1",
+                                                     "(stock", "6.18)"]
+
+
 def test_each_quick_start_command_sets_up_the_venv_it_uses():
     """A fresh Debian's own Python refuses a bare `pip install` (PEP 668), and either command may
     come first: each makes .venv, installs into it and runs from it."""

@@ -13,6 +13,7 @@ from hotloop.catalog.model import (
                                    SCHED_POLICIES,
                                    TIMEOUT_MAX,
                                    CpuProfile,
+                                   Host,
                                    KernelProfile,
                                    Param,
                                    Plan,
@@ -25,6 +26,6 @@ from hotloop.catalog.model import (
 from hotloop.catalog.save import plan_table, save_plan, with_overrides
 
 __all__ = ["KINDS", "METRICS", "RUN_LIMITS", "SCHED_POLICIES", "TIMEOUT_MAX", "Catalog", "CpuProfile",
-           "KernelProfile", "Param", "Plan", "ResolvedPlan", "Workload", "fit_to_machine", "load",
+           "Host", "KernelProfile", "Param", "Plan", "ResolvedPlan", "Workload", "fit_to_machine", "load",
            "plan_table", "process_shares", "save_plan", "search_path", "timeout_problem", "until_ci_problem",
            "with_overrides"]

@@ -22,6 +22,7 @@ else:  # pragma: no cover - 3.10
 from hotloop.catalog.model import (
     KINDS,
     CpuProfile,
+    Host,
     KernelProfile,
     Plan,
     ResolvedPlan,
@@ -61,7 +62,7 @@ def fit_to_machine(cpu: CpuProfile) -> tuple[CpuProfile, list[str]]:
 # --- the catalogue ---------------------------------------------------------
 
 KIND_NAMES = {"workload": "workload", "cpu": "CPU profile", "kernel": "kernel profile",
-              "plan": "plan"}
+              "plan": "plan", "host": "host"}
 
 
 def did_you_mean(name: str, known: Iterable[str]) -> str:
@@ -70,7 +71,7 @@ def did_you_mean(name: str, known: Iterable[str]) -> str:
     return f"; did you mean {close[0]}?" if close else ""
 
 
-_HEADER = re.compile(r"""^\s*\[\s*(workload|cpu|kernel|plan)\s*\.\s*"""
+_HEADER = re.compile(r"""^\s*\[\s*(workload|cpu|kernel|plan|host)\s*\.\s*"""
                      r"""(?:"([^"]+)"|'([^']+)'|([A-Za-z0-9_+-]+))""")
 
 
@@ -113,6 +114,7 @@ class Catalog:
     cpus: dict[str, CpuProfile] = field(default_factory=dict)
     kernels: dict[str, KernelProfile] = field(default_factory=dict)
     plans: dict[str, Plan] = field(default_factory=dict)
+    hosts: dict[str, Host] = field(default_factory=dict)
     files: list[Path] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)     # files left out (skip_bad)
     skipped: list[Skipped] = field(default_factory=list)  # the same, with what they define
@@ -120,7 +122,7 @@ class Catalog:
 
     def table(self, kind: str) -> dict[str, Any]:
         return {"workload": self.workloads, "cpu": self.cpus, "kernel": self.kernels,
-                "plan": self.plans}[kind]
+                "plan": self.plans, "host": self.hosts}[kind]
 
     def load_file(self, path: Path) -> None:
         try:

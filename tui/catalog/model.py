@@ -12,7 +12,7 @@ from hotloop.host import procs
 METRICS = {"bytes/s": ("B/s", True), "ops/s": ("ops/s", True),
            "ns/op": ("ns/op", False), "cycles/op": ("cycles/op", False)}
 SCHED_POLICIES = tuple(procs.SCHED_POLICIES)
-KINDS = ("workload", "cpu", "kernel", "plan")
+KINDS = ("workload", "cpu", "kernel", "plan", "host")
 
 # What C receives: hl_param_int() returns an int64_t, so no param may leave its range.
 INT64_MIN, INT64_MAX = -2**63, 2**63 - 1
@@ -160,6 +160,25 @@ class Plan:
     processes: int = 1              # worker processes the runs are spread over, in turn
     until_ci: float | None = None   # stop once the median's 95% CI is within +-this %
     params: dict[str, int | str] = field(default_factory=dict)
+    summary: str = ""
+    origin: str = ""
+
+
+@dataclass(frozen=True)
+class Host:
+    """A machine to run on over SSH: what `ssh` is given, and the hotloop it runs there.
+    Empty means ssh's own default (~/.ssh/config, the agent); `hotloop` empty means the
+    one `hotloop host setup` installed there, else `hotloop` on the remote's PATH."""
+    name: str
+    address: str
+    user: str = ""
+    port: int | None = None
+    identity_file: str = ""
+    ssh_config: str = ""
+    ssh_options: tuple[str, ...] = ()
+    hotloop: str = ""
+    directory: str = ""             # where it runs there (its results/): the login directory
+    label: str = ""                 # the sides of a comparison of hosts
     summary: str = ""
     origin: str = ""
 

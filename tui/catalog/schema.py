@@ -12,6 +12,7 @@ from hotloop.catalog.model import (
     RUN_LIMITS,
     SCHED_POLICIES,
     CpuProfile,
+    Host,
     KernelProfile,
     Param,
     Plan,
@@ -89,6 +90,26 @@ def _line(v: Any) -> str | None:
     return None if c is None else f"{v!r} holds a control character ({c!r}); one line only"
 
 
+def _ssh_word(v: Any) -> str | None:
+    """An address or a user name, given to ssh as one argument: a leading "-" would make it
+    an option of ssh's (-oProxyCommand=...), so none may start so."""
+    bad = _line(v)
+    if bad:
+        return bad
+    if not v or v.startswith("-") or any(c.isspace() for c in v):
+        return f"{v!r}: expected a name without spaces that does not start with '-'"
+    return None
+
+
+def _ssh_option(v: Any) -> str | None:
+    """One `-o` option of ssh: Key=value."""
+    bad = _line(v)
+    if bad:
+        return bad
+    return None if re.fullmatch(r"[A-Za-z][A-Za-z0-9]*\s*[= ]\s*\S.*", v) else \
+        f"{v!r}: expected an ssh option as Key=value (e.g. ProxyJump=bastion)"
+
+
 def _one_of(choices: tuple[str, ...]) -> Check:
     def check(v: Any) -> str | None:
         return _is(str)(v) or (None if v in choices else
@@ -132,8 +153,12 @@ SPECS: dict[str, dict[str, Check]] = {
              "call_graph": _one_of(CALL_GRAPHS), "timeout": timeout_problem,
              "processes": _int_range(*RUN_LIMITS["processes"]),
              "until_ci": until_ci_problem, "params": _is(dict)},
+    "host": {"address": _ssh_word, "user": _ssh_word, "port": _int_range(1, 65535),
+             "identity_file": _line, "ssh_config": _line, "ssh_options": _array(_ssh_option),
+             "hotloop": _line, "directory": _line, "label": _line, "summary": _is(str)},
 }
-REQUIRED = {"workload": ("source",), "plan": ("workload",), "cpu": (), "kernel": ()}
+REQUIRED = {"workload": ("source",), "plan": ("workload",), "cpu": (), "kernel": (),
+            "host": ("address",)}
 _PARAM_SPEC: dict[str, Check] = {"default": _is(int, str),
                                  "min": lambda v: _is(int)(v) or int64_problem(v),
                                  "max": lambda v: _is(int)(v) or int64_problem(v),
@@ -237,4 +262,12 @@ def _plan(where: Where, name: str, t: dict) -> Plan:
     return Plan(name=name, params=dict(t.get("params", {})), origin=str(where.path), **fields)
 
 
-BUILDERS = {"workload": _workload, "cpu": _cpu, "kernel": _kernel, "plan": _plan}
+def _host(where: Where, name: str, t: dict) -> Host:
+    return Host(name, t["address"], t.get("user", ""), t.get("port"), t.get("identity_file", ""),
+                t.get("ssh_config", ""), tuple(t.get("ssh_options", ())), t.get("hotloop", ""),
+                t.get("directory", ""), t.get("label", ""), t.get("summary", ""),
+                str(where.path))
+
+
+BUILDERS = {"workload": _workload, "cpu": _cpu, "kernel": _kernel, "plan": _plan,
+            "host": _host}

@@ -24,6 +24,7 @@ from hotloop.cli.commands import (
     cmd_tui,
 )
 from hotloop.cli.common import _interrupt, interrupted_status
+from hotloop.cli.hosts import cmd_host
 from hotloop.cli.parser import parser
 from hotloop.cli.run import cmd_run
 from hotloop.errors import HotloopError
@@ -32,7 +33,8 @@ from hotloop.visible import visible
 
 COMMANDS = {"run": cmd_run, "show": cmd_show, "compare": cmd_compare,
             "calibrate": cmd_calibrate, "list": cmd_list, "doctor": cmd_doctor,
-            "save": cmd_save, "restore": cmd_restore, "completion": cmd_completion}
+            "save": cmd_save, "restore": cmd_restore, "completion": cmd_completion,
+            "host": cmd_host}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

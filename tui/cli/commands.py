@@ -160,6 +160,12 @@ def cmd_list(args: argparse.Namespace) -> int:
         for p in cat.plans.values():
             print(f"  {p.name:<18} {p.workload:<12} {visible(p.summary)}".rstrip())
             print(f"  {'':<18} {plan_duration(p, len(cat.variants(p)))}")
+    if what == "hosts" or what is None and cat.hosts:
+        print("hosts")
+        for h in cat.hosts.values():
+            who = f"{h.user}@" if h.user else ""
+            print(f"  {h.name:<16} {visible(who + h.address):<24} "
+                  f"{visible(h.label or h.summary)}".rstrip())
     return 0
 
 

@@ -12,7 +12,7 @@ from typing import Any
 from hotloop import catalog
 from hotloop.catalog import Catalog
 from hotloop.run import build
-from hotloop.run.session import Session
+from hotloop.run.interleave import Runnable
 from hotloop.visible import visible
 
 
@@ -47,7 +47,7 @@ def _interrupt(signum: int, frame: Any) -> None:
     raise KeyboardInterrupt
 
 
-def _cancel(signum: int, task: asyncio.Task[Any], sessions: Sequence[Session] = ()) -> None:
+def _cancel(signum: int, task: asyncio.Task[Any], sessions: Sequence[Runnable] = ()) -> None:
     """Ctrl-C, SIGTERM or SIGHUP during a run: cancel it; each session's last line names the
     signal."""
     global _signal_received

@@ -13,12 +13,12 @@ from hotloop.errors import HotloopError
 # Shell completion (shtab): names come from `hotloop completion --names KIND`, which reads
 # the catalogue (with the --profiles directories already on the line) and says nothing
 # when it cannot.
-NAME_KINDS = ("plan", "workload", "cpu", "kernel")
+NAME_KINDS = ("plan", "workload", "cpu", "kernel", "host")
 
 
 _COMPLETION_PREAMBLE = {
     "bash": r"""
-# hotloop's names: $1 plan|workload|cpu|kernel, $2 the word so far
+# hotloop's names: $1 plan|workload|cpu|kernel|host, $2 the word so far
 _hotloop_names() {
   local i profiles=()
   for ((i = 2; i < ${#COMP_WORDS[@]}; i++)); do
@@ -30,9 +30,10 @@ _hotloop_names_plan() { _hotloop_names plan "$1"; }
 _hotloop_names_workload() { _hotloop_names workload "$1"; }
 _hotloop_names_cpu() { _hotloop_names cpu "$1"; }
 _hotloop_names_kernel() { _hotloop_names kernel "$1"; }
+_hotloop_names_host() { _hotloop_names host "$1"; }
 """,
     "zsh": r"""
-# hotloop's names: $1 plan|workload|cpu|kernel
+# hotloop's names: $1 plan|workload|cpu|kernel|host
 _hotloop_names() {
   local i
   local -a profiles names
@@ -101,6 +102,7 @@ examples:
   hotloop show results/FILE.jsonl --runs    summary, histogram, every run
   hotloop compare stock.jsonl patched.jsonl --svg cmp.svg
   hotloop list plans                        the plans and what a run of each takes
+  hotloop run page-pool --host lab1 --host lab2   on two machines over SSH, compared
   hotloop doctor                            what this machine allows
   source <(hotloop completion bash)         tab completion (bash; zsh likewise)
 
@@ -131,7 +133,17 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--force", action="store_true",
                      help="replace an existing --out file (kept as it was unless the run "
                           "measures something)")
-    run.add_argument("--format", choices=("text", "json"), default="text")
+    run.add_argument("--format", choices=("text", "json", "events"), default="text",
+                     help="text (default), json, or events: every event as a result line on "
+                          "stdout as it happens (what a remote session sends)")
+    _complete(run.add_argument("--host", action="append", default=[], metavar="NAME",
+                               help="run on a [host.NAME] of the profiles over SSH, the result "
+                                    "file here; repeat for several hosts, compared after"),
+              _names("host"))
+    run.add_argument("--control", choices=("stdin",),
+                     help="stdin: stop the run when standard input closes (a remote "
+                          "session: a dropped connection stops it)")
+    run.add_argument("--gated", action="store_true", help=argparse.SUPPRESS)   # --host --interleave
     _plan_options(run, several=True)
 
     show = sub.add_parser("show", help="summary, histogram and hot symbols of a result file")
@@ -170,7 +182,7 @@ def parser() -> argparse.ArgumentParser:
     _plan_options(cal)
 
     lst = sub.add_parser("list", help="list workloads, CPU and kernel profiles, plans")
-    lst.add_argument("what", nargs="?", choices=("workloads", "cpu", "kernel", "plans"))
+    lst.add_argument("what", nargs="?", choices=("workloads", "cpu", "kernel", "plans", "hosts"))
     _profiles_option(lst)
 
     doctor = sub.add_parser("doctor", help="what this machine allows")
@@ -194,6 +206,14 @@ def parser() -> argparse.ArgumentParser:
     save.add_argument("--summary", default="", help="one line for `hotloop list plans`")
     save.add_argument("--force", action="store_true", help="replace a plan saved before")
     _profiles_option(save)
+
+    host = sub.add_parser("host", help="check a [host.NAME] over SSH, or install this "
+                                       "hotloop there")
+    host.add_argument("action", choices=("check", "setup"),
+                      help="check: reachable, same hotloop, what it allows; setup: install "
+                           "this version there (a venv in its ~/.cache/hotloop)")
+    _complete(host.add_argument("name", metavar="NAME"), _names("host"))
+    _profiles_option(host)
 
     restore = sub.add_parser("restore", help="put back system settings a killed run left")
     _profiles_option(restore)

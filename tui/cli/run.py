@@ -6,10 +6,11 @@ import argparse
 import asyncio
 import itertools
 import json
+import os
 import re
 import signal
 import sys
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence, Sized
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,7 +35,8 @@ from hotloop.errors import HotloopError, RunFailed
 from hotloop.render import report
 from hotloop.render.units import si
 from hotloop.results.header import Header
-from hotloop.run.interleave import interleave
+from hotloop.results.store import encode_line
+from hotloop.run.interleave import Runnable, interleave, together
 from hotloop.run.session import Session
 from hotloop.visible import visible, visible_lines
 
@@ -93,7 +95,8 @@ def resolve_run_plan(cat: Catalog, args: argparse.Namespace, plan: Plan, cpu: st
     params = parse_params(cat, plan.workload, param_items, plan.params)
     check_run_flags(args)
     processes = args.processes
-    if getattr(args, "interleave", False) and processes is None:
+    if (getattr(args, "interleave", False) or getattr(args, "gated", False)) \
+            and processes is None:
         # Interleaved variants are compared process block by process block (a process has
         # an offset of its own): a few processes each unless asked otherwise.
         processes = max(plan.processes, min(INTERLEAVE_PROCESSES, args.runs or plan.runs))
@@ -158,14 +161,17 @@ def variants(cat: Catalog, args: argparse.Namespace) -> list[Variant]:
     return out
 
 
-async def _run_sessions(sessions: list[Session], fmt: str, interleaved: bool,
+async def _run_sessions(sessions: Sequence[Runnable], fmt: str, interleaved: bool,
                         gap: float = 0.0, observe: Callable[[str, ev.Event | None], None]
-                        | None = None, got: dict[str, results.Result] | None = None
+                        | None = None, got: dict[str, results.Result] | None = None,
+                        parallel: bool = False, control: str | None = None
                         ) -> dict[str, ev.Event | None]:
     """Drive the sessions with a progress bar on stderr; each one's Finished or Failed.
-    In turn: `gap` seconds between two sessions; `observe` sees each event (None when a
-    session begins); `got` collects each one's result (by variant) as its events come,
-    so a report needs no file to read back (--out /dev/null)."""
+    In turn (or all at once: `parallel`, on separate hosts): `gap` seconds between two
+    sessions; `observe` sees each event (None when a session begins); `got` collects each
+    one's result (by variant) as its events come, so a report needs no file to read back
+    (--out /dev/null).  `control` "stdin": standard input closing cancels the run as a
+    hangup does, and each line of it is a turn for a gated session (remote interleaving)."""
     # Ctrl-C, SIGTERM and SIGHUP (a kill, a dropped SSH session) cancel the run: the worker
     # is stopped, the system restored, the result file ends "interrupted", naming the signal.
     loop, main = asyncio.get_running_loop(), asyncio.current_task()
@@ -173,8 +179,10 @@ async def _run_sessions(sessions: list[Session], fmt: str, interleaved: bool,
     signals = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
     for sig in signals:
         loop.add_signal_handler(sig, _cancel, sig, main, sessions)
+    if control == "stdin":
+        _follow_stdin(loop, main, sessions)
     try:
-        return await _drive(sessions, fmt, interleaved, gap, observe, got)
+        return await _drive(sessions, fmt, interleaved, gap, observe, got, parallel)
     finally:
         # asyncio leaves SIGTERM and SIGHUP at their default (death, no message): back to
         # the Ctrl-C path for the report and comparison printed after the run
@@ -182,21 +190,59 @@ async def _run_sessions(sessions: list[Session], fmt: str, interleaved: bool,
             loop.remove_signal_handler(sig)
         for sig in (signal.SIGTERM, signal.SIGHUP):
             signal.signal(sig, _interrupt)
+        if control == "stdin":
+            loop.remove_reader(sys.stdin.fileno())
 
 
-async def _drive(sessions: list[Session], fmt: str, interleaved: bool, gap: float,
+def _follow_stdin(loop: asyncio.AbstractEventLoop, main: asyncio.Task[Any],
+                  sessions: Sequence[Runnable]) -> None:
+    """--control stdin: its end is a hangup (the connection of a remote session closed, or
+    the local side stopped it); each line a gated session's next turn."""
+    fd = sys.stdin.fileno()
+
+    def readable() -> None:
+        try:
+            data = os.read(fd, 4096)        # readable: this does not block
+        except OSError:
+            data = b""
+        if not data:
+            loop.remove_reader(fd)
+            _cancel(signal.SIGHUP, main, sessions)
+            return
+        for s in sessions:
+            if s.gate is not None:
+                for _ in range(data.count(b"\n")):
+                    s.gate.put_nowait(None)
+    loop.add_reader(fd, readable)
+
+
+def emit(event: ev.Event) -> None:
+    """--format events: each line of the result file on stdout too, as it is written (the
+    lines a cancel leaves included: a remote session's restore, its "interrupted")."""
+    try:
+        sys.stdout.write(encode_line(event))
+        sys.stdout.flush()
+    except OSError:
+        # The reader is gone (the connection of a remote session): a hangup, so the run
+        # stops as it does on one; what comes after goes nowhere.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        os.kill(os.getpid(), signal.SIGHUP)
+
+
+async def _drive(sessions: Sequence[Runnable], fmt: str, interleaved: bool, gap: float,
                  observe: Callable[[str, ev.Event | None], None] | None,
-                 got: dict[str, results.Result] | None) -> dict[str, ev.Event | None]:
+                 got: dict[str, results.Result] | None, parallel: bool
+                 ) -> dict[str, ev.Event | None]:
     console = Console(stderr=True, soft_wrap=True)    # a warning stays one line
     last: dict[str, ev.Event | None] = {s.variant: None for s in sessions}
     with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                   TextColumn("{task.fields[value]}"), TimeElapsedColumn(),
                   TextColumn("eta"), TimeRemainingColumn(), console=console,
                   transient=True, disable=fmt != "text" or not console.is_terminal) as bar:
-        tasks = {s.variant: bar.add_task(escape(visible(s.variant or s.rp.plan.name)),
-                                         total=s.rp.plan.runs,
-                                         value="") for s in sessions}
-        units = {s.variant: s.rp.workload.unit for s in sessions}
+        # the total and the unit are the header's: a remote plan is known once it starts
+        tasks = {s.variant: bar.add_task(escape(visible(s.title)), total=None, value="")
+                 for s in sessions}
+        units = {s.variant: "" for s in sessions}
         warned: set[str] = set()
 
         async def consume(stream: AsyncIterator[ev.Event]) -> None:
@@ -204,6 +250,11 @@ async def _drive(sessions: list[Session], fmt: str, interleaved: bool, gap: floa
                 if observe is not None:
                     observe(event.header.get("variant", "") if isinstance(event, ev.Started)
                             else event.variant, event)
+                if isinstance(event, ev.Started):
+                    header = Header.of(event.header)
+                    if header.variant in tasks:
+                        units[header.variant] = header.workload.unit
+                        bar.update(tasks[header.variant], total=header.runs)
                 if got is not None and isinstance(event, ev.Started):
                     got[event.header.get("variant", "")] = results.Result(
                         Path(event.result_file), Header.of(event.header))
@@ -214,6 +265,8 @@ async def _drive(sessions: list[Session], fmt: str, interleaved: bool, gap: floa
                 elif isinstance(event, ev.RunSample) and not event.warmup:
                     bar.update(tasks[event.variant], advance=1,
                                value=si(event.value, units[event.variant]))
+                elif isinstance(event, ev.Warning) and fmt == "events":
+                    pass                # on stdout already, with the rest
                 elif isinstance(event, ev.Warning) and event.message not in warned:
                     # Once a batch: the same warning from every variant (perf's, a
                     # machine's) is one line; the report after the run repeats none.
@@ -225,6 +278,8 @@ async def _drive(sessions: list[Session], fmt: str, interleaved: bool, gap: floa
 
         if interleaved:
             await consume(interleave(sessions))
+        elif parallel:
+            await consume(together(sessions))
         else:
             for i, s in enumerate(sessions):
                 if i and gap > 0:
@@ -239,16 +294,34 @@ async def _drive(sessions: list[Session], fmt: str, interleaved: bool, gap: floa
 
 def cmd_run(args: argparse.Namespace) -> int:
     cat = _catalog(args, warn=False)
+    if args.host:
+        from hotloop.cli.hosts import run_on_hosts  # it builds on this module
+        return run_on_hosts(cat, args)
     todo = variants(cat, args)
+    if args.gated and (len(todo) != 1 or args.control != "stdin"):
+        raise HotloopError("--gated runs one variant, its turns read from --control stdin")
     _warn_skipped(cat)
     # A default name that is taken becomes another; an --out file is never
     # overwritten but with --force (results.Writer).
     on_exists = ("replace" if args.force else "refuse") if args.out else "rename"
     sessions = [Session(v.rp, v.out, variant=v.label, apply_system=args.apply_system,
-                        keep_perf=args.keep_perf, on_exists=on_exists) for v in todo]
+                        keep_perf=args.keep_perf, on_exists=on_exists,
+                        mirror=emit if args.format == "events" else None) for v in todo]
+    if args.gated:
+        sessions[0].gate = asyncio.Queue()
+    return drive_and_report(sessions, args, [v.label for v in todo])
+
+
+def drive_and_report(sessions: Sequence[Runnable], args: argparse.Namespace,
+                     labels: list[str], parallel: bool = False) -> int:
+    """Run the sessions (their variants named by `labels`, in order), then print each one's
+    report and the batch's comparison; the exit status: 0, 1 for a failed run (RunFailed),
+    128 + the signal when interrupted."""
     got: dict[str, results.Result] = {}
+    names = dict(zip(labels, (s.title for s in sessions)))
     try:
-        asyncio.run(_run_sessions(sessions, args.format, args.interleave, got=got))
+        asyncio.run(_run_sessions(sessions, args.format, args.interleave, got=got,
+                                  control=args.control, parallel=parallel))
     except (KeyboardInterrupt, asyncio.CancelledError):
         files = visible(", ".join(str(r.path) for r in got.values()))
         print("hotloop: interrupted; " + (f"the runs measured so far are in {files}" if files
@@ -258,13 +331,13 @@ def cmd_run(args: argparse.Namespace) -> int:
                 # the session wrote its "interrupted" line as it was cancelled
                 res.add(ev.Failed("interrupted", run=len(res.runs), interrupted=True))
         if any(res.runs for res in got.values()):
-            _print_reports(todo, [r for r in got.values() if r.runs], args.format)
+            _print_reports(labels, [r for r in got.values() if r.runs], args.format)
         return interrupted_status()
     done: list[results.Result] = []
     failures: list[str] = []
     interrupted = False
-    for v in todo:
-        res = got.get(v.label)
+    for label in labels:
+        res = got.get(label)
         if res is None:
             continue
         end = res.finished or res.failed
@@ -273,9 +346,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         if isinstance(end, ev.Failed):
             interrupted |= end.interrupted
             if not end.interrupted:
-                failures.append(f"{v.label or v.rp.plan.name}: {end.message}")
+                failures.append(f"{names[label]}: {end.message}")
         done.append(res)
-    _print_reports(todo, done, args.format)
+    _print_reports(labels, done, args.format)
     if interrupted:
         return interrupted_status()
     if failures:
@@ -283,9 +356,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _print_reports(todo: list[Variant], done: list[results.Result], fmt: str) -> None:
+def _print_reports(todo: Sized, done: list[results.Result], fmt: str) -> None:
     """Each variant's report, then the batch's comparison (on stdout).  The warnings were
-    shown as they came (on stderr, once a batch): the text reports leave them out."""
+    shown as they came (on stderr, once a batch): the text reports leave them out.  Events
+    were the output, as they came."""
+    if fmt == "events":
+        return
     comparison = _batch_comparison(done) if len(todo) > 1 else None
     if fmt == "json":
         docs = [report.document(r) for r in done]

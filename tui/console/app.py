@@ -59,7 +59,8 @@ from hotloop.console.widgets.symbols import SymbolsTable
 from hotloop.errors import HotloopError
 from hotloop.render.units import si
 from hotloop.results.header import Header
-from hotloop.run.preflight import preflight
+from hotloop.run.preflight import preflight, system_settings
+from hotloop.run.remote import RemoteSession, plan_argv
 from hotloop.run.session import Session
 from hotloop.visible import visible
 
@@ -100,7 +101,7 @@ class HotloopApp(App[None]):
         self.results_dir = Path(results_dir)
         self.cat: Catalog | None = None
         self.live: LiveRun | None = None
-        self.session: Session | None = None
+        self.session: Session | RemoteSession | None = None
         self.worker: Worker | None = None
         self.view = "setup"
         self._affinity: set[int] | None = None
@@ -277,25 +278,28 @@ class HotloopApp(App[None]):
     def action_run(self) -> None:
         if self.running or self.cat is None:
             return
+        host = self.form.host
         try:
             plan = self.form.build()
-            rp = self.cat.resolve(plan)
-            pre = preflight(rp)
+            # on a host, its own catalogue fits the CPU profile to its CPUs, and its own
+            # state tells what would change: here, what the profiles would set
+            rp = self.cat.resolve(plan, here=host is None)
+            changes = [c.describe() for c in preflight(rp).changes] if host is None \
+                else [f"{setting} on {host}" for setting in system_settings(rp)]
         except (ValueError, HotloopError) as e:
             self.log_line(f"cannot run: {' '.join(str(e).split())}", "error")
             self.notify(f"cannot run: {visible(str(e))}", severity="error", timeout=4,
                         markup=False)
             return
-        if not pre.changes:
-            self.start_run(rp)
+        if not changes:
+            self.start_run(rp, host=host)
             return
-        changes = [c.describe() for c in pre.changes]
 
         def answered(yes: bool | None) -> None:
             if yes:
                 self.log_line(f"consent given: {', '.join(changes)} (restored after the run)",
                               "warning")
-                self.start_run(rp, apply_system=True)
+                self.start_run(rp, apply_system=True, host=host)
             else:
                 self.log_line(f"not run: kernel profile {rp.kernel.name} would change "
                               f"{', '.join(changes)}; nothing was changed", "warning")
@@ -304,13 +308,20 @@ class HotloopApp(App[None]):
         from hotloop.console.screens.consent import ConsentScreen
         self.push_screen(ConsentScreen(plan.name, rp.kernel.name, changes), answered)
 
-    def start_run(self, rp: ResolvedPlan, apply_system: bool = False) -> None:
-        """Start a session of `rp` (system changes only with `apply_system`, the user's yes)."""
-        if self.running:
+    def start_run(self, rp: ResolvedPlan, apply_system: bool = False,
+                  host: str | None = None) -> None:
+        """Start a session of `rp` (system changes only with `apply_system`, the user's yes),
+        here or on a [host.NAME] over SSH."""
+        if self.running or self.cat is None:
             return
         plan = rp.plan
-        path = results.default_path(plan.name, self.results_dir)
-        self.session = Session(rp, path, apply_system=apply_system)
+        if host is None:
+            path = results.default_path(plan.name, self.results_dir)
+            self.session = Session(rp, path, apply_system=apply_system)
+        else:
+            path = results.default_path(f"{plan.name}-{host}", self.results_dir)
+            self.session = RemoteSession(self.cat.hosts[host], plan_argv(plan, apply_system),
+                                         path)
         self.live = LiveRun(plan.name, plan.runs, plan.warmup, rp.workload.unit,
                             rp.workload.higher_is_better, plan.perf, plan.until_ci)
         symbols = self._q(SymbolsTable)
@@ -319,8 +330,10 @@ class HotloopApp(App[None]):
         self._q("#symbols").border_title = "hot symbols" if plan.perf else \
             "hot symbols · off"
         self.log_line(f"run {plan.name}: {rp.workload.name}, {plan.runs} runs "
-                      f"(+{plan.warmup} warmup), cpu {rp.cpu.name} → {path}")
-        self._away_from(rp.cpu.cpus)
+                      f"(+{plan.warmup} warmup), cpu {rp.cpu.name}"
+                      + (f", on {host} over SSH" if host else "") + f" → {path}")
+        if host is None:
+            self._away_from(rp.cpu.cpus)
         self.worker = self.run_session(self.session, self.live)
         if self.narrow:
             self.set_view("live")
@@ -328,7 +341,7 @@ class HotloopApp(App[None]):
         self.refresh_bindings()
 
     @work(exclusive=True, group="session", exit_on_error=False)
-    async def run_session(self, session: Session, live: LiveRun) -> None:
+    async def run_session(self, session: Session | RemoteSession, live: LiveRun) -> None:
         """Drive one session to its end; the only place that reads its events."""
         outcome = "failed"
         since_yield = 0
@@ -593,8 +606,10 @@ class HotloopApp(App[None]):
         if form_plan is not None:
             plan, edited = form_plan
             narrow = self.narrow
+            host = self.form.host
             parts.append(f"{plan.name}{'*' if edited else ''} · {plan.workload} · "
-                         + ("" if narrow else f"cpu {plan.cpu} · ") + f"{plan.runs} runs")
+                         + ("" if narrow else f"cpu {plan.cpu} · ") + f"{plan.runs} runs"
+                         + (f" · on {host}" if host else ""))
         live = self.live
         if live is not None:
             mark = {"building": "building", "running": f"running {live.n}/{live.runs}",

@@ -143,7 +143,8 @@ def text(result: Result, warnings: bool = True, runs: bool = False) -> str:
     if h.cpus:
         where += f" (cpus {','.join(map(str, h.cpus))})"
     lines = [f"{w.name}  {params}",
-             f"{where}, kernel {h.kernel_release} [{h.label}], {h.host or '?'}",
+             f"{where}, kernel {h.kernel_release} [{h.label}], {h.host or '?'}"
+             + (f" (host {h.remote}, over SSH)" if h.remote else ""),
              f"{w.metric} ({'higher' if w.higher_is_better else 'lower'}"
              f" is better), {len(result.runs)} run{'' if len(result.runs) == 1 else 's'}"]
     if result.partial:

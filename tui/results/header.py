@@ -43,6 +43,7 @@ class Header:
     processes: int = 1
     perf: bool = False
     batch: Batch | None = None
+    remote: str = ""                      # the [host.NAME] it ran on over SSH, if it did
 
     @classmethod
     def of(cls, h: dict[str, Any]) -> Header:
@@ -50,6 +51,7 @@ class Header:
             v = h.get(name)
             return v if isinstance(v, dict) else {}
         w, cpu, plan, batch = table("workload"), table("cpu"), table("plan"), h.get("batch")
+        remote = table("remote")
         runs, procs = plan.get("runs"), plan.get("processes", 1)
         return cls(
             fields=h, time=str(h.get("time", "")), host=str(h.get("host", "")),
@@ -65,7 +67,8 @@ class Header:
             batch=Batch(str(batch["id"]) if batch.get("id") is not None else None,
                         bool(batch.get("interleaved")),
                         _count(batch.get("variants")))
-            if isinstance(batch, dict) else None)
+            if isinstance(batch, dict) else None,
+            remote=str(remote.get("host", "")))
 
 
 def _count(v: Any) -> int:

@@ -60,6 +60,11 @@ def _line(obj: dict[str, Any]) -> str:
     return text + "\n"
 
 
+def encode_line(event: ev.Event) -> str:
+    """An event as its result line, newline included."""
+    return _line(ev.to_json(event))
+
+
 class WriteFailed(RunFailed):
     """The result file cannot take another line (a full disk, a removed directory):
     the session stops the run and the command exits 1 with this one line."""
@@ -202,7 +207,7 @@ class Writer:
         """Append one line; WriteFailed the first time one cannot be."""
         if self.error is not None or self._fd < 0:
             return
-        data = memoryview(_line(ev.to_json(event)).encode())
+        data = memoryview(encode_line(event).encode())
         try:
             while data:
                 data = data[os.write(self._fd, data):]
@@ -315,6 +320,7 @@ HEADER = fields({
     "workload": fields({"name": _S, "metric": _S, "unit": _S, "higher_is_better": _B}),
     "params": ev.OBJECT,
     "cpu": fields({"name": _S, "cpus": list_of(_I)}),
+    "remote": fields({"host": _S, "address": _S, "result_file": _S}),
 })
 
 
@@ -336,7 +342,7 @@ def _open_regular(path: Path) -> str:
             from None
 
 
-def _run_problem(result: Result, run: ev.RunSample) -> str | None:
+def run_problem(result: Result, run: ev.RunSample) -> str | None:
     """Why a run line cannot be the next of this session: its number out of turn, or a value
     its own counters do not give (an edited file), or None."""
     if not run.warmup and run.index != len(result.runs):
@@ -354,6 +360,27 @@ def _run_problem(result: Result, run: ev.RunSample) -> str | None:
     return None
 
 
+class NotJson(ValueError):
+    pass
+
+
+def decode_line(line: str | bytes) -> ev.Event:
+    """One result line as its event, every field checked (a header's too); NotJson, or
+    ValueError saying what is wrong.  The one reader of result lines: files, and the events
+    a remote session streams."""
+    try:
+        obj = json.loads(line, parse_constant=_no_constant)
+    except json.JSONDecodeError:
+        raise NotJson("not JSON") from None
+    except RecursionError:
+        raise ValueError("nested too deep") from None
+    event = ev.from_json(obj)
+    bad = HEADER(event.header) if isinstance(event, ev.Started) else None
+    if bad:
+        raise ValueError(f"header: {bad}")
+    return event
+
+
 def read(path: Path) -> Result:
     """Read a result file; HotloopError (one line: file, line, what is wrong) if it is
     not one.  Every field of what comes back has the type hotloop writes, and every
@@ -367,21 +394,13 @@ def read(path: Path) -> Result:
         if not line.strip():
             continue
         try:
-            obj = json.loads(line, parse_constant=_no_constant)
-        except json.JSONDecodeError:
+            event = decode_line(line)
+        except NotJson:
             if no == len(lines) and result is not None:
                 break                   # a line cut short by a crash: keep the rest
             raise HotloopError(f"{path}:{no}: not a hotloop result line (not JSON)") from None
-        except (ValueError, RecursionError) as e:
-            why = str(e) if isinstance(e, ValueError) else "nested too deep"
-            raise HotloopError(f"{path}:{no}: not a hotloop result line: {why}") from None
-        try:
-            event = ev.from_json(obj)
-            bad = HEADER(event.header) if isinstance(event, ev.Started) else None
         except ValueError as e:
             raise HotloopError(f"{path}:{no}: not a hotloop result line: {e}") from None
-        if bad:
-            raise HotloopError(f"{path}:{no}: not a hotloop result line: header: {bad}")
         if result is None:
             if not isinstance(event, ev.Started):
                 raise HotloopError(f"{path}:{no}: not a hotloop result (no header line)")
@@ -393,7 +412,7 @@ def read(path: Path) -> Result:
             raise HotloopError(f"{path}:{no}: not a hotloop result line: a line after the "
                                f"session's last")
         else:
-            bad = _run_problem(result, event) if isinstance(event, ev.RunSample) else None
+            bad = run_problem(result, event) if isinstance(event, ev.RunSample) else None
             if bad:
                 raise HotloopError(f"{path}:{no}: not a hotloop result line: {bad}")
             result.add(event)

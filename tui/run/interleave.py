@@ -1,4 +1,5 @@
-"""Several sessions taking turns one repetition at a time, as one stream.
+"""Several sessions taking turns one repetition at a time, as one stream (or, on separate
+machines, running at once: `together`).
 
 Drift of the machine (a noisy neighbour, thermal state, page cache) then hits
 every variant alike, which is what makes an A/B comparison in one sitting
@@ -15,14 +16,16 @@ position, and right after every other variant, equally often.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Sequence
+from typing import Any, Protocol
 
 from hotloop import events as ev
 from hotloop.errors import HotloopError
-from hotloop.run.session import Session
 
 _DONE = object()
+_EVENTS = (ev.Started, ev.RunSample, ev.HotSymbols, ev.Warning, ev.Finished, ev.Failed)
 
 
 def williams(k: int) -> list[list[int]]:
@@ -35,10 +38,68 @@ def williams(k: int) -> list[list[int]]:
     return rows if k % 2 == 0 else rows + [row[::-1] for row in rows]
 
 
-async def interleave(sessions: list[Session]) -> AsyncIterator[ev.Event]:
+class Runnable(Protocol):
+    """What interleave and together drive: a local Session or a remote one."""
+    gate: asyncio.Queue[None] | None
+    batch: dict[str, Any] | None
+    variant: str
+    interrupted_by: str             # the signal that cancelled it, for its last line
+
+    @property
+    def title(self) -> str: ...
+
+    @property
+    def until_ci(self) -> float | None: ...
+
+    def events(self) -> AsyncIterator[ev.Event]: ...
+
+    def stop(self) -> None: ...
+
+
+async def together(sessions: Sequence[Runnable]) -> AsyncIterator[ev.Event]:
+    """Merged events of `sessions` running at once (on separate machines).  A session that
+    fails ends alone; bad input (an exception from one) ends them all."""
+    async with contextlib.aclosing(_merged(sessions)) as stream:
+        async for _, item in stream:
+            if item is not _DONE:
+                assert isinstance(item, _EVENTS)
+                yield item
+
+
+async def _merged(sessions: Sequence[Runnable]) -> AsyncGenerator[tuple[Runnable, object], None]:
+    """(session, event) as each comes, (session, _DONE) at each one's end; an exception from
+    one raises here.  Closed, every session is stopped and its task awaited."""
+    queue: asyncio.Queue[tuple[Runnable, object]] = asyncio.Queue()
+    tasks = [asyncio.create_task(_pump(s, queue)) for s in sessions]
+    left = len(sessions)
+    try:
+        while left:
+            s, item = await queue.get()
+            if isinstance(item, Exception):
+                raise item
+            left -= item is _DONE
+            yield s, item
+    finally:
+        for s in sessions:
+            s.stop()
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
+async def _pump(s: Runnable, queue: asyncio.Queue[tuple[Runnable, object]]) -> None:
+    try:
+        async for event in s.events():
+            await queue.put((s, event))
+    except Exception as e:          # noqa: BLE001 - handed to the consumer
+        await queue.put((s, e))
+    await queue.put((s, _DONE))
+
+
+async def interleave(sessions: Sequence[Runnable]) -> AsyncIterator[ev.Event]:
     """Merged events of `sessions`, run alternately.  A session that fails ends
     alone; bad input (an exception from one) ends them all."""
-    if any(s.rp.plan.until_ci is not None for s in sessions):
+    if any(s.until_ci is not None for s in sessions):
         # Each variant would stop when its own median is known: the rest would run alone,
         # no longer interleaved, and the paired test would weigh a one-round block like a
         # full one.
@@ -48,22 +109,11 @@ async def interleave(sessions: list[Session]) -> AsyncIterator[ev.Event]:
     for s in sessions:
         s.gate = asyncio.Queue()
         s.batch = batch
-    queue: asyncio.Queue[tuple[Session, object]] = asyncio.Queue()
-
-    async def pump(s: Session) -> None:
-        try:
-            async for event in s.events():
-                await queue.put((s, event))
-        except Exception as e:          # noqa: BLE001 - handed to the consumer below
-            await queue.put((s, e))
-        await queue.put((s, _DONE))
-
-    tasks = [asyncio.create_task(pump(s)) for s in sessions]
     alive = list(sessions)
     rounds = -1
-    turns: list[Session] = []           # who is still to run in this round, in order
+    turns: list[Runnable] = []           # who is still to run in this round, in order
 
-    def pass_token() -> Session | None:
+    def pass_token() -> Runnable | None:
         """The token to the next session of the round (a new round when it is over)."""
         nonlocal rounds, turns
         turns = [t for t in turns if t in alive]
@@ -79,24 +129,14 @@ async def interleave(sessions: list[Session]) -> AsyncIterator[ev.Event]:
         return nxt
 
     holder = pass_token()
-    try:
-        while alive:
-            s, item = await queue.get()
-            if isinstance(item, Exception):
-                raise item
+    async with contextlib.aclosing(_merged(sessions)) as stream:
+        async for s, item in stream:
             if item is _DONE:
                 alive.remove(s)
                 if s is holder:
                     holder = pass_token()
                 continue
-            assert isinstance(item, (ev.Started, ev.RunSample, ev.HotSymbols, ev.Warning,
-                                     ev.Finished, ev.Failed))
+            assert isinstance(item, _EVENTS)
             yield item
             if isinstance(item, ev.RunSample) and s is holder:
                 holder = pass_token() or holder
-    finally:
-        for s in sessions:
-            s.stop()
-        for t in tasks:
-            t.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)

@@ -77,6 +77,15 @@ def preflight(rp: ResolvedPlan) -> Preflight:
     return Preflight(changes, warnings)
 
 
+def system_settings(rp: ResolvedPlan) -> list[str]:
+    """What the profiles would set, as they say it (another machine's state is not known
+    here: its hotloop plans the changes and asks for --apply-system)."""
+    cpu = rp.cpu
+    return [*(f"sysctl {k} = {v}" for k, v in rp.kernel.sysctl.items()),
+            *([f"governor {cpu.governor}"] if cpu.governor is not None else []),
+            *([f"boost {'on' if cpu.boost else 'off'}"] if cpu.boost is not None else [])]
+
+
 def header(rp: ResolvedPlan, built: build.Built, variant: str = "",
            sysctl: dict[str, Any] | None = None,
            batch: dict[str, Any] | None = None) -> dict[str, Any]:

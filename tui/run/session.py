@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -52,8 +52,10 @@ class Session:
 
     def __init__(self, rp: ResolvedPlan, result_file: Path, variant: str = "",
                  apply_system: bool = False, gate: asyncio.Queue[None] | None = None,
-                 keep_perf: bool = False, on_exists: str = "rename"):
+                 keep_perf: bool = False, on_exists: str = "rename",
+                 mirror: Callable[[ev.Event], None] | None = None):
         self.rp = rp
+        self.mirror = mirror                 # sees each line the result file gets, as it does
         self.on_exists = on_exists           # result_file taken: rename, refuse, replace
         self.keep_perf = keep_perf           # keep perf.data beside the result file
         self.counters: dict[str, float | None] = {}
@@ -85,6 +87,15 @@ class Session:
         self._runs: list[float] = []
         self._next_check = UNTIL_CI_MIN_RUNS    # until_ci: when the runs are next checked
         self._target_met = False
+
+    @property
+    def title(self) -> str:
+        """What the session is called where several run: its variant, else its plan."""
+        return self.variant or self.rp.plan.name
+
+    @property
+    def until_ci(self) -> float | None:
+        return self.rp.plan.until_ci
 
     def stop(self) -> None:
         """End the run now: no run after this reaches the file or the consumer.  The
@@ -143,6 +154,8 @@ class Session:
                 self._writer.try_write(event)
             else:
                 self._writer.write(event)
+            if self.mirror is not None:
+                self.mirror(event)
             self._started = self._started or isinstance(event, ev.Started)
             self._over = last               # the last line: nothing after it
             return True

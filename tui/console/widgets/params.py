@@ -21,6 +21,7 @@ from hotloop.console.messages import FormChanged
 
 RUNS = Param("runs", 10, *RUN_LIMITS["runs"], help="recorded repetitions")
 WARMUP = Param("warmup", 1, *RUN_LIMITS["warmup"], help="unrecorded repetitions first")
+HERE = "this machine"            # the host choice's first: no [host.NAME] can be called so
 
 
 class ParamValidator(Validator):
@@ -233,6 +234,15 @@ class ParamsForm(Vertical):
                                        "kernel: the label results carry and its sysctls")
         widgets += [fields["runs"], fields["until_ci"], fields["warmup"], fields["perf"],
                     fields["cpu"], fields["kernel"]]
+        if cat.hosts:               # where it runs: here, or a [host.NAME] over SSH
+            old = self.fields.get("host")
+            host = old.value if isinstance(old, ChoiceField) else HERE
+            fields["host"] = ChoiceField("host", "host", [HERE, *cat.hosts],
+                                         host if host in cat.hosts else HERE,
+                                         "host: this machine, or one of the profiles' "
+                                         "[host.NAME] over SSH (its own profiles resolve "
+                                         "the workload)")
+            widgets.append(fields["host"])
         self.fields = fields
         await box.mount_all(widgets)
         box.scroll_home(animate=False)
@@ -249,6 +259,12 @@ class ParamsForm(Vertical):
                 f.choices.append(value)
                 select.set_options([(c, c) for c in f.choices])
             select.value = value
+
+    @property
+    def host(self) -> str | None:
+        """The [host.NAME] chosen to run on, or None for this machine."""
+        f = self.fields.get("host")
+        return f.value if isinstance(f, ChoiceField) and f.value != HERE else None
 
     def errors(self) -> list[str]:
         return [f"{f.key.removeprefix('param.')}: {f.error}" for f in self.fields.values()

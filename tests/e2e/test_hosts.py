@@ -1,0 +1,373 @@
+"""Running on other machines over SSH, against a real sshd on 127.0.0.1 (tests/e2e/sshd.py):
+lab1 and lab2 are two aliases of it, each with a working directory of its own, so each
+"host" keeps its own copy of the result file.  The remote hotloop is this one's installed
+command; the test's environment (its tag, its XDG directories) travels with ssh's SendEnv,
+so `leftovers()` sees the processes on the remote side too."""
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from conftest import POLL, ROOT, hotloop, needs_root_sysctl
+
+from hotloop import __version__, results
+from hotloop.console.app import HotloopApp
+from hotloop.console.widgets.params import HERE
+
+pytest_plugins = ["sshd"]
+
+REMOTE_HOTLOOP = Path(sys.executable).with_name("hotloop")    # this install's command
+FAST = ["--runs", "3", "--warmup", "0", "--no-perf", "--param", "msgs=2000"]
+
+
+@pytest.fixture
+def hosts(tmp_path: Path, sshd_server) -> Path:
+    """A --profiles directory with [host.lab1] and [host.lab2] (working in tmp/lab1, tmp/lab2),
+    [host.nokey] (a key the server refuses) and [host.nowhere] (a closed port)."""
+    assert REMOTE_HOTLOOP.exists(), f"no hotloop command beside {sys.executable}"
+    d = tmp_path / "hosts"
+    d.mkdir()
+    tables = []
+    for name in ("lab1", "lab2", "nokey", "nowhere"):
+        (tmp_path / name).mkdir()
+        tables.append(textwrap.dedent(f"""\
+            [host.{name}]
+            address = "{name}"
+            ssh_config = "{sshd_server.config}"
+            hotloop = "{REMOTE_HOTLOOP}"
+            directory = "{tmp_path / name}"
+            """))
+    (d / "hosts.toml").write_text("\n".join(tables).replace(
+        'directory = "' + str(tmp_path / "lab1") + '"',
+        'directory = "' + str(tmp_path / "lab1") + '"\nlabel = "lab1 (stock)"'))
+    return d
+
+
+def remote_copies(tmp_path: Path, host: str) -> list[Path]:
+    return sorted((tmp_path / host / "results").glob("*.jsonl"))
+
+
+def local_files() -> list[Path]:
+    return sorted(Path("results").glob("*.jsonl"))
+
+
+def test_a_plan_runs_there_and_its_result_file_is_here(tmp_path, hosts, leftovers):
+    done = hotloop("run", "quick", *FAST, "--host", "lab1", "--profiles", str(hosts))
+    assert done.returncode == 0, done.stderr
+    mine, = local_files()
+    assert mine.name.endswith("-quick-lab1.jsonl")
+    theirs, = remote_copies(tmp_path, "lab1")
+    res, remote = results.read(mine), results.read(theirs)
+    assert res.finished is not None and [r.value for r in res.runs] == remote.values
+    h = res.header.fields
+    assert h["remote"] == {"host": "lab1", "address": "lab1", "result_file": str(theirs)}
+    assert res.header.label == "lab1 (stock)" and res.header.variant == "lab1"
+    assert h["hotloop"] == __version__ and h["plan"]["runs"] == 3
+    assert "[lab1 (stock)]" in done.stdout and f"result file: {mine}" in done.stdout
+    assert "(host lab1, over SSH)" in done.stdout
+    shown = hotloop("show", str(mine))       # a normal result file: no special case
+    assert shown.returncode == 0 and "3 runs" in shown.stdout
+    assert leftovers() == []
+
+
+def test_several_hosts_run_at_once_and_are_compared_first_as_baseline(tmp_path, hosts,
+                                                                       leftovers):
+    done = hotloop("run", "quick", *FAST, "--host", "lab1", "--host", "lab2",
+                   "--profiles", str(hosts))
+    assert done.returncode == 0, done.stderr
+    a, b = local_files()
+    assert {a.name.rsplit("-", 1)[1], b.name.rsplit("-", 1)[1]} == {"lab1.jsonl", "lab2.jsonl"}
+    assert "lab2 vs lab1 (baseline)" in done.stdout
+    assert len(remote_copies(tmp_path, "lab1")) == len(remote_copies(tmp_path, "lab2")) == 1
+    assert leftovers() == []
+
+
+def test_interleaved_hosts_take_turns_as_one_batch(tmp_path, hosts, leftovers):
+    done = hotloop("run", "quick", "--runs", "4", "--warmup", "0", "--no-perf", "--param",
+                   "msgs=2000", "--host", "lab1", "--host", "lab2", "--interleave",
+                   "--profiles", str(hosts))
+    assert done.returncode == 0, done.stderr
+    headers = [results.read(f).header for f in local_files()]
+    assert [h.variant for h in headers] == ["lab1", "lab2"]
+    batch = {h.batch for h in headers}
+    assert len(batch) == 1 and next(iter(batch)).interleaved     # their rounds pair
+    # each remote ran gated: a repetition only on its turn, 4 in 4 processes' blocks
+    remote = results.read(remote_copies(tmp_path, "lab1")[0])
+    assert len(remote.runs) == 4 and remote.header.processes == 4
+    assert "lab2 vs lab1 (baseline)" in done.stdout
+    assert leftovers() == []
+
+
+@pytest.mark.parametrize("host, said", [
+    ("nowhere", "nowhere: ssh: connect to host 127.0.0.1 port"),
+    ("nokey", "nokey: ssh: "),
+])
+def test_an_unreachable_host_is_one_line_exit_2_and_no_file(hosts, host, said, leftovers):
+    done = hotloop("run", "quick", *FAST, "--host", host, "--profiles", str(hosts))
+    assert done.returncode == 2
+    line, = done.stderr.splitlines()
+    assert line.startswith(f"hotloop: {said}"), line
+    assert ("Connection refused" if host == "nowhere" else "Permission denied") in line
+    assert local_files() == []
+    assert leftovers() == []
+
+
+@pytest.mark.parametrize("value", ["msgs=1; touch {x}", "msgs=$(touch {x})", "type=`touch {x}`"])
+def test_a_value_reaches_the_remote_as_a_value_and_is_rejected_there(tmp_path, hosts, value):
+    x = tmp_path / "pwned"
+    done = hotloop("run", "quick", "--host", "lab1", "--param", value.format(x=x),
+                   "--profiles", str(hosts))
+    assert done.returncode == 2
+    line, = done.stderr.splitlines()
+    # the remote hotloop's own words about the value, as it was typed
+    assert line.startswith(f"hotloop: lab1: --param {value.format(x=x)}: "), line
+    assert not x.exists()
+    assert local_files() == [] and remote_copies(tmp_path, "lab1") == []
+
+
+def test_a_remote_that_is_not_this_version_is_told_with_the_fix(tmp_path, hosts):
+    old = tmp_path / "old-hotloop"
+    old.write_text("#!/bin/sh\n[ \"$1\" = --version ] && echo 'hotloop 0.0.1'\nexit 0\n")
+    old.chmod(0o755)
+    toml = (hosts / "hosts.toml").read_text()
+    (hosts / "hosts.toml").write_text(toml.replace(f'hotloop = "{REMOTE_HOTLOOP}"',
+                                                   f'hotloop = "{old}"', 1))
+    done = hotloop("host", "check", "lab1", "--profiles", str(hosts))
+    assert done.returncode == 2
+    assert f"lab1 runs hotloop 0.0.1, this is {__version__}: hotloop host setup lab1" \
+        in done.stderr
+
+
+def test_host_check_reports_what_the_remote_allows(hosts):
+    done = hotloop("host", "check", "lab1", "--profiles", str(hosts))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("lab1: reachable (lab1)\n")
+    assert f"hotloop {__version__} at {REMOTE_HOTLOOP}" in done.stdout
+    for row in ("compiler", "perf", "profiles"):        # hotloop doctor, there
+        assert f"  {row} " in done.stdout.replace("yes", "").replace("no ", "")
+    bad = hotloop("host", "check", "nowhere", "--profiles", str(hosts))
+    assert bad.returncode == 2 and "Connection refused" in bad.stderr
+
+
+def _started(proc: subprocess.Popen[str], runs: int = 2, timeout: float = 120) -> Path:
+    """The local result file once it holds `runs` runs."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, proc.communicate()
+        for f in local_files():
+            if f.read_text().count('"type":"run"') >= runs:
+                return f
+        time.sleep(0.1)
+    raise AssertionError("the run did not start")
+
+
+def _children(pid: int, comm: str) -> list[int]:
+    found = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                stat = (d / "stat").read_text()
+            except OSError:
+                continue
+            name, rest = stat[stat.index("(") + 1:stat.rindex(")")], stat[stat.rindex(")") + 2:]
+            if name == comm and int(rest.split()[1]) == pid:
+                found.append(int(d.name))
+    return found
+
+
+def _start(hosts: Path, *more: str) -> subprocess.Popen[str]:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    return subprocess.Popen([sys.executable, "-m", "hotloop", "run", "quick", "--runs", "500",
+                             "--warmup", "0", "--no-perf", "--param", "msgs=20000",
+                             "--profiles", str(hosts), *more], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env)
+
+
+def _remote_ended(tmp_path: Path, host: str, leftovers: Callable[..., list[int]]) -> dict:
+    assert leftovers(30) == []          # both sides: the remote hotloop carries the tag
+    theirs, = remote_copies(tmp_path, host)
+    return json.loads(theirs.read_text().splitlines()[-1])
+
+
+def test_a_dropped_connection_keeps_the_runs_and_stops_the_remote(tmp_path, hosts, leftovers):
+    proc = _start(hosts, "--host", "lab1")
+    mine = _started(proc)
+    ssh, = _children(proc.pid, "ssh")
+    os.kill(ssh, signal.SIGKILL)                # the connection goes
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 1, err
+    res = results.read(mine)
+    assert res.failed is not None and len(res.runs) >= 2
+    assert res.failed.message == f"connection to lab1 lost after {len(res.runs)} runs"
+    assert f"hotloop: lab1: connection to lab1 lost after {len(res.runs)} runs" in err
+    last = _remote_ended(tmp_path, "lab1", leftovers)
+    # the remote saw its stdin close: a hangup, its worker killed, its file closed
+    assert last["type"] == "failed" and last["interrupted"] and last["signal"] == "SIGHUP"
+
+
+def test_hotloop_killed_here_leaves_nothing_running_there(tmp_path, hosts, leftovers):
+    proc = _start(hosts, "--host", "lab1")
+    _started(proc)
+    proc.kill()                                 # no handler runs: ssh dies with it
+    proc.communicate(timeout=30)
+    last = _remote_ended(tmp_path, "lab1", leftovers)
+    assert last["type"] == "failed" and last["interrupted"] and last["signal"] == "SIGHUP"
+
+
+def test_ctrl_c_stops_every_remote_and_keeps_their_last_lines(tmp_path, hosts, leftovers):
+    proc = _start(hosts, "--host", "lab1", "--host", "lab2")
+    _started(proc)
+    time.sleep(0.5)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "hotloop: interrupted; the runs measured so far are in" in err
+    for f in local_files():
+        res = results.read(f)
+        # the remote's own last line came back, naming the signal given here
+        assert res.failed is not None and res.failed.interrupted, f
+        assert res.failed.signal == "SIGINT"
+    for host in ("lab1", "lab2"):
+        last = _remote_ended(tmp_path, host, leftovers)
+        assert last["type"] == "failed" and last["interrupted"]
+    assert "PARTIAL: interrupted" in out
+
+
+@needs_root_sysctl
+def test_a_system_change_there_needs_consent_and_the_refusal_names_the_host(tmp_path, hosts):
+    # the test's config directory travels (XDG_CONFIG_HOME): the remote sees this profile
+    config = Path(os.environ["XDG_CONFIG_HOME"]) / "hotloop"
+    config.mkdir(parents=True)
+    now = int(Path("/proc/sys/net/core/busy_poll").read_text())
+    (config / "k.toml").write_text(f'[kernel.poll]\nsysctl = {{ "{POLL}" = {now + 7} }}\n')
+    done = hotloop("run", "quick", *FAST, "--kernel", "poll", "--host", "lab1",
+                   "--profiles", str(hosts))
+    assert done.returncode == 2
+    line, = done.stderr.splitlines()
+    assert line.startswith("hotloop: lab1: ") and POLL in line and "--apply-system" in line
+    assert int(Path("/proc/sys/net/core/busy_poll").read_text()) == now
+    ok = hotloop("run", "quick", *FAST, "--kernel", "poll", "--host", "lab1",
+                 "--apply-system", "--profiles", str(hosts))
+    assert ok.returncode == 0, ok.stderr
+    assert int(Path("/proc/sys/net/core/busy_poll").read_text()) == now     # restored there
+    res = results.read(local_files()[0])
+    assert res.header.fields["sysctl"][POLL]["during"] == str(now + 7)
+
+
+def test_a_forged_stream_ends_the_local_file_with_what_was_wrong(tmp_path, hosts):
+    """A remote that sends a header, then a run whose value its counters do not give."""
+    real = hotloop("run", "quick", *FAST, "--out", str(tmp_path / "real.jsonl"))
+    assert real.returncode == 0, real.stderr
+    started, run = (tmp_path / "real.jsonl").read_text().splitlines()[:2]
+    forged = json.loads(run)
+    forged["value"] *= 2
+    fake = tmp_path / "fake-hotloop"
+    fake.write_text(f"#!/bin/sh\ncat <<'EOF'\n{started}\n{json.dumps(forged)}\nEOF\nsleep 60\n")
+    fake.chmod(0o755)
+    toml = (hosts / "hosts.toml").read_text()
+    (hosts / "hosts.toml").write_text(toml.replace(f'hotloop = "{REMOTE_HOTLOOP}"',
+                                                   f'hotloop = "{fake}"', 1))
+    done = hotloop("run", "quick", "--host", "lab1", "--profiles", str(hosts), timeout=60)
+    assert done.returncode == 1
+    res = results.read(local_files()[0])
+    assert res.failed is not None and res.runs == []
+    assert res.failed.message.startswith("value ") and "is not the bytes/s of its counters" \
+        in res.failed.message
+
+
+def test_events_on_stdout_are_the_result_files_lines(tmp_path):
+    done = hotloop("run", "quick", *FAST, "--format", "events", "--out",
+                   str(tmp_path / "r.jsonl"))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == (tmp_path / "r.jsonl").read_text()
+    assert done.stderr == ""            # the warnings are lines of the stream
+
+
+def test_stdin_closing_stops_a_controlled_run(tmp_path, leftovers):
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    proc = subprocess.Popen([sys.executable, "-m", "hotloop", "run", "quick", "--runs", "500",
+                             "--warmup", "0", "--no-perf", "--format", "events", "--control",
+                             "stdin", "--out", str(tmp_path / "r.jsonl")],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env)
+    assert proc.stdout is not None and proc.stdin is not None and proc.stderr is not None
+    for _ in range(3):
+        assert proc.stdout.readline()           # the header, then runs
+    proc.stdin.close()
+    out = proc.stdout.read()
+    proc.stderr.read()
+    assert proc.wait(timeout=60) == 128 + signal.SIGHUP
+    last = json.loads(out.splitlines()[-1])
+    assert last["type"] == "failed" and last["signal"] == "SIGHUP"
+    assert (tmp_path / "r.jsonl").read_text().splitlines()[-1] == out.splitlines()[-1]
+    assert leftovers() == []
+
+
+def test_the_console_runs_on_a_host_like_here(tmp_path, hosts, leftovers):
+    async def go() -> None:
+        app = HotloopApp(profiles=[hosts], results_dir=tmp_path / "results")
+        async with app.run_test(size=(120, 36)) as pilot:
+            await pilot.pause()
+            assert app.form.fields["host"].value == HERE
+            app.form.set_choice("host", "lab1")
+            await app.form.load(app.cat, app.form.build())  # the choice outlives a reload
+            assert app.form.host == "lab1"
+            for key, text in (("runs", "3"), ("warmup", "0"), ("param.msgs", "2000")):
+                app.form.fields[key].control.value = text
+            await pilot.pause()
+            await pilot.press("r")
+            deadline = time.monotonic() + 120
+            while app.live is None or app.live.running:
+                assert time.monotonic() < deadline
+                await pilot.pause(0.1)
+            assert app.live.state == "finished" and app.live.n == 3
+            await pilot.pause(0.3)              # the next tick of the status line
+            status = str(app.query_one("#status").content)
+            assert "on lab1" in status and "done 3/3" in status
+            await pilot.press("q")
+    asyncio.run(go())
+    mine, = (tmp_path / "results").glob("*-lab1.jsonl")
+    assert results.read(mine).header.fields["remote"]["host"] == "lab1"
+    assert len(remote_copies(tmp_path, "lab1")) == 1
+    assert leftovers() == []
+
+
+def test_a_console_without_hosts_shows_no_host_choice(tmp_path):
+    async def go() -> None:
+        app = HotloopApp(results_dir=tmp_path / "results")
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.pause()
+            assert "host" not in app.form.fields and app.form.host is None
+    asyncio.run(go())
+
+
+def test_host_setup_installs_this_version_there_and_runs_use_it(tmp_path, hosts, sshd_server):
+    """A host with no `hotloop` key: setup builds the wheel here, copies it over ssh and pip
+    installs it in a venv under the remote's cache directory (this test's, sent with ssh),
+    which check and run then find by themselves."""
+    (hosts / "fresh.toml").write_text(textwrap.dedent(f"""\
+        [host.fresh]
+        address = "lab1"
+        ssh_config = "{sshd_server.config}"
+        directory = "{tmp_path / 'lab1'}"
+        """))
+    venv = Path(os.environ["XDG_CACHE_HOME"]) / "hotloop" / "venv"
+    done = hotloop("host", "setup", "fresh", "--profiles", str(hosts), timeout=900)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == (f"fresh: hotloop {__version__} installed in {venv}; "
+                           f"`hotloop host check fresh` tells what it allows\n")
+    checked = hotloop("host", "check", "fresh", "--profiles", str(hosts))
+    assert checked.returncode == 0, checked.stderr
+    assert f"hotloop {__version__} at {venv}/bin/hotloop" in checked.stdout
+    ran = hotloop("run", "quick", *FAST, "--host", "fresh", "--profiles", str(hosts))
+    assert ran.returncode == 0, ran.stderr
+    assert results.read(local_files()[0]).finished is not None

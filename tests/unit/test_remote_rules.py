@@ -1,0 +1,147 @@
+"""The rules of running on another machine, without one: [host.NAME] tables, the ssh command
+line, and the quoting that keeps every value a value on the remote shell."""
+from __future__ import annotations
+
+import shlex
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import profile_dir
+
+from hotloop import catalog
+from hotloop.catalog import Host, Plan
+from hotloop.cli.hosts import forwarded
+from hotloop.cli.parser import parser
+from hotloop.errors import HotloopError
+from hotloop.run.remote import failure, plan_argv, script, ssh_argv
+
+HOSTS = """
+[host.lab1]
+address = "lab1.example"
+user = "root"
+port = 2222
+identity_file = "~/.ssh/lab"
+ssh_options = ["ProxyJump=bastion", "ControlMaster auto"]
+hotloop = "~/.local/bin/hotloop"
+directory = "~/bench"
+label = "lab1 (stock 6.18)"
+
+[host.lab2]
+address = "lab2"
+"""
+
+
+def test_hosts_load_with_every_key(tmp_path):
+    cat = catalog.load([profile_dir(tmp_path, HOSTS)])
+    lab1, lab2 = cat.hosts["lab1"], cat.hosts["lab2"]
+    assert lab1 == Host("lab1", "lab1.example", "root", 2222, "~/.ssh/lab", "",
+                        ("ProxyJump=bastion", "ControlMaster auto"), "~/.local/bin/hotloop",
+                        "~/bench", "lab1 (stock 6.18)", "", lab1.origin)
+    assert lab2.user == "" and lab2.port is None and lab2.hotloop == ""
+    assert cat.names("host") == ["lab1", "lab2"]
+
+
+@pytest.mark.parametrize("table, expected", [
+    ('address = "-oProxyCommand=touch /tmp/x"', "address: '-oProxyCommand=touch /tmp/x': "
+                                                "expected a name without spaces that does not "
+                                                "start with '-'"),
+    ('address = "lab 1"', "address: 'lab 1': expected a name without spaces"),
+    ('address = "lab1"\nuser = "-lroot"', "user: '-lroot': expected a name"),
+    ('address = "lab1"\nport = 0', "port: 0 is below the minimum 1"),
+    ('address = "lab1"\nssh_options = ["-oX=y"]', "expected an ssh option as Key=value"),
+    ('address = "lab1"\nlabel = "a\\nb"', "holds a control character"),
+    ('address = "lab1"\nhotloop = "x\\ny"', "holds a control character"),
+    ('address = "lab1"\nadress = "x"', "adress: unknown key"),
+    ('user = "root"', "missing key 'address'"),
+])
+def test_a_bad_host_table_is_one_line_naming_file_line_and_key(tmp_path, table, expected):
+    d = profile_dir(tmp_path, f"\n[host.lab1]\n{table}\n")
+    with pytest.raises(HotloopError) as e:
+        catalog.load([d])
+    message = str(e.value)
+    # the line of the key at fault (the table's own for a key missing)
+    line = 2 if "missing" in expected else 2 + table.count("\n") + 1
+    assert "\n" not in message
+    assert message.startswith(f"{d / 'p.toml'}:{line}: [host.lab1]"), message
+    assert expected in message
+
+
+def test_ssh_gets_the_users_options_first_and_the_address_after_double_dash():
+    host = Host("lab1", "lab1.example", "root", 2222, "/k", "/cfg", ("ProxyJump=b",))
+    argv = ssh_argv(host, "true")
+    assert argv[:4] == ["ssh", "-T", "-F", "/cfg"]
+    opts = [argv[i + 1] for i, a in enumerate(argv) if a == "-o"]
+    # ssh keeps an option's first value: the user's win over hotloop's defaults
+    assert opts[0] == "ProxyJump=b" and "BatchMode=yes" in opts
+    assert "StrictHostKeyChecking=no" not in " ".join(argv)
+    assert argv[argv.index("-p") + 1] == "2222" and argv[argv.index("-i") + 1] == "/k"
+    assert argv[argv.index("-l") + 1] == "root"
+    assert argv[-3:] == ["--", "lab1.example", "sh -c true"]
+
+
+EVIL = ["1; touch /tmp/x", "$(touch /tmp/x)", "`touch /tmp/x`", "a'b\"c", "x\ny", "*", "-x",
+        "~/a b"]
+
+
+@pytest.mark.parametrize("value", EVIL)
+def test_every_word_reaches_the_remote_shell_as_itself(tmp_path, value):
+    """The two shells a word passes (the login shell ssh starts, then sh -c) each get it
+    quoted: run what ssh would send through two real shells, and the remote program gets the
+    word as it was, and nothing else ran."""
+    host = Host("lab1", "lab1", hotloop=str(tmp_path / "args.sh"))
+    (tmp_path / "args.sh").write_text('#!/bin/sh\nfor a in "$@"; do printf "%s\\0" "$a"; done\n')
+    (tmp_path / "args.sh").chmod(0o755)
+    remote_command = ssh_argv(host, script(host, ["run", f"--param=k={value}", "--", value]))[-1]
+    done = subprocess.run(["sh", "-c", remote_command], capture_output=True, cwd=tmp_path,
+                          timeout=10)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.decode().split("\0")[:-1] == ["run", f"--param=k={value}", "--", value]
+    assert not Path("/tmp/x").exists() or value == "*"
+
+
+def test_a_home_path_expands_on_the_remote_and_the_rest_is_quoted():
+    host = Host("lab1", "lab1", hotloop="~/bin/hot loop", directory="~")
+    text = script(host, ["--version"])
+    assert text == """h="$HOME"/'bin/hot loop'; cd "$HOME" && exec "$h" --version"""
+    default = script(Host("lab1", "lab1"), ["--version"])
+    assert '[ -x "$h" ] || h=hotloop' in default and default.endswith('exec "$h" --version')
+
+
+def test_the_command_lines_plan_goes_as_key_value_options_names_last():
+    args = parser().parse_args(["run", "quick", "--host", "lab1", "--cpu", "split", "--runs",
+                                "5", "--param", "msgs=-1", "--no-perf", "--until-ci", "2.5",
+                                "--apply-system"])
+    assert forwarded(args) == ["--cpu=split", "--runs=5", "--until-ci=2.5", "--param=msgs=-1",
+                               "--no-perf", "--apply-system", "--", "quick"]
+    # and the remote's parser reads them back as they were
+    back = parser().parse_args(["run", "--format=events", *forwarded(args)])
+    assert (back.cpu, back.runs, back.param, back.perf, back.names) == \
+        (["split"], 5, ["msgs=-1"], False, ["quick"])
+
+
+def test_the_consoles_plan_goes_with_every_setting_spelled_out():
+    plan = Plan("quick", "seqpacket", cpu="split", runs=7, warmup=0, perf=False,
+                until_ci=3.0, params={"msgs": 100, "type": "stream"})
+    argv = plan_argv(plan, apply_system=True)
+    back = parser().parse_args(["run", *argv])
+    assert back.names == ["seqpacket"] and back.cpu == ["split"] and back.runs == 7
+    assert back.warmup == 0 and back.perf is False and back.until_ci == 3.0
+    assert back.param == ["msgs=100", "type=stream"] and back.apply_system
+
+
+def test_a_failure_says_whose_words_it_is():
+    host = Host("lab1", "lab1")
+    assert failure(host, 255, ["ssh: connect to host lab1 port 22: Connection refused"]) == \
+        "lab1: ssh: connect to host lab1 port 22: Connection refused"
+    assert failure(host, 255, ["root@lab1: Permission denied (publickey)."]) == \
+        "lab1: ssh: root@lab1: Permission denied (publickey)."
+    assert failure(host, 2, ["hotloop: unknown plan 'x'"]) == "lab1: unknown plan 'x'"
+    assert "hotloop host setup lab1" in failure(host, 127, ["sh: 1: exec: hotloop: not found"])
+    assert failure(host, 2, ["\x1b[31mhotloop: red\x1b[0m"]).startswith("lab1: ")
+
+
+def test_what_is_quoted_is_what_shlex_splits_back():
+    host = Host("lab1", "lab1", hotloop="/opt/hotloop")
+    inner = shlex.split(ssh_argv(host, script(host, ["a b", "c"]))[-1])
+    assert inner[:2] == ["sh", "-c"] and inner[2] == """h=/opt/hotloop; exec "$h" 'a b' c"""

@@ -1,0 +1,173 @@
+"""Other machines over SSH: `run --host`, `host check` and `host setup`.
+
+A [host.NAME] of the profiles says how to reach a machine (run.remote runs ssh with it).  The
+plan is resolved there, by the remote hotloop, from its own profiles: the command line's
+arguments go there as they were typed, each one quoted, and are checked there.
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import shlex
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from hotloop import __version__, results
+from hotloop.catalog import Catalog, Host
+from hotloop.cli.common import _catalog, _warn_skipped
+from hotloop.cli.run import check_run_flags, drive_and_report, emit
+from hotloop.errors import HotloopError
+from hotloop.run.remote import SETUP_DIR, RemoteSession, failure, run_remote, which_hotloop
+from hotloop.visible import visible
+
+SETUP_TIMEOUT_S = 900.0                 # pip installing hotloop's dependencies there
+SETUP_SHOWN = "~/.cache/hotloop"        # SETUP_DIR as a user reads it ($XDG_CACHE_HOME's)
+
+
+def forwarded(args: argparse.Namespace) -> list[str]:
+    """The plan's options of `run` as the remote hotloop takes them: --key=value (a value
+    that starts with "-" stays a value), the names after "--"."""
+    out = []
+    if args.cpu:
+        out.append(f"--cpu={args.cpu[0]}")
+    for flag in ("kernel", "runs", "warmup", "timeout", "until_ci", "processes"):
+        value = getattr(args, flag)
+        if value is not None:
+            out.append(f"--{flag.replace('_', '-')}={value}")
+    out += [f"--param={item}" for item in args.param]
+    if args.perf is not None:
+        out.append("--perf" if args.perf else "--no-perf")
+    out += [flag for flag, on in (("--apply-system", args.apply_system),
+                                  ("--keep-perf", args.keep_perf)) if on]
+    return [*out, "--", *args.names]
+
+
+def hosts_named(cat: Catalog, names: list[str]) -> list[Host]:
+    for name in names:
+        cat.require("host", name, "--host")
+        if names.count(name) > 1:
+            raise HotloopError(f"--host {name}: named twice")
+    return [cat.hosts[n] for n in names]
+
+
+def run_on_hosts(cat: Catalog, args: argparse.Namespace) -> int:
+    """`run --host A [--host B]`: the plan on each host, at once or (--interleave) taking
+    turns, a result file here for each; compared when there are several."""
+    hosts = hosts_named(cat, args.host)
+    if len(args.names) > 1 or len(args.cpu or []) > 1 \
+            or any("," in item.partition("=")[2] for item in args.param):
+        raise HotloopError("--host runs one variant on each host: one plan, one --cpu, one "
+                           "value a --param (the hosts are what is compared)")
+    if args.control or args.gated:
+        raise HotloopError("--control is what a remote session is given; with --host, "
+                           "hotloop gives it")
+    if args.interleave and len(hosts) < 2:
+        raise HotloopError("--interleave needs two or more --host (or variants on this "
+                           "machine, without --host)")
+    if args.out and len(hosts) > 1:
+        raise HotloopError("--out names one file, and each host writes one")
+    if args.force and not args.out:
+        raise HotloopError("--force replaces an --out file; without --out every run gets "
+                           "a new one")
+    if args.out and args.out.is_file() and not args.force:
+        raise HotloopError(f"--out {args.out}: exists (pass --force to replace it)")
+    check_run_flags(args)
+    _warn_skipped(cat)
+    on_exists = ("replace" if args.force else "refuse") if args.out else "rename"
+    argv = forwarded(args)
+    sessions = [RemoteSession(h, argv, args.out or results.default_path(
+                    f"{args.names[0]}-{h.name}"), variant=h.name, on_exists=on_exists,
+                    until_ci=args.until_ci, mirror=emit if args.format == "events" else None)
+                for h in hosts]
+    return drive_and_report(sessions, args, [h.name for h in hosts],
+                            parallel=not args.interleave)
+
+
+# --- host check, host setup -------------------------------------------------
+
+def cmd_host(args: argparse.Namespace) -> int:
+    cat = _catalog(args)
+    host = hosts_named(cat, [args.name])[0]
+    return check(host) if args.action == "check" else setup(host)
+
+
+def check(host: Host) -> int:
+    """Reachable, the same hotloop, and what `hotloop doctor` says there."""
+    script = (which_hotloop(host) + 'command -v "$h" >/dev/null 2>&1 || { echo "no hotloop"; exit 0; }; '
+              'command -v "$h"; "$h" --version && "$h" doctor')
+    code, out, err = asyncio.run(run_remote(host, script))
+    if code != 0:
+        raise HotloopError(failure(host, code, err))
+    lines = out.splitlines()
+    who = f"{host.user}@" if host.user else ""
+    print(f"{host.name}: reachable ({visible(who + host.address)})")
+    if not lines or lines[0] == "no hotloop":
+        raise HotloopError(f"{host.name}: no hotloop there (" + (
+            f"{host.hotloop}: not found" if host.hotloop else
+            f"neither in {SETUP_SHOWN}/venv nor on its PATH") +
+            f"): hotloop host setup {host.name}")
+    where, version = lines[0], lines[1].removeprefix("hotloop ").strip() if len(lines) > 1 \
+        else "?"
+    print(f"  hotloop {visible(version)} at {visible(where)}")
+    for line in lines[2:]:
+        print(visible(line))
+    if version != __version__:
+        raise HotloopError(f"{host.name} runs hotloop {visible(version)}, this is "
+                           f"{__version__}: hotloop host setup {host.name}")
+    return 0
+
+
+def _source_tree() -> Path:
+    root = Path(__file__).resolve().parent.parent.parent
+    if not (root / "pyproject.toml").is_file() or not (root / "csrc").is_dir():
+        raise HotloopError("host setup builds a wheel of this hotloop from its source tree, "
+                           "and this one was installed without it: from a clone, "
+                           "`pip install -e .` there, or copy a wheel over and pip install it")
+    return root
+
+
+def setup(host: Host) -> int:
+    """Build this hotloop's wheel here, copy it over ssh, install it in a venv under the
+    remote's cache directory."""
+    root = _source_tree()
+    code, out, err = asyncio.run(run_remote(
+        host, "python3 -c 'import sys; print(sys.version.split()[0]); "
+              "sys.exit(sys.version_info < (3, 10))'"))
+    if code not in (0, 1):
+        raise HotloopError(failure(host, code, err) if code == 255 else
+                           f"{host.name}: no python3 there (hotloop needs Python 3.10 or "
+                           f"newer, with venv)")
+    if code == 1:
+        raise HotloopError(f"{host.name} has Python {visible(out.strip())}: hotloop needs "
+                           f"3.10 or newer")
+    print(f"{host.name}: Python {visible(out.strip())}; building the wheel here",
+          file=sys.stderr)
+    with tempfile.TemporaryDirectory(prefix="hotloop-wheel-") as tmp:
+        built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q",
+                                "-w", tmp, str(root)], capture_output=True, text=True)
+        wheels = list(Path(tmp).glob("hotloop-*.whl"))
+        if built.returncode != 0 or len(wheels) != 1:
+            tail = (built.stderr.strip().splitlines() or ["no wheel"])[-1]
+            raise HotloopError(f"building the wheel failed: {visible(tail)}")
+        wheel = wheels[0]
+        name = shlex.quote(wheel.name)
+        print(f"{host.name}: installing {wheel.name} in {SETUP_SHOWN}/venv there",
+              file=sys.stderr)
+        # One connection: the wheel on stdin, then a venv and pip install from it.
+        script = (f"set -e; d={SETUP_DIR}; mkdir -p \"$d\"; cat > \"$d\"/{name}; "
+                  f"python3 -m venv \"$d\"/venv; "
+                  f"\"$d\"/venv/bin/python -m pip install -q --upgrade \"$d\"/{name} 1>&2; "
+                  f"\"$d\"/venv/bin/hotloop --version; echo \"$d\"/venv")
+        code, out, err = asyncio.run(run_remote(host, script, timeout=SETUP_TIMEOUT_S,
+                                                stdin=wheel.read_bytes()))
+    if code != 0:
+        said = failure(host, code, err)
+        raise HotloopError(said + ("" if code == 255 else
+                                   " (pip there needs its package index for hotloop's "
+                                   "dependencies)"))
+    version, _, where = out.strip().partition("\n")
+    print(f"{host.name}: {visible(version)} installed in {visible(where)}; `hotloop host "
+          f"check {host.name}` tells what it allows")
+    return 0

@@ -1,0 +1,407 @@
+"""A session on another machine, over SSH, as the same stream of events as a local one.
+
+The remote side is the headless session itself: `hotloop run ... --format events --control
+stdin` there writes every event as the result file's own JSON line.  Here `ssh` (the user's
+OpenSSH, with ~/.ssh/config, the agent, ProxyJump and ControlMaster as they are) runs it,
+and each line is read back through the result file's reader, checked as a file's lines are,
+written to a result file here and yielded, so that the reporter, the console, `show` and
+`compare` never know the difference.  The header says which host (`remote`).
+
+Stopping is the remote's own: its standard input closing (stop(), a cancel, this process
+gone: ssh dies with it) stops its run, kills its worker and restores its system, and its
+last lines still come back when the connection does.  A connection that is lost instead
+ends the local file with "connection to HOST lost after N runs".  Every argument reaches the
+remote shell quoted (shlex), so a value is a value there, never a command.
+"""
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import dataclasses
+import os
+import posixpath
+import shlex
+import signal
+from collections.abc import AsyncIterator, Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from hotloop import __version__
+from hotloop import events as ev
+from hotloop.catalog import Host, Plan
+from hotloop.errors import HotloopError
+from hotloop.host.procs import die_with_parent
+from hotloop.results import Writer
+from hotloop.results.header import Header
+from hotloop.results.store import NotJson, Result, decode_line, run_problem
+from hotloop.visible import visible
+
+SSH = "ssh"
+SSH_FAILED = 255                        # ssh's own exit status: connecting or authenticating
+STOP_WAIT_S = 30.0                      # stopped: how long the remote may take to end its run
+STDERR_WAIT_S = 2.0                     # for the last of ssh's words once its stdout ended
+LINE_SHOWN = 1000                       # characters of one stderr line kept
+ERROR_LINES = 20                        # lines of the remote's stderr kept for a message
+LINE_LIMIT = 1 << 24                    # a session's longest line (hot symbols of a window)
+# Where `hotloop host setup` installs: its venv under the remote's cache directory.
+SETUP_DIR = '"${XDG_CACHE_HOME:-$HOME/.cache}"/hotloop'
+SETUP_HOTLOOP = SETUP_DIR + "/venv/bin/hotloop"
+# ssh's options before the user's: the user's come first, and ssh keeps an option's first
+# value.  BatchMode: never a password prompt the console cannot answer.  ServerAlive: a
+# dead network is found in 30 s (a quiet run sends nothing for longer).
+DEFAULT_OPTIONS = ("BatchMode=yes", "ServerAliveInterval=10", "ServerAliveCountMax=3",
+                   "ConnectTimeout=15")
+
+
+def _home(path: str) -> str:
+    """A remote path for sh: "~/x" is the remote's home ("$HOME"/x), the rest quoted."""
+    if path == "~":
+        return '"$HOME"'
+    if path.startswith("~/"):
+        return '"$HOME"/' + shlex.quote(path[2:])
+    return shlex.quote(path)
+
+
+def which_hotloop(host: Host) -> str:
+    """sh that sets $h to the host's hotloop: its `hotloop` key, else the one setup installed,
+    else `hotloop` on the PATH."""
+    if host.hotloop:
+        return f"h={_home(host.hotloop)}; "
+    return f'h={SETUP_HOTLOOP}; [ -x "$h" ] || h=hotloop; '
+
+
+def script(host: Host, argv: Sequence[str]) -> str:
+    """The sh script that runs `hotloop ARGV` on the host, in its directory.  Every word
+    quoted."""
+    cd = f"cd {_home(host.directory)} && " if host.directory else ""
+    return f'{which_hotloop(host)}{cd}exec "$h" {shlex.join(argv)}'
+
+
+def ssh_argv(host: Host, remote: str) -> list[str]:
+    """The local command: ssh with the host's options, then `sh -c SCRIPT` for the remote
+    shell (whatever the login shell is, the script is sh's)."""
+    argv = [SSH, "-T"]
+    if host.ssh_config:
+        argv += ["-F", os.path.expanduser(host.ssh_config)]
+    for opt in (*host.ssh_options, *DEFAULT_OPTIONS):
+        argv += ["-o", opt]
+    if host.port is not None:
+        argv += ["-p", str(host.port)]
+    if host.identity_file:
+        argv += ["-i", os.path.expanduser(host.identity_file)]
+    if host.user:
+        argv += ["-l", host.user]
+    return [*argv, "--", host.address, shlex.join(["sh", "-c", remote])]
+
+
+def _start_child() -> None:
+    # ssh ends with this process, even SIGKILLed: the remote then sees its stdin close and
+    # stops.  Its own session: Ctrl-C in the terminal is ours to pass on, so the remote's
+    # last lines (its restore) still come back.
+    os.setsid()
+    die_with_parent(os.getppid())
+
+
+async def start_ssh(host: Host, remote: str) -> asyncio.subprocess.Process:
+    """ssh running `remote` on the host, its three streams piped."""
+    try:
+        return await asyncio.create_subprocess_exec(
+            *ssh_argv(host, remote), stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+            limit=LINE_LIMIT, preexec_fn=_start_child)
+    except FileNotFoundError:
+        raise HotloopError(f"{host.name}: no `ssh` here: install OpenSSH's client "
+                           f"(Debian: openssh-client)") from None
+
+
+def failure(host: Host, returncode: int, stderr: Sequence[str]) -> str:
+    """One line for a remote command that failed: ssh's words, or the remote hotloop's."""
+    lines = [ln for ln in (visible(x.strip()) for x in stderr) if ln]
+    said = next((ln for ln in reversed(lines) if ln.startswith("hotloop: ")), None)
+    if returncode == SSH_FAILED or said is None:
+        last = lines[-1] if lines else f"ssh exited with status {returncode}"
+        if returncode == 127 or "not found" in last:
+            last += f" (install hotloop there: hotloop host setup {host.name})"
+        ssh = returncode == SSH_FAILED and not last.startswith("ssh: ")
+        return f"{host.name}: {'ssh: ' if ssh else ''}{last}"
+    return f"{host.name}: {said.removeprefix('hotloop: ')}"
+
+
+async def run_remote(host: Host, remote: str, timeout: float = 60.0,
+                     stdin: bytes = b"") -> tuple[int, str, list[str]]:
+    """Run an sh script on the host once (host check, setup): its status, stdout and
+    stderr lines; HotloopError when it takes longer than `timeout` (then killed)."""
+    proc = await start_ssh(host, remote)
+    try:
+        out, err = await asyncio.wait_for(proc.communicate(stdin), timeout)
+    except asyncio.TimeoutError:
+        raise HotloopError(f"{host.name}: no answer within {timeout:g} s") from None
+    finally:
+        if proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+            await proc.wait()
+    return proc.returncode or 0, out.decode(errors="replace"), \
+        err.decode(errors="replace").splitlines()
+
+
+def plan_argv(plan: Plan, apply_system: bool = False) -> list[str]:
+    """A plan (the console's form) as the options of `hotloop run`: its workload with every
+    setting spelled out, since the remote's catalogue need not hold the plan."""
+    out = [f"--cpu={plan.cpu}", f"--kernel={plan.kernel}", f"--runs={plan.runs}",
+           f"--warmup={plan.warmup}", f"--timeout={plan.timeout:g}",
+           f"--processes={plan.processes}", "--perf" if plan.perf else "--no-perf",
+           *([f"--until-ci={plan.until_ci:g}"] if plan.until_ci is not None else []),
+           *(f"--param={k}={v}" for k, v in plan.params.items()),
+           *(["--apply-system"] if apply_system else [])]
+    return [*out, "--", plan.workload]
+
+
+class RemoteSession:
+    """`hotloop run ARGV` on `host`, driven as a Session: `events()`, `stop()`, a `gate` for
+    interleaving (each token becomes a line "go" that lets the remote run one repetition),
+    and a result file here."""
+
+    def __init__(self, host: Host, argv: Sequence[str], result_file: Path, variant: str = "",
+                 on_exists: str = "rename", until_ci: float | None = None,
+                 mirror: Callable[[ev.Event], None] | None = None):
+        self.host = host
+        self.mirror = mirror            # sees each line the result file gets, as it does
+        self.argv = list(argv)          # after "run": names and the plan's options
+        self.result_file = result_file
+        self.variant = variant or host.name
+        self.on_exists = on_exists
+        self.until_ci = until_ci
+        self.gate: asyncio.Queue[None] | None = None
+        self.batch: dict[str, Any] | None = None
+        self.interrupted_by = ""
+        self.pids: list[int] = []       # ssh, once it runs
+        self._proc: asyncio.subprocess.Process | None = None
+        self._stopping = False
+        self._stderr: collections.deque[str] = collections.deque(maxlen=ERROR_LINES)
+
+    @property
+    def title(self) -> str:
+        return self.variant
+
+    def remote_argv(self) -> list[str]:
+        gated = ["--gated"] if self.gate is not None else []
+        return ["run", "--format=events", "--control=stdin", *gated, *self.argv]
+
+    def stop(self) -> None:
+        """End the run: the remote sees its stdin close, stops and restores; its last lines
+        still come."""
+        self._stopping = True
+        proc = self._proc
+        if proc is not None and proc.stdin is not None and not proc.stdin.is_closing():
+            proc.stdin.close()
+
+    def abandon(self, message: str, signame: str = "") -> None:
+        """From another thread, when the event loop may never run again (the console lost
+        its terminal): ssh goes, so the remote sees its stdin close and stops, restoring its
+        system there.  The file here keeps its runs and reads as partial."""
+        self._stopping = True
+        self._kill()
+
+    def _kill(self) -> None:
+        proc = self._proc
+        if proc is not None and proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+
+    async def _read_stderr(self, stream: asyncio.StreamReader) -> None:
+        """Keep the last lines of what ssh and the remote say on stderr (read to the end, so
+        that a talkative remote never blocks on a full pipe)."""
+        pending = b""
+        while chunk := await stream.read(1 << 16):
+            *lines, pending = (pending + chunk).split(b"\n")
+            self._stderr.extend(ln.decode(errors="replace") for ln in lines)
+            pending = pending[-LINE_SHOWN:]
+        if pending:
+            self._stderr.append(pending.decode(errors="replace"))
+
+    async def _pass_tokens(self, proc: asyncio.subprocess.Process) -> None:
+        assert self.gate is not None and proc.stdin is not None
+        while True:
+            await self.gate.get()
+            if proc.stdin.is_closing():
+                return
+            proc.stdin.write(b"go\n")
+            with contextlib.suppress(ConnectionError):
+                await proc.stdin.drain()
+
+    async def events(self) -> AsyncIterator[ev.Event]:
+        """The remote's events, each written here first.  Before its header, a failure is a
+        HotloopError (ssh's words or the remote's: nothing ran, no file here); after it, the
+        stream ends with Finished or Failed like a local one's."""
+        proc = self._proc = await start_ssh(self.host, script(self.host, self.remote_argv()))
+        self.pids = [proc.pid]
+        if self._stopping and proc.stdin is not None:
+            proc.stdin.close()
+        assert proc.stdout is not None and proc.stderr is not None
+        helpers = [asyncio.create_task(self._read_stderr(proc.stderr))]
+        if self.gate is not None:
+            helpers.append(asyncio.create_task(self._pass_tokens(proc)))
+        writer: Writer | None = None
+        result: Result | None = None
+        ended = False
+
+        def put(event: ev.Event) -> ev.Event:
+            nonlocal ended
+            assert writer is not None and result is not None
+            ended = ended or isinstance(event, (ev.Finished, ev.Failed))
+            if not isinstance(event, ev.Started):
+                result.add(event)
+            writer.write(event)
+            if self.mirror is not None:
+                self.mirror(event)
+            return event
+        try:
+            async for event in self._lines(proc):
+                if writer is None:
+                    if not isinstance(event, ev.Started):
+                        what = event if isinstance(event, str) else \
+                            f"sent {type(event).__name__} before its header"
+                        self._kill()
+                        raise HotloopError(f"{self.host.name}: {what}: not a hotloop session")
+                    started = self._local_header(event)
+                    writer = Writer(self.result_file, self.on_exists)
+                    self.result_file = writer.path
+                    started = dataclasses.replace(started, result_file=str(writer.path))
+                    result = Result(self.result_file, Header.of(started.header))
+                    yield put(started)
+                    remote_version = event.header.get("hotloop")
+                    if remote_version != __version__:
+                        yield put(ev.Warning(
+                            f"{self.host.name} runs hotloop {remote_version}, this is "
+                            f"{__version__}: hotloop host setup {self.host.name}",
+                            variant=self.variant))
+                    continue
+                assert result is not None
+                problem = event if isinstance(event, str) else \
+                    self._problem(result, event, ended)
+                if problem:
+                    self._kill()
+                    yield put(ev.Failed(problem, run=len(result.runs),
+                                        variant=self.variant))
+                    return
+                assert not isinstance(event, str)
+                if isinstance(event, ev.Failed) and event.interrupted and self.interrupted_by:
+                    event = dataclasses.replace(event, signal=self.interrupted_by)
+                yield put(dataclasses.replace(event, variant=self.variant))
+            if writer is None:              # nothing came: why, in ssh's or hotloop's words
+                await self._exit()
+                await asyncio.wait(helpers[:1], timeout=STDERR_WAIT_S)
+                assert proc.returncode is not None
+                if self._stopping:
+                    return
+                raise HotloopError(failure(self.host, proc.returncode, list(self._stderr)))
+            if not ended:
+                assert result is not None
+                await asyncio.wait(helpers[:1], timeout=STDERR_WAIT_S)
+                yield put(self._lost(len(result.runs)))
+        except (asyncio.CancelledError, GeneratorExit):
+            # Cancelled (Ctrl-C): the remote stops as its stdin closes; its last lines
+            # (its restore, "interrupted") are kept if they come in time.
+            self.stop()
+            if writer is not None and result is not None and not ended:
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(self._finish(proc, put, result), STOP_WAIT_S)
+                if not ended:
+                    with contextlib.suppress(Exception):
+                        put(ev.Failed("interrupted", run=len(result.runs),
+                                      signal=self.interrupted_by, interrupted=True,
+                                      variant=self.variant))
+            raise
+        finally:
+            self.stop()
+            await self._exit()
+            for t in helpers:
+                t.cancel()
+            await asyncio.gather(*helpers, return_exceptions=True)
+            if writer is not None:
+                writer.close()
+        if writer is not None and writer.error is not None:
+            raise writer.error
+
+    async def _finish(self, proc: asyncio.subprocess.Process, put: Any,
+                      result: Result) -> None:
+        """After a cancel: the remote's lines until it ends (shielded from the cancel)."""
+        async for event in self._lines(proc):
+            if isinstance(event, str):
+                return
+            if self._problem(result, event, False) is None and not isinstance(event, ev.Started):
+                if isinstance(event, ev.Failed) and event.interrupted:
+                    event = dataclasses.replace(event, signal=self.interrupted_by)
+                put(dataclasses.replace(event, variant=self.variant))
+
+    async def _lines(self, proc: asyncio.subprocess.Process) -> AsyncIterator[ev.Event | str]:
+        """The remote's events until its stdout ends; a line that is no result line is the
+        last item, as what is wrong with it."""
+        assert proc.stdout is not None
+        while True:
+            try:
+                raw = await proc.stdout.readline()
+            except ValueError:          # longer than LINE_LIMIT
+                yield f"sent a line of over {LINE_LIMIT} bytes"
+                return
+            if not raw:
+                return
+            if not raw.strip():
+                continue
+            try:
+                yield decode_line(raw)
+            except NotJson:
+                if not raw.endswith(b"\n"):
+                    return              # cut short as the connection went
+                yield f"sent a line that is not JSON: " \
+                      f"{visible(raw.decode(errors='replace'))[:120]}"
+                return
+            except ValueError as e:
+                yield f"sent a bad line: {e}"
+                return
+
+    def _local_header(self, started: ev.Started) -> ev.Started:
+        h = dict(started.header)
+        # the remote's copy, where it is there: relative to where it ran (its login
+        # directory unless the host says)
+        theirs = posixpath.join(self.host.directory or "~", started.result_file)
+        h["remote"] = {"host": self.host.name, "address": self.host.address,
+                       "result_file": theirs}
+        h["variant"] = self.variant
+        if self.host.label:
+            h["label"] = self.host.label
+        if self.batch is not None:
+            h["batch"] = self.batch
+        return ev.Started(h, started.result_file)
+
+    @staticmethod
+    def _problem(result: Result, event: ev.Event, ended: bool) -> str | None:
+        if ended:
+            return "sent a line after the session's last"
+        if isinstance(event, ev.Started):
+            return "sent a second header (one variant a host: run a batch's variants apart)"
+        if isinstance(event, ev.RunSample):
+            return run_problem(result, event)
+        return None
+
+    def _lost(self, runs: int) -> ev.Failed:
+        if self._stopping:
+            return ev.Failed("interrupted", run=runs, signal=self.interrupted_by,
+                             interrupted=True, variant=self.variant)
+        said = f" ({self._stderr[-1]})" if self._stderr else ""
+        return ev.Failed(visible(f"connection to {self.host.name} lost after {runs} "
+                                 f"run{'' if runs == 1 else 's'}{said}"),
+                         run=runs, variant=self.variant)
+
+    async def _exit(self) -> None:
+        """ssh's end: at once when the remote has ended, else killed after STOP_WAIT_S."""
+        proc = self._proc
+        if proc is None or proc.returncode is not None:
+            return
+        try:
+            await asyncio.wait_for(asyncio.shield(proc.wait()), STOP_WAIT_S)
+        except (asyncio.TimeoutError, asyncio.CancelledError):
+            self._kill()
+            await asyncio.shield(proc.wait())
