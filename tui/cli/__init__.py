@@ -12,6 +12,7 @@ import signal
 import sys
 from collections.abc import Sequence
 
+from hotloop.cli.annotate import cmd_annotate
 from hotloop.cli.commands import (
     cmd_calibrate,
     cmd_compare,
@@ -34,7 +35,7 @@ from hotloop.visible import visible
 COMMANDS = {"run": cmd_run, "show": cmd_show, "compare": cmd_compare,
             "calibrate": cmd_calibrate, "list": cmd_list, "doctor": cmd_doctor,
             "save": cmd_save, "restore": cmd_restore, "completion": cmd_completion,
-            "host": cmd_host}
+            "host": cmd_host, "annotate": cmd_annotate}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -19,7 +19,7 @@ from hotloop.cli.parser import _COMPLETION_PREAMBLE, parser
 from hotloop.cli.run import _run_sessions, parse_params, resolve_run_plan
 from hotloop.errors import HotloopError, RunFailed
 from hotloop.host import doctor, journal
-from hotloop.perf import probe
+from hotloop.perf import annotate, probe
 from hotloop.render import report, svg
 from hotloop.render.units import duration, si
 from hotloop.run import build
@@ -195,6 +195,8 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         rows.append(("compiler", False, str(e)))
     rows += [(c.name, c.available, c.detail) for c in doctor.capabilities()]
     rows += [(c.name, c.available, c.detail) for c in probe.capabilities()]
+    kernel_code = annotate.kernel_code()
+    rows.append((kernel_code.name, kernel_code.available, kernel_code.detail))
     cat = _catalog(args)
     bad = sum(s.warning.endswith("(file skipped)") for s in cat.skipped)
     rows.append(("profiles", not cat.skipped,

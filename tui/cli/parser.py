@@ -100,6 +100,7 @@ examples:
   hotloop run seqpacket --runs 20           a workload with its defaults
   hotloop run seqpacket --cpu same-core --cpu split --interleave   A/B, round by round
   hotloop show results/FILE.jsonl --runs    summary, histogram, every run
+  hotloop annotate results/FILE.jsonl hl_run    a hot symbol's instructions (--keep-perf)
   hotloop compare stock.jsonl patched.jsonl --svg cmp.svg
   hotloop list plans                        the plans and what a run of each takes
   hotloop run page-pool --host lab1 --host lab2   on two machines over SSH, compared
@@ -170,6 +171,19 @@ def parser() -> argparse.ArgumentParser:
                                help="also draw the table and the histograms as an SVG picture"),
               shtab.FILE)
     _profiles_option(cmp)
+
+    ann = sub.add_parser("annotate", help="a hot symbol's instructions from a result's kept "
+                                          "perf data; two results side by side")
+    _complete(ann.add_argument("what", nargs="+", metavar="FILE|SYMBOL",
+                               help="one or two result files (run with --keep-perf), then "
+                                    "the symbol"), shtab.FILE)
+    ann.add_argument("--top", type=int, metavar="N", help="annotate the N hottest symbols")
+    ann.add_argument("--sort", choices=("address", "share"), default="address",
+                     help="address (default): the code in order; share: hottest first")
+    ann.add_argument("--format", choices=("text", "json"), default="text")
+    _complete(ann.add_argument("--vmlinux", type=Path, metavar="PATH",
+                               help="the running kernel's vmlinux, for kernel symbols"),
+              shtab.FILE)
 
     cal = sub.add_parser("calibrate", help="measure the session-to-session noise of a plan")
     _complete(cal.add_argument("names", nargs="*", metavar="PLAN|PATH",

@@ -1,0 +1,151 @@
+"""`hotloop annotate` on real perf data: the getppid loop of the syscall workload, whose
+user-space code annotates here; kernel symbols need /proc/kcore or a vmlinux, which this
+kind of machine lacks (then the one line with the fixes is what is tested)."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, hotloop
+
+from hotloop.perf.annotate import kernel_code
+
+needs_perf = pytest.mark.skipif(shutil.which("perf") is None, reason="perf not installed")
+RUN = ["--runs", "3", "--warmup", "0", "--param", "calls=300000", "--keep-perf"]
+
+
+@pytest.fixture(scope="module")
+def kept(tmp_path_factory: pytest.TempPathFactory, cache_home: Path) -> Path:
+    """A syscall run (getppid) with its perf data kept (before the tests' own isolation is
+    set up: a module's fixture comes first, so it brings its own directories)."""
+    d = tmp_path_factory.mktemp("annotate")
+    env = dict(os.environ, PYTHONPATH=str(ROOT), XDG_CACHE_HOME=str(cache_home),
+               XDG_CONFIG_HOME=str(d / "config"), XDG_STATE_HOME=str(d / "state"))
+    out = d / "r.jsonl"
+    done = subprocess.run([sys.executable, "-m", "hotloop", "run", "syscall", *RUN, "--out",
+                           str(out)], capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr
+    return out
+
+
+@needs_perf
+def test_the_loops_symbol_annotates_with_its_hottest_instruction_marked(kept):
+    done = hotloop("annotate", str(kept), "hl_run", "--format", "json")
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(done.stdout)
+    assert doc["symbol"] == "hl_run" and doc["dso"].startswith("_hl_syscall_")
+    sampled = [i for i in doc["instructions"] if i["samples"]]
+    assert sampled and abs(sum(i["share"] for i in sampled) - 100) < 0.01
+    assert doc["samples"] == sum(i["samples"] for i in sampled) and doc["windows"] >= 1
+    # the loop calls getppid: the time in hl_run is on the instructions around that call
+    text = hotloop("annotate", str(kept), "hl_run").stdout.splitlines()
+    hottest = max(sampled, key=lambda i: i["samples"])
+    marked = [ln for ln in text if ln.endswith("◀")]
+    assert any(f"{hottest['offset']:x}" in ln for ln in marked)
+    by_share = hotloop("annotate", str(kept), "hl_run", "--sort", "share").stdout.splitlines()
+    assert f"{hottest['offset']:x}" in by_share[2]
+
+
+@needs_perf
+def test_top_annotates_the_hottest_and_says_once_why_kernel_ones_cannot(kept):
+    done = hotloop("annotate", str(kept), "--top", "5", "--format", "json")
+    assert done.returncode == 0, done.stderr
+    docs = json.loads(done.stdout)
+    assert docs and all(d["samples"] > 0 for d in docs)
+    if not kernel_code().available:
+        line, = done.stderr.splitlines()
+        assert line.startswith("hotloop: kernel symbols not annotated (")
+        assert "--vmlinux PATH" in line
+
+
+@needs_perf
+def test_a_kernel_symbol_without_the_kernels_code_is_one_line(kept):
+    kernel = json.loads(hotloop("show", str(kept), "--format", "json").stdout)["hot_symbols"]
+    name = next(s["symbol"] for s in kernel if s["kernel"])
+    done = hotloop("annotate", str(kept), name)
+    if kernel_code().available:
+        assert done.returncode == 0, done.stderr
+        return
+    assert done.returncode == 2
+    line, = done.stderr.splitlines()
+    assert line.startswith(f"hotloop: {name} is a kernel symbol: the kernel's code is not here")
+    assert "perf buildid-cache" in line and "--vmlinux PATH" in line
+    doctor = hotloop("doctor").stdout
+    assert "no   annotate kernel" in doctor
+
+
+@needs_perf
+def test_two_results_side_by_side(kept, tmp_path):
+    other = tmp_path / "o.jsonl"
+    done = hotloop("run", "syscall", *RUN, "--out", str(other))
+    assert done.returncode == 0, done.stderr
+    both = hotloop("annotate", str(kept), str(other), "hl_run")
+    assert both.returncode == 0, both.stderr
+    lines = both.stdout.splitlines()
+    assert lines[0].startswith(f"A {kept}: hl_run in ") and lines[1].startswith(f"B {other}: ")
+    # the same build: every instruction pairs with itself, by address
+    assert len(lines) > 3 and not any(" - " in ln for ln in lines[3:])
+    doc = json.loads(hotloop("annotate", str(kept), str(other), "hl_run",
+                             "--format", "json").stdout)
+    assert all(p["a"] == p["b"] for p in doc["aligned"])
+
+
+@pytest.mark.parametrize("args, said", [
+    (["hl_rn"], "no samples of 'hl_rn' among the run's"),
+    (["hl_run", "--top", "2"], "a symbol or --top N, not both"),
+    ([], "which symbol?"),
+])
+@needs_perf
+def test_bad_requests_are_one_line(kept, args, said):
+    done = hotloop("annotate", str(kept), *args)
+    assert done.returncode == 2
+    line, = done.stderr.splitlines()
+    assert said in line
+    if args == ["hl_rn"]:
+        assert "did you mean hl_run?" in line
+
+
+@needs_perf
+def test_perf_data_missing_or_corrupt_is_one_line(tmp_path):
+    out = tmp_path / "x.jsonl"
+    done = hotloop("run", "syscall", "--runs", "2", "--warmup", "0", "--param", "calls=100000",
+                   "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    none = hotloop("annotate", str(out), "hl_run")
+    assert none.returncode == 2
+    assert f"{out}: no perf data kept beside it" in none.stderr and "--keep-perf" in none.stderr
+    off = tmp_path / "off.jsonl"
+    assert hotloop("run", "syscall", "--runs", "2", "--no-perf", "--out", str(off)).returncode == 0
+    assert "perf was off for this run" in hotloop("annotate", str(off), "hl_run").stderr
+    bad = tmp_path / "b.jsonl"
+    assert hotloop("run", "syscall", *RUN, "--out", str(bad)).returncode == 0
+    for f in (tmp_path / "b.perf").iterdir():
+        f.write_bytes(b"not perf data at all" * 10)
+    corrupt = hotloop("annotate", str(bad), "hl_run")
+    assert corrupt.returncode == 2
+    line, = corrupt.stderr.splitlines()
+    assert "perf annotate failed" in line
+
+
+@needs_perf
+def test_perf_data_whose_binary_is_gone_says_so(kept):
+    """As on another machine, or once the build cache is cleaned: the workload's module that
+    the samples fell in is not where the perf data says."""
+    built = sorted((Path(os.environ["XDG_CACHE_HOME"]) / "hotloop" / "build").glob(
+        "_hl_syscall_*.so"))
+    assert built
+    moved = [b.rename(b.with_name(b.name + ".away")) for b in built]
+    try:
+        done = hotloop("annotate", str(kept), "hl_run")
+    finally:
+        for m in moved:
+            m.rename(m.with_name(m.name.removesuffix(".away")))
+    assert done.returncode == 2
+    line, = done.stderr.splitlines()
+    assert "perf finds no sample of hl_run in its perf data, though the run sampled it in " \
+           "_hl_syscall_" in line and "annotate where the run ran" in line
