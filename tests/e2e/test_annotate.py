@@ -3,6 +3,7 @@ user-space code annotates here; kernel symbols need /proc/kcore or a vmlinux, wh
 kind of machine lacks (then the one line with the fixes is what is tested)."""
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import shutil
@@ -114,22 +115,30 @@ def test_bad_requests_are_one_line(kept, args, said):
 def test_perf_data_missing_or_corrupt_is_one_line(tmp_path):
     out = tmp_path / "x.jsonl"
     done = hotloop("run", "syscall", "--runs", "2", "--warmup", "0", "--param", "calls=100000",
-                   "--out", str(out))
+                   "--no-keep-perf", "--out", str(out))
     assert done.returncode == 0, done.stderr
     none = hotloop("annotate", str(out), "hl_run")
     assert none.returncode == 2
-    assert f"{out}: no perf data kept beside it" in none.stderr and "--keep-perf" in none.stderr
+    assert f"{out}: no perf data kept beside it" in none.stderr and "--no-keep-perf" in \
+        none.stderr
     off = tmp_path / "off.jsonl"
     assert hotloop("run", "syscall", "--runs", "2", "--no-perf", "--out", str(off)).returncode == 0
     assert "perf was off for this run" in hotloop("annotate", str(off), "hl_run").stderr
     bad = tmp_path / "b.jsonl"
     assert hotloop("run", "syscall", *RUN, "--out", str(bad)).returncode == 0
-    for f in (tmp_path / "b.perf").iterdir():
+    files = sorted((tmp_path / "b.perf").iterdir())
+    for f in files:
         f.write_bytes(b"not perf data at all" * 10)
     corrupt = hotloop("annotate", str(bad), "hl_run")
     assert corrupt.returncode == 2
     line, = corrupt.stderr.splitlines()
-    assert "perf annotate failed" in line
+    assert "cannot decompress: Not a gzipped file" in line
+    for f in files:
+        with gzip.open(f, "wb") as g:
+            g.write(b"not perf data at all" * 10)
+    corrupt = hotloop("annotate", str(bad), "hl_run")
+    line, = corrupt.stderr.splitlines()
+    assert corrupt.returncode == 2 and "perf annotate failed" in line
 
 
 @needs_perf
@@ -149,3 +158,45 @@ def test_perf_data_whose_binary_is_gone_says_so(kept):
     line, = done.stderr.splitlines()
     assert "perf finds no sample of hl_run in its perf data, though the run sampled it in " \
            "_hl_syscall_" in line and "annotate where the run ran" in line
+
+
+@needs_perf
+def test_kept_data_is_gzipped_and_annotates_as_the_plain_files_do(kept, tmp_path):
+    """Kept data is gzipped once the run is over; the same files plain annotate the same."""
+    gz = sorted(kept.with_suffix(".perf").iterdir())
+    assert gz and all(f.suffix == ".gz" for f in gz)
+    copy = tmp_path / "g.jsonl"
+    shutil.copy(kept, copy)
+    (tmp_path / "g.perf").mkdir()
+    for f in gz:
+        with gzip.open(f, "rb") as src, open(tmp_path / "g.perf" / f.stem, "wb") as dst:
+            shutil.copyfileobj(src, dst)
+    done = hotloop("annotate", str(copy), "hl_run", "--format", "json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == \
+        json.loads(hotloop("annotate", str(kept), "hl_run", "--format", "json").stdout)
+
+
+@needs_perf
+def test_the_recorder_gzips_what_it_keeps_where_perf_cannot_compress(tmp_path):
+    code = ("import asyncio, sys, time\nfrom hotloop.perf.recorder import PerfRecorder\n"
+            "async def main():\n"
+            "    rec = PerfRecorder([int(sys.argv[1])], keep_dir=sys.argv[2], compress='gzip',"
+            " counters=False)\n"
+            "    assert await rec.start()\n"
+            "    await asyncio.sleep(1.5)\n"
+            "    await rec.stop()\n"
+            "asyncio.run(main())\n")
+    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        done = subprocess.run([sys.executable, "-c", code, str(busy.pid), str(tmp_path / "k")],
+                              capture_output=True, text=True, timeout=60,
+                              env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    finally:
+        busy.kill()
+        busy.wait()
+    assert done.returncode == 0, done.stderr
+    kept = sorted((tmp_path / "k").iterdir())
+    assert kept and all(f.name.startswith("perf.data") and f.suffix == ".gz" for f in kept)
+    with gzip.open(kept[0]) as f:
+        assert f.read(8) == b"PERFILE2"         # perf's own file, whole

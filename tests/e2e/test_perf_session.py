@@ -1,6 +1,7 @@
 """perf through the real session and CLI: live windows, aggregates, degradation, no leftovers."""
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import shutil
@@ -10,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, hotloop, path_without
+from conftest import ROOT, hotloop, path_without, profile_dir
 from faulty import lines
 from faulty import wait_for_runs as _wait_for_runs
 
@@ -78,16 +79,58 @@ def test_windows_arrive_at_least_every_two_seconds_during_a_long_run(faulty, tmp
 
 
 @needs_perf
-def test_keep_perf_leaves_data_perf_report_can_open(tmp_path):
+def test_perf_data_is_kept_compressed_by_default_and_perf_report_opens_it(tmp_path):
     out = tmp_path / "k.jsonl"
     p = hotloop("run", "zero_null", "--runs", "2", "--param", "count=200000", "--perf",
-                "--keep-perf", "--out", str(out))
+                "--out", str(out))
     assert p.returncode == 0, p.stderr
+    assert "perf data" not in p.stderr          # kept as a matter of course: no warning
     kept = sorted((tmp_path / "k.perf").glob("perf.data*"))
     assert kept
-    rep = subprocess.run(["perf", "report", "-i", str(kept[0]), "--stdio"],
+    assert results.read(out).header.fields["perf_data"] == "k.perf"
+    assert all(f.suffix == ".gz" for f in kept)    # gzipped once the run is over
+    plain = tmp_path / "plain.data"
+    with gzip.open(kept[0]) as src, open(plain, "wb") as dst:
+        shutil.copyfileobj(src, dst)
+    rep = subprocess.run(["perf", "report", "-i", str(plain), "--stdio"],
                          capture_output=True, text=True)
     assert rep.returncode == 0 and "%" in rep.stdout
+    none = tmp_path / "n.jsonl"
+    p = hotloop("run", "zero_null", "--runs", "2", "--param", "count=200000", "--perf",
+                "--no-keep-perf", "--out", str(none))
+    assert p.returncode == 0, p.stderr
+    assert not (tmp_path / "n.perf").exists()
+    assert "perf_data" not in results.read(none).header.fields
+
+
+@needs_perf
+def test_the_oldest_perf_data_goes_beyond_the_plans_budget_never_a_result(tmp_path):
+    res = tmp_path / "results"
+    res.mkdir()
+    for i, name in enumerate(("old", "older", "oldest")):
+        (res / f"{name}.jsonl").write_text("{}\n")
+        (res / f"{name}.perf").mkdir()
+        with open(res / f"{name}.perf" / "perf.data.1", "wb") as f:
+            f.truncate(600_000)                 # 0.6 MB each, sparse
+        os.utime(res / f"{name}.perf", (1000 - i * 100, 1000 - i * 100))
+    (res / "orphan.perf").mkdir()               # no result file of its own: not ours
+    (res / "orphan.perf" / "perf.data.1").write_bytes(b"x" * 1000)
+    d = profile_dir(tmp_path, """
+        [plan.tight]
+        workload = "zero_null"
+        runs = 2
+        perf_keep_mb = 1
+        params = { count = 200000 }
+        """)
+    p = hotloop("run", "tight", "--profiles", str(d), "--out", str(res / "new.jsonl"))
+    assert p.returncode == 0, p.stderr
+    # this run's data and the newest older one's fit in 1 MB; the two oldest went
+    assert sorted(x.name for x in res.glob("*.perf")) == ["new.perf", "old.perf", "orphan.perf"]
+    assert sorted(x.name for x in res.glob("*.jsonl")) == ["new.jsonl", "old.jsonl",
+                                                          "older.jsonl", "oldest.jsonl"]
+    line, = [ln for ln in p.stderr.splitlines() if "older run" in ln]
+    assert "perf data of 2 older runs removed (oldest.perf, older.perf)" in line
+    assert "within 1 MB (plan key perf_keep_mb)" in line
 
 
 def test_without_perf_the_run_happens_and_a_warning_says_how_to_fix_it(tmp_path):

@@ -21,7 +21,7 @@ INT64_MIN, INT64_MAX = -2**63, 2**63 - 1
 # repetition running longer than a week has hung, and NaN or infinity is no deadline.
 RUN_LIMITS: dict[str, tuple[int, int]] = {
     "runs": (1, 1_000_000), "warmup": (0, 10_000), "perf_freq": (1, 100_000),
-    "processes": (1, 1000)}
+    "processes": (1, 1000), "perf_keep_mb": (0, 1_000_000)}
 TIMEOUT_MAX = 7 * 24 * 3600
 
 
@@ -159,6 +159,7 @@ class Plan:
     timeout: float = 300.0          # seconds one repetition may take
     processes: int = 1              # worker processes the runs are spread over, in turn
     until_ci: float | None = None   # stop once the median's 95% CI is within +-this %
+    perf_keep_mb: int = 200         # the results directory's budget for kept perf data
     params: dict[str, int | str] = field(default_factory=dict)
     summary: str = ""
     origin: str = ""

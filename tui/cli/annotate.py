@@ -19,6 +19,7 @@ from hotloop.perf.annotate import (
 )
 from hotloop.render import annotation
 from hotloop.results import Result
+from hotloop.results.store import perf_dir
 from hotloop.visible import visible
 
 
@@ -26,11 +27,17 @@ def perf_files(res: Result) -> list[Path]:
     """The result's kept perf data (RESULT.perf/, --keep-perf); one line saying why not."""
     if not res.header.perf:
         raise HotloopError(f"{res.path}: perf was off for this run: nothing to annotate")
-    kept = res.path.with_suffix(".perf")
-    files = perf_data_files(kept) if kept.is_dir() else []
+    named = res.header.fields.get("perf_data")
+    # where the run kept it (a name beside the file, nothing else: an edited header points
+    # nowhere else), or beside the file under its own name (both renamed together)
+    places = [res.path.parent / named] if isinstance(named, str) and "/" not in named \
+        and named not in ("", ".", "..") else []
+    places.append(perf_dir(res.path))
+    files: list[Path] = next((found for d in places
+                              if d.is_dir() and (found := perf_data_files(d))), [])
     if not files:
-        raise HotloopError(f"{res.path}: no perf data kept beside it ({kept}): run it again "
-                           f"with --keep-perf")
+        raise HotloopError(f"{res.path}: no perf data kept beside it ({places[0]}): it was "
+                           f"run with --no-keep-perf, or removed (beyond perf_keep_mb)")
     return files
 
 

@@ -39,8 +39,8 @@ def forwarded(args: argparse.Namespace) -> list[str]:
     out += [f"--param={item}" for item in args.param]
     if args.perf is not None:
         out.append("--perf" if args.perf else "--no-perf")
-    out += [flag for flag, on in (("--apply-system", args.apply_system),
-                                  ("--keep-perf", args.keep_perf)) if on]
+    out += ["--apply-system"] if args.apply_system else []
+    out += [] if args.keep_perf else ["--no-keep-perf"]
     return [*out, "--", *args.names]
 
 

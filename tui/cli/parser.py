@@ -100,7 +100,7 @@ examples:
   hotloop run seqpacket --runs 20           a workload with its defaults
   hotloop run seqpacket --cpu same-core --cpu split --interleave   A/B, round by round
   hotloop show results/FILE.jsonl --runs    summary, histogram, every run
-  hotloop annotate results/FILE.jsonl hl_run    a hot symbol's instructions (--keep-perf)
+  hotloop annotate results/FILE.jsonl hl_run    a hot symbol's instructions
   hotloop compare stock.jsonl patched.jsonl --svg cmp.svg
   hotloop list plans                        the plans and what a run of each takes
   hotloop run page-pool --host lab1 --host lab2   on two machines over SSH, compared
@@ -126,8 +126,10 @@ def parser() -> argparse.ArgumentParser:
                                     "compared"), _names("plan"))
     run.add_argument("--interleave", action="store_true",
                      help="run the variants alternately, one repetition each (ABAB...)")
-    run.add_argument("--keep-perf", action="store_true",
-                     help="keep perf.data files beside the result file (RESULT.perf/)")
+    run.add_argument("--keep-perf", action=argparse.BooleanOptionalAction, default=True,
+                     help="keep the perf data beside the result file, compressed "
+                          "(RESULT.perf/, for hotloop annotate; the oldest go beyond the "
+                          "plan's perf_keep_mb, 200 MB) (default: keep)")
     _complete(run.add_argument("--out", type=Path,
                                help="result file (default results/<time>-<plan>.jsonl)"),
               shtab.FILE)
@@ -175,8 +177,8 @@ def parser() -> argparse.ArgumentParser:
     ann = sub.add_parser("annotate", help="a hot symbol's instructions from a result's kept "
                                           "perf data; two results side by side")
     _complete(ann.add_argument("what", nargs="+", metavar="FILE|SYMBOL",
-                               help="one or two result files (run with --keep-perf), then "
-                                    "the symbol"), shtab.FILE)
+                               help="one or two result files (their perf data kept), "
+                                    "then the symbol"), shtab.FILE)
     ann.add_argument("--top", type=int, metavar="N", help="annotate the N hottest symbols")
     ann.add_argument("--sort", choices=("address", "share"), default="address",
                      help="address (default): the code in order; share: hottest first")

@@ -317,7 +317,7 @@ class HotloopApp(App[None]):
         plan = rp.plan
         if host is None:
             path = results.default_path(plan.name, self.results_dir)
-            self.session = Session(rp, path, apply_system=apply_system)
+            self.session = Session(rp, path, apply_system=apply_system, keep_perf=True)
         else:
             path = results.default_path(f"{plan.name}-{host}", self.results_dir)
             self.session = RemoteSession(self.cat.hosts[host], plan_argv(plan, apply_system),

@@ -10,10 +10,13 @@ vmlinux of the running kernel's build (`--vmlinux`); without it, one line with t
 from __future__ import annotations
 
 import difflib
+import gzip
 import os
 import platform
 import re
+import shutil
 import subprocess
+import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -75,7 +78,7 @@ class Annotation:
 
 
 def perf_data_files(directory: Path) -> list[Path]:
-    """A kept run's perf.data files, oldest first."""
+    """A kept run's perf.data files (gzipped once the run is over: .gz), oldest first."""
     return sorted(p for p in directory.glob("perf.data*") if p.is_file())
 
 
@@ -102,6 +105,15 @@ def parse(text: str) -> tuple[str, list[Instruction]]:
 def _annotate_one(perf: str, data: Path, symbol: str, vmlinux: str | None
                   ) -> tuple[str, list[Instruction]] | None:
     """One file's annotation; None when the file holds no sample of the symbol."""
+    if data.suffix == ".gz":            # kept: gzipped once the run was over
+        with tempfile.TemporaryDirectory(prefix="hotloop-annotate-") as tmp:
+            plain = Path(tmp) / data.stem
+            try:
+                with gzip.open(data, "rb") as src, open(plain, "wb") as dst:
+                    shutil.copyfileobj(src, dst)
+            except (OSError, EOFError, gzip.BadGzipFile) as e:
+                raise HotloopError(f"{data}: cannot decompress: {e}") from None
+            return _annotate_one(perf, plain, symbol, vmlinux)
     cmd = [perf, "annotate", "-i", str(data), "--stdio", "--show-nr-samples", "-s", symbol]
     if vmlinux:
         cmd += ["--vmlinux", vmlinux]

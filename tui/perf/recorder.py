@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gzip
 import os
 import re
 import shutil
@@ -121,6 +122,7 @@ class PerfRecorder:
     def __init__(self, pids: Sequence[int], *, frequency: int = DEFAULT_FREQUENCY,
                  call_graph: str = DEFAULT_CALL_GRAPH, window_s: float = DEFAULT_WINDOW_S,
                  counters: bool = True, keep_dir: str | os.PathLike[str] | None = None,
+                 compress: str = "",
                  event: str | None = None,
                  cpus: Sequence[int] = (), comm: str | None = None,
                  on_window: Callable[[PerfWindow], Any] | None = None,
@@ -138,6 +140,12 @@ class PerfRecorder:
         self.window_s = min(max(float(window_s), 0.1), 2.0)
         self.counters_enabled = counters
         self.keep_dir = os.fspath(keep_dir) if keep_dir is not None else None
+        # kept data: "gzip" (each file once the run is over), or "" as perf writes it.  Not
+        # `perf record -z`: with --switch-output its zstd stream runs on across the files,
+        # and perf (6.1) cannot read any file after the first ("failed to decompress").
+        if compress not in ("", "gzip"):
+            raise ValueError(f"compress must be gzip or empty, not {compress!r}")
+        self.compress = compress if self.keep_dir else ""
         self.event = event
         self.on_window = on_window
         self.on_warning = on_warning
@@ -246,8 +254,28 @@ class PerfRecorder:
             self._stopped = True
             self._out.put_nowait(None)
             self._cleanup_files()
+        if self.compress == "gzip":
+            await asyncio.to_thread(self._gzip_kept)
         self._result = res
         return res
+
+    def _gzip_kept(self) -> None:
+        """Each kept file gzipped once perf is done with it (about 5 times smaller)."""
+        if not self._dir:
+            return
+        for name in os.listdir(self._dir):
+            path = os.path.join(self._dir, name)
+            if name.startswith("perf.data") and not name.endswith(".gz") \
+                    and name not in self._preexisting:
+                try:
+                    with open(path, "rb") as src, gzip.open(path + ".gz", "wb") as dst:
+                        shutil.copyfileobj(src, dst)
+                    os.unlink(path)
+                except OSError as e:
+                    with contextlib.suppress(OSError):
+                        os.unlink(path + ".gz")
+                    self._warn(f"perf: {path} kept uncompressed: {e.strerror or e}")
+                    return
 
     @property
     def windows_done(self) -> int:
@@ -600,8 +628,5 @@ def merge(done: list[PerfResult], variant: str, run_top: int,
     cycles = counters.get("cycles")
     if "ipc" in counters and cycles:
         counters["ipc"] = (counters.get("instructions") or 0) / cycles
-    kept = next((r.data_dir for r in done if r.data_dir), None)
-    if kept:
-        out.append(ev.Warning(f"perf data kept in {kept} (perf report -i FILE)", variant=variant))
     return out, counters
 

@@ -13,6 +13,7 @@ import hashlib
 import json
 import math
 import os
+import shutil
 import stat
 import tempfile
 import time
@@ -358,6 +359,60 @@ def run_problem(result: Result, run: ev.RunSample) -> str | None:
         return (f"value {run.value:g} is not the {result.workload.metric} of its counters "
                 f"({want:g})")
     return None
+
+
+def perf_dir(path: Path) -> Path:
+    """Where a result file's perf data is kept: NAME.perf beside NAME.jsonl."""
+    return path.with_suffix(".perf")
+
+
+def _size(d: Path) -> int:
+    total = 0
+    for f in d.rglob("*"):
+        try:
+            total += f.lstat().st_size if f.is_file() else 0
+        except OSError:
+            pass
+    return total
+
+
+def _in_use(path: Path) -> bool:
+    """Whether a run still writes this result file (its Writer holds it locked)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+    return False
+
+
+def prune_perf_data(directory: Path, budget: int, keep: Path) -> list[Path]:
+    """Remove the oldest kept perf data (NAME.perf beside a NAME.jsonl) of `directory` until
+    all of it fits in `budget` bytes, never `keep` (this run's) and never a result file; the
+    directories removed.  Only those a result file owns: nothing else in the directory."""
+    dirs = [d for d in directory.glob("*.perf")
+            if d.is_dir() and not d.is_symlink() and d.with_suffix(".jsonl").is_file()
+            and not _in_use(d.with_suffix(".jsonl"))]
+    sizes = {d: _size(d) for d in dirs}
+    total = sum(sizes.values())
+    removed = []
+    for d in sorted(dirs, key=lambda d: d.stat().st_mtime):
+        if total <= budget:
+            break
+        if d.resolve() == keep.resolve():
+            continue
+        shutil.rmtree(d, ignore_errors=True)
+        if not d.exists():
+            total -= sizes[d]
+            removed.append(d)
+    return removed
 
 
 class NotJson(ValueError):

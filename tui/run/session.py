@@ -32,6 +32,7 @@ from hotloop.host.sysfs import SystemSettingError
 from hotloop.perf.probe import find_perf, recording_warnings
 from hotloop.perf.recorder import PerfRecorder, PerfResult, merge
 from hotloop.results import Writer
+from hotloop.results.store import perf_dir, prune_perf_data
 from hotloop.run import build, preflight, protocol
 from hotloop.run.process import REAP_S, WorkerProcess
 from hotloop.run.protocol import WorkerSpec
@@ -209,8 +210,10 @@ class Session:
         try:
             during = kernel_facts(names)["sysctl"]
             sysctl = {n: {"before": before[n], "during": during[n]} for n in names}
-            started = ev.Started(preflight.header(rp, built, v, sysctl, self.batch),
-                                 str(self.result_file))
+            header = preflight.header(rp, built, v, sysctl, self.batch)
+            if rp.plan.perf and self.keep_perf:     # beside the file: it moves with it
+                header["perf_data"] = perf_dir(self.result_file).name
+            started = ev.Started(header, str(self.result_file))
             self._write(started)
             yield started
             for message in [*applied.recovered, *rp.warnings, *pre.warnings,
@@ -226,7 +229,8 @@ class Session:
                 self._write(event)
                 yield event
             self._kill()
-            for message in [*preflight.changed_during(during), *self._put_back()]:
+            for message in [*preflight.changed_during(during), *self._put_back(),
+                            *self._prune()]:
                 yield note(message)
             if final is not None:
                 self._write(final, last=True)
@@ -273,15 +277,29 @@ class Session:
             first=first, warmup=rp.plan.warmup, step=self._stepped))
         return worker
 
+    def _prune(self) -> list[str]:
+        """Older runs' perf data beyond the plan's budget for the results directory: removed,
+        oldest first (never a result file, never this run's)."""
+        if not (self.keep_perf and self.rp.plan.perf):
+            return []
+        budget = self.rp.plan.perf_keep_mb
+        gone = prune_perf_data(self.result_file.parent, budget * 1_000_000,
+                               perf_dir(self.result_file))
+        return [f"perf data of {len(gone)} older run{'' if len(gone) == 1 else 's'} removed "
+                f"({', '.join(d.name for d in gone[:3])}{'...' if len(gone) > 3 else ''}): "
+                f"the perf data in {self.result_file.parent} keeps within {budget} MB "
+                f"(plan key perf_keep_mb)"] if gone else []
+
     async def _reap(self) -> None:
         if self._worker is not None:
             await self._worker.reap()
 
     def _start_perf(self, inbox: asyncio.Queue[tuple[str, Any]]) -> PerfRecorder:
         plan = self.rp.plan
-        keep = self.result_file.with_suffix(".perf") if self.keep_perf else None
+        keep = perf_dir(self.result_file) if self.keep_perf else None
         return PerfRecorder(
             self.pids, frequency=plan.perf_freq, call_graph=plan.call_graph, keep_dir=keep,
+            compress="gzip",
             cpus=self.rp.cpu.cpus, comm=self.comm,
             on_window=lambda w, base=self._windows: inbox.put_nowait(("window", (base, w))),
             on_warning=lambda m: inbox.put_nowait(("warning", m)))
