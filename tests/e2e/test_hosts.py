@@ -22,6 +22,7 @@ from conftest import POLL, ROOT, hotloop, needs_root_sysctl
 from hotloop import __version__, results
 from hotloop.console.app import HotloopApp
 from hotloop.console.widgets.params import HERE
+from hotloop.run.remote import STOP_WAIT_S
 
 pytest_plugins = ["sshd"]
 
@@ -61,7 +62,8 @@ def local_files() -> list[Path]:
 
 
 def test_a_plan_runs_there_and_its_result_file_is_here(tmp_path, hosts, leftovers):
-    done = hotloop("run", "quick", *FAST, "--host", "lab1", "--profiles", str(hosts))
+    done = hotloop("run", "quick", "--runs", "3", "--warmup", "0", "--param", "msgs=2000",
+                   "--host", "lab1", "--profiles", str(hosts))
     assert done.returncode == 0, done.stderr
     mine, = local_files()
     assert mine.name.endswith("-quick-lab1.jsonl")
@@ -69,13 +71,19 @@ def test_a_plan_runs_there_and_its_result_file_is_here(tmp_path, hosts, leftover
     res, remote = results.read(mine), results.read(theirs)
     assert res.finished is not None and [r.value for r in res.runs] == remote.values
     h = res.header.fields
-    assert h["remote"] == {"host": "lab1", "address": "lab1", "result_file": str(theirs)}
+    assert h["remote"] == {"host": "lab1", "address": "lab1", "result_file": str(theirs),
+                           "perf_data": str(theirs.with_suffix(".perf"))}
+    assert "perf_data" not in h                 # the perf data stays there
     assert res.header.label == "lab1 (stock)" and res.header.variant == "lab1"
     assert h["hotloop"] == __version__ and h["plan"]["runs"] == 3
     assert "[lab1 (stock)]" in done.stdout and f"result file: {mine}" in done.stdout
     assert "(host lab1, over SSH)" in done.stdout
     shown = hotloop("show", str(mine))       # a normal result file: no special case
     assert shown.returncode == 0 and "3 runs" in shown.stdout
+    annotated = hotloop("annotate", str(mine), "hl_run")
+    assert annotated.returncode == 2
+    assert f"ran on lab1, and its perf data is there ({theirs.with_suffix('.perf')}): " \
+           f"annotate it there, hotloop annotate {theirs} SYMBOL" in annotated.stderr
     assert leftovers() == []
 
 
@@ -143,7 +151,9 @@ def test_a_remote_that_is_not_this_version_is_told_with_the_fix(tmp_path, hosts)
                                                    f'hotloop = "{old}"', 1))
     done = hotloop("host", "check", "lab1", "--profiles", str(hosts))
     assert done.returncode == 2
-    assert f"lab1 runs hotloop 0.0.1, this is {__version__}: hotloop host setup lab1" \
+    # its own `hotloop` key wins over what setup installs: the advice says so
+    assert f"lab1 runs hotloop 0.0.1, this is {__version__}: its hotloop key names {old}: " \
+           f"install this version there, or drop the key and run hotloop host setup lab1" \
         in done.stderr
 
 
@@ -371,3 +381,101 @@ def test_host_setup_installs_this_version_there_and_runs_use_it(tmp_path, hosts,
     ran = hotloop("run", "quick", *FAST, "--host", "fresh", "--profiles", str(hosts))
     assert ran.returncode == 0, ran.stderr
     assert results.read(local_files()[0]).finished is not None
+
+
+def _fake_host(tmp_path: Path, hosts: Path, name: str, script: str, sshd_server) -> None:
+    """[host.NAME] whose remote `hotloop` is this shell script."""
+    exe = tmp_path / f"{name}.sh"
+    exe.write_text("#!/bin/sh\n" + script)
+    exe.chmod(0o755)
+    (hosts / f"{name}.toml").write_text(textwrap.dedent(f"""\
+        [host.{name}]
+        address = "lab1"
+        ssh_config = "{sshd_server.config}"
+        hotloop = "{exe}"
+        directory = "{tmp_path / 'lab1'}"
+        """))
+
+
+def test_a_second_ctrl_c_still_ends_every_file_with_its_last_line(tmp_path, hosts, leftovers):
+    proc = _start(hosts, "--host", "lab1", "--host", "lab2")
+    _started(proc)
+    proc.send_signal(signal.SIGINT)
+    time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    for f in local_files():
+        res = results.read(f)
+        assert res.failed is not None and res.failed.interrupted, f
+    assert leftovers(30) == []
+
+
+def test_a_remote_that_does_not_answer_is_left_after_the_wait(tmp_path, hosts, sshd_server,
+                                                               leftovers):
+    """A hung machine: its header came, then nothing, and it ignores its stdin closing."""
+    real = hotloop("run", "quick", *FAST, "--out", str(tmp_path / "real.jsonl"))
+    assert real.returncode == 0, real.stderr
+    header = (tmp_path / "real.jsonl").read_text().splitlines()[0]
+    _fake_host(tmp_path, hosts, "hung", f"cat <<'EOF'\n{header}\nEOF\nexec sleep 600\n",
+               sshd_server)
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    proc = subprocess.Popen([sys.executable, "-m", "hotloop", "run", "quick", "--host", "hung",
+                             "--profiles", str(hosts)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env)
+    deadline = time.monotonic() + 30
+    while not local_files():
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    t = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    waited = time.monotonic() - t
+    assert proc.returncode == 130, err
+    assert f"hotloop: stopping: hung end their runs and restore their systems (up to " \
+           f"{STOP_WAIT_S:g} s; SIGINT again leaves at once)" in err
+    assert waited < STOP_WAIT_S + 10, waited
+    res = results.read(local_files()[0])
+    assert res.failed is not None and res.failed.interrupted and res.failed.signal == "SIGINT"
+    # nothing of hotloop's is left: only the hung "remote" itself, which a real hotloop is not
+    left = leftovers(5)
+    assert [Path(f"/proc/{pid}/comm").read_text().strip() for pid in left] == ["sleep"] * len(left)
+    for pid in left:
+        os.kill(pid, signal.SIGKILL)
+
+
+def test_a_host_that_cannot_start_leaves_the_others_to_finish(tmp_path, hosts, sshd_server,
+                                                              leftovers):
+    _fake_host(tmp_path, hosts, "refuses", "sleep 1; echo 'hotloop: boom' >&2; exit 2\n",
+               sshd_server)
+    done = hotloop("run", "quick", "--runs", "6", "--warmup", "0", "--no-perf", "--host",
+                   "lab1", "--host", "refuses", "--profiles", str(hosts))
+    assert done.returncode == 2
+    assert done.stderr.splitlines()[-1] == "hotloop: refuses: boom"
+    mine, = local_files()
+    res = results.read(mine)
+    assert res.finished is not None and len(res.runs) == 6     # lab1 ran to its end
+    assert f"result file: {mine}" in done.stdout               # and its report says where
+    assert leftovers() == []
+
+
+def test_a_hosts_label_names_the_side_with_the_runs_kernel_profile(tmp_path, hosts):
+    config = Path(os.environ["XDG_CONFIG_HOME"]) / "hotloop"    # travels with ssh
+    config.mkdir(parents=True)
+    (config / "k.toml").write_text('[kernel.patched]\nlabel = "patched"\n')
+    done = hotloop("run", "quick", *FAST, "--kernel", "patched", "--host", "lab1",
+                   "--profiles", str(hosts))
+    assert done.returncode == 0, done.stderr
+    assert results.read(local_files()[0]).header.label == "lab1 (stock) + patched"
+
+
+def test_host_check_keeps_a_remotes_flood_to_a_line(tmp_path, hosts, sshd_server):
+    _fake_host(tmp_path, hosts, "flood",
+               "[ \"$1\" = --version ] && head -c 3000000 /dev/zero | tr '\\0' x; echo\n",
+               sshd_server)
+    done = hotloop("host", "check", "flood", "--profiles", str(hosts))
+    assert done.returncode == 2
+    assert len(done.stdout) + len(done.stderr) < 2000
+    assert "is not a hotloop (its --version said 'xxxx" in done.stderr
+    bogus = hotloop("host", "check", "bogus", "--profiles", str(hosts))
+    assert bogus.returncode == 2 and bogus.stderr.startswith("hotloop: host check bogus: ")

@@ -138,6 +138,9 @@ def test_a_failure_says_whose_words_it_is():
         "lab1: ssh: root@lab1: Permission denied (publickey)."
     assert failure(host, 2, ["hotloop: unknown plan 'x'"]) == "lab1: unknown plan 'x'"
     assert "hotloop host setup lab1" in failure(host, 127, ["sh: 1: exec: hotloop: not found"])
+    keyed = Host("lab1", "lab1", hotloop="/opt/h")
+    assert "its hotloop key names /opt/h: install this version there, or drop the key" in \
+        failure(keyed, 127, ["sh: 1: exec: /opt/h: not found"])
     assert failure(host, 2, ["\x1b[31mhotloop: red\x1b[0m"]).startswith("lab1: ")
 
 

@@ -35,6 +35,11 @@ def perf_files(res: Result) -> list[Path]:
     places.append(perf_dir(res.path))
     files: list[Path] = next((found for d in places
                               if d.is_dir() and (found := perf_data_files(d))), [])
+    remote = res.header.fields.get("remote")
+    if not files and isinstance(remote, dict) and isinstance(remote.get("perf_data"), str):
+        raise HotloopError(f"{res.path}: ran on {remote.get('host')}, and its perf data is "
+                           f"there ({remote['perf_data']}): annotate it there, "
+                           f"hotloop annotate {remote.get('result_file')} SYMBOL")
     if not files:
         raise HotloopError(f"{res.path}: no perf data kept beside it ({places[0]}): it was "
                            f"run with --no-keep-perf, or removed (beyond perf_keep_mb)")

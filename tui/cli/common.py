@@ -13,6 +13,7 @@ from hotloop import catalog
 from hotloop.catalog import Catalog
 from hotloop.run import build
 from hotloop.run.interleave import Runnable
+from hotloop.run.remote import STOP_WAIT_S, RemoteSession
 from hotloop.visible import visible
 
 
@@ -38,6 +39,7 @@ def _warn_skipped(cat: Catalog) -> None:
 
 
 _signal_received = signal.SIGINT
+_stopping_said = False                  # the remote sessions' stop was said once
 
 
 def _interrupt(signum: int, frame: Any) -> None:
@@ -50,10 +52,16 @@ def _interrupt(signum: int, frame: Any) -> None:
 def _cancel(signum: int, task: asyncio.Task[Any], sessions: Sequence[Runnable] = ()) -> None:
     """Ctrl-C, SIGTERM or SIGHUP during a run: cancel it; each session's last line names the
     signal."""
-    global _signal_received
+    global _signal_received, _stopping_said
     _signal_received = signal.Signals(signum)
     for s in sessions:
         s.interrupted_by = _signal_received.name
+    hosts = [s.title for s in sessions if isinstance(s, RemoteSession)]
+    if hosts and not _stopping_said:
+        _stopping_said = True
+        print(f"hotloop: stopping: {visible(', '.join(hosts))} end their runs and restore their "
+              f"systems (up to {STOP_WAIT_S:g} s; {_signal_received.name} again leaves at "
+              f"once)", file=sys.stderr)
     build.CANCEL.set()                  # a build waiting on a lock or a compiler gives up
     task.cancel()
 

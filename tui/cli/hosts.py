@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import re
 import shlex
 import subprocess
 import sys
@@ -19,7 +20,14 @@ from hotloop.catalog import Catalog, Host
 from hotloop.cli.common import _catalog, _warn_skipped
 from hotloop.cli.run import check_run_flags, drive_and_report, emit
 from hotloop.errors import HotloopError
-from hotloop.run.remote import SETUP_DIR, RemoteSession, failure, run_remote, which_hotloop
+from hotloop.run.remote import (
+    SETUP_DIR,
+    RemoteSession,
+    failure,
+    run_remote,
+    setup_advice,
+    which_hotloop,
+)
 from hotloop.visible import visible
 
 SETUP_TIMEOUT_S = 900.0                 # pip installing hotloop's dependencies there
@@ -44,9 +52,9 @@ def forwarded(args: argparse.Namespace) -> list[str]:
     return [*out, "--", *args.names]
 
 
-def hosts_named(cat: Catalog, names: list[str]) -> list[Host]:
+def hosts_named(cat: Catalog, names: list[str], flag: str = "--host") -> list[Host]:
     for name in names:
-        cat.require("host", name, "--host")
+        cat.require("host", name, flag)
         if names.count(name) > 1:
             raise HotloopError(f"--host {name}: named twice")
     return [cat.hosts[n] for n in names]
@@ -89,33 +97,39 @@ def run_on_hosts(cat: Catalog, args: argparse.Namespace) -> int:
 
 def cmd_host(args: argparse.Namespace) -> int:
     cat = _catalog(args)
-    host = hosts_named(cat, [args.name])[0]
+    host = hosts_named(cat, [args.name], f"host {args.action}")[0]
     return check(host) if args.action == "check" else setup(host)
+
+
+SHOWN = 300                             # characters of a line of the remote's shown
 
 
 def check(host: Host) -> int:
     """Reachable, the same hotloop, and what `hotloop doctor` says there."""
-    script = (which_hotloop(host) + 'command -v "$h" >/dev/null 2>&1 || { echo "no hotloop"; exit 0; }; '
-              'command -v "$h"; "$h" --version && "$h" doctor')
+    script = (which_hotloop(host) + 'command -v "$h" >/dev/null 2>&1 || '
+              '{ echo "no hotloop"; exit 0; }; command -v "$h"; "$h" --version && "$h" doctor')
     code, out, err = asyncio.run(run_remote(host, script))
     if code != 0:
         raise HotloopError(failure(host, code, err))
-    lines = out.splitlines()
+    lines = [visible(ln)[:SHOWN] for ln in out.splitlines()]
     who = f"{host.user}@" if host.user else ""
     print(f"{host.name}: reachable ({visible(who + host.address)})")
     if not lines or lines[0] == "no hotloop":
         raise HotloopError(f"{host.name}: no hotloop there (" + (
             f"{host.hotloop}: not found" if host.hotloop else
-            f"neither in {SETUP_SHOWN}/venv nor on its PATH") +
-            f"): hotloop host setup {host.name}")
-    where, version = lines[0], lines[1].removeprefix("hotloop ").strip() if len(lines) > 1 \
-        else "?"
-    print(f"  hotloop {visible(version)} at {visible(where)}")
+            f"neither in {SETUP_SHOWN}/venv nor on its PATH") + f"): {setup_advice(host)}")
+    where = lines[0]
+    said = re.fullmatch(r"hotloop (\S+)", lines[1]) if len(lines) > 1 else None
+    if said is None:
+        raise HotloopError(f"{host.name}: {where} is not a hotloop (its --version said "
+                           f"{lines[1][:80] if len(lines) > 1 else 'nothing'!r})")
+    version = said.group(1)
+    print(f"  hotloop {version} at {where}")
     for line in lines[2:]:
-        print(visible(line))
+        print(line)
     if version != __version__:
-        raise HotloopError(f"{host.name} runs hotloop {visible(version)}, this is "
-                           f"{__version__}: hotloop host setup {host.name}")
+        raise HotloopError(f"{host.name} runs hotloop {version}, this is {__version__}: "
+                           f"{setup_advice(host)}")
     return 0
 
 

@@ -333,6 +333,11 @@ def drive_and_report(sessions: Sequence[Runnable], args: argparse.Namespace,
         if any(res.runs for res in got.values()):
             _print_reports(labels, [r for r in got.values() if r.runs], args.format)
         return interrupted_status()
+    except HotloopError:
+        # a host that could not start, once the others were done: their reports first
+        if any(res.runs for res in got.values()):
+            _print_reports(labels, [r for r in got.values() if r.runs], args.format)
+        raise
     done: list[results.Result] = []
     failures: list[str] = []
     interrupted = False

@@ -60,6 +60,7 @@ from hotloop.errors import HotloopError
 from hotloop.render.units import si
 from hotloop.results.header import Header
 from hotloop.run.preflight import preflight, system_settings
+from hotloop.run.remote import STOP_WAIT_S as REMOTE_STOP_S
 from hotloop.run.remote import RemoteSession, plan_argv
 from hotloop.run.session import Session
 from hotloop.visible import visible
@@ -426,7 +427,9 @@ class HotloopApp(App[None]):
         worker, session = self.worker, self.session
         if worker is None or session is None or not self.running:
             return
-        self.log_line("stopping…", "warning")
+        self.log_line("stopping…" if not isinstance(session, RemoteSession) else
+                      f"stopping: {session.host.name} ends its run and restores its system "
+                      f"(up to {REMOTE_STOP_S:g} s)", "warning")
         session.stop()
         if not session.pids:                  # not started yet: nothing for stop() to kill
             worker.cancel()

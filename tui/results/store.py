@@ -321,7 +321,8 @@ HEADER = fields({
     "workload": fields({"name": _S, "metric": _S, "unit": _S, "higher_is_better": _B}),
     "params": ev.OBJECT,
     "cpu": fields({"name": _S, "cpus": list_of(_I)}),
-    "remote": fields({"host": _S, "address": _S, "result_file": _S}),
+    "remote": fields({"host": _S, "address": _S, "result_file": _S, "perf_data": _S}),
+    "perf_data": _S,
 })
 
 

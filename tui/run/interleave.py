@@ -57,25 +57,33 @@ class Runnable(Protocol):
 
 
 async def together(sessions: Sequence[Runnable]) -> AsyncIterator[ev.Event]:
-    """Merged events of `sessions` running at once (on separate machines).  A session that
-    fails ends alone; bad input (an exception from one) ends them all."""
-    async with contextlib.aclosing(_merged(sessions)) as stream:
+    """Merged events of `sessions` running at once (on separate machines).  Each ends
+    alone, bad input too (a host that cannot start): the others run on, and the first
+    exception is raised once they are all done."""
+    errors: list[Exception] = []
+    async with contextlib.aclosing(_merged(sessions, alone=True)) as stream:
         async for _, item in stream:
-            if item is not _DONE:
+            if isinstance(item, Exception):
+                errors.append(item)
+            elif item is not _DONE:
                 assert isinstance(item, _EVENTS)
                 yield item
+    if errors:
+        raise errors[0]
 
 
-async def _merged(sessions: Sequence[Runnable]) -> AsyncGenerator[tuple[Runnable, object], None]:
+async def _merged(sessions: Sequence[Runnable], alone: bool = False
+                  ) -> AsyncGenerator[tuple[Runnable, object], None]:
     """(session, event) as each comes, (session, _DONE) at each one's end; an exception from
-    one raises here.  Closed, every session is stopped and its task awaited."""
+    one raises here (`alone`: it is passed on, and that one ends).  Closed, every session
+    is stopped and its task awaited."""
     queue: asyncio.Queue[tuple[Runnable, object]] = asyncio.Queue()
     tasks = [asyncio.create_task(_pump(s, queue)) for s in sessions]
     left = len(sessions)
     try:
         while left:
             s, item = await queue.get()
-            if isinstance(item, Exception):
+            if isinstance(item, Exception) and not alone:
                 raise item
             left -= item is _DONE
             yield s, item

@@ -39,7 +39,7 @@ from hotloop.visible import visible
 
 SSH = "ssh"
 SSH_FAILED = 255                        # ssh's own exit status: connecting or authenticating
-STOP_WAIT_S = 30.0                      # stopped: how long the remote may take to end its run
+STOP_WAIT_S = 10.0                      # stopped: how long the remote may take to end its run
 STDERR_WAIT_S = 2.0                     # for the last of ssh's words once its stdout ended
 LINE_SHOWN = 1000                       # characters of one stderr line kept
 ERROR_LINES = 20                        # lines of the remote's stderr kept for a message
@@ -115,6 +115,15 @@ async def start_ssh(host: Host, remote: str) -> asyncio.subprocess.Process:
                            f"(Debian: openssh-client)") from None
 
 
+def setup_advice(host: Host) -> str:
+    """How to get the right hotloop there: setup, or (a `hotloop` key wins over what setup
+    installs) the key's own program."""
+    if host.hotloop:
+        return (f"its hotloop key names {host.hotloop}: install this version there, or drop "
+                f"the key and run hotloop host setup {host.name}")
+    return f"install it there: hotloop host setup {host.name}"
+
+
 def failure(host: Host, returncode: int, stderr: Sequence[str]) -> str:
     """One line for a remote command that failed: ssh's words, or the remote hotloop's."""
     lines = [ln for ln in (visible(x.strip()) for x in stderr) if ln]
@@ -122,28 +131,48 @@ def failure(host: Host, returncode: int, stderr: Sequence[str]) -> str:
     if returncode == SSH_FAILED or said is None:
         last = lines[-1] if lines else f"ssh exited with status {returncode}"
         if returncode == 127 or "not found" in last:
-            last += f" (install hotloop there: hotloop host setup {host.name})"
+            last += f" ({setup_advice(host)})"
         ssh = returncode == SSH_FAILED and not last.startswith("ssh: ")
         return f"{host.name}: {'ssh: ' if ssh else ''}{last}"
     return f"{host.name}: {said.removeprefix('hotloop: ')}"
 
 
+OUTPUT_CAP = 1 << 20                    # bytes of a one-off command's output kept
+
+
+async def _capped(stream: asyncio.StreamReader | None) -> bytes:
+    """All of a stream read (so the remote never blocks on it), its first OUTPUT_CAP kept."""
+    data = bytearray()
+    while stream is not None and (chunk := await stream.read(1 << 16)):
+        data += chunk[:max(0, OUTPUT_CAP - len(data))]
+    return bytes(data)
+
+
 async def run_remote(host: Host, remote: str, timeout: float = 60.0,
                      stdin: bytes = b"") -> tuple[int, str, list[str]]:
     """Run an sh script on the host once (host check, setup): its status, stdout and
-    stderr lines; HotloopError when it takes longer than `timeout` (then killed)."""
+    stderr lines (each at most OUTPUT_CAP); HotloopError when it takes longer than
+    `timeout` (then killed)."""
     proc = await start_ssh(host, remote)
+
+    async def feed() -> None:
+        assert proc.stdin is not None
+        with contextlib.suppress(ConnectionError):
+            proc.stdin.write(stdin)
+            await proc.stdin.drain()
+        proc.stdin.close()
     try:
-        out, err = await asyncio.wait_for(proc.communicate(stdin), timeout)
+        _, out, err, _ = await asyncio.wait_for(asyncio.gather(
+            feed(), _capped(proc.stdout), _capped(proc.stderr), proc.wait()), timeout)
     except asyncio.TimeoutError:
         raise HotloopError(f"{host.name}: no answer within {timeout:g} s") from None
     finally:
         if proc.returncode is None:
             with contextlib.suppress(ProcessLookupError):
-                proc.kill()
+                os.killpg(proc.pid, signal.SIGKILL)
             await proc.wait()
     return proc.returncode or 0, out.decode(errors="replace"), \
-        err.decode(errors="replace").splitlines()
+        [ln.rstrip("\r") for ln in err.decode(errors="replace").splitlines()]
 
 
 def plan_argv(plan: Plan, apply_system: bool = False) -> list[str]:
@@ -178,7 +207,8 @@ class RemoteSession:
         self.interrupted_by = ""
         self.pids: list[int] = []       # ssh, once it runs
         self._proc: asyncio.subprocess.Process | None = None
-        self._stopping = False
+        self._stopping = False          # stop() came: the remote's stdin is (to be) closed
+        self._deadline: asyncio.TimerHandle | None = None
         self._stderr: collections.deque[str] = collections.deque(maxlen=ERROR_LINES)
 
     @property
@@ -191,10 +221,17 @@ class RemoteSession:
 
     def stop(self) -> None:
         """End the run: the remote sees its stdin close, stops and restores; its last lines
-        still come."""
-        self._stopping = True
+        still come, within STOP_WAIT_S (else ssh is killed: the remote still stops)."""
+        first, self._stopping = not self._stopping, True
         proc = self._proc
-        if proc is not None and proc.stdin is not None and not proc.stdin.is_closing():
+        if proc is None:
+            return                      # events() passes it on once ssh runs
+        if first:
+            # a remote that does not answer (a hung machine, a dead network) is left
+            with contextlib.suppress(RuntimeError):
+                self._deadline = asyncio.get_running_loop().call_later(STOP_WAIT_S,
+                                                                       self._kill)
+        if proc.stdin is not None and not proc.stdin.is_closing():
             proc.stdin.close()
 
     def abandon(self, message: str, signame: str = "") -> None:
@@ -216,7 +253,7 @@ class RemoteSession:
         pending = b""
         while chunk := await stream.read(1 << 16):
             *lines, pending = (pending + chunk).split(b"\n")
-            self._stderr.extend(ln.decode(errors="replace") for ln in lines)
+            self._stderr.extend(ln.rstrip(b"\r").decode(errors="replace") for ln in lines)
             pending = pending[-LINE_SHOWN:]
         if pending:
             self._stderr.append(pending.decode(errors="replace"))
@@ -237,8 +274,9 @@ class RemoteSession:
         stream ends with Finished or Failed like a local one's."""
         proc = self._proc = await start_ssh(self.host, script(self.host, self.remote_argv()))
         self.pids = [proc.pid]
-        if self._stopping and proc.stdin is not None:
-            proc.stdin.close()
+        if self._stopping:              # stop() came while ssh started
+            self._stopping = False
+            self.stop()
         assert proc.stdout is not None and proc.stderr is not None
         helpers = [asyncio.create_task(self._read_stderr(proc.stderr))]
         if self.gate is not None:
@@ -303,25 +341,34 @@ class RemoteSession:
                 yield put(self._lost(len(result.runs)))
         except (asyncio.CancelledError, GeneratorExit):
             # Cancelled (Ctrl-C): the remote stops as its stdin closes; its last lines
-            # (its restore, "interrupted") are kept if they come in time.
+            # (its restore, "interrupted") are kept if they come within STOP_WAIT_S.  A
+            # second cancel, or a remote that does not answer, ends it at once; the file
+            # here gets its last line either way.
             self.stop()
             if writer is not None and result is not None and not ended:
-                with contextlib.suppress(Exception):
+                try:
                     await asyncio.wait_for(self._finish(proc, put, result), STOP_WAIT_S)
-                if not ended:
-                    with contextlib.suppress(Exception):
-                        put(ev.Failed("interrupted", run=len(result.runs),
-                                      signal=self.interrupted_by, interrupted=True,
-                                      variant=self.variant))
+                except (Exception, asyncio.CancelledError):  # noqa: BLE001 - leaving anyway
+                    self._kill()
+                finally:
+                    if not ended:
+                        with contextlib.suppress(Exception):
+                            put(ev.Failed("interrupted", run=len(result.runs),
+                                          signal=self.interrupted_by, interrupted=True,
+                                          variant=self.variant))
             raise
         finally:
-            self.stop()
-            await self._exit()
-            for t in helpers:
-                t.cancel()
+            try:
+                self.stop()
+                await self._exit()
+            finally:
+                if self._deadline is not None:
+                    self._deadline.cancel()
+                for t in helpers:
+                    t.cancel()
+                if writer is not None:
+                    writer.close()
             await asyncio.gather(*helpers, return_exceptions=True)
-            if writer is not None:
-                writer.close()
         if writer is not None and writer.error is not None:
             raise writer.error
 
@@ -369,9 +416,16 @@ class RemoteSession:
         theirs = posixpath.join(self.host.directory or "~", started.result_file)
         h["remote"] = {"host": self.host.name, "address": self.host.address,
                        "result_file": theirs}
+        kept = h.pop("perf_data", None)     # there, beside its copy: annotate runs there
+        if isinstance(kept, str):
+            h["remote"]["perf_data"] = posixpath.join(posixpath.dirname(theirs), kept)
         h["variant"] = self.variant
         if self.host.label:
-            h["label"] = self.host.label
+            # the host names the side; a kernel profile of the run's own stays in the name
+            kernel = h.get("kernel")
+            profile = kernel.get("name") if isinstance(kernel, dict) else None
+            h["label"] = self.host.label if profile in (None, "default") else \
+                f"{self.host.label} + {h.get('label') or profile}"
         if self.batch is not None:
             h["batch"] = self.batch
         return ev.Started(h, started.result_file)
