@@ -3,12 +3,14 @@ user-space code annotates here; kernel symbols need /proc/kcore or a vmlinux, wh
 kind of machine lacks (then the one line with the fixes is what is tested)."""
 from __future__ import annotations
 
+import asyncio
 import gzip
 import json
 import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -200,3 +202,61 @@ def test_the_recorder_gzips_what_it_keeps_where_perf_cannot_compress(tmp_path):
     assert kept and all(f.name.startswith("perf.data") and f.suffix == ".gz" for f in kept)
     with gzip.open(kept[0]) as f:
         assert f.read(8) == b"PERFILE2"         # perf's own file, whole
+
+
+@needs_perf
+def test_enter_on_a_hot_symbol_in_the_console_shows_its_instructions(tmp_path, leftovers):
+    """The console's hot-symbols panel: `enter` on a user-space symbol of the run just
+    ended opens its annotation (the whole run's), `s` sorts it hottest first, `escape`
+    returns; a kernel symbol here gets the one line with the fixes."""
+    from hotloop.catalog import Plan
+    from hotloop.console.app import HotloopApp
+    from hotloop.console.screens.annotation import AnnotationScreen
+    from hotloop.console.widgets.symbols import SymbolsTable
+
+    async def wait(pilot, predicate, timeout=60.0):
+        deadline = time.monotonic() + timeout
+        while not predicate():
+            assert time.monotonic() < deadline, predicate
+            await pilot.pause(0.05)
+
+    async def go() -> None:
+        app = HotloopApp(results_dir=tmp_path / "results")
+        async with app.run_test(size=(120, 36)) as pilot:
+            await wait(pilot, lambda: app.form.base is not None)
+            await app.form.load(app.cat, Plan("syscall", "syscall", runs=3, warmup=0,
+                                              params={"calls": 300000}))
+            await pilot.press("r")
+            await wait(pilot, lambda: app.live is not None and app.live.state == "finished")
+            table = app.query_one(SymbolsTable)
+            await wait(pilot, lambda: table.latest is not None
+                       and table.latest.scope == "session")
+            table.focus()
+            rows = [s.symbol for s in table.latest.symbols]
+            table.move_cursor(row=rows.index("hl_run"))
+            await pilot.press("enter")
+            await wait(pilot, lambda: isinstance(app.screen, AnnotationScreen)
+                       and app.screen.result is not None)
+            screen = app.screen
+            assert screen.result.symbol == "hl_run" and screen.result.samples > 0
+            shown = str(screen.query_one("#annotate-text").render())
+            assert "hl_run in _hl_syscall_" in shown and "◀" in shown
+            await pilot.press("s")
+            assert screen.by_share
+            await pilot.press("escape")
+            assert not isinstance(app.screen, AnnotationScreen)
+            await pilot.press("enter", "escape")    # left before perf annotate is done: its
+            # result comes to a screen that is gone, and nothing breaks
+            await pilot.pause(3)
+            assert app.is_running and not isinstance(app.screen, AnnotationScreen)
+            kernel = next((i for i, s in enumerate(table.latest.symbols) if s.kernel), None)
+            if kernel is not None and not kernel_code().available:
+                table.move_cursor(row=kernel)
+                await pilot.press("enter")
+                await wait(pilot, lambda: isinstance(app.screen, AnnotationScreen) and
+                           "kernel symbol" in str(app.screen.query_one("#annotate-text")
+                                                  .render()))
+                await pilot.press("escape")
+            await pilot.press("q")
+    asyncio.run(go())
+    assert leftovers() == []

@@ -333,9 +333,10 @@ def drive_and_report(sessions: Sequence[Runnable], args: argparse.Namespace,
         if any(res.runs for res in got.values()):
             _print_reports(labels, [r for r in got.values() if r.runs], args.format)
         return interrupted_status()
-    except HotloopError:
+    except HotloopError as e:
         # a host that could not start, once the others were done: their reports first
-        if any(res.runs for res in got.values()):
+        # (not a run that failed: a result file that cannot be written stops it all)
+        if parallel and not isinstance(e, RunFailed) and any(r.runs for r in got.values()):
             _print_reports(labels, [r for r in got.values() if r.runs], args.format)
         raise
     done: list[results.Result] = []

@@ -32,7 +32,7 @@ from textual.binding import Binding
 from textual.containers import Grid, Horizontal, Vertical
 from textual.css.query import NoMatches
 from textual.screen import Screen
-from textual.widgets import Static
+from textual.widgets import DataTable, Static
 from textual.worker import Worker, WorkerState
 
 from hotloop import catalog, results
@@ -59,6 +59,7 @@ from hotloop.console.widgets.symbols import SymbolsTable
 from hotloop.errors import HotloopError
 from hotloop.render.units import si
 from hotloop.results.header import Header
+from hotloop.results.store import perf_dir
 from hotloop.run.preflight import preflight, system_settings
 from hotloop.run.remote import STOP_WAIT_S as REMOTE_STOP_S
 from hotloop.run.remote import RemoteSession, plan_argv
@@ -133,6 +134,7 @@ class HotloopApp(App[None]):
         yield ConsoleFooter()
 
     async def on_mount(self) -> None:
+        self._q("#symbols").border_subtitle = "enter: annotate"
         titles = {"#catalog": "catalogue", "#params": "parameters", "#histogram": "distribution",
                   "#drift": "run by run", "#stats": "stats", "#symbols": "hot symbols",
                   "#log": "log"}
@@ -397,6 +399,26 @@ class HotloopApp(App[None]):
         self._q(SymbolsTable).show(hot)
         where = "whole run" if hot.scope == "session" else f"window {hot.window}"
         self._q("#symbols").border_title = f"hot symbols · {where}"
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        """`enter` on a hot symbol: its instructions (the latest window while the run goes
+        on, the whole run once the panel shows the whole run)."""
+        table = event.data_table
+        if not isinstance(table, SymbolsTable) or self.console_blocked:
+            return
+        hot, sym = table.latest, table.symbol_at(event.cursor_row)
+        if hot is None or sym is None or self.live is None or not self.live.result_file:
+            return
+        session = self.session
+        unavailable = ""
+        if isinstance(session, RemoteSession):
+            unavailable = (f"{sym.symbol}: the run's perf data is on {session.host.name}: "
+                           f"annotate it there once the run is over (hotloop annotate "
+                           f"RESULT {sym.symbol})")
+        from hotloop.console.screens.annotation import AnnotationScreen  # off the launch path
+        self.push_screen(AnnotationScreen(sym.symbol, perf_dir(Path(self.live.result_file)),
+                                          whole_run=hot.scope == "session",
+                                          unavailable=unavailable))
 
     def on_session_ended(self, message: SessionEnded) -> None:
         live = self.live

@@ -78,8 +78,9 @@ class Annotation:
 
 
 def perf_data_files(directory: Path) -> list[Path]:
-    """A kept run's perf.data files (gzipped once the run is over: .gz), oldest first."""
-    return sorted(p for p in directory.glob("perf.data*") if p.is_file())
+    """A kept run's perf.data files (gzipped once the run is over: .gz), oldest first; not
+    the one perf is still writing (plain perf.data, until the window ends)."""
+    return sorted(p for p in directory.glob("perf.data.*") if p.is_file())
 
 
 def parse(text: str) -> tuple[str, list[Instruction]]:

@@ -36,6 +36,17 @@ class SymbolsTable(DataTable):
         self.placeholder = "no samples yet"
         self._room = 0                  # the symbol column's width (set from the panel's)
 
+    def on_focus(self) -> None:
+        self.show_cursor = True         # the row `enter` annotates
+
+    def on_blur(self) -> None:
+        self.show_cursor = False
+
+    def symbol_at(self, row: int) -> ev.HotSymbol | None:
+        """The symbol a row shows (its full name: the cell may be cut), None on a message."""
+        hot = self.latest
+        return hot.symbols[row] if hot is not None and 0 <= row < len(hot.symbols) else None
+
     def on_mount(self) -> None:
         self.add_column("%", key="pct", width=5)
         self.add_column("", key="kind", width=3)

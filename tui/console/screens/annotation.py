@@ -1,0 +1,97 @@
+"""One hot symbol's instructions (`enter` on the hot-symbols panel; `escape` returns).
+
+perf annotate runs in a thread, off the event loop, on the run's kept perf data: the latest
+window while the run goes on, the whole run once it has ended.  Whatever stops it (a kernel
+symbol without the kernel's code, perf data that is not here) is the panel's one line.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical, VerticalScroll
+from textual.screen import Screen
+from textual.widgets import Footer, Static
+
+from hotloop.errors import HotloopError
+from hotloop.perf.annotate import Annotation, annotate, perf_data_files
+from hotloop.render import annotation
+from hotloop.visible import visible
+
+
+class AnnotationScreen(Screen[None]):
+    blocks_console = True           # the console's run/stop/compare keys rest meanwhile
+    BINDINGS = [Binding("escape", "app.pop_screen", "Back", id="annotate.back"),
+                Binding("s", "toggle_sort", "Hottest first", id="annotate.sort")]
+    DEFAULT_CSS = """
+    AnnotationScreen #annotate-title { height: auto; padding: 0 1; background: $panel;
+                                       text-style: bold; }
+    AnnotationScreen #annotate-body { height: 1fr; padding: 0 1; }
+    AnnotationScreen #annotate-text { width: auto; }
+    """
+
+    def __init__(self, symbol: str, perf_dir: Path | None, whole_run: bool,
+                 unavailable: str = "") -> None:
+        super().__init__()
+        self.symbol, self.perf_dir, self.whole_run = symbol, perf_dir, whole_run
+        self.unavailable = unavailable  # why there is nothing to annotate here, if so
+        self.result: Annotation | None = None
+        self.by_share = False
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Static(visible(f"{self.symbol} · "
+                                 + ("the whole run" if self.whole_run else "the latest window")),
+                         id="annotate-title", markup=False)
+            with VerticalScroll(id="annotate-body"):
+                yield Static("perf annotate…", id="annotate-text", markup=False)
+        yield Footer()
+
+    def on_mount(self) -> None:
+        if self.unavailable:
+            self._show(self.unavailable)
+        else:
+            self.load()
+
+    def _show(self, text: str | Text) -> None:
+        if not self.is_attached:        # escape came while perf annotate ran
+            return
+        self.query_one("#annotate-text", Static).update(text)
+
+    @work(thread=True, exclusive=True, group="annotate", exit_on_error=False)
+    def load(self) -> None:
+        files = perf_data_files(self.perf_dir) if self.perf_dir is not None \
+            and self.perf_dir.is_dir() else []
+        if not self.whole_run:
+            files = files[-1:]          # the newest finished window
+        try:
+            if not files:
+                raise HotloopError("no perf data here yet: the first window comes within "
+                                   "about a second of the first run")
+            result = annotate(files, self.symbol)
+        except HotloopError as e:
+            self.app.call_from_thread(self._show, visible(str(e)))
+            return
+        self.app.call_from_thread(self._loaded, result)
+
+    def _loaded(self, result: Annotation) -> None:
+        self.result = result
+        self._draw()
+
+    def _draw(self) -> None:
+        if self.result is None:
+            return
+        text = Text()
+        for i, line in enumerate(annotation.text(self.result, by_share=self.by_share)
+                                 .splitlines()):
+            style = "bold" if i < 2 else ("bold reverse" if line.endswith(annotation.HOT_MARK)
+                                          else "")
+            text.append(line + "\n", style=style)
+        self._show(text)
+
+    def action_toggle_sort(self) -> None:
+        self.by_share = not self.by_share
+        self._draw()
