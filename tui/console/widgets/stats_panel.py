@@ -36,7 +36,8 @@ class StatsPanel(Vertical):
         yield Static("no run yet: press r", id="stats-runs", markup=True)
         yield ProgressBar(total=1, show_eta=False, show_percentage=False, id="stats-bar")
         yield Static("CV  –", id="stats-cv")
-        yield Static("", id="stats-numbers", markup=True)
+        yield Static("\n".join(self._row(k, "–") for k in self.ROWS), id="stats-numbers",
+                     markup=True)
 
     @staticmethod
     def _set(widget: Static, text: str) -> None:
@@ -45,8 +46,18 @@ class StatsPanel(Vertical):
         alone updates this panel twice a second."""
         old = str(widget.content)
         if old != text:
+            height = widget.styles.height
+            if height is not None and not height.is_auto:   # a fixed height: never
+                widget.update(text, layout=False)
+                return
             width = widget.content_region.width
             widget.update(text, layout=width <= 0 or _rows(old, width) != _rows(text, width))
+
+    ROWS = ("median", "mean", "stdev", "range", "detect", "time")
+
+    @staticmethod
+    def _row(name: str, value: str) -> str:
+        return f"[dim]{name:<7}[/dim]{value}"
 
     @staticmethod
     def _level(widget: Static, level: str) -> None:
@@ -64,7 +75,8 @@ class StatsPanel(Vertical):
             bar.update(total=1, progress=0)
             self._set(cv, "CV  –")
             self._level(cv, "")
-            self._set(numbers, "")
+            # the rows a run fills in, empty: their number does not change at `r` (a layout)
+            self._set(numbers, "\n".join(self._row(k, "–") for k in self.ROWS))
             return
         state = {"building": "building", "running": "running", "finished": "done",
                  "stopped": "stopped", "failed": "failed"}[live.state]
@@ -90,8 +102,7 @@ class StatsPanel(Vertical):
             self._level(cv, level if s.n > 1 else "")
         u = live.unit
 
-        def row(name: str, value: str) -> str:
-            return f"[dim]{name:<7}[/dim]{value}"
+        row = self._row
         lines = []
         if s is not None:
             lines += [row("median", f"[b]{si(s.median, u)}[/b]"), row("mean", si(s.mean, u)),
