@@ -424,7 +424,7 @@ def test_a_remote_that_does_not_answer_is_left_after_the_wait(tmp_path, hosts, s
                              "--profiles", str(hosts)], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=env)
     deadline = time.monotonic() + 30
-    while not local_files():
+    while not any(f.stat().st_size for f in local_files()):    # its header came
         assert time.monotonic() < deadline
         time.sleep(0.1)
     t = time.monotonic()
@@ -479,3 +479,14 @@ def test_host_check_keeps_a_remotes_flood_to_a_line(tmp_path, hosts, sshd_server
     assert "is not a hotloop (its --version said 'xxxx" in done.stderr
     bogus = hotloop("host", "check", "bogus", "--profiles", str(hosts))
     assert bogus.returncode == 2 and bogus.stderr.startswith("hotloop: host check bogus: ")
+
+
+def test_a_result_file_that_cannot_be_written_stops_it_before_the_host_starts(tmp_path, hosts):
+    (tmp_path / "afile").write_text("")
+    out = tmp_path / "afile" / "r.jsonl"            # a directory that is a file
+    done = hotloop("run", "quick", *FAST, "--host", "lab1", "--out", str(out),
+                   "--profiles", str(hosts))
+    assert done.returncode == 2
+    line, = done.stderr.splitlines()
+    assert line.startswith(f"hotloop: {out}: cannot write the result file: ")
+    assert remote_copies(tmp_path, "lab1") == []    # nothing ran there

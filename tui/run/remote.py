@@ -272,7 +272,16 @@ class RemoteSession:
         """The remote's events, each written here first.  Before its header, a failure is a
         HotloopError (ssh's words or the remote's: nothing ran, no file here); after it, the
         stream ends with Finished or Failed like a local one's."""
-        proc = self._proc = await start_ssh(self.host, script(self.host, self.remote_argv()))
+        # the file here first: one that cannot be written stops the run before it starts
+        # there; it is removed again if nothing comes (HotloopError if it cannot be made)
+        writer = Writer(self.result_file, self.on_exists)
+        self.result_file = writer.path
+        try:
+            proc = self._proc = await start_ssh(self.host,
+                                                script(self.host, self.remote_argv()))
+        except BaseException:
+            writer.discard()
+            raise
         self.pids = [proc.pid]
         if self._stopping:              # stop() came while ssh started
             self._stopping = False
@@ -281,13 +290,12 @@ class RemoteSession:
         helpers = [asyncio.create_task(self._read_stderr(proc.stderr))]
         if self.gate is not None:
             helpers.append(asyncio.create_task(self._pass_tokens(proc)))
-        writer: Writer | None = None
-        result: Result | None = None
+        result: Result | None = None       # once the header came
         ended = False
 
         def put(event: ev.Event) -> ev.Event:
             nonlocal ended
-            assert writer is not None and result is not None
+            assert result is not None
             ended = ended or isinstance(event, (ev.Finished, ev.Failed))
             if not isinstance(event, ev.Started):
                 result.add(event)
@@ -297,15 +305,13 @@ class RemoteSession:
             return event
         try:
             async for event in self._lines(proc):
-                if writer is None:
+                if result is None:
                     if not isinstance(event, ev.Started):
                         what = event if isinstance(event, str) else \
                             f"sent {type(event).__name__} before its header"
                         self._kill()
                         raise HotloopError(f"{self.host.name}: {what}: not a hotloop session")
                     started = self._local_header(event)
-                    writer = Writer(self.result_file, self.on_exists)
-                    self.result_file = writer.path
                     started = dataclasses.replace(started, result_file=str(writer.path))
                     result = Result(self.result_file, Header.of(started.header))
                     yield put(started)
@@ -313,7 +319,7 @@ class RemoteSession:
                     if remote_version != __version__:
                         yield put(ev.Warning(
                             f"{self.host.name} runs hotloop {remote_version}, this is "
-                            f"{__version__}: hotloop host setup {self.host.name}",
+                            f"{__version__}: {setup_advice(self.host)}",
                             variant=self.variant))
                     continue
                 assert result is not None
@@ -328,7 +334,7 @@ class RemoteSession:
                 if isinstance(event, ev.Failed) and event.interrupted and self.interrupted_by:
                     event = dataclasses.replace(event, signal=self.interrupted_by)
                 yield put(dataclasses.replace(event, variant=self.variant))
-            if writer is None:              # nothing came: why, in ssh's or hotloop's words
+            if result is None:              # nothing came: why, in ssh's or hotloop's words
                 await self._exit()
                 await asyncio.wait(helpers[:1], timeout=STDERR_WAIT_S)
                 assert proc.returncode is not None
@@ -345,7 +351,7 @@ class RemoteSession:
             # second cancel, or a remote that does not answer, ends it at once; the file
             # here gets its last line either way.
             self.stop()
-            if writer is not None and result is not None and not ended:
+            if result is not None and not ended:
                 try:
                     await asyncio.wait_for(self._finish(proc, put, result), STOP_WAIT_S)
                 except (Exception, asyncio.CancelledError):  # noqa: BLE001 - leaving anyway
@@ -366,10 +372,12 @@ class RemoteSession:
                     self._deadline.cancel()
                 for t in helpers:
                     t.cancel()
-                if writer is not None:
+                if result is None:
+                    writer.discard()        # nothing ran there: nothing kept here
+                else:
                     writer.close()
             await asyncio.gather(*helpers, return_exceptions=True)
-        if writer is not None and writer.error is not None:
+        if writer.error is not None:
             raise writer.error
 
     async def _finish(self, proc: asyncio.subprocess.Process, put: Any,
