@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,6 +22,11 @@ class HotSymbol:
     percent: float
     kernel: bool
     samples: int = 0
+
+    @property
+    def named(self) -> bool:
+        """False for an address perf has no symbol for (a stripped binary, JIT code)."""
+        return not (self.symbol.startswith("0x") or self.symbol == "[unknown]")
 
 
 @dataclass(frozen=True)
@@ -52,6 +58,9 @@ class HotSymbols:
     window: int = 0
     samples: int = 0
     variant: str = ""
+    # the whole run's: {DSO as perf names it: build id} of the binaries sampled, so a later
+    # annotation knows whether the code on disk is still the code that ran
+    build_ids: dict[str, str] = field(default_factory=dict, hash=False)
 
 
 @dataclass(frozen=True)
@@ -127,10 +136,6 @@ def number_problem(value: Any) -> str | None:
     return None
 
 
-
-
-
-
 def metric_value(metric: str, ops: int, bytes_: int, ns: int, cycles: int,
                  extra: dict[str, float]) -> float:
     """A run's value of `metric` from its counters: the one rule the session records it by and
@@ -180,15 +185,14 @@ def integer(lo: int = -_U64, hi: int = _U64 - 1) -> Check:
     return check
 
 
-
-
-
-
-
-
-
-
 _COUNT = integer(0)
+
+
+def _build_id(v: Any) -> str | None:
+    return STRING(v) or (None if re.fullmatch(r"[0-9a-f]{2,128}", v)
+                         else f"{show(v)} is not a build id (hex digits)")
+
+
 _SYMBOL = fields({"symbol": STRING, "dso": STRING, "percent": number_problem, "kernel": BOOL,
                    "samples": _COUNT}, required=("symbol", "dso", "percent", "kernel"))
 # hotloop computes a summary and counts counters itself: finite (or null, not counted)
@@ -205,7 +209,8 @@ _SPECS: dict[type, dict[str, Check]] = {
                 "warmup": BOOL, "variant": STRING},
     HotSymbols: {"symbols": list_of(_SYMBOL), "scope": lambda v: STRING(v) or (
                      None if v in ("window", "run", "session") else f"unknown scope {show(v)}"),
-                 "window": integer(), "samples": _COUNT, "variant": STRING},
+                 "window": integer(), "samples": _COUNT, "variant": STRING,
+                 "build_ids": map_of(_build_id)},
     Warning: {"message": STRING, "variant": STRING},
     Finished: {"summary": _SUMMARY, "variant": STRING, "counters": _COUNTERS},
     Failed: {"message": STRING, "run": integer(), "signal": STRING, "interrupted": BOOL,

@@ -140,7 +140,7 @@ def test_perf_data_missing_or_corrupt_is_one_line(tmp_path):
             g.write(b"not perf data at all" * 10)
     corrupt = hotloop("annotate", str(bad), "hl_run")
     line, = corrupt.stderr.splitlines()
-    assert corrupt.returncode == 2 and "perf annotate failed" in line
+    assert corrupt.returncode == 2 and "perf cannot read it: incompatible file format" in line
 
 
 @needs_perf
@@ -158,8 +158,50 @@ def test_perf_data_whose_binary_is_gone_says_so(kept):
             m.rename(m.with_name(m.name.removesuffix(".away")))
     assert done.returncode == 2
     line, = done.stderr.splitlines()
-    assert "perf finds no sample of hl_run in its perf data, though the run sampled it in " \
-           "_hl_syscall_" in line and "annotate where the run ran" in line
+    assert f"{built[0]} is gone, the binary the run sampled hl_run in" in line
+    assert "annotate where the run ran" in line
+
+
+def _forge_build_ids(result: Path, copy: Path, forge) -> None:
+    """`result` copied to `copy` (its perf data beside it) with the build ids it recorded
+    changed by `forge`: as if the binaries on disk were rebuilt, or another kernel booted."""
+    lines = []
+    for line in result.read_text().splitlines():
+        obj = json.loads(line)
+        if obj.get("scope") == "session":
+            obj["build_ids"] = forge(obj["build_ids"])
+        lines.append(json.dumps(obj))
+    copy.write_text("\n".join(lines) + "\n")
+    shutil.copytree(result.with_suffix(".perf"), copy.with_suffix(".perf"))
+
+
+@needs_perf
+def test_a_binary_rebuilt_since_the_run_is_refused(kept, tmp_path):
+    """perf would disassemble what is at the path today; the build ids the run kept say
+    whether that is the code that was sampled."""
+    recorded = next(json.loads(ln) for ln in kept.read_text().splitlines()
+                    if '"session"' in ln)["build_ids"]
+    module = next(d for d in recorded if d.startswith("_hl_syscall_"))
+    assert "[kernel.kallsyms]" in recorded and "libc.so.6" in recorded
+    copy = tmp_path / "rebuilt.jsonl"
+    _forge_build_ids(kept, copy, lambda ids: {**ids, module: "ab" * 20,
+                                              "[kernel.kallsyms]": "cd" * 20})
+    done = hotloop("annotate", str(copy), "hl_run")
+    assert done.returncode == 2
+    line, = done.stderr.splitlines()
+    assert f"{module} has changed since the run (build id {recorded[module]}, then " \
+           f"{'ab' * 20})" in line
+    kernel = json.loads(hotloop("show", str(kept), "--format", "json").stdout)["hot_symbols"]
+    name = next(s["symbol"] for s in kernel if s["kernel"])
+    done = hotloop("annotate", str(copy), name)
+    assert done.returncode == 2
+    line, = done.stderr.splitlines()
+    assert "the kernel running now is not the one the run sampled (build id " \
+           f"{recorded['[kernel.kallsyms]']}, then {'cd' * 20})" in line
+    assert "--vmlinux of that build" in line
+    # a file without build ids (written before they were kept) annotates as before
+    _forge_build_ids(kept, tmp_path / "old.jsonl", lambda ids: {})
+    assert hotloop("annotate", str(tmp_path / "old.jsonl"), "hl_run").returncode == 0
 
 
 @needs_perf
@@ -260,3 +302,38 @@ def test_enter_on_a_hot_symbol_in_the_console_shows_its_instructions(tmp_path, l
             await pilot.press("q")
     asyncio.run(go())
     assert leftovers() == []
+
+
+@needs_perf
+def test_while_a_run_goes_on_perf_keeps_off_its_cpus_at_idle_priority(kept, tmp_path,
+                                                                     monkeypatch):
+    """The console's live annotation: every perf it starts runs at SCHED_IDLE on the CPUs
+    the workload leaves free (a perf on PATH that notes how it was started, then is perf)."""
+    from hotloop import results
+    from hotloop.perf.annotate import annotate, perf_data_files
+
+    log = tmp_path / "started"          # a file a perf process: they run side by side
+    shim = tmp_path / "bin" / "perf"
+    shim.parent.mkdir()
+    shim.write_text(f"#!/bin/sh\n{sys.executable} -c \"import os; print(os.sched_getscheduler"
+                    f"($$), sorted(os.sched_getaffinity($$)))\" > {log}/$$\n"
+                    f"exec {shutil.which('perf')} \"$@\"\n")
+    shim.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{shim.parent}:{os.environ['PATH']}")
+    files = perf_data_files(kept.with_suffix(".perf"))
+    hot = results.read(kept).session_symbols
+    loop = next(s for s in hot.symbols if s.symbol == "hl_run")
+    every = sorted(os.sched_getaffinity(0))
+
+    def started(background):
+        shutil.rmtree(log, ignore_errors=True)
+        log.mkdir()
+        a = annotate(files, "hl_run", dso=loop.dso, kernel=False, build_ids=hot.build_ids,
+                     background=background)
+        assert a.samples > 0
+        return {f.read_text().strip() for f in log.iterdir()}
+
+    assert started(None) == {f"{os.SCHED_OTHER} {every}"}
+    assert started(set()) == {f"{os.SCHED_IDLE} {every}"}      # not pinned: idle priority
+    if len(every) > 1:
+        assert started({every[0]}) == {f"{os.SCHED_IDLE} {every[1:]}"}

@@ -249,7 +249,9 @@ def test_hot_symbols_window_then_session(isolated: Path) -> None:
             assert "window 3" in str(table.border_title)
             assert [str(c) for c in table.get_row_at(0)] == [" 50.0", "[k]",
                                                               "k_sendmsg"]
-            assert str(table.get_row_at(1)[1]) == "[.]"
+            assert str(table.get_row_at(1)[1]) == "[.] x.so"     # 120 columns: the DSO
+            await pilot.resize_terminal(110, 36)                # narrower: the kind only
+            await wait_for(pilot, lambda: str(table.get_row_at(1)[1]) == "[.]", 5, "no DSO")
             app.post_message(SymbolsArrived(hot("session", 0, "k_a", "k_b", "u_c")))
             await wait_for(pilot, lambda: table.row_count == 3, 5, "session rows")
             assert "whole run" in str(table.border_title)

@@ -1,7 +1,20 @@
 """perf annotate's output read into instructions, and two builds' instructions aligned."""
 from __future__ import annotations
 
+import os
+import struct
+
+import pytest
+
+from hotloop import events as ev
 from hotloop.perf.annotate import Annotation, Instruction, align, parse
+from hotloop.perf.buildid import (
+    build_ids,
+    file_build_id,
+    kernel_build_id,
+    mapped_files,
+    notes_build_id,
+)
 from hotloop.render import annotation
 
 # `perf annotate --stdio --show-nr-samples -s __GI___getppid` of a run (perf 6.1)
@@ -66,3 +79,56 @@ def test_another_build_aligns_by_the_sequence_of_mnemonics():
     pairs = [(x.text if x else None, y.text if y else None) for x, y in align(a, b)]
     assert pairs == [("stac", "stac"), (None, "lfence"), ("mov %eax,(%rdx)", "mov %ecx,(%rsi)"),
                      ("clac", "clac"), ("ret", "ret")]
+
+
+def _note(kind: int, name: bytes, desc: bytes) -> bytes:
+    pad = lambda b: b + b"\0" * (-len(b) % 4)
+    return struct.pack("<III", len(name), len(desc), kind) + pad(name) + pad(desc)
+
+
+def _elf(notes: bytes, phnum: int = 1) -> bytes:
+    """A minimal 64-bit little-endian ELF: the header, one PT_NOTE program header, notes."""
+    header = b"\x7fELF\x02\x01\x01" + b"\0" * 9 + struct.pack(
+        "<HHIQQQIHHHHHH", 3, 62, 1, 0, 64, 0, 0, 64, 56, phnum, 64, 0, 0)
+    phdr = struct.pack("<IIQQQQQQ", 4, 4, 64 + 56, 0, 0, len(notes), len(notes), 4)
+    return header + phdr + notes
+
+
+def test_build_ids_are_read_from_elf_notes_and_kernel_notes(tmp_path):
+    build = bytes(range(20))
+    notes = _note(1, b"GNU\0", b"abi!") + _note(3, b"GNU\0", build)
+    (tmp_path / "a.so").write_bytes(_elf(notes))
+    assert file_build_id(tmp_path / "a.so") == build.hex()
+    assert notes_build_id(notes) == build.hex()             # /sys/kernel/notes' shape
+    # what is not one: another vendor's note, not ELF, cut short, forged sizes, gone
+    (tmp_path / "b.so").write_bytes(_elf(_note(3, b"XYZ\0", build)))
+    (tmp_path / "c.so").write_bytes(b"#!/bin/sh\n")
+    (tmp_path / "d.so").write_bytes(_elf(notes)[:100])
+    (tmp_path / "e.so").write_bytes(_elf(notes, phnum=60000))
+    (tmp_path / "f.so").write_bytes(_elf(struct.pack("<III", 4, 2**31, 3) + b"GNU\0"))
+    for name in "bcdef":
+        assert file_build_id(tmp_path / f"{name}.so") is None, name
+    assert file_build_id(tmp_path / "gone.so") is None
+    assert file_build_id("/proc/self/exe")                  # this Python's, a real one
+    kernel = kernel_build_id()
+    assert kernel is None or len(kernel) >= 16
+
+
+def test_a_runs_build_ids_map_perfs_names_to_the_files_mapped():
+    mapped = mapped_files(os.getpid())
+    python = os.path.realpath("/proc/self/exe")
+    assert python in mapped
+    ids = build_ids(["[kernel.kallsyms]", os.path.basename(python), "[vdso]", "[unknown]",
+                     "not-mapped.so"], mapped)
+    assert ids[os.path.basename(python)] == file_build_id(python)
+    assert set(ids) <= {"[kernel.kallsyms]", os.path.basename(python)}
+    assert mapped_files(2**22 + 12345) == set()             # no such process: none
+
+
+def test_a_result_line_with_a_forged_build_id_is_refused():
+    line = {"type": "hot_symbols", "symbols": [], "scope": "session",
+            "build_ids": {"libc.so.6": "93ac61ec"}}
+    assert ev.from_json(line).build_ids == {"libc.so.6": "93ac61ec"}
+    for bad in ("93ac\n61ec", "", "zz", 12, "a" * 130):
+        with pytest.raises(ValueError, match="build_ids: libc.so.6: "):
+            ev.from_json({**line, "build_ids": {"libc.so.6": bad}})

@@ -5,7 +5,9 @@ import pytest
 
 from hotloop.analysis.symbols import diff_symbols
 from hotloop.events import HotSymbol
-from hotloop.perf.parse import aggregate, parse_report, parse_stat_csv
+from hotloop.perf.annotate import nothing_to_annotate
+from hotloop.perf.parse import SEP, aggregate, parse_report, parse_stat_csv
+from hotloop.render.report import dso_name, symbol_lines, symbol_name
 
 # --------------------------------------------------------------------------- parser (canned)
 
@@ -104,3 +106,22 @@ def test_parse_stat_csv_unsupported_is_none():
     assert c["cycles"] is None and c["instructions"] is None and c["ipc"] is None
     c2 = parse_stat_csv("2000,,cycles,1,100.00,,\n3000,,instructions,1,100.00,1.5,insn per cycle\n")
     assert c2["ipc"] == 1.5
+
+
+def test_an_address_perf_cannot_name_shows_with_its_dso_and_offset():
+    """perf report's rows (separator mode): a stripped library's address is within its DSO;
+    an address outside any known mapping is absolute, and stays as perf gives it."""
+    text = "\n".join([
+        f"# Overhead{SEP}Samples{SEP}Shared Object{SEP}Symbol",
+        f"    41.00%{SEP}41{SEP}libfoo.so{SEP}[.] 0x0000000000001234",
+        f"    30.00%{SEP}30{SEP}[unknown]{SEP}[.] 0x00007f53ec7162ab",
+        f"    20.00%{SEP}20{SEP}[kernel.kallsyms]{SEP}[k] do_syscall_64",
+        f"     9.00%{SEP}9{SEP}_hl_syscall_ab.cpython-311-x86_64-linux-gnu.so{SEP}[.] hl_run"])
+    rows = parse_report(text)
+    assert [symbol_name(s) for s in rows] == [
+        "[unknown] libfoo.so+0x1234", "0x00007f53ec7162ab", "do_syscall_64", "hl_run"]
+    assert [s.named for s in rows] == [False, False, True, True]
+    assert [dso_name(s) for s in rows] == ["libfoo.so", "unknown", "kernel", "_hl_syscall_ab.so"]
+    assert "[unknown] libfoo.so+0x1234" in symbol_lines(rows)[0]
+    assert "nothing to annotate" in nothing_to_annotate(rows[0])
+    assert nothing_to_annotate(rows[3]) == ""

@@ -15,6 +15,7 @@ from hotloop.perf.annotate import (
     KernelCodeMissing,
     NoSamples,
     annotate,
+    nothing_to_annotate,
     perf_data_files,
 )
 from hotloop.render import annotation
@@ -68,12 +69,17 @@ def _one(res: Result, symbol: str, vmlinux: str | None) -> Annotation:
 
 
 def _annotate(res: Result, files: list[Path], symbol: str, vmlinux: str | None) -> Annotation:
+    hot = next((s for s in res.session_symbols.symbols if s.symbol == symbol), None) \
+        if res.session_symbols else None
+    if hot is not None and nothing_to_annotate(hot):
+        raise HotloopError(f"{res.path}: {nothing_to_annotate(hot)}")
     try:
-        return annotate(files, symbol, vmlinux)
+        return annotate(files, symbol, vmlinux, dso=hot.dso if hot else "",
+                        kernel=hot.kernel if hot else None,
+                        build_ids=res.session_symbols.build_ids if res.session_symbols
+                        else None)
     except NoSamples:
         # the run sampled it (its hot symbols say so): perf cannot place the samples
-        hot = next(s for s in res.session_symbols.symbols if s.symbol == symbol) \
-            if res.session_symbols else None
         where = f"{hot.dso} ({hot.percent:.1f}% of the run)" if hot else "its binary"
         raise HotloopError(f"{res.path}: perf finds no sample of {symbol} in its perf data, "
                            f"though the run sampled it in {where}: that binary is not here "
@@ -107,12 +113,12 @@ def cmd_annotate(args: argparse.Namespace) -> int:
         print(annotation.dumps(annotation.document(a)) if args.format == "json" else
               annotation.text(a, by_share=args.sort == "share"))
         return 0
-    perf_files(res)
+    kept = perf_files(res)
     done: list[Annotation] = []
     missing: list[str] = []
     for symbol in hottest(res)[:args.top]:
         try:
-            done.append(_annotate(res, perf_files(res), symbol, vmlinux))
+            done.append(_annotate(res, kept, symbol, vmlinux))
         except KernelCodeMissing:
             missing.append(symbol)
     if missing:

@@ -73,12 +73,13 @@ PLOT_MAX_S = 1.0                # ...but at least one chart redraw a second
 STOP_GRACE_S = 3.0              # then the worker is cancelled (the session kills its group)
 CONSOLE_ACTIONS = ("run", "stop", "save", "toggle_view", "compare")
 WIDE_FROM = 110                 # columns: setup and live side by side; below, one at a time
+ROOMY_FROM = 120                # columns: the hot symbols' panel wide enough to name DSOs
 
 
 class HotloopApp(App[None]):
     TITLE = "hotloop"
     CSS_PATH = Path(__file__).parent / "app.tcss"
-    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (WIDE_FROM, "-wide")]
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (WIDE_FROM, "-wide"), (ROOMY_FROM, "-roomy")]
     COMMANDS = App.COMMANDS | {HotloopCommands}
     BINDINGS = [
         Binding("r", "run", "Run", id="run"),
@@ -409,15 +410,20 @@ class HotloopApp(App[None]):
         hot, sym = table.latest, table.symbol_at(event.cursor_row)
         if hot is None or sym is None or self.live is None or not self.live.result_file:
             return
+        from hotloop.console.screens.annotation import AnnotationScreen  # off the launch path
+        from hotloop.perf.annotate import nothing_to_annotate
         session = self.session
-        unavailable = ""
-        if isinstance(session, RemoteSession):
+        unavailable = nothing_to_annotate(sym)
+        if isinstance(session, RemoteSession) and not unavailable:
             unavailable = (f"{sym.symbol}: the run's perf data is on {session.host.name}: "
                            f"annotate it there once the run is over (hotloop annotate "
                            f"RESULT {sym.symbol})")
-        from hotloop.console.screens.annotation import AnnotationScreen  # off the launch path
-        self.push_screen(AnnotationScreen(sym.symbol, perf_dir(Path(self.live.result_file)),
+        # while it runs, perf keeps off the workload's CPUs, at idle priority
+        background = set(session.rp.cpu.cpus) if isinstance(session, Session) \
+            and self.live.running else None
+        self.push_screen(AnnotationScreen(sym, perf_dir(Path(self.live.result_file)),
                                           whole_run=hot.scope == "session",
+                                          build_ids=hot.build_ids, background=background,
                                           unavailable=unavailable))
 
     def on_session_ended(self, message: SessionEnded) -> None:

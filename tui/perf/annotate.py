@@ -1,28 +1,36 @@
 """From a hot symbol to its hot instructions: `perf annotate` on a session's kept perf data.
 
 A session with kept perf data (`--keep-perf`) has one perf.data file per window
-(RESULT.perf/perf.data.*).  Each is annotated for the symbol with `perf annotate --stdio
---show-nr-samples`, and the samples of each instruction are summed over the files, so the
-whole run's annotation is the one a single perf.data would give.  A window whose samples
-missed the symbol is skipped.  Kernel symbols need the kernel's code: /proc/kcore or a
-vmlinux of the running kernel's build (`--vmlinux`); without it, one line with the fixes.
+(RESULT.perf/perf.data.*).  The symbol's samples are counted by address in each of them
+(`perf script`), and its instructions come from one `perf annotate --stdio` of the file
+with most of them: the whole run's annotation, as a single perf.data would give, for one
+disassembly rather than one per window.  perf names binaries by path only (hotloop
+records with -B), so the build ids the run kept are checked against what is on disk now.
+Kernel symbols need the kernel's code: /proc/kcore or a vmlinux of the running kernel's
+build (`--vmlinux`); without it, one line with the fixes.
 """
 from __future__ import annotations
 
+import bisect
 import difflib
 import gzip
+import itertools
 import os
 import platform
 import re
 import shutil
 import subprocess
 import tempfile
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from hotloop.errors import HotloopError
+from hotloop.events import HotSymbol
 from hotloop.host.doctor import Capability
+from hotloop.host.procs import child_setup
+from hotloop.perf.buildid import KERNEL_DSO, file_build_id, kernel_build_id
 from hotloop.perf.probe import PERF_MISSING, find_perf
 
 ANNOTATE_TIMEOUT_S = 120.0
@@ -103,40 +111,10 @@ def parse(text: str) -> tuple[str, list[Instruction]]:
     return dso, out
 
 
-def _annotate_one(perf: str, data: Path, symbol: str, vmlinux: str | None
-                  ) -> tuple[str, list[Instruction]] | None:
-    """One file's annotation; None when the file holds no sample of the symbol."""
-    if data.suffix == ".gz":            # kept: gzipped once the run was over
-        with tempfile.TemporaryDirectory(prefix="hotloop-annotate-") as tmp:
-            plain = Path(tmp) / data.stem
-            try:
-                with gzip.open(data, "rb") as src, open(plain, "wb") as dst:
-                    shutil.copyfileobj(src, dst)
-            except (OSError, EOFError, gzip.BadGzipFile) as e:
-                raise HotloopError(f"{data}: cannot decompress: {e}") from None
-            return _annotate_one(perf, plain, symbol, vmlinux)
-    cmd = [perf, "annotate", "-i", str(data), "--stdio", "--show-nr-samples", "-s", symbol]
-    if vmlinux:
-        cmd += ["--vmlinux", vmlinux]
-    try:
-        done = subprocess.run(cmd, capture_output=True, text=True, errors="replace",
-                              timeout=ANNOTATE_TIMEOUT_S, stdin=subprocess.DEVNULL)
-    except subprocess.TimeoutExpired:
-        raise HotloopError(f"{data}: perf annotate took over {ANNOTATE_TIMEOUT_S:g} s") \
-            from None
-    said = done.stdout + done.stderr
-    if "No vmlinux file" in said or "vmlinux" in said and "ouldn't annotate" in said:
-        raise KernelCodeMissing(f"{symbol} is a kernel symbol: {NO_KERNEL_CODE}")
-    if "has no samples" in said:
-        return None
-    dso, insns = parse(done.stdout)
-    if done.returncode != 0 and not insns:
-        tail = [ln.strip() for ln in said.splitlines() if ln.strip()]
-        raise HotloopError(f"{data}: perf annotate failed: "
-                           f"{tail[-1] if tail else f'exit status {done.returncode}'}")
-    if not insns or not any(i.samples for i in insns):
-        return None
-    return dso, insns
+# "    7fed744f34f7 __GI___getppid+0x7 (/usr/lib/x86_64-linux-gnu/libc.so.6)"
+_SAMPLE = re.compile(r"^\s*[0-9a-f]+\s+(.+)\+0x([0-9a-f]+)\s+\((.+)\)\s*$")
+# the same, where perf cannot name the symbol: the DSO is still known
+_UNNAMED = re.compile(r"^\s*[0-9a-f]+\s+\[unknown\]\s+\((.+)\)\s*$")
 
 
 class NoSamples(HotloopError):
@@ -148,27 +126,179 @@ class KernelCodeMissing(HotloopError):
     """A kernel symbol, and neither /proc/kcore nor a vmlinux to disassemble it from."""
 
 
-def annotate(files: list[Path], symbol: str, vmlinux: str | None = None) -> Annotation:
+@dataclass
+class _Counts:
+    """One perf.data file's samples of the symbol: {(DSO path, offset in it): samples}, and
+    the DSOs seen without a symbol name (a binary perf could not read)."""
+    hits: Counter[tuple[str, int]] = field(default_factory=Counter)
+    unnamed: set[str] = field(default_factory=set)
+
+
+class _Perf:
+    """perf runs of one annotation: from a temporary directory of the decompressed files,
+    at idle priority on the spare CPUs when a run is going on (`background`)."""
+
+    def __init__(self, perf: str, tmp: str, vmlinux: str | None,
+                 background: set[int] | None) -> None:
+        self.perf, self.tmp, self.vmlinux = perf, tmp, vmlinux
+        self.idle = background is not None
+        self._names = itertools.count()       # the decompressed files' (threads share it)
+        # the CPUs the workload leaves free (none free: all of them, at idle priority)
+        self.cpus = set(os.sched_getaffinity(0)) - background if background else None
+
+    def plain(self, data: Path) -> Path:
+        """The file perf reads: a kept one is gzipped once the run is over."""
+        if data.suffix != ".gz":
+            return data
+        plain = Path(self.tmp) / f"{next(self._names)}-{data.stem}"
+        try:
+            with gzip.open(data, "rb") as src, open(plain, "wb") as dst:
+                shutil.copyfileobj(src, dst)
+        except (OSError, EOFError, gzip.BadGzipFile) as e:
+            raise HotloopError(f"{data}: cannot decompress: {e}") from None
+        return plain
+
+    def run(self, argv: list[str], data: Path) -> subprocess.CompletedProcess[str]:
+        if self.vmlinux:
+            argv = [*argv, "--vmlinux", self.vmlinux]
+        try:
+            return subprocess.run(
+                [self.perf, *argv], capture_output=True, text=True, errors="replace",
+                timeout=ANNOTATE_TIMEOUT_S, stdin=subprocess.DEVNULL,
+                preexec_fn=child_setup(os.getpid(), self.idle, self.cpus or None))
+        except subprocess.TimeoutExpired:
+            raise HotloopError(f"{data}: perf {argv[0]} took over "
+                               f"{ANNOTATE_TIMEOUT_S:g} s") from None
+
+    def count(self, data: Path, symbol: str, kernel: bool | None) -> tuple[Path, _Counts]:
+        """The samples of `symbol` in one file, by address.  A user-space symbol is counted
+        without the kernel's symbol table (/proc/kallsyms: most of perf's time per file)."""
+        plain = self.plain(data)
+        argv = ["script", "-i", str(plain), "-F", "ip,sym,symoff,dso", "-G"]
+        if kernel is False:
+            argv += ["--kallsyms", os.devnull]
+        done = self.run(argv, data)
+        counts = _Counts()
+        for line in done.stdout.splitlines():
+            if (m := _SAMPLE.match(line)) and m.group(1) == symbol:
+                counts.hits[(m.group(3), int(m.group(2), 16))] += 1
+            elif m := _UNNAMED.match(line):
+                counts.unnamed.add(m.group(1))
+        if done.returncode != 0 and not counts.hits:
+            said = [ln.strip() for ln in done.stderr.splitlines() if ln.strip()]
+            raise HotloopError(f"{data}: perf cannot read it: "
+                               f"{said[-1] if said else f'exit status {done.returncode}'}")
+        return plain, counts
+
+    def disassemble(self, plain: Path, data: Path, symbol: str, dso: str
+                    ) -> list[Instruction]:
+        """The symbol's instructions (and source lines), by perf annotate of one file that
+        has samples of it."""
+        done = self.run(["annotate", "-i", str(plain), "--stdio", "--show-nr-samples",
+                         "-s", symbol, "-d", dso], data)
+        said = done.stdout + done.stderr
+        if "No vmlinux file" in said or "vmlinux" in said and "ouldn't annotate" in said:
+            raise KernelCodeMissing(f"{symbol} is a kernel symbol: {NO_KERNEL_CODE}")
+        _, insns = parse(done.stdout)
+        if not insns:
+            tail = [ln.strip() for ln in said.splitlines() if ln.strip()]
+            raise HotloopError(f"{data}: perf annotate did not disassemble {symbol}: "
+                               f"{tail[-1] if tail else f'exit status {done.returncode}'}")
+        return insns
+
+
+def _short(dso: str) -> str:
+    """perf report's name of a DSO: the base name of a file, [kernel.kallsyms] as it is."""
+    return dso if dso.startswith("[") else os.path.basename(dso)
+
+
+def _check_build(dso: str, recorded: dict[str, str], vmlinux: str | None) -> None:
+    """The binary perf would disassemble is the build the run sampled, or one line saying
+    which is not (a rebuilt library, another kernel booted since)."""
+    then = recorded.get(_short(dso))
+    if not then:
+        return
+    if dso == KERNEL_DSO:
+        now = file_build_id(vmlinux) if vmlinux else kernel_build_id()
+        if now != then:
+            raise HotloopError(
+                (f"{vmlinux} is not the kernel the run sampled (build id {now or 'none'}, "
+                 if vmlinux else f"the kernel running now is not the one the run sampled "
+                 f"(build id {now or 'unknown'}, ")
+                + f"then {then}): its symbols would be misplaced; pass --vmlinux of that "
+                  f"build, or annotate on the machine that ran it")
+        return
+    if not os.path.exists(dso):
+        raise HotloopError(f"{dso} is gone, the binary the run sampled (build id {then}): "
+                           f"annotate where the run ran, or rebuild it the same way")
+    now = file_build_id(dso)
+    if now != then:
+        raise HotloopError(f"{dso} has changed since the run (build id {now or 'none'}, then "
+                           f"{then}): its instructions are not the ones sampled; annotate "
+                           f"where the run ran")
+
+
+def annotate(files: list[Path], symbol: str, vmlinux: str | None = None, *, dso: str = "",
+             kernel: bool | None = None, build_ids: dict[str, str] | None = None,
+             background: set[int] | None = None) -> Annotation:
     """The symbol's instructions with their samples summed over `files`; HotloopError (one
-    line) when perf is missing, a file cannot be read, or no file has samples of it."""
+    line) when perf is missing, a file cannot be read, no file has samples of it, or its
+    binary is not the build the run sampled (`build_ids`, recorded with its hot symbols).
+
+    `dso` and `kernel` say where the run's hot symbols put it, when known: a user-space
+    symbol is then counted without loading the kernel's symbols, several times faster.
+    `background`: the CPUs the running workload uses; perf then keeps off them, at idle
+    priority.  Each file's samples are counted with `perf script`, and one `perf annotate`
+    (of the file with most of them) gives the instructions: not one per window."""
     perf = find_perf()
     if perf is None:
         raise HotloopError(PERF_MISSING)
-    with ThreadPoolExecutor(PARALLEL) as pool:
-        parts = list(pool.map(lambda f: _annotate_one(perf, f, symbol, vmlinux), files))
-    found = [p for p in parts if p is not None]
-    if not found:
-        raise NoSamples(f"no samples of {symbol} in the perf data ({len(files)} files)")
-    merged: dict[int, Instruction] = {}
-    for _, insns in found:
-        for i in insns:
-            have = merged.get(i.offset)
-            if have is None:
-                merged[i.offset] = Instruction(i.offset, i.text, i.samples, i.source)
-            else:
-                have.samples += i.samples
-    return Annotation(symbol, found[0][0], sorted(merged.values(), key=lambda i: i.offset),
-                      files=len(found))
+    with tempfile.TemporaryDirectory(prefix="hotloop-annotate-") as tmp:
+        runner = _Perf(perf, tmp, vmlinux, background)
+        with ThreadPoolExecutor(PARALLEL) as pool:
+            counted = list(pool.map(lambda f: runner.count(f, symbol, kernel), files))
+        by_dso: Counter[str] = Counter()
+        for _, c in counted:
+            for (path, _), n in c.hits.items():
+                by_dso[path] += n
+        if dso:                         # the one the run's hot symbols name, where it is
+            named = [p for p in by_dso if _short(p) == dso]
+            by_dso = Counter({p: by_dso[p] for p in named}) if named else by_dso
+        if not by_dso:
+            # its binary may be gone or rebuilt: perf then cannot name the symbol
+            for path in sorted({p for _, c in counted for p in c.unnamed
+                                if dso and _short(p) == dso}):
+                if not os.path.exists(path):
+                    raise HotloopError(f"{path} is gone, the binary the run sampled {symbol} "
+                                       f"in: annotate where the run ran, or rebuild it the "
+                                       f"same way")
+                _check_build(path, build_ids or {}, vmlinux)
+            raise NoSamples(f"no samples of {symbol} in the perf data ({len(files)} files)")
+        where = by_dso.most_common(1)[0][0]
+        if build_ids:
+            _check_build(where, build_ids, vmlinux)
+        # the file with the most samples of it: its annotation lists every instruction
+        best = max(range(len(files)), key=lambda i: sum(
+            n for (p, _), n in counted[i][1].hits.items() if p == where))
+        insns = runner.disassemble(counted[best][0], files[best], symbol, where)
+    starts = [i.offset for i in insns]
+    for insn in insns:
+        insn.samples = 0
+    for _, c in counted:
+        for (path, off), n in c.hits.items():
+            if path == where:
+                at = bisect.bisect_right(starts, starts[0] + off) - 1
+                insns[max(at, 0)].samples += n
+    return Annotation(symbol, _short(where), insns,
+                      files=sum(1 for _, c in counted if any(p == where for p, _ in c.hits)))
+
+
+def nothing_to_annotate(hot: HotSymbol) -> str:
+    """Why a hot symbol's row has no instructions to show, or ""."""
+    if hot.named:
+        return ""
+    return (f"{hot.symbol} is an address perf has no symbol for (in {hot.dso}: stripped, "
+            f"or code made at run time): nothing to annotate")
 
 
 def kernel_code() -> Capability:

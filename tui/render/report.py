@@ -1,6 +1,7 @@
 """The headless report: a result as text for people or as one JSON document."""
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import re
@@ -44,14 +45,34 @@ def histogram_lines(values: Sequence[float], unit: str) -> list[str]:
             for r, b in zip(ranges, buckets)]
 
 
+def symbol_name(s: ev.HotSymbol) -> str:
+    """The symbol as shown: perf's bare address where it knows the mapping becomes
+    `[unknown] libfoo.so+0x1234` (perf gives the address within the DSO then)."""
+    if s.symbol.startswith("0x") and s.dso != "[unknown]":
+        with contextlib.suppress(ValueError):
+            return f"[unknown] {s.dso}+{int(s.symbol, 16):#x}"
+    return s.symbol
+
+
+def dso_name(s: ev.HotSymbol) -> str:
+    """A DSO short enough for a column: `kernel`, a module's name, a file's without
+    Python's extension suffix."""
+    if s.dso == "[kernel.kallsyms]":
+        return "kernel"
+    if s.dso.startswith("[") and s.dso.endswith("]"):
+        return s.dso[1:-1]
+    return re.sub(r"\.cpython-[^.]+\.so$", ".so", s.dso)
+
+
 def symbol_lines(symbols: Sequence[ev.HotSymbol], top: int = 15) -> list[str]:
     """`perf report` shape: overhead, [k]/[.], symbol, DSO."""
     rows = sorted(symbols, key=lambda s: -s.percent)[:top]
     if not rows:
         return []
-    width = min(60, max(len(s.symbol) for s in rows))
-    return [f"  {s.percent:6.2f}%  [{'k' if s.kernel else '.'}] {s.symbol[:60]:<{width}}  "
-            f"{s.dso}" for s in rows]
+    names = [symbol_name(s)[:60] for s in rows]
+    width = max(map(len, names))
+    return [f"  {s.percent:6.2f}%  [{'k' if s.kernel else '.'}] {name:<{width}}  {s.dso}"
+            for s, name in zip(rows, names)]
 
 
 def extra_si(name: str, value: float) -> str:

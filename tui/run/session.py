@@ -14,6 +14,7 @@ event loop itself is stuck (the console's terminal went away).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import threading
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
@@ -29,6 +30,7 @@ from hotloop.host.changes import (
 )
 from hotloop.host.facts import kernel_facts
 from hotloop.host.sysfs import SystemSettingError
+from hotloop.perf.buildid import build_ids, mapped_files
 from hotloop.perf.probe import find_perf, recording_warnings
 from hotloop.perf.recorder import PerfRecorder, PerfResult, merge
 from hotloop.results import Writer
@@ -72,6 +74,7 @@ class Session:
         self._perf_results: list[PerfResult] = []
         self._windows = 0                # perf windows of earlier workers, to number on
         self._perf_said: set[str] = set()
+        self._mapped: set[str] = set()   # the files the workers mapped executable
         self._tearing_down = False       # the worker is past its last run
         self._worker: WorkerProcess | None = None
         self._stopping = False
@@ -319,7 +322,10 @@ class Session:
         if not done:
             return []
         events, self.counters = merge(done, self.variant, WINDOW_TOP, SESSION_TOP)
-        return events
+        return [dataclasses.replace(e, build_ids=build_ids(
+                    (s.dso for s in e.symbols), self._mapped))
+                if isinstance(e, ev.HotSymbols) and e.scope == "session" else e
+                for e in events]
 
     async def _drive(self, built: build.Built, runs: list[float]) -> AsyncGenerator[ev.Event, None]:
         """The plan's runs spread over `processes` workers, one after the other: a
@@ -466,6 +472,8 @@ class Session:
                     case protocol.Ready():
                         self.pids = [msg.pid, *msg.pids]
                         self.comm = msg.comm
+                        for pid in self.pids:   # set up: the binaries its samples are in
+                            self._mapped |= mapped_files(pid)
                         if rp.plan.perf:
                             rec = self._start_perf(inbox)
                             await rec.start()   # False: no perf here; a warning says why

@@ -1,7 +1,8 @@
 """One hot symbol's instructions (`enter` on the hot-symbols panel; `escape` returns).
 
-perf annotate runs in a thread, off the event loop, on the run's kept perf data: the latest
-window while the run goes on, the whole run once it has ended.  Whatever stops it (a kernel
+perf runs in a thread, off the event loop, on the run's kept perf data: the latest window
+while the run goes on (at idle priority, off the workload's CPUs), the whole run once it
+has ended.  Whatever stops it (a kernel
 symbol without the kernel's code, perf data that is not here) is the panel's one line.
 """
 from __future__ import annotations
@@ -17,6 +18,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from hotloop.errors import HotloopError
+from hotloop.events import HotSymbol
 from hotloop.perf.annotate import Annotation, annotate, perf_data_files
 from hotloop.render import annotation
 from hotloop.visible import visible
@@ -33,10 +35,14 @@ class AnnotationScreen(Screen[None]):
     AnnotationScreen #annotate-text { width: auto; }
     """
 
-    def __init__(self, symbol: str, perf_dir: Path | None, whole_run: bool,
+    def __init__(self, hot: HotSymbol, perf_dir: Path | None, whole_run: bool,
+                 build_ids: dict[str, str] | None = None, background: set[int] | None = None,
                  unavailable: str = "") -> None:
         super().__init__()
-        self.symbol, self.perf_dir, self.whole_run = symbol, perf_dir, whole_run
+        self.hot, self.symbol = hot, hot.symbol
+        self.perf_dir, self.whole_run = perf_dir, whole_run
+        self.build_ids = build_ids      # the whole run's, recorded with its hot symbols
+        self.background = background    # the running workload's CPUs: perf keeps off them
         self.unavailable = unavailable  # why there is nothing to annotate here, if so
         self.result: Annotation | None = None
         self.by_share = False
@@ -71,7 +77,8 @@ class AnnotationScreen(Screen[None]):
             if not files:
                 raise HotloopError("no perf data here yet: the first window comes within "
                                    "about a second of the first run")
-            result = annotate(files, self.symbol)
+            result = annotate(files, self.symbol, dso=self.hot.dso, kernel=self.hot.kernel,
+                              build_ids=self.build_ids, background=self.background)
         except HotloopError as e:
             self.app.call_from_thread(self._show, visible(str(e)))
             return

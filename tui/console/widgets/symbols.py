@@ -16,11 +16,18 @@ from textual.widgets import DataTable
 from textual.widgets.data_table import ColumnKey
 
 from hotloop import events as ev
+from hotloop.perf.buildid import KERNEL_DSO
+from hotloop.render.report import dso_name, symbol_name
 
 TOP = 25
 OTHER_COLUMNS = 14      # the % and kind columns, and the three columns' cell padding
 SCROLLBAR = 3           # a name is cut this much shorter: the scrollbar is over the column
-SYMBOL = ColumnKey("symbol")
+SYMBOL, KIND = ColumnKey("symbol"), ColumnKey("kind")
+# With room (a table this wide: a terminal of 120 columns, or the narrow layout's wide
+# column), the kind column also names the DSO: "[.] libc.so.6", "[k] nf_tables" (a
+# module; the kernel proper is "[k]" alone).
+WITH_DSO = 48            # the symbol keeps 20 columns beside the DSO
+KIND_WITH_DSO = 14
 
 Cell = str | Text
 
@@ -35,6 +42,7 @@ class SymbolsTable(DataTable):
         self.latest: ev.HotSymbols | None = None
         self.placeholder = "no samples yet"
         self._room = 0                  # the symbol column's width (set from the panel's)
+        self._kind = 0                  # the kind column's: 3, or KIND_WITH_DSO
 
     def on_focus(self) -> None:
         self.show_cursor = True         # the row `enter` annotates
@@ -49,14 +57,17 @@ class SymbolsTable(DataTable):
 
     def on_mount(self) -> None:
         self.add_column("%", key="pct", width=5)
-        self.add_column("", key="kind", width=3)
+        self.add_column("", key="kind", width=self.kind_width())
         self.add_column("symbol", key="symbol", width=self.room())
         self.show_message("perf: no samples yet")
 
     def room(self) -> int:
         """The symbol column's width: the panel's less the other columns (a message in it
         shows in full up to there, as it did when the column took its content's width)."""
-        return max(10 + SCROLLBAR, self.size.width - OTHER_COLUMNS)
+        return max(10 + SCROLLBAR, self.size.width - OTHER_COLUMNS - (self.kind_width() - 3))
+
+    def kind_width(self) -> int:
+        return KIND_WITH_DSO if self.size.width >= WITH_DSO else 3
 
     def show_message(self, text: str) -> None:
         self.latest = None
@@ -66,11 +77,14 @@ class SymbolsTable(DataTable):
         self.latest = hot
         room = (self._room or self.room()) - SCROLLBAR
         rows: list[tuple[Cell, Cell, Cell]] = []
+        kind = self._kind or self.kind_width()
         for s in hot.symbols[:TOP]:
-            name = s.symbol if len(s.symbol) <= room else s.symbol[:room - 1] + "…"
             rows.append((Text(f"{s.percent:5.1f}", justify="right"),
-                         Text("[k]" if s.kernel else "[.]", style="bold" if s.kernel else ""),
-                         Text(name)))
+                         Text(_cut(("[k]" if s.kernel else "[.]")
+                                   + (f" {dso_name(s)}" if kind > 3 and
+                                      s.dso != KERNEL_DSO else ""), kind),
+                              style="bold" if s.kernel else ""),
+                         Text(_cut(symbol_name(s), room))))
         if not hot.symbols:
             rows.append(("", "", Text("no samples in this window", style="dim")))
         self._fill(rows)
@@ -90,15 +104,20 @@ class SymbolsTable(DataTable):
                     self.update_cell_at(at, value)
 
     def on_resize(self) -> None:
-        room = self.room()
-        if room == self._room or SYMBOL not in self.columns:
+        room, kind = self.room(), self.kind_width()
+        if room == self._room and kind == self._kind or SYMBOL not in self.columns:
             return
-        self._room = room
-        column = self.columns[SYMBOL]
-        column.width = room
-        column.auto_width = False
+        self._room, self._kind = room, kind
+        for key, width in ((SYMBOL, room), (KIND, kind)):
+            column = self.columns[key]
+            column.width = width
+            column.auto_width = False
         self._require_update_dimensions = True
         self._update_count += 1             # the rows' render caches
         self.refresh()
         if self.latest is not None:
             self.show(self.latest)          # names cut to the new width
+
+
+def _cut(text: str, width: int) -> str:
+    return text if len(text) <= width else text[:width - 1] + "…"
