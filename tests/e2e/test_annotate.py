@@ -52,6 +52,8 @@ def test_the_loops_symbol_annotates_with_its_hottest_instruction_marked(kept):
     assert any(f"{hottest['offset']:x}" in ln for ln in marked)
     by_share = hotloop("annotate", str(kept), "hl_run", "--sort", "share").stdout.splitlines()
     assert f"{hottest['offset']:x}" in by_share[2]
+    assert hotloop("annotate", str(kept), "hl_run", "--sort", "percent").stdout == \
+        "\n".join(by_share) + "\n"
 
 
 @needs_perf

@@ -111,7 +111,7 @@ def cmd_annotate(args: argparse.Namespace) -> int:
     if symbols:
         a = _one(res, symbols[0], vmlinux)
         print(annotation.dumps(annotation.document(a)) if args.format == "json" else
-              annotation.text(a, by_share=args.sort == "share"))
+              annotation.text(a, by_share=args.sort != "address"))
         return 0
     kept = perf_files(res)
     done: list[Annotation] = []
@@ -130,5 +130,5 @@ def cmd_annotate(args: argparse.Namespace) -> int:
     if args.format == "json":
         print(annotation.dumps([annotation.document(a) for a in done]))
     else:
-        print("\n\n".join(annotation.text(a, by_share=args.sort == "share") for a in done))
+        print("\n\n".join(annotation.text(a, by_share=args.sort != "address") for a in done))
     return 0

@@ -180,8 +180,9 @@ def parser() -> argparse.ArgumentParser:
                                help="one or two result files (their perf data kept), "
                                     "then the symbol"), shtab.FILE)
     ann.add_argument("--top", type=int, metavar="N", help="annotate the N hottest symbols")
-    ann.add_argument("--sort", choices=("address", "share"), default="address",
-                     help="address (default): the code in order; share: hottest first")
+    ann.add_argument("--sort", choices=("address", "share", "percent"), default="address",
+                     help="address (default): the code in order; share (or percent): "
+                          "hottest first")
     ann.add_argument("--format", choices=("text", "json"), default="text")
     _complete(ann.add_argument("--vmlinux", type=Path, metavar="PATH",
                                help="the running kernel's vmlinux, for kernel symbols"),
