@@ -80,6 +80,9 @@ def test_a_plan_runs_there_and_its_result_file_is_here(tmp_path, hosts, leftover
     assert "(host lab1, over SSH)" in done.stdout
     shown = hotloop("show", str(mine))       # a normal result file: no special case
     assert shown.returncode == 0 and "3 runs" in shown.stdout
+    assert json.loads(hotloop("show", str(mine), "--format", "json").stdout)["remote"] == \
+        h["remote"]
+    assert json.loads(hotloop("show", str(theirs), "--format", "json").stdout)["remote"] is None
     annotated = hotloop("annotate", str(mine), "hl_run")
     assert annotated.returncode == 2
     assert f"ran on lab1, and its perf data is there ({theirs.with_suffix('.perf')}): " \
@@ -217,8 +220,8 @@ def test_a_dropped_connection_keeps_the_runs_and_stops_the_remote(tmp_path, host
     assert proc.returncode == 1, err
     res = results.read(mine)
     assert res.failed is not None and len(res.runs) >= 2
-    assert res.failed.message == f"connection to lab1 lost after {len(res.runs)} runs"
-    assert f"hotloop: lab1: connection to lab1 lost after {len(res.runs)} runs" in err
+    assert res.failed.message == f"ssh connection lost after {len(res.runs)} runs"
+    assert f"hotloop: lab1: ssh connection lost after {len(res.runs)} runs" in err
     last = _remote_ended(tmp_path, "lab1", leftovers)
     # the remote saw its stdin close: a hangup, its worker killed, its file closed
     assert last["type"] == "failed" and last["interrupted"] and last["signal"] == "SIGHUP"

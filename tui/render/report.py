@@ -229,4 +229,7 @@ def document(result: Result) -> dict[str, Any]:
         "error": result.failed.message if result.failed else None,
         "warnings": result.warnings,
         "result_file": str(result.path),
+        # ran over SSH: the host, its address, and the remote's own result and perf data
+        "remote": remote if isinstance(remote := result.header.fields.get("remote"), dict)
+        else None,
     }

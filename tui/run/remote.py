@@ -10,7 +10,7 @@ written to a result file here and yielded, so that the reporter, the console, `s
 Stopping is the remote's own: its standard input closing (stop(), a cancel, this process
 gone: ssh dies with it) stops its run, kills its worker and restores its system, and its
 last lines still come back when the connection does.  A connection that is lost instead
-ends the local file with "connection to HOST lost after N runs".  Every argument reaches the
+ends the local file with "ssh connection lost after N runs".  Every argument reaches the
 remote shell quoted (shlex), so a value is a value there, never a command.
 """
 from __future__ import annotations
@@ -453,7 +453,8 @@ class RemoteSession:
             return ev.Failed("interrupted", run=runs, signal=self.interrupted_by,
                              interrupted=True, variant=self.variant)
         said = f" ({self._stderr[-1]})" if self._stderr else ""
-        return ev.Failed(visible(f"connection to {self.host.name} lost after {runs} "
+        # the host is named by whoever shows it (its variant, the header's `remote`)
+        return ev.Failed(visible(f"ssh connection lost after {runs} "
                                  f"run{'' if runs == 1 else 's'}{said}"),
                          run=runs, variant=self.variant)
 
