@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import POLL, POLL_FILE, READ, READ_FILE, needs_root_sysctl
+from conftest import POLL, POLL_FILE, READ, READ_FILE, hotloop, needs_root_sysctl
 
 from hotloop.host import sysfs
 from hotloop.host.changes import Change, apply, describe_changes, plan_changes
@@ -290,6 +290,19 @@ def test_recover_unreadable_journal_is_moved_aside(state_home):
     assert not (state_home / "restore.json").exists()
     assert any(p.name.startswith("restore.json.corrupt-") for p in state_home.iterdir())
     assert recover() == []
+
+
+def test_hotloop_restore_exits_1_when_something_is_not_put_back(state_home):
+    """A script that runs `hotloop restore` learns from its status whether to look closer."""
+    state_home.mkdir(parents=True)
+    (state_home / "restore.json").write_text("{not json")
+    done = hotloop("restore")
+    assert done.returncode == 1 and "unreadable" in done.stdout and "moved to" in done.stdout
+    again = hotloop("restore")              # set aside before: nothing new to put back
+    assert again.returncode == 0 and again.stdout.strip() == "nothing to restore"
+    (state_home / "restore.json").mkdir()   # no journal at all: set aside the same way
+    stuck = hotloop("restore")
+    assert stuck.returncode == 1 and "not a regular file" in stuck.stdout, stuck.stdout
 
 
 @pytest.fixture

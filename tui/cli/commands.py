@@ -225,9 +225,13 @@ def cmd_save(args: argparse.Namespace) -> int:
 
 
 def cmd_restore(args: argparse.Namespace) -> int:
+    """0 when everything is back (or nothing was changed); 1 when a value is still changed
+    or its journal had to be set aside: the messages say which, for a look by hand."""
+    before = journal.left_behind()
     messages = journal.recover(force=True)
-    print("\n".join(messages) if messages else "nothing to restore")
-    return 0
+    print("\n".join(visible(m) for m in messages) if messages else "nothing to restore")
+    after = journal.left_behind()
+    return 1 if journal.journal_path() in after or after - before else 0
 
 
 def cmd_completion(args: argparse.Namespace) -> int:

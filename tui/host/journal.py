@@ -246,6 +246,15 @@ def finish_journal(path: Path, header: dict[str, Any], left: list[Any]) -> None:
         remove_journal(path)
 
 
+def left_behind() -> set[Path]:
+    """The journal and the copies set aside beside it: what a restore has not put back."""
+    path = journal_path()
+    try:
+        return {p for p in path.parent.iterdir() if p.name.startswith(path.name)}
+    except OSError:
+        return set()
+
+
 def recover(force: bool = False) -> list[str]:
     """Restore what a killed hotloop left changed; call at the start of every command.
 
