@@ -1,6 +1,8 @@
 """Where hotloop keeps things: bundled files, the user's config, cache and state."""
 from __future__ import annotations
 
+import functools
+import hashlib
 import importlib.metadata
 import os
 import stat
@@ -35,6 +37,27 @@ def bundled_files() -> list[Path]:
                     files.append(PACKAGE.parent.joinpath(*f.parts))
             break
     return sorted(set(files))
+
+
+@functools.cache
+def source_digest() -> str:
+    """A digest of this hotloop's code and bundled files, the same for a checkout and the
+    wheel built from it: two installations of one version number from other sources (two
+    checkouts, a local edit) tell apart by it."""
+    digest = hashlib.sha256()
+    for part, root, patterns in (("hotloop", PACKAGE, ("*.py", "*.tcss")),
+                                 ("csrc", CSRC, ("*.c", "*.h")),
+                                 ("profiles", BUNDLED_PROFILES, ("*.toml",))):
+        files = sorted({f for pattern in patterns for f in root.rglob(pattern)
+                        if root != PACKAGE or not (f.is_relative_to(CSRC)
+                                                   or f.is_relative_to(BUNDLED_PROFILES))})
+        for f in files:
+            digest.update(f"{part}/{f.relative_to(root).as_posix()}\0".encode())
+            try:
+                digest.update(f.read_bytes())
+            except OSError:             # bundled_problem() says which, where it matters
+                digest.update(b"\0unreadable")
+    return digest.hexdigest()[:12]
 
 
 def bundled_problem() -> str | None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -158,6 +159,42 @@ def test_a_remote_that_is_not_this_version_is_told_with_the_fix(tmp_path, hosts)
     assert f"lab1 runs hotloop 0.0.1, this is {__version__}: its hotloop key names {old}: " \
            f"install this version there, or drop the key and run hotloop host setup lab1" \
         in done.stderr
+
+
+def test_the_same_version_from_other_sources_is_told_apart(tmp_path, hosts):
+    """Two checkouts of one version, one edited: `--version` carries a digest of the
+    sources, host check refuses the other one, and a run there says so in a warning."""
+    other = tmp_path / "other"
+    for part in ("tui", "csrc", "profiles"):
+        shutil.copytree(ROOT / part, other / part,
+                        ignore=shutil.ignore_patterns("__pycache__"))
+    with open(other / "tui" / "stats.py", "a") as f:
+        f.write("\n# a local edit\n")
+    (other / "path").mkdir()
+    (other / "path" / "hotloop").symlink_to(other / "tui")
+    shim = tmp_path / "other-hotloop"
+    shim.write_text(f"#!/bin/sh\nPYTHONPATH={other / 'path'} exec {sys.executable} "
+                    f"-m hotloop \"$@\"\n")
+    shim.chmod(0o755)
+    ours = hotloop("--version").stdout.strip()
+    theirs = subprocess.run([str(shim), "--version"], capture_output=True, text=True,
+                            env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+                            ).stdout.strip()
+    assert ours.startswith(f"hotloop {__version__} (source ") and theirs != ours
+    assert theirs.startswith(f"hotloop {__version__} (source ")
+    toml = (hosts / "hosts.toml").read_text()
+    (hosts / "hosts.toml").write_text(toml.replace(f'hotloop = "{REMOTE_HOTLOOP}"',
+                                                   f'hotloop = "{shim}"', 1))
+    digest = lambda line: line.rsplit(" ", 1)[1].rstrip(")")
+    done = hotloop("host", "check", "lab1", "--profiles", str(hosts))
+    assert done.returncode == 2
+    assert f"lab1 runs hotloop {__version__} from other sources (source {digest(theirs)} " \
+           f"there, {digest(ours)} here): its hotloop key names {shim}" in done.stderr
+    ran = hotloop("run", "quick", *FAST, "--host", "lab1", "--profiles", str(hosts))
+    assert ran.returncode == 0, ran.stderr
+    assert f"from other sources (source {digest(theirs)} there" in ran.stderr
+    res = results.read(local_files()[0])
+    assert res.header.fields["hotloop_source"] == digest(theirs)
 
 
 def test_host_check_reports_what_the_remote_allows(hosts):

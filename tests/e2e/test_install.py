@@ -153,6 +153,10 @@ def test_list_names_the_bundled_catalogue(installed, elsewhere):
     m = subprocess.run([str(installed.venv / "bin" / "python"), "-m", "hotloop", "list", "plans"],
                        capture_output=True, text=True, env=installed.env(), cwd=elsewhere)
     assert m.returncode == 0 and "quick" in m.stdout, m.stderr
+    # the wheel and the checkout it was built from: one version, one digest of the sources
+    version = installed.run("--version", cwd=elsewhere).stdout
+    assert version.startswith("hotloop ") and "(source " in version
+    assert version == hotloop("--version").stdout
 
 
 def test_a_user_workload_builds_against_the_installed_header(installed, elsewhere, monkeypatch):

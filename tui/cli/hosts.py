@@ -20,10 +20,12 @@ from hotloop.catalog import Catalog, Host
 from hotloop.cli.common import _catalog, _warn_skipped
 from hotloop.cli.run import check_run_flags, drive_and_report, emit
 from hotloop.errors import HotloopError
+from hotloop.paths import source_digest
 from hotloop.run.remote import (
     SETUP_DIR,
     RemoteSession,
     failure,
+    other_sources,
     run_remote,
     setup_advice,
     which_hotloop,
@@ -119,17 +121,20 @@ def check(host: Host) -> int:
             f"{host.hotloop}: not found" if host.hotloop else
             f"neither in {SETUP_SHOWN}/venv nor on its PATH") + f"): {setup_advice(host)}")
     where = lines[0]
-    said = re.fullmatch(r"hotloop (\S+)", lines[1]) if len(lines) > 1 else None
+    said = re.fullmatch(r"hotloop (\S+)(?: \(source ([0-9a-f]+)\))?", lines[1]) \
+        if len(lines) > 1 else None
     if said is None:
         raise HotloopError(f"{host.name}: {where} is not a hotloop (its --version said "
                            f"{lines[1][:80] if len(lines) > 1 else 'nothing'!r})")
-    version = said.group(1)
-    print(f"  hotloop {version} at {where}")
+    version, source = said.group(1), said.group(2)
+    print(f"  hotloop {version} at {where}" + (f" (source {source})" if source else ""))
     for line in lines[2:]:
         print(line)
     if version != __version__:
         raise HotloopError(f"{host.name} runs hotloop {version}, this is {__version__}: "
                            f"{setup_advice(host)}")
+    if source != source_digest():
+        raise HotloopError(other_sources(host, version, source))
     return 0
 
 

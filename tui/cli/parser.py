@@ -7,7 +7,7 @@ from typing import Any, NoReturn
 
 import shtab
 
-from hotloop import __version__
+from hotloop import __version__, paths
 from hotloop.errors import HotloopError
 
 # Shell completion (shtab): names come from `hotloop completion --names KIND`, which reads
@@ -110,13 +110,27 @@ examples:
 `hotloop COMMAND --help` tells more about each command."""
 
 
+class _Version(argparse.Action):
+    """`hotloop 0.1.0 (source 1a2b3c4d5e6f)`: two installations of one version number from
+    other sources tell apart (the digest is read only when asked for)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
+        print(version_line())
+        parser.exit()
+
+
+def version_line() -> str:
+    return f"hotloop {__version__} (source {paths.source_digest()})"
+
+
 def parser() -> argparse.ArgumentParser:
     top = _Parser(prog="hotloop", formatter_class=argparse.RawDescriptionHelpFormatter,
                   description="Benchmark Linux kernel and system hot paths.\n\n"
                               "With no arguments, hotloop opens the console (a terminal UI) on "
                               "the quick plan:\npress r to run it, q to quit.",
                   epilog=EXAMPLES)
-    top.add_argument("--version", action="version", version=f"hotloop {__version__}")
+    top.add_argument("--version", action=_Version, nargs=0,
+                     help="the version, and a digest of the sources it was installed from")
     _profiles_option(top, dest="top_profiles")     # before the subcommand, or after it
     sub = top.add_subparsers(dest="command", parser_class=_Parser)
 

@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from hotloop import __version__
+from hotloop import __version__, paths
 from hotloop import events as ev
 from hotloop.catalog import ResolvedPlan, Workload
 from hotloop.errors import HotloopError
@@ -93,6 +93,7 @@ def header(rp: ResolvedPlan, built: build.Built, variant: str = "",
     facts = kernel_facts()
     return {
         "hotloop": __version__,
+        "hotloop_source": paths.source_digest(),    # which sources, within one version
         "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "host": socket.gethostname(),
         "kernel_release": facts["release"],

@@ -32,6 +32,7 @@ from hotloop import events as ev
 from hotloop.catalog import Host, Plan
 from hotloop.errors import HotloopError
 from hotloop.host.procs import die_with_parent
+from hotloop.paths import source_digest
 from hotloop.results import Writer
 from hotloop.results.header import Header
 from hotloop.results.store import NotJson, Result, decode_line, run_problem
@@ -113,6 +114,13 @@ async def start_ssh(host: Host, remote: str) -> asyncio.subprocess.Process:
     except FileNotFoundError:
         raise HotloopError(f"{host.name}: no `ssh` here: install OpenSSH's client "
                            f"(Debian: openssh-client)") from None
+
+
+def other_sources(host: Host, version: str, source: str | None) -> str:
+    """The same version number, other code: another checkout, a local edit."""
+    return (f"{host.name} runs hotloop {version} from other sources (source "
+            f"{visible(source)[:16] if source else 'unknown: an older build'} there, "
+            f"{source_digest()} here): {setup_advice(host)}")
 
 
 def setup_advice(host: Host) -> str:
@@ -316,10 +324,15 @@ class RemoteSession:
                     result = Result(self.result_file, Header.of(started.header))
                     yield put(started)
                     remote_version = event.header.get("hotloop")
+                    source = event.header.get("hotloop_source")
                     if remote_version != __version__:
                         yield put(ev.Warning(
                             f"{self.host.name} runs hotloop {remote_version}, this is "
                             f"{__version__}: {setup_advice(self.host)}",
+                            variant=self.variant))
+                    elif source != source_digest():
+                        yield put(ev.Warning(other_sources(
+                            self.host, __version__, source if isinstance(source, str) else None),
                             variant=self.variant))
                     continue
                 assert result is not None
