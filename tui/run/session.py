@@ -30,6 +30,7 @@ from hotloop.host.changes import (
 )
 from hotloop.host.facts import kernel_facts
 from hotloop.host.sysfs import SystemSettingError
+from hotloop.paths import source_digest
 from hotloop.perf.buildid import build_ids, mapped_files
 from hotloop.perf.probe import find_perf, recording_warnings
 from hotloop.perf.recorder import PerfRecorder, PerfResult, merge
@@ -181,6 +182,7 @@ class Session:
             raise HotloopError(pre.refusal())
         built = await asyncio.to_thread(build.build, rp.workload.source, rp.cpu.cflags,
                                         rp.workload.name)
+        await asyncio.to_thread(source_digest)     # for the header: read once, off the loop
         # Asked once per process: probing starts perf a few times.
         perf_notes = await asyncio.to_thread(recording_warnings, rp.plan.call_graph) \
             if rp.plan.perf and find_perf() is not None else []
