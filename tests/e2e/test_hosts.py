@@ -103,6 +103,19 @@ def test_several_hosts_run_at_once_and_are_compared_first_as_baseline(tmp_path, 
     assert leftovers() == []
 
 
+def test_a_warning_from_each_host_is_shown_under_each_hosts_name(hosts):
+    """Two machines saying the same thing are two facts: one line each (a batch here says
+    it once: one machine)."""
+    config = Path(os.environ["XDG_CONFIG_HOME"]) / "hotloop"     # the remotes' too (SendEnv)
+    config.mkdir(parents=True, exist_ok=True)
+    (config / "cpu.toml").write_text("[cpu.lonely]\ncpus = [0]\nisolated = true\n")
+    done = hotloop("run", "quick", *FAST, "--cpu", "lonely", "--host", "lab1", "--host", "lab2",
+                   "--profiles", str(hosts))
+    assert done.returncode == 0, done.stderr
+    said = [ln for ln in done.stderr.splitlines() if "[cpu.lonely] isolated" in ln]
+    assert sorted(ln.split(": ", 2)[1] for ln in said) == ["lab1", "lab2"], said
+
+
 def test_interleaved_hosts_take_turns_as_one_batch(tmp_path, hosts, leftovers):
     done = hotloop("run", "quick", "--runs", "4", "--warmup", "0", "--no-perf", "--param",
                    "msgs=2000", "--host", "lab1", "--host", "lab2", "--interleave",

@@ -243,7 +243,8 @@ async def _drive(sessions: Sequence[Runnable], fmt: str, interleaved: bool, gap:
         tasks = {s.variant: bar.add_task(escape(visible(s.title)), total=None, value="")
                  for s in sessions}
         units = {s.variant: "" for s in sessions}
-        warned: set[str] = set()
+        warned: set[tuple[str, str]] = set()
+        machine = {s.variant: s.machine for s in sessions}
 
         async def consume(stream: AsyncIterator[ev.Event]) -> None:
             async for event in stream:
@@ -267,10 +268,12 @@ async def _drive(sessions: Sequence[Runnable], fmt: str, interleaved: bool, gap:
                                value=si(event.value, units[event.variant]))
                 elif isinstance(event, ev.Warning) and fmt == "events":
                     pass                # on stdout already, with the rest
-                elif isinstance(event, ev.Warning) and event.message not in warned:
-                    # Once a batch: the same warning from every variant (perf's, a
-                    # machine's) is one line; the report after the run repeats none.
-                    warned.add(event.message)
+                elif isinstance(event, ev.Warning) and \
+                        (machine.get(event.variant, ""), event.message) not in warned:
+                    # Once a batch and machine: the same warning from every variant here
+                    # (perf's, this machine's) is one line, from each host one line under
+                    # its name; the report after the run repeats none.
+                    warned.add((machine.get(event.variant, ""), event.message))
                     prefix = f"{event.variant}: " if len(sessions) > 1 else ""
                     # "[cpu.c]" is no markup, an ESC from a workload no terminal command
                     console.print("[yellow]warning:[/] "

@@ -49,6 +49,9 @@ class Runnable(Protocol):
     def title(self) -> str: ...
 
     @property
+    def machine(self) -> str: ...      # "" here, else the host's name
+
+    @property
     def until_ci(self) -> float | None: ...
 
     def events(self) -> AsyncIterator[ev.Event]: ...

@@ -223,6 +223,10 @@ class RemoteSession:
     def title(self) -> str:
         return self.variant
 
+    @property
+    def machine(self) -> str:
+        return self.host.name
+
     def remote_argv(self) -> list[str]:
         gated = ["--gated"] if self.gate is not None else []
         return ["run", "--format=events", "--control=stdin", *gated, *self.argv]

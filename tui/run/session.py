@@ -99,6 +99,11 @@ class Session:
         return self.variant or self.rp.plan.name
 
     @property
+    def machine(self) -> str:
+        """Where it runs: "" for here."""
+        return ""
+
+    @property
     def until_ci(self) -> float | None:
         return self.rp.plan.until_ci
 
