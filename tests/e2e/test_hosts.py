@@ -116,6 +116,39 @@ def test_a_warning_from_each_host_is_shown_under_each_hosts_name(hosts):
     assert sorted(ln.split(": ", 2)[1] for ln in said) == ["lab1", "lab2"], said
 
 
+def test_calibrate_on_a_host_measures_that_machines_noise_for_its_results(hosts, leftovers):
+    """calibrate --host: the A/A sessions run there, their files land here; the noise
+    profile is keyed by that machine (the headers'), so a comparison of two later runs
+    there uses it."""
+    from hotloop.analysis import noise
+    plan = ["quick", "--runs", "5", "--warmup", "0", "--no-perf", "--param", "msgs=2000"]
+    done = hotloop("calibrate", *plan, "--sessions", "3", "--host", "lab1",
+                   "--profiles", str(hosts))
+    assert done.returncode == 0, done.stderr
+    assert "session 3/3: 5 runs, median" in done.stderr and "3 sessions" in done.stdout
+    where, = [d for d in Path("results").iterdir() if d.is_dir()]
+    sessions = [results.read(f) for f in sorted(where.glob("session-*.jsonl"))]
+    assert len(sessions) == 3
+    assert all(r.header.fields["remote"]["host"] == "lab1" for r in sessions)
+    (path, profile, why), = noise.stored()
+    assert profile is not None and not why and profile.sessions == 3
+    assert profile.key["host"] == sessions[0].header.host
+    a, b = Path("a.jsonl"), Path("b.jsonl")
+    for f in (a, b):
+        ran = hotloop("run", *plan, "--host", "lab1", "--out", str(f), "--profiles", str(hosts))
+        assert ran.returncode == 0, ran.stderr
+    compared = hotloop("compare", str(a), str(b))
+    assert "session noise: calibrated" in compared.stdout and str(path) in compared.stdout
+    assert leftovers() == []
+    for args, said in [(["--host", "nosuch"], "nosuch"),
+                       (["--host", "nowhere"], "nowhere: ssh: connect to host"),
+                       ([str(a), str(b), str(a), "--host", "lab1"], "result files are read here")]:
+        bad = hotloop("calibrate", *(args if args[0].endswith(".jsonl") else [*plan, *args]),
+                      "--sessions", "3", "--profiles", str(hosts))
+        assert bad.returncode == 2 and said in bad.stderr, (args, bad.stderr)
+    assert [d for d in Path("results").iterdir() if d.is_dir()] == [where]   # none left empty
+
+
 def test_interleaved_hosts_take_turns_as_one_batch(tmp_path, hosts, leftovers):
     done = hotloop("run", "quick", "--runs", "4", "--warmup", "0", "--no-perf", "--param",
                    "msgs=2000", "--host", "lab1", "--host", "lab2", "--interleave",

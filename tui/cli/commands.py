@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import math
 import sys
@@ -22,7 +23,9 @@ from hotloop.host import doctor, journal
 from hotloop.perf import annotate, probe
 from hotloop.render import report, svg
 from hotloop.render.units import duration, si
+from hotloop.results.header import Header
 from hotloop.run import build
+from hotloop.run.remote import RemoteSession
 from hotloop.run.session import Session
 from hotloop.visible import visible, visible_lines
 
@@ -93,6 +96,9 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         if len(looks_like_path) != len(args.names):
             raise HotloopError("calibrate: give one plan to run, or result files and "
                                "directories to read, not both")
+        if args.host:
+            raise HotloopError(f"calibrate --host {args.host} runs a plan there; result "
+                               f"files are read here, without --host")
         sessions = [r for side in compare.load_sides(args.names) for r in side]
         profile = noise.estimate(sessions)
         print(calibration.report(profile, noise.save(profile)))
@@ -100,27 +106,40 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     if len(args.names) > 1:
         raise HotloopError("calibrate: one plan at a time")
     cat = _catalog(args, warn=False)
-    plan = cat.plan_for(args.names[0])
-    rp = resolve_run_plan(cat, args, plan, args.cpu, args.param)
+    sessions_run: list[Session] | list[RemoteSession]
+    if args.host:                       # the plan resolves there, from its profiles
+        from hotloop.cli.hosts import calibration_sessions, hosts_named
+        hosts_named(cat, [args.host])   # an unknown name: one line, before anything is made
+        where = calibrate.new_directory(f"{args.names[0]}-{args.host}")
+        sessions_run = calibration_sessions(cat, args, where)
+    else:
+        rp = resolve_run_plan(cat, args, cat.plan_for(args.names[0]), args.cpu, args.param)
+        where = calibrate.new_directory(rp.plan.name)
+        sessions_run = [Session(rp, where / f"session-{i:02d}.jsonl", variant=f"session {i}",
+                                apply_system=args.apply_system)
+                        for i in range(1, args.sessions + 1)]
     _warn_skipped(cat)
-    where = calibrate.new_directory(rp.plan.name)
-    sessions_run = [Session(rp, where / f"session-{i:02d}.jsonl", variant=f"session {i}",
-                            apply_system=args.apply_system)
-                    for i in range(1, args.sessions + 1)]
     watch = calibrate.Stopwatch()
+    unit = {"": ""}                     # the workload's, from the first header
 
     def observe(variant: str, event: ev.Event | None) -> None:
         watch.see(variant, event)
+        if isinstance(event, ev.Started):
+            unit[""] = Header.of(event.header).workload.unit
         if isinstance(event, ev.Finished) and event.summary:
             s = event.summary
             print(f"{variant}/{args.sessions}: {s.get('n')} runs, median "
-                  f"{si(s.get('median', 0), rp.workload.unit)}, CV {100 * s.get('cv', 0):.2f}%",
+                  f"{si(s.get('median', 0), unit[''])}, CV {100 * s.get('cv', 0):.2f}%",
                   file=sys.stderr)
     try:
         last = asyncio.run(_run_sessions(sessions_run, "text", False, args.gap, observe))
     except (KeyboardInterrupt, asyncio.CancelledError):
         print(f"hotloop: interrupted; the sessions so far are in {where}", file=sys.stderr)
         return interrupted_status()
+    except HotloopError:
+        with contextlib.suppress(OSError):
+            where.rmdir()               # nothing ran (a host out of reach): nothing kept
+        raise
     failed = [e for e in last.values() if isinstance(e, ev.Failed)]
     if failed:
         if failed[0].interrupted:

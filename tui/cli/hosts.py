@@ -40,8 +40,8 @@ def forwarded(args: argparse.Namespace) -> list[str]:
     """The plan's options of `run` as the remote hotloop takes them: --key=value (a value
     that starts with "-" stays a value), the names after "--"."""
     out = []
-    if args.cpu:
-        out.append(f"--cpu={args.cpu[0]}")
+    if args.cpu:                        # run's --cpu repeats (a list), calibrate's does not
+        out.append(f"--cpu={args.cpu if isinstance(args.cpu, str) else args.cpu[0]}")
     for flag in ("kernel", "runs", "warmup", "timeout", "until_ci", "processes"):
         value = getattr(args, flag)
         if value is not None:
@@ -50,7 +50,7 @@ def forwarded(args: argparse.Namespace) -> list[str]:
     if args.perf is not None:
         out.append("--perf" if args.perf else "--no-perf")
     out += ["--apply-system"] if args.apply_system else []
-    out += [] if args.keep_perf else ["--no-keep-perf"]
+    out += [] if getattr(args, "keep_perf", False) else ["--no-keep-perf"]
     return [*out, "--", *args.names]
 
 
@@ -60,6 +60,18 @@ def hosts_named(cat: Catalog, names: list[str], flag: str = "--host") -> list[Ho
         if names.count(name) > 1:
             raise HotloopError(f"--host {name}: named twice")
     return [cat.hosts[n] for n in names]
+
+
+def calibration_sessions(cat: Catalog, args: argparse.Namespace, where: Path
+                         ) -> list[RemoteSession]:
+    """`calibrate PLAN --host NAME`: the K A/A sessions, one after the other, there; their
+    result files here, in `where` (their headers name that machine, so the noise profile is
+    that machine's, as compare looks it up for results from it)."""
+    host, = hosts_named(cat, [args.host])
+    argv = forwarded(args)
+    return [RemoteSession(host, argv, where / f"session-{i:02d}.jsonl",
+                          variant=f"session {i}", on_exists="refuse")
+            for i in range(1, args.sessions + 1)]
 
 
 def run_on_hosts(cat: Catalog, args: argparse.Namespace) -> int:

@@ -210,6 +210,9 @@ def parser() -> argparse.ArgumentParser:
     cal.add_argument("--gap", type=float, default=0.0, metavar="S",
                      help="seconds between sessions")
     cal.add_argument("--list", action="store_true", help="list the stored noise profiles")
+    _complete(cal.add_argument("--host", metavar="NAME",
+                               help="calibrate that machine over SSH (a [host.NAME])"),
+              _names("host"))
     _plan_options(cal)
 
     lst = sub.add_parser("list", help="list workloads, CPU and kernel profiles, plans")
