@@ -5,8 +5,8 @@ its size (rows, the width of the symbol column) and so laid the whole screen out
 two or three times per window (the table, then its scrollbar), on the event loop.  Here
 the symbol column has a fixed width (what the panel has room for) and a window with as
 many rows as the last only updates the cells that changed: a repaint of this panel, no
-layout.  Only a change in the number of rows (the message before the first window, a
-window with fewer symbols) still lays out.
+layout.  The table always has TOP rows (blank ones after the last symbol), so that holds
+for a message and for a window with fewer symbols too.
 """
 from __future__ import annotations
 
@@ -90,8 +90,11 @@ class SymbolsTable(DataTable):
         self._fill(rows)
 
     def _fill(self, rows: list[tuple[Cell, Cell, Cell]]) -> None:
-        """Show `rows`: in place when there are as many as now (only the changed cells,
-        the table's size unchanged: no layout), else cleared and added."""
+        """Show `rows`, padded with blank ones to TOP: the table always has as many rows
+        (and so its scrollbar, where the panel is shorter), so a window, a message or the
+        first window after one updates cells in place: a repaint, never a layout (which
+        `r` and the first window paid twice, 30-200 ms each on a busy machine)."""
+        rows = rows + [("", "", "")] * (TOP - len(rows))
         if self.row_count != len(rows) or len(self.columns) != 3:
             self.clear()
             for row in rows:
