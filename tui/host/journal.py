@@ -246,11 +246,32 @@ def finish_journal(path: Path, header: dict[str, Any], left: list[Any]) -> None:
         remove_journal(path)
 
 
+EARLIER_BOOT = "earlier-boot"
+
+
+def _earlier_boot(path: Path, header: Mapping[str, Any], entries: int) -> str:
+    """A journal a hotloop of an earlier boot left: what it changed (sysctls, cpufreq) went
+    back to its boot value with the reboot, and writing its originals now would undo what
+    this boot set (sysctl.conf, a tuned profile, the user).  Set aside, never restored."""
+    aside = _aside(path, EARLIER_BOOT)
+    try:
+        os.replace(path, aside)
+    except OSError as e:
+        return (f"restore journal {path} is from an earlier boot and was not restored, but "
+                f"cannot be moved aside ({e.strerror}): remove it by hand")
+    pid = _pid(header)
+    return (f"restore journal of {f'pid {pid}' if pid else 'a hotloop'} from an earlier boot "
+            f"not restored ({entries} setting{'' if entries == 1 else 's'}: the reboot reset "
+            f"them, and its originals would undo what this boot set); kept in {aside}")
+
+
 def left_behind() -> set[Path]:
-    """The journal and the copies set aside beside it: what a restore has not put back."""
+    """The journal and the copies set aside beside it for a look by hand: what a restore has
+    not put back (not a journal of an earlier boot: its settings went with that boot)."""
     path = journal_path()
     try:
-        return {p for p in path.parent.iterdir() if p.name.startswith(path.name)}
+        return {p for p in path.parent.iterdir() if p.name.startswith(path.name)
+                and not p.name.startswith(f"{path.name}.{EARLIER_BOOT}-")}
     except OSError:
         return set()
 
@@ -293,6 +314,9 @@ def recover(force: bool = False) -> list[str]:
                 aside = path
             return [f"restore journal {path} unreadable ({e}); moved to {aside}: "
                     f"check its values by hand"]
+        then, now = header.get("boot_id"), boot_id()
+        if isinstance(then, str) and then and now and then != now:
+            return [_earlier_boot(path, header, len(entries) + len(bad))]
         msgs: list[str] = []
         kept: list[Any] = []
         if bad:
