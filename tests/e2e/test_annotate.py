@@ -201,6 +201,11 @@ def test_a_binary_rebuilt_since_the_run_is_refused(kept, tmp_path):
     assert "the kernel running now is not the one the run sampled (build id " \
            f"{recorded['[kernel.kallsyms]']}, then {'cd' * 20})" in line
     assert "--vmlinux of that build" in line
+    # --top goes on past a symbol it cannot annotate, and says why in one line
+    top = hotloop("annotate", str(copy), "--top", "5", "--format", "json")
+    assert top.returncode == 0, top.stderr
+    assert "hl_run" not in {d["symbol"] for d in json.loads(top.stdout)}
+    assert any(f"{module} has changed since the run" in ln for ln in top.stderr.splitlines())
     # a file without build ids (written before they were kept) annotates as before
     _forge_build_ids(kept, tmp_path / "old.jsonl", lambda ids: {})
     assert hotloop("annotate", str(tmp_path / "old.jsonl"), "hl_run").returncode == 0

@@ -14,6 +14,7 @@ from hotloop.perf.buildid import (
     kernel_build_id,
     mapped_files,
     notes_build_id,
+    read_ids,
 )
 from hotloop.render import annotation
 
@@ -109,6 +110,8 @@ def test_build_ids_are_read_from_elf_notes_and_kernel_notes(tmp_path):
     for name in "bcdef":
         assert file_build_id(tmp_path / f"{name}.so") is None, name
     assert file_build_id(tmp_path / "gone.so") is None
+    os.mkfifo(tmp_path / "fifo.so")                         # never blocks on one
+    assert file_build_id(tmp_path / "fifo.so") is None
     assert file_build_id("/proc/self/exe")                  # this Python's, a real one
     kernel = kernel_build_id()
     assert kernel is None or len(kernel) >= 16
@@ -119,7 +122,7 @@ def test_a_runs_build_ids_map_perfs_names_to_the_files_mapped():
     python = os.path.realpath("/proc/self/exe")
     assert python in mapped
     ids = build_ids(["[kernel.kallsyms]", os.path.basename(python), "[vdso]", "[unknown]",
-                     "not-mapped.so"], mapped)
+                     "not-mapped.so"], read_ids(mapped))
     assert ids[os.path.basename(python)] == file_build_id(python)
     assert set(ids) <= {"[kernel.kallsyms]", os.path.basename(python)}
     assert mapped_files(2**22 + 12345) == set()             # no such process: none
@@ -132,3 +135,13 @@ def test_a_result_line_with_a_forged_build_id_is_refused():
     for bad in ("93ac\n61ec", "", "zz", 12, "a" * 130):
         with pytest.raises(ValueError, match="build_ids: libc.so.6: "):
             ev.from_json({**line, "build_ids": {"libc.so.6": bad}})
+
+
+def test_a_kernel_modules_build_is_checked_as_a_module_not_as_a_file():
+    """perf names a module's DSO "[nf_tables]": its build id is the loaded module's."""
+    from hotloop.errors import HotloopError
+    from hotloop.perf.annotate import _check_build
+    with pytest.raises(HotloopError, match=r"kernel module no_such_mod is not the one the run "
+                                           r"sampled \(build id none: not loaded, then ab"):
+        _check_build("[no_such_mod]", {"[no_such_mod]": "ab" * 20}, None)
+    _check_build("[no_such_mod]", {}, None)                 # nothing recorded: nothing to say

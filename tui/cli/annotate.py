@@ -116,14 +116,19 @@ def cmd_annotate(args: argparse.Namespace) -> int:
     kept = perf_files(res)
     done: list[Annotation] = []
     missing: list[str] = []
+    skipped: list[str] = []
     for symbol in hottest(res)[:args.top]:
         try:
             done.append(_annotate(res, kept, symbol, vmlinux))
         except KernelCodeMissing:
             missing.append(symbol)
+        except HotloopError as e:       # an address perf cannot name, a rebuilt binary:
+            print(f"hotloop: {visible(str(e))}", file=sys.stderr)   # the others go on
+            skipped.append(symbol)
     if missing:
         print(f"hotloop: kernel symbols not annotated ({visible(', '.join(missing))}): "
               f"{NO_KERNEL_CODE}", file=sys.stderr)
+    missing += skipped
     if not done:
         raise HotloopError(f"none of the {args.top} hottest symbols could be annotated "
                            f"({', '.join(missing)})")

@@ -12,6 +12,7 @@ build (`--vmlinux`); without it, one line with the fixes.
 from __future__ import annotations
 
 import bisect
+import contextlib
 import difflib
 import gzip
 import itertools
@@ -22,6 +23,7 @@ import shutil
 import subprocess
 import tempfile
 from collections import Counter
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,7 +32,7 @@ from hotloop.errors import HotloopError
 from hotloop.events import HotSymbol
 from hotloop.host.doctor import Capability
 from hotloop.host.procs import child_setup
-from hotloop.perf.buildid import KERNEL_DSO, file_build_id, kernel_build_id
+from hotloop.perf.buildid import KERNEL_DSO, file_build_id, kernel_build_id, module_build_id
 from hotloop.perf.probe import PERF_MISSING, find_perf
 
 ANNOTATE_TIMEOUT_S = 120.0
@@ -129,9 +131,10 @@ class KernelCodeMissing(HotloopError):
 @dataclass
 class _Counts:
     """One perf.data file's samples of the symbol: {(DSO path, offset in it): samples}, and
-    the DSOs seen without a symbol name (a binary perf could not read)."""
+    every DSO its samples fell in (to say which binary is gone or rebuilt when none is the
+    symbol's)."""
     hits: Counter[tuple[str, int]] = field(default_factory=Counter)
-    unnamed: set[str] = field(default_factory=set)
+    seen: set[str] = field(default_factory=set)
 
 
 class _Perf:
@@ -146,17 +149,23 @@ class _Perf:
         # the CPUs the workload leaves free (none free: all of them, at idle priority)
         self.cpus = set(os.sched_getaffinity(0)) - background if background else None
 
-    def plain(self, data: Path) -> Path:
-        """The file perf reads: a kept one is gzipped once the run is over."""
+    @contextlib.contextmanager
+    def plain(self, data: Path) -> Iterator[Path]:
+        """The file perf reads: a kept one is gzipped once the run is over, and is unpacked
+        for as long as perf reads it (all of a run's at once could be gigabytes)."""
         if data.suffix != ".gz":
-            return data
+            yield data
+            return
         plain = Path(self.tmp) / f"{next(self._names)}-{data.stem}"
         try:
-            with gzip.open(data, "rb") as src, open(plain, "wb") as dst:
-                shutil.copyfileobj(src, dst)
-        except (OSError, EOFError, gzip.BadGzipFile) as e:
-            raise HotloopError(f"{data}: cannot decompress: {e}") from None
-        return plain
+            try:
+                with gzip.open(data, "rb") as src, open(plain, "wb") as dst:
+                    shutil.copyfileobj(src, dst)
+            except (OSError, EOFError, gzip.BadGzipFile) as e:
+                raise HotloopError(f"{data}: cannot decompress: {e}") from None
+            yield plain
+        finally:
+            plain.unlink(missing_ok=True)
 
     def run(self, argv: list[str], data: Path) -> subprocess.CompletedProcess[str]:
         if self.vmlinux:
@@ -169,33 +178,38 @@ class _Perf:
         except subprocess.TimeoutExpired:
             raise HotloopError(f"{data}: perf {argv[0]} took over "
                                f"{ANNOTATE_TIMEOUT_S:g} s") from None
+        except OSError as e:            # no fork, no memory: one line, never a traceback
+            raise HotloopError(f"{data}: cannot start perf {argv[0]}: "
+                               f"{e.strerror or e}") from None
 
-    def count(self, data: Path, symbol: str, kernel: bool | None) -> tuple[Path, _Counts]:
+    def count(self, data: Path, symbol: str, kernel: bool | None) -> _Counts:
         """The samples of `symbol` in one file, by address.  A user-space symbol is counted
         without the kernel's symbol table (/proc/kallsyms: most of perf's time per file)."""
-        plain = self.plain(data)
-        argv = ["script", "-i", str(plain), "-F", "ip,sym,symoff,dso", "-G"]
+        argv = ["script", "-F", "ip,sym,symoff,dso", "-G"]
         if kernel is False:
             argv += ["--kallsyms", os.devnull]
-        done = self.run(argv, data)
+        with self.plain(data) as plain:
+            done = self.run([*argv, "-i", str(plain)], data)
         counts = _Counts()
         for line in done.stdout.splitlines():
-            if (m := _SAMPLE.match(line)) and m.group(1) == symbol:
-                counts.hits[(m.group(3), int(m.group(2), 16))] += 1
+            if m := _SAMPLE.match(line):
+                counts.seen.add(m.group(3))
+                if m.group(1) == symbol:
+                    counts.hits[(m.group(3), int(m.group(2), 16))] += 1
             elif m := _UNNAMED.match(line):
-                counts.unnamed.add(m.group(1))
+                counts.seen.add(m.group(1))
         if done.returncode != 0 and not counts.hits:
             said = [ln.strip() for ln in done.stderr.splitlines() if ln.strip()]
             raise HotloopError(f"{data}: perf cannot read it: "
                                f"{said[-1] if said else f'exit status {done.returncode}'}")
-        return plain, counts
+        return counts
 
-    def disassemble(self, plain: Path, data: Path, symbol: str, dso: str
-                    ) -> list[Instruction]:
+    def disassemble(self, data: Path, symbol: str, dso: str) -> list[Instruction]:
         """The symbol's instructions (and source lines), by perf annotate of one file that
         has samples of it."""
-        done = self.run(["annotate", "-i", str(plain), "--stdio", "--show-nr-samples",
-                         "-s", symbol, "-d", dso], data)
+        with self.plain(data) as plain:
+            done = self.run(["annotate", "-i", str(plain), "--stdio", "--show-nr-samples",
+                             "-s", symbol, "-d", dso], data)
         said = done.stdout + done.stderr
         if "No vmlinux file" in said or "vmlinux" in said and "ouldn't annotate" in said:
             raise KernelCodeMissing(f"{symbol} is a kernel symbol: {NO_KERNEL_CODE}")
@@ -217,6 +231,13 @@ def _check_build(dso: str, recorded: dict[str, str], vmlinux: str | None) -> Non
     which is not (a rebuilt library, another kernel booted since)."""
     then = recorded.get(_short(dso))
     if not then:
+        return
+    if dso.startswith("[") and dso != KERNEL_DSO:     # a module, [nf_tables]
+        now = module_build_id(dso[1:-1])
+        if now != then:
+            raise HotloopError(f"kernel module {dso[1:-1]} is not the one the run sampled "
+                               f"(build id {now or 'none: not loaded'}, then {then}): annotate "
+                               f"on the machine and boot that ran it")
         return
     if dso == KERNEL_DSO:
         now = file_build_id(vmlinux) if vmlinux else kernel_build_id()
@@ -258,39 +279,41 @@ def annotate(files: list[Path], symbol: str, vmlinux: str | None = None, *, dso:
         with ThreadPoolExecutor(PARALLEL) as pool:
             counted = list(pool.map(lambda f: runner.count(f, symbol, kernel), files))
         by_dso: Counter[str] = Counter()
-        for _, c in counted:
+        for c in counted:
             for (path, _), n in c.hits.items():
-                by_dso[path] += n
-        if dso:                         # the one the run's hot symbols name, where it is
-            named = [p for p in by_dso if _short(p) == dso]
-            by_dso = Counter({p: by_dso[p] for p in named}) if named else by_dso
+                if not dso or _short(path) == dso:  # the DSO the run's hot symbols name
+                    by_dso[path] += n
         if not by_dso:
-            # its binary may be gone or rebuilt: perf then cannot name the symbol
-            for path in sorted({p for _, c in counted for p in c.unnamed
+            # its binary may be gone or rebuilt (perf then names no symbol, or others there)
+            for path in sorted({p for c in counted for p in c.seen
                                 if dso and _short(p) == dso}):
-                if not os.path.exists(path):
+                if not path.startswith("[") and not os.path.exists(path):
                     raise HotloopError(f"{path} is gone, the binary the run sampled {symbol} "
                                        f"in: annotate where the run ran, or rebuild it the "
                                        f"same way")
-                _check_build(path, build_ids or {}, vmlinux)
+                _check_build(path, build_ids or {}, vmlinux)    # rebuilt, another kernel
+                if path == KERNEL_DSO:
+                    raise KernelCodeMissing(f"{symbol}: perf cannot name the kernel's "
+                                            f"samples here (kptr_restrict, or no kernel "
+                                            f"symbols): {KERNEL_FIXES}")
             raise NoSamples(f"no samples of {symbol} in the perf data ({len(files)} files)")
         where = by_dso.most_common(1)[0][0]
         if build_ids:
             _check_build(where, build_ids, vmlinux)
         # the file with the most samples of it: its annotation lists every instruction
         best = max(range(len(files)), key=lambda i: sum(
-            n for (p, _), n in counted[i][1].hits.items() if p == where))
-        insns = runner.disassemble(counted[best][0], files[best], symbol, where)
+            n for (p, _), n in counted[i].hits.items() if p == where))
+        insns = runner.disassemble(files[best], symbol, where)
     starts = [i.offset for i in insns]
     for insn in insns:
         insn.samples = 0
-    for _, c in counted:
+    for c in counted:
         for (path, off), n in c.hits.items():
             if path == where:
                 at = bisect.bisect_right(starts, starts[0] + off) - 1
                 insns[max(at, 0)].samples += n
     return Annotation(symbol, _short(where), insns,
-                      files=sum(1 for _, c in counted if any(p == where for p, _ in c.hits)))
+                      files=sum(1 for c in counted if any(p == where for p, _ in c.hits)))
 
 
 def nothing_to_annotate(hot: HotSymbol) -> str:

@@ -2,16 +2,18 @@
 
 perf records with -B -N (a build-id pass at every window rotation would cost CPU mid-run),
 so its files name binaries by path only, and perf annotate disassembles whatever is at
-that path today.  The session reads the build ids itself instead, once, from the ELF notes
-of the files its worker mapped (/proc/PID/maps) and the kernel's (/sys/kernel/notes), and
-keeps them with the run's hot symbols; `hotloop annotate` compares them with today's.
+that path today.  The session reads the build ids itself instead: from the ELF notes of
+the files its worker mapped (/proc/PID/maps, as soon as it is set up) and the kernel's
+(/sys/kernel/notes), and keeps them with the run's hot symbols; `hotloop annotate`
+compares them with today's.
 """
 from __future__ import annotations
 
 import contextlib
 import os
+import stat
 import struct
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 KERNEL_DSO = "[kernel.kallsyms]"
 NT_GNU_BUILD_ID = 3
@@ -41,7 +43,10 @@ def file_build_id(path: str | os.PathLike[str]) -> str | None:
     """The build id of an ELF file, from its PT_NOTE segments; None when it has none, is
     not ELF, or cannot be read (gone, no permission)."""
     try:
-        with open(path, "rb") as f:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)     # a FIFO would block: not ELF
+        with open(fd, "rb") as f:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return None
             ident = f.read(64)
             if len(ident) < 52 or ident[:4] != b"\x7fELF" or ident[4] not in (1, 2) \
                     or ident[5] not in (1, 2):
@@ -109,12 +114,19 @@ def mapped_files(pid: int) -> set[str]:
     return out
 
 
-def build_ids(dsos: Iterable[str], mapped: Iterable[str]) -> dict[str, str]:
+def read_ids(paths: Iterable[str]) -> dict[str, str]:
+    """{path: build id} of the files that have one, read while the worker maps them (a
+    library upgraded later in the run is not what it ran)."""
+    return {p: found for p in sorted(paths) if (found := file_build_id(p))}
+
+
+def build_ids(dsos: Iterable[str], mapped: Mapping[str, str]) -> dict[str, str]:
     """{DSO as perf report names it: build id} for those whose build is known: the kernel,
-    its modules, and the files the worker mapped (perf names those by their base name)."""
+    its modules, and the files the worker mapped ({path: build id}; perf names those by
+    their base name)."""
     by_name: dict[str, str] = {}
     for path in sorted(mapped):
-        by_name.setdefault(os.path.basename(path), path)
+        by_name.setdefault(os.path.basename(path), mapped[path])
     out: dict[str, str] = {}
     for dso in dict.fromkeys(dsos):
         if dso == KERNEL_DSO:
@@ -122,7 +134,7 @@ def build_ids(dsos: Iterable[str], mapped: Iterable[str]) -> dict[str, str]:
         elif dso.startswith("[") and dso.endswith("]"):
             found = module_build_id(dso[1:-1])      # [vdso], [unknown]: no such module
         else:
-            found = file_build_id(by_name[dso]) if dso in by_name else None
+            found = by_name.get(dso)
         if found:
             out[dso] = found
     return out

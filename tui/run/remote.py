@@ -284,8 +284,10 @@ class RemoteSession:
         """The remote's events, each written here first.  Before its header, a failure is a
         HotloopError (ssh's words or the remote's: nothing ran, no file here); after it, the
         stream ends with Finished or Failed like a local one's."""
-        # the file here first: one that cannot be written stops the run before it starts
-        # there; it is removed again if nothing comes (HotloopError if it cannot be made)
+        await asyncio.to_thread(source_digest)     # compared with the header's: read once,
+        # off the event loop.  The file here first: one that cannot be written stops the run
+        # before it starts there; it is removed again if nothing comes (HotloopError if it
+        # cannot be made)
         writer = Writer(self.result_file, self.on_exists)
         self.result_file = writer.path
         try:

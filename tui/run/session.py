@@ -31,7 +31,7 @@ from hotloop.host.changes import (
 from hotloop.host.facts import kernel_facts
 from hotloop.host.sysfs import SystemSettingError
 from hotloop.paths import source_digest
-from hotloop.perf.buildid import build_ids, mapped_files
+from hotloop.perf.buildid import build_ids, mapped_files, read_ids
 from hotloop.perf.probe import find_perf, recording_warnings
 from hotloop.perf.recorder import PerfRecorder, PerfResult, merge
 from hotloop.results import Writer
@@ -75,7 +75,7 @@ class Session:
         self._perf_results: list[PerfResult] = []
         self._windows = 0                # perf windows of earlier workers, to number on
         self._perf_said: set[str] = set()
-        self._mapped: set[str] = set()   # the files the workers mapped executable
+        self._mapped: dict[str, str] = {}   # {path: build id} of what the workers mapped
         self._tearing_down = False       # the worker is past its last run
         self._worker: WorkerProcess | None = None
         self._stopping = False
@@ -479,8 +479,10 @@ class Session:
                     case protocol.Ready():
                         self.pids = [msg.pid, *msg.pids]
                         self.comm = msg.comm
-                        for pid in self.pids:   # set up: the binaries its samples are in
-                            self._mapped |= mapped_files(pid)
+                        # set up: the binaries its samples will be in, as they are now
+                        mapped = {p for pid in self.pids for p in mapped_files(pid)}
+                        self._mapped.update(await asyncio.to_thread(
+                            read_ids, mapped - self._mapped.keys()))
                         if rp.plan.perf:
                             rec = self._start_perf(inbox)
                             await rec.start()   # False: no perf here; a warning says why
