@@ -21,6 +21,7 @@ import pytest
 from conftest import POLL, ROOT, hotloop, needs_root_sysctl
 
 from hotloop import __version__, results
+from hotloop.cli.parser import version_line
 from hotloop.console.app import HotloopApp
 from hotloop.console.widgets.params import HERE
 from hotloop.run.remote import STOP_WAIT_S
@@ -459,7 +460,7 @@ def test_host_setup_installs_this_version_there_and_runs_use_it(tmp_path, hosts,
     venv = Path(os.environ["XDG_CACHE_HOME"]) / "hotloop" / "venv"
     done = hotloop("host", "setup", "fresh", "--profiles", str(hosts), timeout=900)
     assert done.returncode == 0, done.stderr
-    assert done.stdout == (f"fresh: hotloop {__version__} installed in {venv}; "
+    assert done.stdout == (f"fresh: {version_line()} installed in {venv}; "
                            f"`hotloop host check fresh` tells what it allows\n")
     checked = hotloop("host", "check", "fresh", "--profiles", str(hosts))
     assert checked.returncode == 0, checked.stderr
