@@ -271,7 +271,6 @@ def test_the_heap_at_start_is_kept_out_of_every_collection(isolated: Path) -> No
         app = HotloopApp()
         async with app.run_test(size=SIZE) as pilot:
             await wait_for(pilot, lambda: gc.get_freeze_count() > 10_000, 10, "a frozen heap")
-            assert not gc.garbage
     run(go())
     assert gc.get_freeze_count() == 0
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import json
 import math
 import sys
@@ -120,25 +119,29 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
                         for i in range(1, args.sessions + 1)]
     _warn_skipped(cat)
     watch = calibrate.Stopwatch()
-    unit = {"": ""}                     # the workload's, from the first header
+    unit = ""                           # the workload's, from the first header (a remote
+                                        # plan is known once it starts)
 
     def observe(variant: str, event: ev.Event | None) -> None:
+        nonlocal unit
         watch.see(variant, event)
         if isinstance(event, ev.Started):
-            unit[""] = Header.of(event.header).workload.unit
+            unit = Header.of(event.header).workload.unit
         if isinstance(event, ev.Finished) and event.summary:
             s = event.summary
             print(f"{variant}/{args.sessions}: {s.get('n')} runs, median "
-                  f"{si(s.get('median', 0), unit[''])}, CV {100 * s.get('cv', 0):.2f}%",
+                  f"{si(s.get('median', 0), unit)}, CV {100 * s.get('cv', 0):.2f}%",
                   file=sys.stderr)
     try:
         last = asyncio.run(_run_sessions(sessions_run, "text", False, args.gap, observe))
     except (KeyboardInterrupt, asyncio.CancelledError):
         print(f"hotloop: interrupted; the sessions so far are in {where}", file=sys.stderr)
         return interrupted_status()
-    except HotloopError:
-        with contextlib.suppress(OSError):
+    except HotloopError as e:
+        try:
             where.rmdir()               # nothing ran (a host out of reach): nothing kept
+        except OSError:                 # some sessions did: say where they are
+            e.args = (f"{e} (the sessions so far are in {where})",)
         raise
     failed = [e for e in last.values() if isinstance(e, ev.Failed)]
     if failed:

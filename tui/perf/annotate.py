@@ -274,6 +274,16 @@ def annotate(files: list[Path], symbol: str, vmlinux: str | None = None, *, dso:
     perf = find_perf()
     if perf is None:
         raise HotloopError(PERF_MISSING)
+    try:
+        return _annotate(perf, files, symbol, vmlinux, dso, kernel, build_ids, background)
+    except OSError as e:                # no room in $TMPDIR, a file unreadable: one line
+        raise HotloopError(f"annotate {symbol}: {e.strerror or e}"
+                           + (f": {e.filename}" if e.filename else "")) from None
+
+
+def _annotate(perf: str, files: list[Path], symbol: str, vmlinux: str | None, dso: str,
+              kernel: bool | None, build_ids: dict[str, str] | None,
+              background: set[int] | None) -> Annotation:
     with tempfile.TemporaryDirectory(prefix="hotloop-annotate-") as tmp:
         runner = _Perf(perf, tmp, vmlinux, background)
         with ThreadPoolExecutor(PARALLEL) as pool:

@@ -2,8 +2,8 @@
 
 perf runs in a thread, off the event loop, on the run's kept perf data: the latest window
 while the run goes on (at idle priority, off the workload's CPUs), the whole run once it
-has ended.  Whatever stops it (a kernel
-symbol without the kernel's code, perf data that is not here) is the panel's one line.
+has ended.  Whatever stops it (a kernel symbol without the kernel's code, perf data that
+is not here) is the panel's one line.
 """
 from __future__ import annotations
 
@@ -79,7 +79,7 @@ class AnnotationScreen(Screen[None]):
                                    "about a second of the first run")
             result = annotate(files, self.symbol, dso=self.hot.dso, kernel=self.hot.kernel,
                               build_ids=self.build_ids, background=self.background)
-        except HotloopError as e:
+        except (HotloopError, OSError) as e:   # the panel's one line, never "perf…" for good
             self.app.call_from_thread(self._show, visible(str(e)))
             return
         self.app.call_from_thread(self._loaded, result)
