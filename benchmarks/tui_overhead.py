@@ -219,7 +219,7 @@ async def stall_once(rp: catalog.ResolvedPlan, out: Path, size: tuple[int, int])
         def on_screen() -> bool:         # "runs 1/20  running", and the histogram drew it
             shown = re.match(r"runs (\d+)/", str(runs.render()))
             return app.live is not None and app.live.n >= 1 and bool(shown) \
-                and int(shown.group(1)) >= 1 and getattr(hist, "drawn_n", 0) >= 1
+                and int(shown.group(1)) >= 1 and hist.shown_n >= 1
         while not on_screen():
             if time.perf_counter() - t > 300:
                 raise RuntimeError("no run on screen after 300 s")
@@ -237,20 +237,10 @@ async def stall_once(rp: catalog.ResolvedPlan, out: Path, size: tuple[int, int])
             "measured": measured}
 
 
-def _counting_draw(draw):
-    """HistogramPlot.draw that notes how many runs it drew (the stall window's end)."""
-    def counted(self, plt, live):
-        self.drawn_n = live.n if live is not None else 0
-        return draw(self, plt, live)
-    return counted
-
-
 async def stall(args: argparse.Namespace, out: Path) -> None:
     unit = "B/s"
     rows = []
-    draw = HistogramPlot.draw
     console_app.LiveRun = PinnedLive          # type: ignore[misc]  # the app's model, rescaled
-    HistogramPlot.draw = _counting_draw(draw)   # type: ignore[method-assign]
     try:
         for size in ((100, 30), (120, 36)):
             for perf in (False, True):
@@ -264,7 +254,6 @@ async def stall(args: argparse.Namespace, out: Path) -> None:
                           f"{trial + 1}: stall {r['late'] * 1e3:.0f} ms", flush=True)
     finally:
         console_app.LiveRun = LiveRun          # type: ignore[misc]
-        HistogramPlot.draw = draw               # type: ignore[method-assign]
     print(f"\nstall: `r` to run 1 on screen, seqpacket msgs={args.stall_msgs}, run 1 shown "
           f"as {si(PinnedLive.FIRST, unit)}; heartbeat every 5 ms on the app's loop")
     print(f"{'size':<8}{'perf':<6}{'trial':>6}{'run 1 measured':>16}{'r to shown':>12}"

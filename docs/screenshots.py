@@ -16,6 +16,7 @@ from pathlib import Path
 
 from hotloop.console.app import HotloopApp
 from hotloop.console.screens.compare import CompareScreen
+from hotloop.console.widgets.plots import DriftPlot, HistogramPlot
 
 DOCS = Path(__file__).resolve().parent
 SIZE = (120, 36)
@@ -36,7 +37,9 @@ async def live(results: Path) -> None:
         await until(pilot, lambda: app.form.base is not None, 30, "the quick plan")
         await pilot.press("r")
         await until(pilot, lambda: app.live is not None and not app.running, 300, "the run")
-        await pilot.pause(1.5)                  # the charts' last redraw
+        await pilot.pause(1.5)                  # the charts' last redraw, built in threads
+        charts = [app.query_one(HistogramPlot), app.query_one(DriftPlot)]
+        await until(pilot, lambda: all(c.settled for c in charts), 30, "the charts")
         app.save_screenshot(str(DOCS / "screenshot.svg"))
 
 

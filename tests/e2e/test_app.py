@@ -588,10 +588,10 @@ def test_histogram_of_one_bucket_draws_bars_within_the_plot(values) -> None:
             lo, hi = rec.calls["xlim"][0]
             assert len(xs) == k and sum(ys) == len(values)
             assert 1 <= (hi - lo) / bar["width"] <= 1.25 * k + 1e-9   # bars in the plot
-            # then the real render (bounded by the check above; one plotext figure per
-            # widget, so not in a thread, where it would race the widget's own renders)
+            # then the real figure, built in the plot's thread (bounded by the check above)
             plot.show(live)
-            await pilot.pause()
+            await wait_for(pilot, lambda: plot.settled, 10, "the figure built")
+            assert plot.shown_n == len(values)
             text = str(plot.render())
             rows = text.splitlines()
             assert sum("█" in row for row in rows) >= 5, text          # the bars are drawn
@@ -600,6 +600,59 @@ def test_histogram_of_one_bucket_draws_bars_within_the_plot(values) -> None:
             edges = [float(t) for t in ticks]                            # the real edges
             assert edges[0] <= min(values) / 1e6 < edges[1], text
             assert edges[-1] > max(values) / 1e6, text
+    run(go())
+
+
+class _InfBar(HistogramPlot):
+    """A chart plotext cannot build (an infinite bar fails in build(), not in bar())."""
+
+    def draw(self, plt, live) -> None:
+        plt.bar([0, 1], [float("inf"), 1])
+
+
+def test_charts_build_off_the_event_loop() -> None:
+    """plotext builds each figure in a thread (20-60 ms a chart, more while perf starts; on
+    the loop it froze the clock and the keys as run 1 arrived): `show` returns before the
+    figure exists, and however many shows come during a build, the chart ends on the last.
+    A chart with nothing to plot says so without plotext; one plotext fails on says why."""
+    from textual.app import App
+
+    from hotloop.console.live import LiveRun
+
+    class Charts(App[None]):
+        def compose(self):
+            yield HistogramPlot(id="histogram")
+            yield _InfBar(id="broken")
+
+    async def go() -> None:
+        app = Charts()
+        async with app.run_test(size=(80, 30)) as pilot:
+            hist, broken = app.query_one("#histogram", HistogramPlot), app.query_one(_InfBar)
+            await wait_for(pilot, lambda: hist.settled, 10, "the first figure")
+            assert "press r to run" in str(hist.render()) and hist.cost == 0.0
+            live = LiveRun("p", 50, 0, "B/s")
+            hist.show(live)                         # no run yet: the message, at once
+            assert hist.settled and "waiting for the first run…" in str(hist.render())
+            for i in range(30):
+                live.add(1e6 + i * 1e3)
+                hist.show(live)
+                if i == 0:                          # the build has not run in show()
+                    assert not hist.settled and hist.shown_n == 0
+            await wait_for(pilot, lambda: hist.settled, 20, "the last figure")
+            assert hist.shown_n == 30 and hist.cost > 0
+            text = str(hist.render())
+            assert "█" in text and "MB/s  (n=30)" in text, text
+
+            before = hist.render()
+            app.theme = "textual-light" if app.theme != "textual-light" else "textual-dark"
+            await wait_for(pilot, lambda: hist.settled and hist.render() is not before, 20,
+                           "the figure in the new theme's colours")
+            assert hist.render().spans != before.spans and str(hist.render()) == text
+
+            broken.show(live)
+            await wait_for(pilot, lambda: broken.settled, 10, "the failed build")
+            assert str(broken.render()).startswith("chart failed: "), str(broken.render())
+            assert app.is_running                   # the console goes on
     run(go())
 
 

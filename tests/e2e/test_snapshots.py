@@ -19,9 +19,17 @@ from hotloop import results
 from hotloop.console.app import HotloopApp
 from hotloop.console.live import LiveRun
 from hotloop.console.messages import SymbolsArrived
+from hotloop.console.widgets.plots import DriftPlot, HistogramPlot
 
 DATA = Path(__file__).resolve().parent / "data"
 SIZES = [(80, 24), (120, 36)]
+
+
+async def charts_built(pilot, app: HotloopApp) -> None:
+    """The charts build in threads: wait until those on screen show the last figure."""
+    plots = [app.query_one(HistogramPlot), app.query_one(DriftPlot)]
+    await wait_for(pilot, lambda: all(p.settled for p in plots), 10, "the charts built")
+    await pilot.pause()
 
 
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
@@ -30,6 +38,7 @@ def test_the_setup_view(snap_compare, size):
 
     async def loaded(pilot):
         await wait_for(pilot, lambda: app.form.base is not None, 10, "a plan loaded")
+        await charts_built(pilot, app)
 
     assert snap_compare(app, terminal_size=size, run_before=loaded)
 
@@ -73,7 +82,7 @@ async def replay(pilot, app: HotloopApp, path: Path) -> None:
     app._redraw(plots=True)
     app._status()
     await pilot.pause()
-    await pilot.pause()
+    await charts_built(pilot, app)
 
 
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")

@@ -4,6 +4,9 @@ from __future__ import annotations
 import math
 import time
 
+from plotext._dict import themes as plotext_themes
+from rich.text import Text
+from textual.worker import Worker, WorkerState
 from textual_plotext import PlotextPlot
 
 from hotloop.console.live import LiveRun
@@ -20,7 +23,13 @@ def _label(x: float) -> str:
 
 
 class _LivePlot(PlotextPlot):
-    """A plot of a LiveRun, redrawn on demand (`show`), never from a timer of its own."""
+    """A plot of a LiveRun, redrawn on demand (`show`), never from a timer of its own.
+
+    The figure is set up on the event loop (cheap: the LiveRun is read there, where it
+    changes) and plotext builds it in a thread: 20-60 ms a chart on an idle CPU, and two or
+    three times that while the workload and perf start on a 2-CPU machine, which on the
+    loop froze the clock and the keys as run 1 arrived.  One build at a time per chart
+    (its plotext figure is not shared); a `show` meanwhile is built after it."""
 
     DEFAULT_CSS = """
     _LivePlot { height: 1fr; min-height: 5; }
@@ -29,34 +38,85 @@ class _LivePlot(PlotextPlot):
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
         self.live: LiveRun | None = None
-        self.cost = 0.0                 # seconds the last render took (plotext is not free)
+        self.cost = 0.0                 # seconds the last build took (plotext is not free)
+        self.shown_n = -1               # runs in the figure on screen (-1: none built yet)
+        self._text = Text()
+        self._building = False
+        self._due = True                # a figure waits to be built
+
+    @property
+    def settled(self) -> bool:
+        """The figure on screen is the last one asked for (a hidden chart waits to be shown)."""
+        return not self._building and not (self._due and self.is_on_screen)
 
     def show(self, live: LiveRun | None) -> None:
         self.live = live
-        self.refresh()
+        self._due = True
+        self._build()
 
-    def on_resize(self) -> None:
-        self.refresh()
+    def on_mount(self) -> None:         # PlotextPlot's own only repaints the old figure
+        self.app.theme_changed_signal.subscribe(self, lambda _theme: self.show(self.live))
 
-    def render(self):
+    def on_resize(self) -> None:        # also how a chart shown again hears of it
+        self._due = True
+        self._build()
+
+    def render(self) -> Text:
+        return self._text
+
+    def _build(self) -> None:
+        size = self.size
+        if self._building or not self.is_on_screen or size.width < 1 or size.height < 1:
+            return                      # built when the running one ends, or when shown
+        self._due = False
+        live = self.live
+        n = live.n if live is not None else 0
+        message = self.empty(live)
+        if message is not None:         # nothing to plot: the message alone, no plotext
+            row, col = (size.height - 1) // 2, max(0, (size.width - len(message)) // 2)
+            self._text = Text("\n" * row + " " * col + message)
+            self.cost, self.shown_n = 0.0, n
+            self.refresh()
+            return
+        assert live is not None         # every chart has its message for no run
+        self._building = True
         start = time.perf_counter()
         plt = self.plt
         plt.clear_figure()
         plt.frame(False)
-        self.draw(plt, self.live)
-        out = super().render()
-        self.cost = time.perf_counter() - start
-        return out
+        self.draw(plt, live)
+        plt.plotsize(size.width, size.height)
+        plt._set_size(size.width, size.height)      # as PlotextPlot.render does
+        theme = self._get_plotext_theme_name(self.app.theme)
+        if theme not in plotext_themes:
+            self._register_theme(self.app.theme)
+        plt.theme(theme)
 
-    def draw(self, plt, live: LiveRun | None) -> None:  # pragma: no cover - abstract
+        def build() -> tuple[Text, float, int]:
+            return Text.from_ansi(plt.build()), time.perf_counter() - start, n
+        self.run_worker(build, thread=True, group="plot", exit_on_error=False)
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if event.worker.group != "plot" or not event.worker.is_finished:
+            return
+        event.stop()
+        self._building = False
+        built = event.worker.result
+        if event.state == WorkerState.SUCCESS and built is not None:
+            self._text, self.cost, self.shown_n = built
+            self.refresh()
+        elif event.state == WorkerState.ERROR:      # plotext's own failure: said, not fatal
+            self._text = Text(f"chart failed: {event.worker.error}", style="red")
+            self.refresh()
+        if self._due and event.state != WorkerState.CANCELLED:     # not when shutting down
+            self._build()
+
+    def empty(self, live: LiveRun | None) -> str | None:  # pragma: no cover - abstract
+        """What the chart says instead of a figure, or None when there is one to draw."""
         raise NotImplementedError
 
-    def _empty(self, plt, text: str) -> None:
-        plt.xticks([])
-        plt.yticks([])
-        plt.text(text, 0.5, 0.5, alignment="center")
-        plt.xlim(0, 1)
-        plt.ylim(0, 1)
+    def draw(self, plt, live: LiveRun) -> None:  # pragma: no cover - abstract
+        raise NotImplementedError
 
 
 class HistogramPlot(_LivePlot):
@@ -66,10 +126,12 @@ class HistogramPlot(_LivePlot):
         n = self.live.n if self.live else 0
         return max(4, min(max(4, (self.size.width - 8) // 4), 3 * math.ceil(math.sqrt(n))))
 
-    def draw(self, plt, live: LiveRun | None) -> None:
-        if live is None or not live.n:
-            self._empty(plt, "press r to run" if live is None else "waiting for the first run…")
-            return
+    def empty(self, live: LiveRun | None) -> str | None:
+        if live is None:
+            return "press r to run"
+        return None if live.n else "waiting for the first run…"
+
+    def draw(self, plt, live: LiveRun) -> None:
         buckets = live.histogram(self.buckets_target())
         scale, unit = axis_scale(buckets[-1].high, live.unit)
         width = (buckets[0].high - buckets[0].low) / scale
@@ -102,10 +164,10 @@ class DriftPlot(_LivePlot):
     DriftPlot { height: 7; min-height: 5; }
     """
 
-    def draw(self, plt, live: LiveRun | None) -> None:
-        if live is None or live.n < 2:
-            self._empty(plt, "run by run")
-            return
+    def empty(self, live: LiveRun | None) -> str | None:
+        return "run by run" if live is None or live.n < 2 else None
+
+    def draw(self, plt, live: LiveRun) -> None:
         d = live.drift(max(2, 2 * (self.size.width - 8)))
         s = live.summary()
         assert s is not None
