@@ -1,6 +1,8 @@
-"""`hotloop annotate` on real perf data: the getppid loop of the syscall workload, whose
-user-space code annotates here; kernel symbols need /proc/kcore or a vmlinux, which this
-kind of machine lacks (then the one line with the fixes is what is tested)."""
+"""`hotloop annotate` on real perf data: a loop whose hl_run does its own arithmetic between
+getppid() calls, so its user-space code is sampled every run (the syscall workload's loop is a
+few instructions around the call, which a sample may miss in a whole run); kernel symbols
+need /proc/kcore or a vmlinux, which this kind of machine lacks (then the one line with the
+fixes is what is tested)."""
 from __future__ import annotations
 
 import asyncio
@@ -19,19 +21,76 @@ from conftest import ROOT, hotloop
 from hotloop.perf.annotate import kernel_code
 
 needs_perf = pytest.mark.skipif(shutil.which("perf") is None, reason="perf not installed")
-RUN = ["--runs", "3", "--warmup", "0", "--param", "calls=300000", "--keep-perf"]
+
+SPIN_C = r"""
+#include "hotloop.h"
+#include <stdint.h>
+#include <stdlib.h>
+#include <unistd.h>
+struct st { uint64_t turns, x; };
+void *hl_setup(const struct hl_param *p, int n, const struct hl_env *env, char *err, size_t len)
+{
+    struct st *s = calloc(1, sizeof(*s));
+    (void)env; (void)err; (void)len;
+    s->turns = (uint64_t)hl_param_int(p, n, "turns", 300000);
+    s->x = 1;
+    return s;
+}
+int hl_run(void *state, struct hl_result *res, char *err, size_t len)
+{
+    struct st *s = state;
+    struct hl_clock c;
+    (void)err; (void)len;
+    hl_clock_start(&c);
+    for (uint64_t i = 0; i < s->turns; i++) {
+        for (int k = 0; k < 64; k++)        /* a dependent chain: about 100 ns a turn */
+            s->x = s->x * 6364136223846793005ULL + 1442695040888963407ULL;
+        (void)getppid();
+    }
+    hl_clock_stop(&c, res);
+    res->ops = s->turns;
+    return 0;
+}
+int hl_pids(void *state, int *pids, int max) { (void)state; (void)pids; (void)max; return 0; }
+void hl_teardown(void *state) { free(state); }
+"""
+
+SPIN_TOML = """
+[workload.spin]
+source = "spin.c"
+summary = "arithmetic in hl_run itself, then getppid(), a turn at a time"
+metric = "ns/op"
+higher_is_better = false
+params.turns = { default = 300000, min = 1 }
+"""
+
+RUN = ["--runs", "3", "--warmup", "0", "--keep-perf"]
 
 
 @pytest.fixture(scope="module")
-def kept(tmp_path_factory: pytest.TempPathFactory, cache_home: Path) -> Path:
-    """A syscall run (getppid) with its perf data kept (before the tests' own isolation is
-    set up: a module's fixture comes first, so it brings its own directories)."""
+def spin(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The profiles directory of the spin workload."""
+    d = tmp_path_factory.mktemp("spin")
+    (d / "spin.c").write_text(SPIN_C)
+    (d / "w.toml").write_text(SPIN_TOML)
+    return d
+
+
+def run_spin(spin: Path, out: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return hotloop("run", "spin", "--profiles", str(spin), *args, "--out", str(out))
+
+
+@pytest.fixture(scope="module")
+def kept(tmp_path_factory: pytest.TempPathFactory, cache_home: Path, spin: Path) -> Path:
+    """A spin run with its perf data kept (before the tests' own isolation is set up: a
+    module's fixture comes first, so it brings its own directories)."""
     d = tmp_path_factory.mktemp("annotate")
     env = dict(os.environ, PYTHONPATH=str(ROOT), XDG_CACHE_HOME=str(cache_home),
                XDG_CONFIG_HOME=str(d / "config"), XDG_STATE_HOME=str(d / "state"))
     out = d / "r.jsonl"
-    done = subprocess.run([sys.executable, "-m", "hotloop", "run", "syscall", *RUN, "--out",
-                           str(out)], capture_output=True, text=True, env=env, timeout=300)
+    done = subprocess.run([sys.executable, "-m", "hotloop", "run", "spin", "--profiles",
+                           str(spin), *RUN, "--out", str(out)],
+                          capture_output=True, text=True, env=env, timeout=300)
     assert done.returncode == 0, done.stderr
     return out
 
@@ -41,11 +100,11 @@ def test_the_loops_symbol_annotates_with_its_hottest_instruction_marked(kept):
     done = hotloop("annotate", str(kept), "hl_run", "--format", "json")
     assert done.returncode == 0, done.stderr
     doc = json.loads(done.stdout)
-    assert doc["symbol"] == "hl_run" and doc["dso"].startswith("_hl_syscall_")
+    assert doc["symbol"] == "hl_run" and doc["dso"].startswith("_hl_spin_")
     sampled = [i for i in doc["instructions"] if i["samples"]]
     assert sampled and abs(sum(i["share"] for i in sampled) - 100) < 0.01
     assert doc["samples"] == sum(i["samples"] for i in sampled) and doc["windows"] >= 1
-    # the loop calls getppid: the time in hl_run is on the instructions around that call
+    # the hottest instruction of hl_run is marked
     text = hotloop("annotate", str(kept), "hl_run").stdout.splitlines()
     hottest = max(sampled, key=lambda i: i["samples"])
     marked = [ln for ln in text if ln.endswith("◀")]
@@ -85,9 +144,9 @@ def test_a_kernel_symbol_without_the_kernels_code_is_one_line(kept):
 
 
 @needs_perf
-def test_two_results_side_by_side(kept, tmp_path):
+def test_two_results_side_by_side(kept, spin, tmp_path):
     other = tmp_path / "o.jsonl"
-    done = hotloop("run", "syscall", *RUN, "--out", str(other))
+    done = run_spin(spin, other, *RUN)
     assert done.returncode == 0, done.stderr
     both = hotloop("annotate", str(kept), str(other), "hl_run")
     assert both.returncode == 0, both.stderr
@@ -116,20 +175,19 @@ def test_bad_requests_are_one_line(kept, args, said):
 
 
 @needs_perf
-def test_perf_data_missing_or_corrupt_is_one_line(tmp_path):
+def test_perf_data_missing_or_corrupt_is_one_line(spin, tmp_path):
     out = tmp_path / "x.jsonl"
-    done = hotloop("run", "syscall", "--runs", "2", "--warmup", "0", "--param", "calls=100000",
-                   "--no-keep-perf", "--out", str(out))
+    done = run_spin(spin, out, "--runs", "2", "--warmup", "0", "--no-keep-perf")
     assert done.returncode == 0, done.stderr
     none = hotloop("annotate", str(out), "hl_run")
     assert none.returncode == 2
     assert f"{out}: no perf data kept beside it" in none.stderr and "--no-keep-perf" in \
         none.stderr
     off = tmp_path / "off.jsonl"
-    assert hotloop("run", "syscall", "--runs", "2", "--no-perf", "--out", str(off)).returncode == 0
+    assert run_spin(spin, off, "--runs", "2", "--no-perf").returncode == 0
     assert "perf was off for this run" in hotloop("annotate", str(off), "hl_run").stderr
     bad = tmp_path / "b.jsonl"
-    assert hotloop("run", "syscall", *RUN, "--out", str(bad)).returncode == 0
+    assert run_spin(spin, bad, *RUN).returncode == 0
     files = sorted((tmp_path / "b.perf").iterdir())
     for f in files:
         f.write_bytes(b"not perf data at all" * 10)
@@ -146,11 +204,25 @@ def test_perf_data_missing_or_corrupt_is_one_line(tmp_path):
 
 
 @needs_perf
+def test_no_temporary_directory_is_one_line(kept):
+    """Each kept window is unpacked into a temporary directory while perf reads it: where
+    none can be made (here /proc, which not even root can write), one line and exit 2."""
+    code = ("import sys, tempfile; tempfile.tempdir = '/proc'; from hotloop.cli import main; "
+            "sys.exit(main(sys.argv[1:]))")
+    done = subprocess.run([sys.executable, "-c", code, "annotate", str(kept), "hl_run"],
+                          capture_output=True, text=True, timeout=120,
+                          env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert done.returncode == 2, done.stderr
+    line, = done.stderr.splitlines()
+    assert line.startswith("hotloop: annotate hl_run: ") and "/proc/hotloop-annotate-" in line
+
+
+@needs_perf
 def test_perf_data_whose_binary_is_gone_says_so(kept):
     """As on another machine, or once the build cache is cleaned: the workload's module that
     the samples fell in is not where the perf data says."""
     built = sorted((Path(os.environ["XDG_CACHE_HOME"]) / "hotloop" / "build").glob(
-        "_hl_syscall_*.so"))
+        "_hl_spin_*.so"))
     assert built
     moved = [b.rename(b.with_name(b.name + ".away")) for b in built]
     try:
@@ -183,7 +255,7 @@ def test_a_binary_rebuilt_since_the_run_is_refused(kept, tmp_path):
     whether that is the code that was sampled."""
     recorded = next(json.loads(ln) for ln in kept.read_text().splitlines()
                     if '"session"' in ln)["build_ids"]
-    module = next(d for d in recorded if d.startswith("_hl_syscall_"))
+    module = next(d for d in recorded if d.startswith("_hl_spin_"))
     assert "[kernel.kallsyms]" in recorded and "libc.so.6" in recorded
     copy = tmp_path / "rebuilt.jsonl"
     _forge_build_ids(kept, copy, lambda ids: {**ids, module: "ab" * 20,
@@ -254,7 +326,8 @@ def test_the_recorder_gzips_what_it_keeps_where_perf_cannot_compress(tmp_path):
 
 
 @needs_perf
-def test_enter_on_a_hot_symbol_in_the_console_shows_its_instructions(tmp_path, leftovers):
+def test_enter_on_a_hot_symbol_in_the_console_shows_its_instructions(spin, tmp_path,
+                                                                     leftovers):
     """The console's hot-symbols panel: `enter` on a user-space symbol of the run just
     ended opens its annotation (the whole run's), `s` sorts it hottest first, `escape`
     returns; a kernel symbol here gets the one line with the fixes."""
@@ -270,11 +343,10 @@ def test_enter_on_a_hot_symbol_in_the_console_shows_its_instructions(tmp_path, l
             await pilot.pause(0.05)
 
     async def go() -> None:
-        app = HotloopApp(results_dir=tmp_path / "results")
+        app = HotloopApp([spin], results_dir=tmp_path / "results")
         async with app.run_test(size=(120, 36)) as pilot:
             await wait(pilot, lambda: app.form.base is not None)
-            await app.form.load(app.cat, Plan("syscall", "syscall", runs=3, warmup=0,
-                                              params={"calls": 300000}))
+            await app.form.load(app.cat, Plan("spin", "spin", runs=3, warmup=0))
             await pilot.press("r")
             await wait(pilot, lambda: app.live is not None and app.live.state == "finished")
             table = app.query_one(SymbolsTable)
@@ -289,7 +361,7 @@ def test_enter_on_a_hot_symbol_in_the_console_shows_its_instructions(tmp_path, l
             screen = app.screen
             assert screen.result.symbol == "hl_run" and screen.result.samples > 0
             shown = str(screen.query_one("#annotate-text").render())
-            assert "hl_run in _hl_syscall_" in shown and "◀" in shown
+            assert "hl_run in _hl_spin_" in shown and "◀" in shown
             await pilot.press("s")
             assert screen.by_share
             await pilot.press("escape")
