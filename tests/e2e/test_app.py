@@ -652,6 +652,13 @@ def test_charts_build_off_the_event_loop() -> None:
             broken.show(live)
             await wait_for(pilot, lambda: broken.settled, 10, "the failed build")
             assert str(broken.render()).startswith("chart failed: "), str(broken.render())
+            bad = LiveRun("p", 5, 0, "B/s")         # a value the figure's set-up cannot take
+            bad.add(float("inf"))
+            hist.show(bad)
+            assert str(hist.render()).startswith("chart failed: ") and hist.settled
+            hist.show(live)                         # and the chart is not stuck after it
+            await wait_for(pilot, lambda: hist.settled, 20, "the figure again")
+            assert hist.shown_n == 30 and "█" in str(hist.render())
             assert app.is_running                   # the console goes on
     run(go())
 

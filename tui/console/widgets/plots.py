@@ -38,10 +38,11 @@ class _LivePlot(PlotextPlot):
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
         self.live: LiveRun | None = None
-        self.cost = 0.0                 # seconds the last build took (plotext is not free)
+        self.cost = 0.0                 # CPU seconds the last figure took (plotext is not free)
         self.shown_n = -1               # runs in the figure on screen (-1: none built yet)
         self._text = Text()
         self._building = False
+        self._worker: Worker | None = None
         self._due = True                # a figure waits to be built
 
     @property
@@ -79,35 +80,46 @@ class _LivePlot(PlotextPlot):
             self.refresh()
             return
         assert live is not None         # every chart has its message for no run
-        self._building = True
-        start = time.perf_counter()
+        start = time.thread_time()
         plt = self.plt
-        plt.clear_figure()
-        plt.frame(False)
-        self.draw(plt, live)
-        plt.plotsize(size.width, size.height)
-        plt._set_size(size.width, size.height)      # as PlotextPlot.render does
-        theme = self._get_plotext_theme_name(self.app.theme)
-        if theme not in plotext_themes:
-            self._register_theme(self.app.theme)
-        plt.theme(theme)
+        try:                            # a value the figure cannot take: said, not fatal
+            plt.clear_figure()
+            plt.frame(False)
+            self.draw(plt, live)
+            plt.plotsize(size.width, size.height)
+            plt._set_size(size.width, size.height)      # as PlotextPlot.render does
+            theme = self._get_plotext_theme_name(self.app.theme)
+            if theme not in plotext_themes:
+                self._register_theme(self.app.theme)
+            plt.theme(theme)
+        except Exception as e:  # noqa: BLE001 - a chart must not take the console down
+            self._failed(e)
+            return
+        set_up = time.thread_time() - start
 
-        def build() -> tuple[Text, float, int]:
-            return Text.from_ansi(plt.build()), time.perf_counter() - start, n
-        self.run_worker(build, thread=True, group="plot", exit_on_error=False)
+        def build() -> tuple[Text, float, int]:     # its own CPU: waits for the GIL are not
+            t = time.thread_time()                  # what the redraw budget is about
+            return Text.from_ansi(plt.build()), set_up + time.thread_time() - t, n
+        self._building = True
+        self._worker = self.run_worker(build, thread=True, group="plot", exit_on_error=False)
+
+    def _failed(self, error: BaseException) -> None:
+        self._text = Text(f"chart failed: {error}", style="red")
+        self.refresh()
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
-        if event.worker.group != "plot" or not event.worker.is_finished:
-            return
+        if event.worker is not self._worker or event.state not in (
+                WorkerState.SUCCESS, WorkerState.ERROR, WorkerState.CANCELLED):
+            return                      # not this chart's current build, or not ended
         event.stop()
         self._building = False
+        self._worker = None
         built = event.worker.result
         if event.state == WorkerState.SUCCESS and built is not None:
             self._text, self.cost, self.shown_n = built
             self.refresh()
         elif event.state == WorkerState.ERROR:      # plotext's own failure: said, not fatal
-            self._text = Text(f"chart failed: {event.worker.error}", style="red")
-            self.refresh()
+            self._failed(event.worker.error or RuntimeError("unknown"))
         if self._due and event.state != WorkerState.CANCELLED:     # not when shutting down
             self._build()
 
