@@ -64,6 +64,7 @@ from hotloop.analysis.significance import MIN_PROCESSES, MIN_ROUNDS, Outcome
 from hotloop.analysis.symbols import SymbolDelta, diff_symbols
 from hotloop.catalog import process_shares
 from hotloop.errors import HotloopError
+from hotloop.events import HotSymbol
 from hotloop.perf.parse import aggregate
 from hotloop.results import Result
 from hotloop.results.header import Header
@@ -479,7 +480,7 @@ def shared_histogram(sides: Sequence[Sequence[Result]], metric: str, unit: str,
     return SharedHistogram(metric, unit, start, width, buckets)
 
 
-def _symbols(rs: Sequence[Result]) -> list[Any] | None:
+def _symbols(rs: Sequence[Result]) -> Sequence[HotSymbol] | None:
     found = [r.session_symbols.symbols for r in rs
              if r.session_symbols and r.session_symbols.symbols]
     if len(found) != len(rs):
@@ -523,12 +524,12 @@ def compare_sides(sides: Sequence[Sequence[Result]], given: Sequence[str] | None
     base = sides[0][0]
     wname, metric, _ = _identity(base)
     for rs in sides[1:]:
-        other, m, _ = _identity(rs[0])
+        other, other_metric, _ = _identity(rs[0])
         if other != wname:
             raise HotloopError(f"{rs[0].path}: workload {other!r} cannot be compared with the "
                                f"baseline's {wname!r} ({base.path})")
-        if m != metric:
-            raise HotloopError(f"{rs[0].path}: metric {m!r} cannot be compared with the "
+        if other_metric != metric:
+            raise HotloopError(f"{rs[0].path}: metric {other_metric!r} cannot be compared with the "
                                f"baseline's {metric!r} ({base.path})")
     names = _names(sides, given)
     out = [_side(i, n, rs, g) for i, (n, rs, g) in enumerate(zip(names, sides, given))]
@@ -552,15 +553,15 @@ def compare_sides(sides: Sequence[Sequence[Result]], given: Sequence[str] | None
         paired = _interleaved_pair(sides[0], rs)
         new_series = [series(r) for r in rs]
         rows = []
-        for name, s in base_series[0].items():
+        for name, m in base_series[0].items():
             if not all(name in x for x in base_series + new_series):
                 continue
             calibrated = profile.metrics.get(name) if profile else None
             t = test_metric([x[name] for x in base_series], [x[name] for x in new_series],
                             paired=paired, calibrated=calibrated)
-            rows.append(MetricDelta(s.name, s.unit, s.higher_is_better, t))
-            if t.noise_source == "assumed" and s.name not in assumed:
-                assumed.append(s.name)
+            rows.append(MetricDelta(m.name, m.unit, m.higher_is_better, t))
+            if t.noise_source == "assumed" and m.name not in assumed:
+                assumed.append(m.name)
         symbols = None
         bs, ns = _symbols(sides[0]), _symbols(rs)
         if bs and ns:

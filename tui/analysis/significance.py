@@ -109,8 +109,8 @@ def session_estimate(values: Sequence[float] | np.ndarray, log: bool) -> Session
     if log:
         # the log of the median, not the median of the logs: with an even number of runs those
         # differ, and a session's centre must read the same whichever scale a comparison uses
-        return SessionEstimate(float(np.log(median)), median_se(np.log(x)) ** 2, len(x))
-    return SessionEstimate(median, median_se(x) ** 2, len(x))
+        return SessionEstimate(float(np.log(median)), median_se(x.tolist(), log=True) ** 2, len(x))
+    return SessionEstimate(median, median_se(x.tolist()) ** 2, len(x))
 
 
 def positive(*groups: Sequence[float] | np.ndarray) -> bool:

@@ -16,6 +16,7 @@ from hotloop.catalog.model import (
                                    Host,
                                    KernelProfile,
                                    Param,
+                                   ParamSetting,
                                    Plan,
                                    ResolvedPlan,
                                    Workload,
@@ -25,7 +26,7 @@ from hotloop.catalog.model import (
 )
 from hotloop.catalog.save import plan_table, save_plan, with_overrides
 
-__all__ = ["KINDS", "METRICS", "RUN_LIMITS", "SCHED_POLICIES", "TIMEOUT_MAX", "Catalog", "CpuProfile",
-           "Host", "KernelProfile", "Param", "Plan", "ResolvedPlan", "Workload", "fit_to_machine", "load",
-           "plan_table", "process_shares", "save_plan", "search_path", "timeout_problem", "until_ci_problem",
-           "with_overrides"]
+__all__ = ["KINDS", "METRICS", "RUN_LIMITS", "SCHED_POLICIES", "TIMEOUT_MAX", "Catalog",
+           "CpuProfile", "Host", "KernelProfile", "Param", "ParamSetting", "Plan", "ResolvedPlan",
+           "Workload", "fit_to_machine", "load", "plan_table", "process_shares", "save_plan",
+           "search_path", "timeout_problem", "until_ci_problem", "with_overrides"]

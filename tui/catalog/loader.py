@@ -121,8 +121,10 @@ class Catalog:
     replaced: list[str] = field(default_factory=list)     # bundled tables a file of yours replaced
 
     def table(self, kind: str) -> dict[str, Any]:
-        return {"workload": self.workloads, "cpu": self.cpus, "kernel": self.kernels,
-                "plan": self.plans, "host": self.hosts}[kind]
+        tables: dict[str, dict[str, Any]] = {
+            "workload": self.workloads, "cpu": self.cpus, "kernel": self.kernels,
+            "plan": self.plans, "host": self.hosts}
+        return tables[kind]
 
     def load_file(self, path: Path) -> None:
         try:

@@ -13,6 +13,9 @@ METRICS = {"bytes/s": ("B/s", True), "ops/s": ("ops/s", True),
            "ns/op": ("ns/op", False), "cycles/op": ("cycles/op", False)}
 SCHED_POLICIES = tuple(procs.SCHED_POLICIES)
 KINDS = ("workload", "cpu", "kernel", "plan", "host")
+# A plan's param: a value, or a list of values, which makes the plan a batch of one variant
+# a value (Catalog.variants).
+ParamSetting = int | str | list[int | str]
 
 # What C receives: hl_param_int() returns an int64_t, so no param may leave its range.
 INT64_MIN, INT64_MAX = -2**63, 2**63 - 1
@@ -160,7 +163,7 @@ class Plan:
     processes: int = 1              # worker processes the runs are spread over, in turn
     until_ci: float | None = None   # stop once the median's 95% CI is within +-this %
     perf_keep_mb: int = 200         # the results directory's budget for kept perf data
-    params: dict[str, int | str] = field(default_factory=dict)
+    params: dict[str, ParamSetting] = field(default_factory=dict)
     summary: str = ""
     origin: str = ""
 

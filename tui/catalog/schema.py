@@ -211,7 +211,7 @@ def _workload(where: Where, name: str, t: dict) -> Workload:
         raise where.error("workload", name, "metric", f"unknown metric {metric!r} (one of "
                           f"{', '.join(METRICS)}, or the name of an extra the workload "
                           f"reports with hl_add_extra)")
-    unit, better = METRICS.get(metric, (metric, True))
+    unit, better = METRICS.get(metric, (str(metric), True))
     params = {p: _param(where, name, p, s) for p, s in t.get("params", {}).items()}
     return Workload(name, source, t.get("summary", ""), metric, t.get("unit", unit),
                     t.get("higher_is_better", better), t.get("procs", 1), params,

@@ -179,9 +179,9 @@ def cmd_list(args: argparse.Namespace) -> int:
             print(f"  {k.name:<16} label {k.label!r:<20} {visible(k.summary)}")
     if what in (None, "plans"):
         print("plans")
-        for p in cat.plans.values():
-            print(f"  {p.name:<18} {p.workload:<12} {visible(p.summary)}".rstrip())
-            print(f"  {'':<18} {plan_duration(p, len(cat.variants(p)))}")
+        for plan in cat.plans.values():
+            print(f"  {plan.name:<18} {plan.workload:<12} {visible(plan.summary)}".rstrip())
+            print(f"  {'':<18} {plan_duration(plan, len(cat.variants(plan)))}")
     if what == "hosts" or what is None and cat.hosts:
         print("hosts")
         for h in cat.hosts.values():

@@ -28,7 +28,7 @@ from rich.progress import (
 
 from hotloop import catalog, results
 from hotloop import events as ev
-from hotloop.catalog import Catalog, Plan
+from hotloop.catalog import Catalog, ParamSetting, Plan
 from hotloop.catalog.loader import did_you_mean
 from hotloop.cli.common import _cancel, _catalog, _interrupt, _warn_skipped, interrupted_status
 from hotloop.errors import HotloopError, RunFailed
@@ -42,7 +42,7 @@ from hotloop.visible import visible, visible_lines
 
 
 def parse_params(cat: Catalog, workload: str, items: list[str],
-                 base: dict[str, int | str] | None = None) -> dict[str, int | str]:
+                 base: dict[str, ParamSetting] | None = None) -> dict[str, ParamSetting]:
     """`--param K=V` items checked against the workload's declared types and bounds."""
     cat.require("workload", workload, "--workload")
     w = cat.workloads[workload]
@@ -256,10 +256,12 @@ async def _drive(sessions: Sequence[Runnable], fmt: str, interleaved: bool, gap:
                     if header.variant in tasks:
                         units[header.variant] = header.workload.unit
                         bar.update(tasks[header.variant], total=header.runs)
-                if got is not None and isinstance(event, ev.Started):
+                if got is None:
+                    pass
+                elif isinstance(event, ev.Started):
                     got[event.header.get("variant", "")] = results.Result(
                         Path(event.result_file), Header.of(event.header))
-                elif got is not None and event.variant in got:
+                elif event.variant in got:
                     got[event.variant].add(event)
                 if isinstance(event, (ev.Finished, ev.Failed)):
                     last[event.variant] = event
@@ -329,10 +331,10 @@ def drive_and_report(sessions: Sequence[Runnable], args: argparse.Namespace,
         files = visible(", ".join(str(r.path) for r in got.values()))
         print("hotloop: interrupted; " + (f"the runs measured so far are in {files}" if files
                                            else "nothing was measured yet"), file=sys.stderr)
-        for res in got.values():
-            if res.finished is None and res.failed is None:
+        for unfinished in got.values():
+            if unfinished.finished is None and unfinished.failed is None:
                 # the session wrote its "interrupted" line as it was cancelled
-                res.add(ev.Failed("interrupted", run=len(res.runs), interrupted=True))
+                unfinished.add(ev.Failed("interrupted", run=len(unfinished.runs), interrupted=True))
         if any(res.runs for res in got.values()):
             _print_reports(labels, [r for r in got.values() if r.runs], args.format)
         return interrupted_status()

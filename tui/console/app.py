@@ -237,13 +237,13 @@ class HotloopApp(App[None]):
             elif kind == "workload":
                 await self.form.load(cat, Plan(name=name, workload=name))
             elif kind in ("cpu", "kernel"):
-                prof = (cat.cpus if kind == "cpu" else cat.kernels)[name]
                 self.form.set_choice(kind, name)
-                detail = ""
                 if kind == "cpu":
-                    detail = (f" (cpus {','.join(map(str, prof.cpus)) or 'any'}, "
-                              f"sched {prof.sched})")
-                self.form.hint(f"{kind} {name}: {prof.summary}{detail}")
+                    cpu = cat.cpus[name]
+                    self.form.hint(f"cpu {name}: {cpu.summary} (cpus "
+                                   f"{','.join(map(str, cpu.cpus)) or 'any'}, sched {cpu.sched})")
+                else:
+                    self.form.hint(f"kernel {name}: {cat.kernels[name].summary}")
         except HotloopError as e:
             self.log_line(str(e), "error")
         self._form_plan = None

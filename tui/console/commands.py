@@ -4,7 +4,7 @@ from __future__ import annotations
 import time
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, cast
 
 from rich.markup import escape
 from textual.app import App
@@ -28,7 +28,7 @@ ACTIONS = (
 SCREENSHOTS = Path("results")          # beside the result files the console writes
 
 
-def save_screenshot(app: App[object], directory: Path = SCREENSHOTS) -> Path | None:
+def save_screenshot(app: App[Any], directory: Path = SCREENSHOTS) -> Path | None:
     """The screen as an SVG in `directory` (created; Textual's own screenshot command wants
     ~/Downloads to exist), and a notice saying where; None when it could not be written."""
     stamp = time.strftime("%Y%m%d-%H%M%S")
@@ -52,7 +52,7 @@ class HotloopCommands(Provider):
     """The console's own actions, then 'Open plan NAME' for every plan."""
 
     def _commands(self) -> list[tuple[str, object, str]]:
-        app: HotloopApp = self.app
+        app = cast("HotloopApp", self.app)
         out: list[tuple[str, object, str]] = []
         for action, title, help in ACTIONS:
             if app.check_action(action, ()) is not False:

@@ -62,7 +62,8 @@ def side_by_side(a: Annotation, b: Annotation, names: tuple[str, str]) -> str:
         sa = a.share(x) if x else None
         sb = b.share(y) if y else None
         change = f"{sb - sa:+.1f}pp" if sa is not None and sb is not None and (sa or sb) else ""
-        what = (y or x).text if (y or x) else ""
+        either = y or x
+        what = either.text if either else ""
         lines.append(f"  {_pct(sa) if sa else '':>7}  {_pct(sb) if sb else '':>7}  "
                      f"{change:>7}  {f'{x.offset:x}' if x else '-':>7}  "
                      f"{f'{y.offset:x}' if y else '-':>7}  {visible(what)}")

@@ -349,7 +349,7 @@ class RemoteSession:
                     yield put(ev.Failed(problem, run=len(result.runs),
                                         variant=self.variant))
                     return
-                assert not isinstance(event, str)
+                assert not isinstance(event, (str, ev.Started))     # _problem's
                 if isinstance(event, ev.Failed) and event.interrupted and self.interrupted_by:
                     event = dataclasses.replace(event, signal=self.interrupted_by)
                 yield put(dataclasses.replace(event, variant=self.variant))

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import os
 import threading
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
@@ -311,8 +312,13 @@ class Session:
             self.pids, frequency=plan.perf_freq, call_graph=plan.call_graph, keep_dir=keep,
             compress="gzip",
             cpus=self.rp.cpu.cpus, comm=self.comm,
-            on_window=lambda w, base=self._windows: inbox.put_nowait(("window", (base, w))),
+            on_window=functools.partial(self._on_window, inbox, self._windows),
             on_warning=lambda m: inbox.put_nowait(("warning", m)))
+
+    @staticmethod
+    def _on_window(inbox: asyncio.Queue[tuple[str, Any]], base: int, window: Any) -> None:
+        # `base`: the windows of earlier workers when this one started, to number on
+        inbox.put_nowait(("window", (base, window)))
 
     async def _stop_perf(self, rec: PerfRecorder | None, first_run: int) -> None:
         """Stop one worker's recording and keep its result, run numbers made global."""
