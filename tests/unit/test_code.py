@@ -29,6 +29,25 @@ def test_each_stage_imports_only_the_stages_beneath_it():
 def test_the_types_check():
     p = _run(sys.executable, "-m", "mypy")
     assert p.returncode == 0, p.stdout[-3000:]
+    # the whole package, not only what `files` happened to list
+    checked = int(p.stdout.rsplit(" in ", 1)[1].split()[0])
+    assert checked == len(list(ROOT.joinpath("tui").rglob("*.py"))), p.stdout
+
+
+def test_the_type_check_sees_across_modules(tmp_path):
+    # A check that cannot fail is none: the project's mypy must see hotloop's own types
+    # through an import (they were all Any while the code in tui/ was not found as hotloop).
+    probe = tmp_path / "probe.py"
+    probe.write_text("from hotloop.catalog import Plan\n"
+                     "from hotloop.errors import HotloopError\n"
+                     "wrong: int = HotloopError('one line')\n"
+                     "plan = Plan(name=1, workload=None)\n")
+    p = _run(sys.executable, "-m", "mypy", "--config-file", "pyproject.toml", str(probe))
+    assert p.returncode == 1, p.stdout[-3000:]
+    assert 'probe.py:3: error: Incompatible types in assignment (expression has type ' \
+           '"HotloopError", variable has type "int")' in p.stdout, p.stdout[-3000:]
+    assert 'probe.py:4: error: Argument "name" to "Plan" has incompatible type "int"' \
+        in p.stdout, p.stdout[-3000:]
 
 
 def test_the_linter_finds_nothing():
