@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from hotloop import events as ev
+from hotloop.record import Header, Summary, WorkloadInfo
 from hotloop.results import Writer
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -29,13 +30,13 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def write(path: Path, runs: int, shift: float, rng: np.random.Generator) -> None:
     w = Writer(path)
-    w.write(ev.Started({"workload": {"name": "synthetic", "metric": "ns/op", "unit": "ns/op",
-                                     "higher_is_better": False}, "host": "bench"}))
+    w.write(ev.Started(Header(host="bench", workload=WorkloadInfo(
+        "synthetic", metric="ns/op", unit="ns/op", higher_is_better=False))))
     for i, v in enumerate(np.exp(rng.normal(np.log(100) + shift, 0.02, runs))):
         ns = int(v * 1000)                  # the value is what its counters say
         w.write(ev.RunSample(index=i, value=ns / 1000, ops=1000, bytes=0, ns=ns,
                              cycles=0, extra={"user_s": float(v) * 1e-6}))
-    w.write(ev.Finished({}))
+    w.write(ev.Finished(Summary()))
     w.close()
 
 

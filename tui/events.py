@@ -11,7 +11,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from hotloop import record
 from hotloop.checks import Check, fields, list_of, map_of, optional, show
+from hotloop.record import Header, Summary
 
 
 @dataclass(frozen=True)
@@ -32,8 +34,12 @@ class HotSymbol:
 @dataclass(frozen=True)
 class Started:
     """The worker is set up; `header` is what the result file's first line holds."""
-    header: dict[str, Any]
+    header: Header
     result_file: str = ""
+
+    @property
+    def variant(self) -> str:
+        return self.header.variant
 
 
 @dataclass(frozen=True)
@@ -73,7 +79,7 @@ class Warning:  # noqa: A001 - the event is called what it is
 class Finished:
     """The session ended with every run: its summary, and perf stat's counters for the whole
     session (a counter this CPU lacks is None, never 0)."""
-    summary: dict[str, Any]
+    summary: Summary
     variant: str = ""
     counters: dict[str, float | None] = field(default_factory=dict)
 
@@ -100,7 +106,7 @@ _NAMES = {cls: name for name, cls in _TYPES.items()}
 
 def to_json(event: Event) -> dict[str, Any]:
     out: dict[str, Any] = {"type": _NAMES[type(event)]}
-    out.update(dataclasses.asdict(event))
+    out.update(record.to_json(event))
     return out
 
 
@@ -195,15 +201,13 @@ def _build_id(v: Any) -> str | None:
 
 _SYMBOL = fields({"symbol": STRING, "dso": STRING, "percent": number_problem, "kernel": BOOL,
                    "samples": _COUNT}, required=("symbol", "dso", "percent", "kernel"))
-# hotloop computes a summary and counts counters itself: finite (or null, not counted)
-# is all a reader needs of them
-_SUMMARY = fields({"n": _COUNT, **{k: optional(finite_problem) for k in
-                                    ("median", "mean", "stdev", "cv", "min", "max")},
-                    "counters": map_of(optional(finite_problem))})     # files before 0.2
+# perf stat's counters: finite, or null (not counted)
 _COUNTERS = map_of(optional(finite_problem))
+# the header and the summary check themselves (hotloop.record), from their definitions
+_SUMMARY = fields({"counters": _COUNTERS})     # format 1 kept the counters in the summary
 # What each field of each line may hold, by the dataclass's field name.
 _SPECS: dict[type, dict[str, Check]] = {
-    Started: {"header": OBJECT, "result_file": STRING},
+    Started: {"header": OBJECT, "result_file": STRING},    # the header: Header.from_json
     RunSample: {"index": integer(), "value": number_problem, "ops": _COUNT, "bytes": _COUNT,
                 "ns": _COUNT, "cycles": _COUNT, "extra": map_of(number_problem),
                 "warmup": BOOL, "variant": STRING},
@@ -246,10 +250,22 @@ def from_json(obj: Any) -> Event:
                                              if k in ("symbol", "dso", "percent", "kernel",
                                                       "samples")})
                                 for s in args["symbols"])
-    if cls is Finished and "counters" not in args and "counters" in args["summary"]:
-        # files written before counters had a field of their own kept them in the summary
-        args["summary"] = dict(args["summary"])
-        args["counters"] = args["summary"].pop("counters")
+    if cls is Started:
+        try:
+            args["header"] = Header.from_json(args["header"])
+        except record.NewerFormat:
+            raise
+        except ValueError as e:
+            raise ValueError(f"header: {e}") from None
+    if cls is Finished:
+        summary = dict(args["summary"])
+        counters = summary.pop("counters", None)
+        if "counters" not in args and counters is not None:
+            args["counters"] = counters     # format 1 kept them in the summary
+        try:
+            args["summary"] = Summary.from_json(summary)
+        except ValueError as e:
+            raise ValueError(f"{kind} line: summary: {e}") from None
     if cls is RunSample:            # -0.0 reads as 0.0: a sign on nothing is noise
         args["value"] = args["value"] + 0.0
     return cls(**args)

@@ -340,7 +340,7 @@ def test_system_changes_ask_first_no_then_yes(isolated: Path, leftovers) -> None
             assert values() == before
             result = results.read(next(out.glob("*.jsonl")))
             assert len(result.runs) == 2
-            assert result.header.fields["sysctl"]["net.core.busy_poll"]["during"] == "50"
+            assert result.header.sysctl["net.core.busy_poll"].during == "50"
             assert "applied net.core.busy_poll" in log_text(app)
         assert leftovers() == []
 
@@ -535,9 +535,9 @@ def test_until_ci_stops_when_the_median_is_known_and_detect_uses_the_calibration
             assert ("assumed noise" in numbers) != calibrated
             newest = max(out.glob("*zero_null*.jsonl"), key=lambda p: p.stat().st_mtime)
             result = results.read(newest)
-            stop = result.finished.summary["stop"]
-            assert stop["reason"] == "until_ci" and stop["ci_pct"] <= 3
-            assert result.header.fields["plan"]["until_ci"] == 3
+            stop = result.finished.summary.stop
+            assert stop is not None and stop.reason == "until_ci" and stop.ci_pct <= 3
+            assert result.header.plan.until_ci == 3
     run(go(calibrated=False))
     cal = hotloop("calibrate", "zero_null", "--param", "count=2000", "--runs", "6",
                   "--sessions", "3", "--no-perf")

@@ -32,7 +32,7 @@ def test_interleaved_sessions_take_turns_one_run_each(tmp_path, leftovers):
     for v, bs in zip("AB", (512, 4096)):
         res = results.read(tmp_path / f"{v}.jsonl")
         assert len(res.runs) == 4 and not res.partial
-        assert res.header.fields["params"]["block_size"] == bs and res.header.fields["variant"] == v
+        assert res.header.params["block_size"] == bs and res.header.variant == v
     assert leftovers() == []
 
 
@@ -57,7 +57,7 @@ def test_cpu_variants_interleaved_from_the_command_line(tmp_path):
     assert [r["workload"] for r in doc["results"]] == ["seqpacket", "seqpacket"]
     files = sorted((tmp_path / "results").glob("*.jsonl"))
     assert len(files) == 2
-    cpus = {results.read(f).header.fields["cpu"]["name"] for f in files}
+    cpus = {results.read(f).header.cpu.name for f in files}
     assert cpus == {"same-core", "split"}
     rows = doc["comparison"]["comparisons"]
     assert rows and {"metric", "baseline", "new", "change_pct", "p_value", "verdict"} <= set(rows[0])

@@ -347,8 +347,8 @@ def test_interleaved_variants_are_compared_round_by_round(tmp_path):
     assert p.returncode == 0, p.stderr
     doc = json.loads(p.stdout)
     files = [r["result_file"] for r in doc["results"]]
-    batch = [results.read(Path(f)).header.fields["batch"] for f in files]
-    assert batch[0]["interleaved"] and batch[0]["id"] == batch[1]["id"]
+    batch = [results.read(Path(f)).header.batch for f in files]
+    assert batch[0] is not None and batch[0].interleaved and batch[0] == batch[1]
     row_ = next(r for r in doc["comparison"]["comparisons"] if r["metric"] == "bytes/s")
     assert row_["method"] == "paired" and row_["verdict"] == "slower", row_
     assert row_["noise_source"] is None
@@ -363,7 +363,7 @@ def test_interleaved_variants_are_compared_round_by_round(tmp_path):
     assert "the variants differ in: params.spin 0 -> 1000" in text
     assert "differs in more than the kernel" not in text
     # five worker processes a variant by default: the paired test's blocks
-    assert results.read(Path(files[0])).header.fields["plan"]["processes"] == 5
+    assert results.read(Path(files[0])).header.plan.processes == 5
     one = hotloop("run", "zero_null", "--param", "count=5000", "--param", "spin=0,400",
                   "--interleave", "--runs", "8", "--processes", "1", "--no-perf",
                   "--format", "json")
@@ -383,18 +383,19 @@ def test_compare_memory_does_not_grow_with_resamples_times_runs(tmp_path):
     import numpy as np
 
     from hotloop import events as ev
+    from hotloop.record import Header, Summary, WorkloadInfo
     from hotloop.results import Writer
     rng = np.random.default_rng(3)
     paths = []
     for name, shift in (("a", 0.0), ("b", 0.01)):
         path = tmp_path / f"{name}.jsonl"
         w = Writer(path)
-        w.write(ev.Started({"workload": {"name": "synthetic", "metric": "ns/op", "unit": "ns/op",
-                                         "higher_is_better": False}, "host": "h"}))
+        w.write(ev.Started(Header(host="h", workload=WorkloadInfo(
+            "synthetic", metric="ns/op", unit="ns/op", higher_is_better=False))))
         for i, v in enumerate(np.exp(rng.normal(np.log(100) + shift, 0.02, 20000))):
             ns = int(v * 1000)              # the value is what its counters say
             w.write(ev.RunSample(index=i, value=ns / 1000, ops=1000, bytes=0, ns=ns, cycles=0))
-        w.write(ev.Finished({}))
+        w.write(ev.Finished(Summary()))
         w.close()
         paths.append(str(path))
     probe = ("import resource, subprocess, sys; subprocess.run([sys.executable, '-m', 'hotloop', "

@@ -20,10 +20,11 @@ from pathlib import Path
 import pytest
 from conftest import POLL, ROOT, hotloop, needs_root_sysctl
 
-from hotloop import __version__, results
+from hotloop import __version__, record, results
 from hotloop.cli.parser import version_line
 from hotloop.console.app import HotloopApp
 from hotloop.console.widgets.params import HERE
+from hotloop.record import Remote
 from hotloop.run.remote import STOP_WAIT_S
 
 pytest_plugins = ["sshd"]
@@ -72,18 +73,17 @@ def test_a_plan_runs_there_and_its_result_file_is_here(tmp_path, hosts, leftover
     theirs, = remote_copies(tmp_path, "lab1")
     res, remote = results.read(mine), results.read(theirs)
     assert res.finished is not None and [r.value for r in res.runs] == remote.values
-    h = res.header.fields
-    assert h["remote"] == {"host": "lab1", "address": "lab1", "result_file": str(theirs),
-                           "perf_data": str(theirs.with_suffix(".perf"))}
-    assert "perf_data" not in h                 # the perf data stays there
-    assert res.header.label == "lab1 (stock)" and res.header.variant == "lab1"
-    assert h["hotloop"] == __version__ and h["plan"]["runs"] == 3
+    h = res.header
+    assert h.remote == Remote("lab1", "lab1", str(theirs), str(theirs.with_suffix(".perf")))
+    assert h.perf_data == ""                    # the perf data stays there
+    assert h.label == "lab1 (stock)" and h.variant == "lab1"
+    assert h.hotloop == __version__ and h.plan.runs == 3
     assert "[lab1 (stock)]" in done.stdout and f"result file: {mine}" in done.stdout
     assert "(host lab1, over SSH)" in done.stdout
     shown = hotloop("show", str(mine))       # a normal result file: no special case
     assert shown.returncode == 0 and "3 runs" in shown.stdout
     assert json.loads(hotloop("show", str(mine), "--format", "json").stdout)["remote"] == \
-        h["remote"]
+        record.to_json(h.remote)
     assert json.loads(hotloop("show", str(theirs), "--format", "json").stdout)["remote"] is None
     annotated = hotloop("annotate", str(mine), "hl_run")
     assert annotated.returncode == 2
@@ -130,7 +130,7 @@ def test_calibrate_on_a_host_measures_that_machines_noise_for_its_results(hosts,
     where, = [d for d in Path("results").iterdir() if d.is_dir()]
     sessions = [results.read(f) for f in sorted(where.glob("session-*.jsonl"))]
     assert len(sessions) == 3
-    assert all(r.header.fields["remote"]["host"] == "lab1" for r in sessions)
+    assert all(r.header.remote and r.header.remote.host == "lab1" for r in sessions)
     (path, profile, why), = noise.stored()
     assert profile is not None and not why and profile.sessions == 3
     assert profile.key["host"] == sessions[0].header.host
@@ -181,14 +181,15 @@ def test_an_unreachable_host_is_one_line_exit_2_and_no_file(hosts, host, said, l
 
 
 @pytest.mark.parametrize("value", ["msgs=1; touch {x}", "msgs=$(touch {x})", "type=`touch {x}`"])
-def test_a_value_reaches_the_remote_as_a_value_and_is_rejected_there(tmp_path, hosts, value):
+def test_a_value_is_checked_here_before_it_goes_to_a_host(tmp_path, hosts, value):
+    # the plan is resolved here and goes spelled out (run.start): a bad value never reaches
+    # the host's shell (how a value that does is quoted: test_remote_rules)
     x = tmp_path / "pwned"
     done = hotloop("run", "quick", "--host", "lab1", "--param", value.format(x=x),
                    "--profiles", str(hosts))
     assert done.returncode == 2
     line, = done.stderr.splitlines()
-    # the remote hotloop's own words about the value, as it was typed
-    assert line.startswith(f"hotloop: lab1: --param {value.format(x=x)}: "), line
+    assert line.startswith(f"hotloop: --param {value.format(x=x)}: "), line
     assert not x.exists()
     assert local_files() == [] and remote_copies(tmp_path, "lab1") == []
 
@@ -241,7 +242,7 @@ def test_the_same_version_from_other_sources_is_told_apart(tmp_path, hosts):
     assert ran.returncode == 0, ran.stderr
     assert f"from other sources (source {digest(theirs)} there" in ran.stderr
     res = results.read(local_files()[0])
-    assert res.header.fields["hotloop_source"] == digest(theirs)
+    assert res.header.hotloop_source == digest(theirs)
 
 
 def test_host_check_reports_what_the_remote_allows(hosts):
@@ -357,7 +358,7 @@ def test_a_system_change_there_needs_consent_and_the_refusal_names_the_host(tmp_
     assert ok.returncode == 0, ok.stderr
     assert int(Path("/proc/sys/net/core/busy_poll").read_text()) == now     # restored there
     res = results.read(local_files()[0])
-    assert res.header.fields["sysctl"][POLL]["during"] == str(now + 7)
+    assert res.header.sysctl[POLL].during == str(now + 7)
 
 
 def test_a_forged_stream_ends_the_local_file_with_what_was_wrong(tmp_path, hosts):
@@ -433,8 +434,49 @@ def test_the_console_runs_on_a_host_like_here(tmp_path, hosts, leftovers):
             await pilot.press("q")
     asyncio.run(go())
     mine, = (tmp_path / "results").glob("*-lab1.jsonl")
-    assert results.read(mine).header.fields["remote"]["host"] == "lab1"
+    remote = results.read(mine).header.remote
+    assert remote is not None and remote.host == "lab1"
     assert len(remote_copies(tmp_path, "lab1")) == 1
+    assert leftovers() == []
+
+
+def test_every_key_of_a_plan_run_from_the_console_reaches_the_host(tmp_path, hosts, leftovers):
+    # The console and the command line start a run one way (run.start): a user plan's perf
+    # settings and the choice to keep perf data travel to the host with the rest.
+    (hosts / "plans.toml").write_text(textwrap.dedent("""\
+        [plan.sampled]
+        workload = "zero_null"
+        runs = 2
+        warmup = 0
+        perf_freq = 499
+        call_graph = "fp"
+        perf_keep_mb = 7
+        params = { count = 20000 }
+        """))
+
+    async def go() -> None:
+        app = HotloopApp(profiles=[hosts], results_dir=tmp_path / "results")
+        async with app.run_test(size=(120, 36)) as pilot:
+            await pilot.pause()
+            assert app.cat is not None
+            await app.form.load(app.cat, app.cat.plans["sampled"])
+            app.form.set_choice("host", "lab1")
+            await pilot.pause()
+            await pilot.press("r")
+            deadline = time.monotonic() + 120
+            while app.live is None or app.live.running:
+                assert time.monotonic() < deadline
+                await pilot.pause(0.1)
+            assert app.live.state == "finished", app.live.state
+            await pilot.press("q")
+    asyncio.run(go())
+    mine, = (tmp_path / "results").glob("*-lab1.jsonl")
+    h = results.read(mine).header
+    assert (h.plan.name, h.workload.name, h.params["count"]) == ("sampled", "zero_null", 20000)
+    assert (h.plan.perf_freq, h.plan.call_graph, h.plan.perf_keep_mb) == (499, "fp", 7)
+    assert h.remote is not None
+    if h.plan.perf:                             # perf works there: its data was kept there
+        assert h.remote.perf_data and Path(h.remote.perf_data).is_dir()
     assert leftovers() == []
 
 

@@ -89,7 +89,7 @@ def test_perf_data_is_kept_compressed_by_default_and_perf_report_opens_it(tmp_pa
     assert "perf data" not in p.stderr          # kept as a matter of course: no warning
     kept = sorted((tmp_path / "k.perf").glob("perf.data*"))
     assert kept
-    assert results.read(out).header.fields["perf_data"] == "k.perf"
+    assert results.read(out).header.perf_data == "k.perf"
     assert all(f.suffix == ".gz" for f in kept)    # gzipped once the run is over
     plain = tmp_path / "plain.data"
     with gzip.open(kept[0]) as src, open(plain, "wb") as dst:
@@ -102,7 +102,7 @@ def test_perf_data_is_kept_compressed_by_default_and_perf_report_opens_it(tmp_pa
                 "--no-keep-perf", "--out", str(none))
     assert p.returncode == 0, p.stderr
     assert not (tmp_path / "n.perf").exists()
-    assert "perf_data" not in results.read(none).header.fields
+    assert results.read(none).header.perf_data == ""
 
 
 @needs_perf

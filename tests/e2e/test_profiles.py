@@ -15,6 +15,7 @@ from hotloop import results
 from hotloop.host.journal import journal_path
 from hotloop.host.settings import read_sysctl, sysctl_path
 from hotloop.paths import state_dir
+from hotloop.record import SysctlState
 
 SYSCTL = "net.core.busy_poll"
 
@@ -82,8 +83,8 @@ def test_applied_during_the_run_recorded_and_restored_after(prof, busy_poll, tmp
     assert p.returncode == 0, p.stderr
     assert read_sysctl(SYSCTL) == busy_poll
     res = results.read(out)
-    assert res.header.fields["sysctl"] == {SYSCTL: {"before": busy_poll, "during": "77"}}
-    assert res.header.fields["label"] == "stock + busy_poll 77"
+    assert res.header.sysctl == {SYSCTL: SysctlState(busy_poll, "77")}
+    assert res.header.label == "stock + busy_poll 77"
     assert any("restored" in w for w in res.warnings)
     assert not any("changed during the run" in w for w in res.warnings)
     assert json.loads(out.read_text().splitlines()[-1])["type"] == "finished"
@@ -205,7 +206,7 @@ def test_a_setting_changed_under_a_run_is_a_warning_in_its_file(prof, busy_poll)
     proc.communicate(timeout=60)
     assert proc.returncode == 0
     res = results.read(out)
-    assert res.header.fields["sysctl"] == {SYSCTL: {"before": busy_poll, "during": "77"}}
+    assert res.header.sysctl == {SYSCTL: SysctlState(busy_poll, "77")}
     changed = (f"sysctl {SYSCTL} changed during the run: 77 at its start, 78 at its end; "
                f"the header's \"during\" does not hold for every run")
     assert res.warnings.count(changed) == 1
@@ -251,7 +252,7 @@ def test_a_cpu_this_machine_lacks_is_skipped_with_a_warning_when_not_strict(prof
     assert p.returncode == 0, p.stderr
     assert "CPU 999 is beyond this machine (CPUs" in p.stderr and "skipped" in p.stderr
     res = results.read(out)
-    assert res.header.fields["cpu"]["cpus"] == [0]        # what really ran is recorded
+    assert res.header.cpu.cpus == (0,)        # what really ran is recorded
     assert {r.extra["child_cpu"] for r in res.runs} == {0}
 
 
@@ -273,7 +274,7 @@ def test_pinning_puts_the_processes_where_the_profile_says(prof, cpu, worker_cpu
                 "--param", "fault=pin", "--out", str(out), "--no-perf")
     assert p.returncode == 0, p.stderr
     res = results.read(out)
-    assert res.header.fields["cpu"]["cpus"] == sorted({worker_cpu, child_cpu})
+    assert list(res.header.cpu.cpus) == sorted({worker_cpu, child_cpu})
     assert {r.extra["cpu"] for r in res.runs} == {worker_cpu}
     assert {r.extra["child_cpu"] for r in res.runs} == {child_cpu}
 
@@ -283,7 +284,7 @@ def test_fifo_profile_runs_with_sched_fifo(tmp_path):
     p = hotloop("run", "zero_null", "--cpu", "fifo", "--runs", "2", "--param", "count=2000",
                 "--out", str(out), "--no-perf")
     assert p.returncode == 0, p.stderr
-    assert results.read(out).header.fields["cpu"]["sched"] == "fifo"
+    assert results.read(out).header.cpu.sched == "fifo"
 
 
 def test_save_command_writes_a_plan_that_runs(tmp_path):

@@ -227,7 +227,8 @@ def test_files_written_by_hotloop_0_1_still_read_show_and_compare():
     old = [OLD / "zero_null-512-v0.1.jsonl", OLD / "zero_null-4096-v0.1.jsonl"]
     r = results.read(old[0])
     assert len(r.values) == 6 and r.finished is not None
-    assert r.finished.counters["task-clock"] > 0 and "counters" not in r.finished.summary
+    assert r.finished.counters["task-clock"] > 0 and r.finished.summary.n == 6
+    assert r.header.format == 1 and r.header.workload.metric == "bytes/s"
     shown = subprocess.run([sys.executable, "-m", "hotloop", "show", str(old[0])],
                            capture_output=True, text=True, timeout=60)
     assert shown.returncode == 0, shown.stderr

@@ -232,7 +232,7 @@ def test_runs_spread_over_several_worker_processes(faulty, tmp_path, leftovers):
     rows = [r for r in lines(out) if r["type"] == "run"]
     assert [r["index"] for r in rows] == [-1, 0, 1, 2, -1, 3, 4, -1, 5, 6]
     res = results.read(out)
-    assert len(res.runs) == 7 and res.finished.summary["n"] == 7
+    assert len(res.runs) == 7 and res.finished.summary.n == 7
     assert hotloop("run", "faulty", "--profiles", str(faulty), "--processes", "0").returncode == 2
     assert leftovers() == []
 

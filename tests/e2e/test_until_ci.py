@@ -18,13 +18,13 @@ def test_stops_once_the_median_is_known_and_records_why(tmp_path: Path, leftover
     p = hotloop("run", *ZERO, "--runs", "400", "--until-ci", "3", "--out", str(out))
     assert p.returncode == 0, p.stderr
     r = results.read(out)
-    stop = r.finished.summary["stop"]
-    assert stop["reason"] == "until_ci" and stop["target_pct"] == 3
-    assert 10 <= len(r.runs) == stop["runs"] < 400
+    stop = r.finished.summary.stop
+    assert stop is not None and stop.reason == "until_ci" and stop.target_pct == 3
+    assert 10 <= len(r.runs) == stop.runs < 400
     # what it recorded is what the file's runs say
-    assert stop["ci_pct"] == pytest.approx(median_ci_pct(sorted(r.values)))
-    assert stop["ci_pct"] <= 3
-    assert r.header.fields["plan"]["until_ci"] == 3
+    assert stop.ci_pct == pytest.approx(median_ci_pct(sorted(r.values)))
+    assert stop.ci_pct <= 3
+    assert r.header.plan.until_ci == 3
     assert f"stopped at {len(r.runs)} runs: the median is known to" in p.stdout
     assert leftovers() == []
 
@@ -44,7 +44,8 @@ def test_spread_over_processes_the_ones_left_are_not_started(tmp_path: Path):
                 "--out", str(out))
     assert p.returncode == 0, p.stderr
     r = results.read(out)
-    assert r.finished.summary["stop"]["reason"] == "until_ci" and len(r.runs) < 200
+    stop = r.finished.summary.stop
+    assert stop is not None and stop.reason == "until_ci" and len(r.runs) < 200
 
 
 def test_interleaved_variants_cannot_stop_apart(tmp_path: Path):

@@ -1,23 +1,118 @@
-"""The result header as readers see it: typed, and whole for files that predate a field."""
+"""The result record (hotloop.record) as readers see it: typed, checked by its own definitions,
+whole for files of the format before, and a newer format refused in one line."""
 from __future__ import annotations
 
-from hotloop.results.header import Batch, Header, WorkloadInfo
+import dataclasses
+import json
+
+import pytest
+
+from hotloop import catalog, record
+from hotloop import events as ev
+from hotloop.record import (
+    FORMAT,
+    Batch,
+    CpuInfo,
+    Header,
+    KernelInfo,
+    NewerFormat,
+    PlanInfo,
+    Remote,
+    Stop,
+    Summary,
+    SysctlState,
+    WorkloadInfo,
+)
+from hotloop.results.store import decode_line, encode_line
+
+FULL = {
+    "time": "2026-11-30T08:00:00+0000", "host": "vm", "kernel_release": "6.18", "label": "stock",
+    "variant": "a", "workload": {"name": "zero_null", "metric": "bytes/s", "unit": "B/s",
+                                 "higher_is_better": True},
+    "params": {"block_size": 512}, "cpu": {"name": "split", "cpus": [0, 1]},
+    "plan": {"runs": 20, "processes": 5, "perf": False},
+    "batch": {"id": "abc", "interleaved": True, "variants": 2},
+    "sysctl": {"net.core.busy_poll": {"before": "0", "during": "50"}}}
 
 
-def test_a_full_header_reads_into_its_fields():
-    h = Header.of({
-        "time": "2026-11-30T08:00:00+0000", "host": "vm", "kernel_release": "6.18", "label": "stock",
-        "variant": "a", "workload": {"name": "zero_null", "metric": "bytes/s", "unit": "B/s",
-                                     "higher_is_better": True},
-        "params": {"block_size": 512}, "cpu": {"name": "split", "cpus": [0, 1]},
-        "plan": {"runs": 20, "processes": 5, "perf": False},
-        "batch": {"id": "abc", "interleaved": True, "variants": 2}, "sysctl": {}})
-    assert h.workload == WorkloadInfo("zero_null", "bytes/s", "B/s", True)
-    assert (h.cpu_name, h.cpus, h.runs, h.processes, h.perf) == ("split", (0, 1), 20, 5, False)
-    assert h.batch == Batch("abc", True, 2) and h.fields["sysctl"] == {}
+def test_a_header_of_the_format_before_reads_into_its_fields():
+    h = Header.from_json(FULL)          # no "format": the files written before it existed
+    assert h.workload == WorkloadInfo("zero_null", metric="bytes/s", unit="B/s")
+    assert (h.cpu.name, h.cpu.cpus, h.runs, h.processes, h.perf) == ("split", (0, 1), 20, 5, False)
+    assert h.batch == Batch("abc", True, 2)
+    assert h.sysctl == {"net.core.busy_poll": SysctlState("0", "50")}
+    assert h.remote is None and h.perf_data == "" and h.kernel_release == "6.18"
+    assert h.format == 1 and Header().format == FORMAT
 
 
-def test_missing_or_odd_fields_read_as_their_defaults():
-    h = Header.of({"plan": {"runs": True, "processes": 0}, "batch": "x", "cpu": {"cpus": [0, "1"]}})
-    assert h.workload == WorkloadInfo() and h.kernel_release == "?" and h.params == {}
-    assert h.runs is None and h.processes == 1 and h.batch is None and h.cpus == (0,)
+def test_a_header_is_its_json_and_back():
+    h = Header(host="vm", workload=WorkloadInfo("zero_null", "/x.c", "", "bytes/s", "B/s", True, 1),
+               plan=PlanInfo(name="quick", runs=3, params={"block_size": [512, 4096]}),
+               cpu=CpuInfo(name="pinned", cpus=(1,), governor="performance"),
+               kernel=KernelInfo(sysctl={"vm.x": 1}), cflags=("-O2",),
+               batch=Batch("id", True, 2), remote=Remote("lab1", "10.0.0.1", "~/r.jsonl"),
+               sysctl={"vm.x": SysctlState("0", None)})
+    line = encode_line(ev.Started(h, "r.jsonl"))
+    assert json.loads(line)["header"]["format"] == FORMAT
+    back = decode_line(line)
+    assert isinstance(back, ev.Started) and back.header == h and back.variant == ""
+
+
+@pytest.mark.parametrize("edit, why", [
+    (lambda h: h.update(workload="zero_null"), "header: workload: expected an object"),
+    (lambda h: h.update(params=[1]), "header: params: expected an object"),
+    (lambda h: h["workload"].update(unit=5), "header: workload: unit: expected a string, got 5"),
+    (lambda h: h["cpu"].update(cpus=5), "header: cpu: cpus: expected a list, got 5"),
+    (lambda h: h["cpu"].update(cpus=[0, "1"]), "header: cpu: cpus: item 1: expected an integer"),
+    (lambda h: h["plan"].update(runs=True), "header: plan: runs: expected an integer, got True"),
+    (lambda h: h["plan"].update(processes=0), "header: plan: processes: 0 is below 1"),
+    (lambda h: h.update(batch="x"), "header: batch: expected an object, got 'x'"),
+    (lambda h: h["sysctl"]["net.core.busy_poll"].update(during=50),
+     "header: sysctl: net.core.busy_poll: during: expected a string"),
+    (lambda h: h.update(format="2"), "header: format: expected an integer"),
+])
+def test_a_header_field_of_the_wrong_type_is_named(edit, why):
+    h = json.loads(json.dumps(FULL))
+    edit(h)
+    with pytest.raises(ValueError) as e:
+        decode_line(json.dumps({"type": "started", "header": h}))
+    assert why in str(e.value)
+
+
+def test_a_newer_format_is_refused_naming_both_numbers():
+    with pytest.raises(NewerFormat, match=f"result format {FORMAT + 1}, and this hotloop reads up "
+                                          f"to format {FORMAT}"):
+        decode_line(json.dumps({"type": "started", "header": {**FULL, "format": FORMAT + 1}}))
+
+
+def test_the_summary_and_its_stop_are_typed_and_format_1_counters_move_out():
+    line = {"type": "finished", "summary": {"n": 3, "median": 2.0, "mean": 2.0, "stdev": 0.5,
+                                            "cv": 0.25, "min": 1.5, "max": 2.5,
+                                            "stop": {"reason": "until_ci", "target_pct": 3,
+                                                     "ci_pct": None, "runs": 3},
+                                            "counters": {"cycles": 1.0, "instructions": None}}}
+    f = decode_line(json.dumps(line))
+    assert isinstance(f, ev.Finished)
+    assert f.summary == Summary(3, 2.0, 2.0, 0.5, 0.25, 1.5, 2.5, Stop("until_ci", 3.0, None, 3))
+    assert f.counters == {"cycles": 1.0, "instructions": None}
+    assert decode_line(encode_line(f)) == f
+    with pytest.raises(ValueError, match="summary: stop: runs: expected an integer"):
+        line["summary"]["stop"]["runs"] = "3"
+        decode_line(json.dumps(line))
+
+
+@pytest.mark.parametrize("record_cls, model", [
+    (PlanInfo, catalog.Plan), (CpuInfo, catalog.CpuProfile), (KernelInfo, catalog.KernelProfile)])
+def test_the_record_keeps_every_field_of_the_profiles_it_records(record_cls, model):
+    # a field the catalogue gains must be recorded (or knowingly left out here)
+    assert [f.name for f in dataclasses.fields(record_cls)] == \
+        [f.name for f in dataclasses.fields(model)]
+
+
+def test_every_header_field_compare_holds_equal_is_in_the_record():
+    from hotloop.analysis.compare import META_FIELDS
+    for _, path in META_FIELDS:
+        node = record.to_json(Header())
+        for key in path:
+            assert key in node, path
+            node = node[key]

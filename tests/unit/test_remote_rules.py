@@ -10,11 +10,12 @@ import pytest
 from conftest import profile_dir
 
 from hotloop import catalog
-from hotloop.catalog import Host, Plan
-from hotloop.cli.hosts import forwarded
+from hotloop.catalog import Host
 from hotloop.cli.parser import parser
+from hotloop.cli.run import choices, variants
 from hotloop.errors import HotloopError
-from hotloop.run.remote import failure, plan_argv, script, ssh_argv
+from hotloop.run import start
+from hotloop.run.remote import failure, script, ssh_argv
 
 HOSTS = """
 [host.lab1]
@@ -108,26 +109,20 @@ def test_a_home_path_expands_on_the_remote_and_the_rest_is_quoted():
     assert '[ -x "$h" ] || h=hotloop' in default and default.endswith('exec "$h" --version')
 
 
-def test_the_command_lines_plan_goes_as_key_value_options_names_last():
+def test_the_command_lines_plan_goes_to_a_host_as_the_consoles_does():
+    # run --host resolves the plan here with the command line's overrides, then sends it
+    # spelled out, as the console does: the host reads back the same plan
+    cat = catalog.load([])
     args = parser().parse_args(["run", "quick", "--host", "lab1", "--cpu", "split", "--runs",
-                                "5", "--param", "msgs=-1", "--no-perf", "--until-ci", "2.5",
-                                "--apply-system"])
-    assert forwarded(args) == ["--cpu=split", "--runs=5", "--until-ci=2.5", "--param=msgs=-1",
-                               "--no-perf", "--apply-system", "--", "quick"]
-    # and the remote's parser reads them back as they were
-    back = parser().parse_args(["run", "--format=events", *forwarded(args)])
-    assert (back.cpu, back.runs, back.param, back.perf, back.names) == \
-        (["split"], 5, ["msgs=-1"], False, ["quick"])
-
-
-def test_the_consoles_plan_goes_with_every_setting_spelled_out():
-    plan = Plan("quick", "seqpacket", cpu="split", runs=7, warmup=0, perf=False,
-                until_ci=3.0, params={"msgs": 100, "type": "stream"})
-    argv = plan_argv(plan, apply_system=True)
-    back = parser().parse_args(["run", *argv])
-    assert back.names == ["seqpacket"] and back.cpu == ["split"] and back.runs == 7
-    assert back.warmup == 0 and back.perf is False and back.until_ci == 3.0
-    assert back.param == ["msgs=100", "type=stream"] and back.apply_system
+                                "5", "--param", "msgs=7", "--no-perf", "--until-ci", "2.5",
+                                "--perf-freq", "97", "--apply-system", "--no-keep-perf"])
+    variant, = variants(cat, args, here=False)
+    argv = start.plan_argv(variant.rp.plan, choices(args, 1, "host"))
+    assert argv[-2:] == ["--", "seqpacket"] and "--plan-name=quick" in argv
+    back = parser().parse_args(["run", "--format=events", *argv])
+    assert (back.cpu, back.runs, back.perf, back.until_ci, back.perf_freq) == \
+        (["split"], 5, False, 2.5, 97)
+    assert "msgs=7" in back.param and back.apply_system and not back.keep_perf
 
 
 def test_a_failure_says_whose_words_it_is():

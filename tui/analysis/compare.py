@@ -66,8 +66,8 @@ from hotloop.catalog import process_shares
 from hotloop.errors import HotloopError
 from hotloop.events import HotSymbol
 from hotloop.perf.parse import aggregate
+from hotloop.record import Header
 from hotloop.results import Result
-from hotloop.results.header import Header
 from hotloop.stats import (
     ASSUMED_PER_WITHIN,
     ASSUMED_SESSION_NOISE,
@@ -566,7 +566,7 @@ def compare_sides(sides: Sequence[Sequence[Result]], given: Sequence[str] | None
         bs, ns = _symbols(sides[0]), _symbols(rs)
         if bs and ns:
             symbols = diff_symbols(list(bs), list(ns))[:TOP_SYMBOLS]
-        meta = metadata_diff(base.header.fields, rs[0].header.fields)
+        meta = metadata_diff(base.header.to_json(), rs[0].header.to_json())
         comp.pairs.append(Pair(out[0], side, rows, meta, symbols,
                                rows[0].test.method if rows else "sessions"))
         if rows and rows[0].test.verdict == TOO_FEW_PROCESSES:
@@ -599,7 +599,8 @@ def compare_sides(sides: Sequence[Sequence[Result]], given: Sequence[str] | None
         comp.warnings += [meta_warning(p) for p in comp.pairs if p.metadata]
     for rs, s in zip(sides, out):
         inside = sorted({d.field for r in rs[1:]
-                         for d in metadata_diff(rs[0].header.fields, r.header.fields, kernel=True)
+                         for d in metadata_diff(rs[0].header.to_json(), r.header.to_json(),
+                                                kernel=True)
                          if d.field not in ("hotloop",)})
         if inside:
             comp.warnings.append(f"the sessions of {s.name} differ among themselves in "

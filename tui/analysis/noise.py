@@ -30,8 +30,8 @@ from hotloop import __version__
 from hotloop.analysis import metrics
 from hotloop.errors import HotloopError
 from hotloop.paths import state_dir, state_dir_problem
+from hotloop.record import Header
 from hotloop.results import Result
-from hotloop.results.header import Header
 from hotloop.stats import MIN_RUNS, detectable_pct
 
 VERSION = 2
@@ -110,7 +110,7 @@ def key_of(header: Header) -> dict[str, Any]:
     return {"host": header.host,
             "workload": "" if header.workload.name == "?" else header.workload.name,
             "params": {str(k): v for k, v in sorted(header.params.items())},
-            "cpu": header.cpu_name, "cpus": list(header.cpus), "perf": header.perf}
+            "cpu": header.cpu.name, "cpus": list(header.cpu.cpus), "perf": header.perf}
 
 
 def key_id(key: dict[str, Any]) -> str:

@@ -143,7 +143,7 @@ class Catalog:
                 raise HotloopError(f"{path}: [{kind}] must hold named tables like "
                                    f"[{kind}.NAME]")
             for name, t in tables.items():
-                if not NAME.match(name):
+                if not NAME.fullmatch(name):
                     raise where.error(kind, name, "", "bad name: use letters, digits, _ . + -")
                 if not isinstance(t, dict):
                     raise where.error(kind, name, "", "expected a table")

@@ -35,7 +35,7 @@ def save_plan(plan: Plan, directory: Path | None = None, overwrite: bool = False
 
     Refuses a name the catalogue already has from another file, since loading
     would then find it twice."""
-    if not NAME.match(plan.name):
+    if not NAME.fullmatch(plan.name):
         raise HotloopError(f"plan name {plan.name!r}: use letters, digits, _ . + -")
     directory = directory or paths.config_dir() / "plans"
     target = directory / f"{plan.name}.toml"

@@ -20,6 +20,7 @@ from hotloop.cli.commands import (
     cmd_doctor,
     cmd_list,
     cmd_restore,
+    cmd_run,
     cmd_save,
     cmd_show,
     cmd_tui,
@@ -27,7 +28,6 @@ from hotloop.cli.commands import (
 from hotloop.cli.common import _interrupt, interrupted_status
 from hotloop.cli.hosts import cmd_host
 from hotloop.cli.parser import parser
-from hotloop.cli.run import cmd_run
 from hotloop.errors import HotloopError
 from hotloop.host import journal
 from hotloop.visible import visible

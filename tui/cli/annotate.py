@@ -28,19 +28,19 @@ def perf_files(res: Result) -> list[Path]:
     """The result's kept perf data (RESULT.perf/, --keep-perf); one line saying why not."""
     if not res.header.perf:
         raise HotloopError(f"{res.path}: perf was off for this run: nothing to annotate")
-    named = res.header.fields.get("perf_data")
+    named = res.header.perf_data
     # where the run kept it (a name beside the file, nothing else: an edited header points
     # nowhere else), or beside the file under its own name (both renamed together)
-    places = [res.path.parent / named] if isinstance(named, str) and "/" not in named \
-        and named not in ("", ".", "..") else []
+    places = [res.path.parent / named] if "/" not in named and named not in ("", ".", "..") \
+        else []
     places.append(perf_dir(res.path))
     files: list[Path] = next((found for d in places
                               if d.is_dir() and (found := perf_data_files(d))), [])
-    remote = res.header.fields.get("remote")
-    if not files and isinstance(remote, dict) and isinstance(remote.get("perf_data"), str):
-        raise HotloopError(f"{res.path}: ran on {remote.get('host')}, and its perf data is "
-                           f"there ({remote['perf_data']}): annotate it there, "
-                           f"hotloop annotate {remote.get('result_file')} SYMBOL")
+    remote = res.header.remote
+    if not files and remote and remote.perf_data:
+        raise HotloopError(f"{res.path}: ran on {remote.host}, and its perf data is "
+                           f"there ({remote.perf_data}): annotate it there, "
+                           f"hotloop annotate {remote.result_file} SYMBOL")
     if not files:
         raise HotloopError(f"{res.path}: no perf data kept beside it ({places[0]}): it was "
                            f"run with --no-keep-perf, or removed (beyond perf_keep_mb)")

@@ -15,15 +15,15 @@ from hotloop import catalog, paths, results
 from hotloop import events as ev
 from hotloop.catalog import Plan
 from hotloop.cli.common import _catalog, _profiles, _warn_skipped, interrupted_status
+from hotloop.cli.hosts import calibration_sessions, hosts_named, run_on_hosts
 from hotloop.cli.parser import _COMPLETION_PREAMBLE, parser
-from hotloop.cli.run import _run_sessions, parse_params, resolve_run_plan
+from hotloop.cli.run import _run_sessions, parse_params, plan_to_run, run_here
 from hotloop.errors import HotloopError, RunFailed
 from hotloop.host import doctor, journal
 from hotloop.perf import annotate, probe
 from hotloop.render import report, svg
 from hotloop.render.units import duration, si
-from hotloop.results.header import Header
-from hotloop.run import build
+from hotloop.run import build, start
 from hotloop.run.remote import RemoteSession
 from hotloop.run.session import Session
 from hotloop.visible import visible, visible_lines
@@ -73,6 +73,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_run(args: argparse.Namespace) -> int:
+    cat = _catalog(args, warn=False)
+    return run_on_hosts(cat, args) if args.host else run_here(cat, args)
+
+
 def cmd_calibrate(args: argparse.Namespace) -> int:
     from hotloop.analysis import noise  # scipy, as compare
     from hotloop.render import calibration
@@ -105,17 +110,21 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     if len(args.names) > 1:
         raise HotloopError("calibrate: one plan at a time")
     cat = _catalog(args, warn=False)
+    if args.host:                       # an unknown name: one line, before anything is made
+        hosts_named(cat, [args.host])
+    plan = plan_to_run(cat, args, cat.plan_for(args.names[0]), args.cpu, args.param)
+    # the sessions are for their numbers: no perf data kept; each in a new directory
+    chosen = start.Choices(apply_system=args.apply_system, keep_perf=False, on_exists="refuse")
     sessions_run: list[Session] | list[RemoteSession]
-    if args.host:                       # the plan resolves there, from its profiles
-        from hotloop.cli.hosts import calibration_sessions, hosts_named
-        hosts_named(cat, [args.host])   # an unknown name: one line, before anything is made
-        where = calibrate.new_directory(f"{args.names[0]}-{args.host}")
-        sessions_run = calibration_sessions(cat, args, where)
+    if args.host:                       # that machine's hotloop fits the plan to it
+        cat.resolve(plan, here=False)
+        where = calibrate.new_directory(f"{plan.name}-{args.host}")
+        sessions_run = calibration_sessions(cat, args, plan, where, chosen)
     else:
-        rp = resolve_run_plan(cat, args, cat.plan_for(args.names[0]), args.cpu, args.param)
+        rp = cat.resolve(plan)
         where = calibrate.new_directory(rp.plan.name)
-        sessions_run = [Session(rp, where / f"session-{i:02d}.jsonl", variant=f"session {i}",
-                                apply_system=args.apply_system)
+        sessions_run = [start.here(rp, where / f"session-{i:02d}.jsonl", chosen,
+                                   variant=f"session {i}")
                         for i in range(1, args.sessions + 1)]
     _warn_skipped(cat)
     watch = calibrate.Stopwatch()
@@ -126,11 +135,11 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         nonlocal unit
         watch.see(variant, event)
         if isinstance(event, ev.Started):
-            unit = Header.of(event.header).workload.unit
-        if isinstance(event, ev.Finished) and event.summary:
+            unit = event.header.workload.unit
+        if isinstance(event, ev.Finished) and event.summary.n:
             s = event.summary
-            print(f"{variant}/{args.sessions}: {s.get('n')} runs, median "
-                  f"{si(s.get('median', 0), unit)}, CV {100 * s.get('cv', 0):.2f}%",
+            print(f"{variant}/{args.sessions}: {s.n} runs, median "
+                  f"{si(s.median or 0, unit)}, CV {100 * (s.cv or 0):.2f}%",
                   file=sys.stderr)
     try:
         last = asyncio.run(_run_sessions(sessions_run, "text", False, args.gap, observe))

@@ -16,11 +16,12 @@ import tempfile
 from pathlib import Path
 
 from hotloop import __version__, results
-from hotloop.catalog import Catalog, Host
+from hotloop.catalog import Catalog, Host, Plan
 from hotloop.cli.common import _catalog, _warn_skipped
-from hotloop.cli.run import check_run_flags, drive_and_report, emit
+from hotloop.cli.run import choices, drive_and_report, emit, variants
 from hotloop.errors import HotloopError
 from hotloop.paths import source_digest
+from hotloop.run import start
 from hotloop.run.remote import (
     SETUP_DIR,
     RemoteSession,
@@ -36,24 +37,6 @@ SETUP_TIMEOUT_S = 900.0                 # pip installing hotloop's dependencies 
 SETUP_SHOWN = "~/.cache/hotloop"        # SETUP_DIR as a user reads it ($XDG_CACHE_HOME's)
 
 
-def forwarded(args: argparse.Namespace) -> list[str]:
-    """The plan's options of `run` as the remote hotloop takes them: --key=value (a value
-    that starts with "-" stays a value), the names after "--"."""
-    out = []
-    if args.cpu:                        # run's --cpu repeats (a list), calibrate's does not
-        out.append(f"--cpu={args.cpu if isinstance(args.cpu, str) else args.cpu[0]}")
-    for flag in ("kernel", "runs", "warmup", "timeout", "until_ci", "processes"):
-        value = getattr(args, flag)
-        if value is not None:
-            out.append(f"--{flag.replace('_', '-')}={value}")
-    out += [f"--param={item}" for item in args.param]
-    if args.perf is not None:
-        out.append("--perf" if args.perf else "--no-perf")
-    out += ["--apply-system"] if args.apply_system else []
-    out += [] if getattr(args, "keep_perf", False) else ["--no-keep-perf"]
-    return [*out, "--", *args.names]
-
-
 def hosts_named(cat: Catalog, names: list[str], flag: str = "--host") -> list[Host]:
     for name in names:
         cat.require("host", name, flag)
@@ -62,15 +45,14 @@ def hosts_named(cat: Catalog, names: list[str], flag: str = "--host") -> list[Ho
     return [cat.hosts[n] for n in names]
 
 
-def calibration_sessions(cat: Catalog, args: argparse.Namespace, where: Path
-                         ) -> list[RemoteSession]:
+def calibration_sessions(cat: Catalog, args: argparse.Namespace, plan: Plan, where: Path,
+                         chosen: start.Choices) -> list[RemoteSession]:
     """`calibrate PLAN --host NAME`: the K A/A sessions, one after the other, there; their
     result files here, in `where` (their headers name that machine, so the noise profile is
     that machine's, as compare looks it up for results from it)."""
     host, = hosts_named(cat, [args.host])
-    argv = forwarded(args)
-    return [RemoteSession(host, argv, where / f"session-{i:02d}.jsonl",
-                          variant=f"session {i}", on_exists="refuse")
+    return [start.there(host, plan, where / f"session-{i:02d}.jsonl", chosen,
+                        variant=f"session {i}")
             for i in range(1, args.sessions + 1)]
 
 
@@ -88,20 +70,14 @@ def run_on_hosts(cat: Catalog, args: argparse.Namespace) -> int:
     if args.interleave and len(hosts) < 2:
         raise HotloopError("--interleave needs two or more --host (or variants on this "
                            "machine, without --host)")
-    if args.out and len(hosts) > 1:
-        raise HotloopError("--out names one file, and each host writes one")
-    if args.force and not args.out:
-        raise HotloopError("--force replaces an --out file; without --out every run gets "
-                           "a new one")
-    if args.out and args.out.is_file() and not args.force:
-        raise HotloopError(f"--out {args.out}: exists (pass --force to replace it)")
-    check_run_flags(args)
+    chosen = choices(args, len(hosts), each="host")
+    # the plan and its overrides, checked here; each host's hotloop fits it to that machine
+    variant, = variants(cat, args, here=False)
     _warn_skipped(cat)
-    on_exists = ("replace" if args.force else "refuse") if args.out else "rename"
-    argv = forwarded(args)
-    sessions = [RemoteSession(h, argv, args.out or results.default_path(
-                    f"{args.names[0]}-{h.name}"), variant=h.name, on_exists=on_exists,
-                    until_ci=args.until_ci, mirror=emit if args.format == "events" else None)
+    plan = variant.rp.plan
+    sessions = [start.there(h, plan, args.out or results.default_path(f"{plan.name}-{h.name}"),
+                            chosen, variant=h.name,
+                            mirror=emit if args.format == "events" else None)
                 for h in hosts]
     return drive_and_report(sessions, args, [h.name for h in hosts],
                             parallel=not args.interleave)

@@ -9,6 +9,7 @@ import shtab
 
 from hotloop import __version__, paths
 from hotloop.errors import HotloopError
+from hotloop.perf.probe import CALL_GRAPHS
 
 # Shell completion (shtab): names come from `hotloop completion --names KIND`, which reads
 # the catalogue (with the --profiles directories already on the line) and says nothing
@@ -88,6 +89,13 @@ def _plan_options(p: argparse.ArgumentParser, several: bool = False) -> None:
                         + ("; K=V1,V2 compares values" if several else ""))
     p.add_argument("--perf", action=argparse.BooleanOptionalAction, default=None,
                    help="sample with perf (default: the plan's, on where perf works)")
+    p.add_argument("--perf-freq", type=int, metavar="HZ",
+                   help="perf's samples a second (default: the plan's, 999)")
+    p.add_argument("--call-graph", choices=CALL_GRAPHS,
+                   help="perf's call graphs (default: the plan's, none)")
+    p.add_argument("--perf-keep-mb", type=int, metavar="MB",
+                   help="the results directory's budget for kept perf data (default: the "
+                        "plan's, 200)")
     p.add_argument("--apply-system", action="store_true",
                    help="allow the profiles' sysctl/governor changes (restored after)")
     _profiles_option(p)
@@ -161,6 +169,8 @@ def parser() -> argparse.ArgumentParser:
                      help="stdin: stop the run when standard input closes (a remote "
                           "session: a dropped connection stops it)")
     run.add_argument("--gated", action="store_true", help=argparse.SUPPRESS)   # --host --interleave
+    # --host: the plan spelled out as its workload and every key (run.start), under its name
+    run.add_argument("--plan-name", help=argparse.SUPPRESS)
     _plan_options(run, several=True)
 
     show = sub.add_parser("show", help="summary, histogram and hot symbols of a result file")

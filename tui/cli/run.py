@@ -30,14 +30,14 @@ from hotloop import catalog, results
 from hotloop import events as ev
 from hotloop.catalog import Catalog, ParamSetting, Plan
 from hotloop.catalog.loader import did_you_mean
-from hotloop.cli.common import _cancel, _catalog, _interrupt, _warn_skipped, interrupted_status
+from hotloop.catalog.schema import NAME
+from hotloop.cli.common import _cancel, _interrupt, _warn_skipped, interrupted_status
 from hotloop.errors import HotloopError, RunFailed
 from hotloop.render import report
 from hotloop.render.units import si
-from hotloop.results.header import Header
 from hotloop.results.store import encode_line
+from hotloop.run import start
 from hotloop.run.interleave import Runnable, interleave, together
-from hotloop.run.session import Session
 from hotloop.visible import visible, visible_lines
 
 
@@ -66,12 +66,12 @@ INTERLEAVE_PROCESSES = 5                # worker processes a variant, interleave
 
 
 def check_run_flags(args: argparse.Namespace) -> None:
-    """--runs, --warmup, --processes and --timeout within the bounds TOML plans have."""
-    for flag in ("runs", "warmup", "processes"):
+    """The plan's keys on the command line within the bounds TOML plans have."""
+    for flag in ("runs", "warmup", "processes", "perf_freq", "perf_keep_mb"):
         value = getattr(args, flag, None)
         lo, hi = catalog.RUN_LIMITS[flag]
         if value is not None and not lo <= value <= hi:
-            raise HotloopError(f"--{flag} {value}: must be at "
+            raise HotloopError(f"--{flag.replace('_', '-')} {value}: must be at "
                                + (f"least {lo}" if value < lo else f"most {hi}"))
     timeout = getattr(args, "timeout", None)
     problem = None if timeout is None else catalog.timeout_problem(timeout)
@@ -83,8 +83,8 @@ def check_run_flags(args: argparse.Namespace) -> None:
         raise HotloopError(f"--until-ci {target:g}: {problem}")
 
 
-def resolve_run_plan(cat: Catalog, args: argparse.Namespace, plan: Plan, cpu: str | None,
-                     param_items: list[str]) -> catalog.ResolvedPlan:
+def plan_to_run(cat: Catalog, args: argparse.Namespace, plan: Plan, cpu: str | None,
+                param_items: list[str]) -> Plan:
     """A plan named on the command line with the command line's overrides."""
     # A profile named on the command line is the command line's error, not the plan
     # file's (the plan keeps its origin through the overrides).
@@ -94,17 +94,21 @@ def resolve_run_plan(cat: Catalog, args: argparse.Namespace, plan: Plan, cpu: st
         cat.require("kernel", args.kernel, "--kernel")
     params = parse_params(cat, plan.workload, param_items, plan.params)
     check_run_flags(args)
+    name = getattr(args, "plan_name", None)
+    if name is not None and not NAME.fullmatch(name):     # it names the result file
+        raise HotloopError(f"--plan-name {name!r}: not a plan name (letters, digits, _ . + -)")
     processes = args.processes
     if (getattr(args, "interleave", False) or getattr(args, "gated", False)) \
             and processes is None:
         # Interleaved variants are compared process block by process block (a process has
         # an offset of its own): a few processes each unless asked otherwise.
         processes = max(plan.processes, min(INTERLEAVE_PROCESSES, args.runs or plan.runs))
-    plan = catalog.with_overrides(plan, cpu=cpu, kernel=args.kernel, runs=args.runs,
+    return catalog.with_overrides(plan, name=name,
+                                  cpu=cpu, kernel=args.kernel, runs=args.runs,
                                   warmup=args.warmup, timeout=args.timeout, perf=args.perf,
-                                  processes=processes, until_ci=args.until_ci,
-                                  params=params)
-    return cat.resolve(plan)
+                                  perf_freq=args.perf_freq, call_graph=args.call_graph,
+                                  perf_keep_mb=args.perf_keep_mb, processes=processes,
+                                  until_ci=args.until_ci, params=params)
 
 
 @dataclass(frozen=True)
@@ -114,8 +118,9 @@ class Variant:
     out: Path
 
 
-def variants(cat: Catalog, args: argparse.Namespace) -> list[Variant]:
-    """Every combination of the plans, --cpu profiles and K=V1,V2 params asked for."""
+def variants(cat: Catalog, args: argparse.Namespace, here: bool = True) -> list[Variant]:
+    """Every combination of the plans, --cpu profiles and K=V1,V2 params asked for, resolved
+    for this machine (`here`) or for another, whose hotloop fits them to it."""
     fixed: list[str] = []
     multi: list[list[str]] = []
     for item in args.param:
@@ -130,7 +135,7 @@ def variants(cat: Catalog, args: argparse.Namespace) -> list[Variant]:
     out: list[Variant] = []
     for (name, plan_label, plan), cpu, combo in itertools.product(plans, cpus,
                                                                    itertools.product(*multi)):
-        rp = resolve_run_plan(cat, args, plan, cpu, fixed + list(combo))
+        rp = cat.resolve(plan_to_run(cat, args, plan, cpu, fixed + list(combo)), here=here)
         parts = ([name] if len(args.names) > 1 else []) + ([plan_label] if plan_label else []) \
             + ([f"cpu={cpu}"] if len(cpus) > 1 else []) + list(combo)
         label = " ".join(parts)
@@ -142,22 +147,8 @@ def variants(cat: Catalog, args: argparse.Namespace) -> list[Variant]:
     twice = sorted({ln for ln in labels if labels.count(ln) > 1})
     if twice:
         raise HotloopError(f"the batch names the same variant twice: {', '.join(twice)}")
-    if len(out) > 1 and args.out:
-        raise HotloopError("--out names one file, and this batch writes one per variant")
-    if args.force and not args.out:
-        raise HotloopError("--force replaces an --out file; without --out every run gets "
-                           "a new one")
-    if args.out and args.out.is_dir():
-        raise HotloopError(f"--out {args.out}: is a directory, not a result file")
-    if args.out and args.out.is_file() and not args.force:    # before building: at once
-        raise HotloopError(f"--out {args.out}: exists (pass --force to replace it)")
     if len(out) == 1 and args.out:
         out[0] = Variant(out[0].label, out[0].rp, args.out)
-    if args.interleave and len(out) < 2:
-        raise HotloopError("--interleave needs two or more variants (plans, --cpu, or K=V1,V2)")
-    if args.interleave and any(v.rp.kernel.sysctl for v in out):
-        raise HotloopError("--interleave cannot switch sysctls between runs; run the variants "
-                           "in turn (without --interleave)")
     return out
 
 
@@ -249,18 +240,17 @@ async def _drive(sessions: Sequence[Runnable], fmt: str, interleaved: bool, gap:
         async def consume(stream: AsyncIterator[ev.Event]) -> None:
             async for event in stream:
                 if observe is not None:
-                    observe(event.header.get("variant", "") if isinstance(event, ev.Started)
-                            else event.variant, event)
+                    observe(event.variant, event)
                 if isinstance(event, ev.Started):
-                    header = Header.of(event.header)
+                    header = event.header
                     if header.variant in tasks:
                         units[header.variant] = header.workload.unit
                         bar.update(tasks[header.variant], total=header.runs)
                 if got is None:
                     pass
                 elif isinstance(event, ev.Started):
-                    got[event.header.get("variant", "")] = results.Result(
-                        Path(event.result_file), Header.of(event.header))
+                    got[event.variant] = results.Result(
+                        Path(event.result_file), event.header)
                 elif event.variant in got:
                     got[event.variant].add(event)
                 if isinstance(event, (ev.Finished, ev.Failed)):
@@ -297,21 +287,41 @@ async def _drive(sessions: Sequence[Runnable], fmt: str, interleaved: bool, gap:
     return last
 
 
-def cmd_run(args: argparse.Namespace) -> int:
-    cat = _catalog(args, warn=False)
-    if args.host:
-        from hotloop.cli.hosts import run_on_hosts  # it builds on this module
-        return run_on_hosts(cat, args)
+def choices(args: argparse.Namespace, files: int, each: str = "variant") -> start.Choices:
+    """The user's choices of `run` for a run that writes `files` result files (one per
+    `each`): --apply-system, --keep-perf, and what --out and --force make of a taken name.
+    Checked before anything is built or started."""
+    if files > 1 and args.out:
+        raise HotloopError(f"--out names one file, and this run writes one per {each}")
+    if args.force and not args.out:
+        raise HotloopError("--force replaces an --out file; without --out every run gets "
+                           "a new one")
+    if args.out and args.out.is_dir():
+        raise HotloopError(f"--out {args.out}: is a directory, not a result file")
+    if args.out and args.out.is_file() and not args.force:
+        raise HotloopError(f"--out {args.out}: exists (pass --force to replace it)")
+    # A default name that is taken becomes another; an --out file is never
+    # overwritten but with --force (results.Writer).
+    return start.Choices(apply_system=args.apply_system,
+                         keep_perf=getattr(args, "keep_perf", True),
+                         on_exists=("replace" if args.force else "refuse") if args.out
+                         else "rename")
+
+
+def run_here(cat: Catalog, args: argparse.Namespace) -> int:
+    """`run` on this machine: one session, a batch in turn, or interleaved variants."""
     todo = variants(cat, args)
+    chosen = choices(args, len(todo))
+    if args.interleave and len(todo) < 2:
+        raise HotloopError("--interleave needs two or more variants (plans, --cpu, or K=V1,V2)")
+    if args.interleave and any(v.rp.kernel.sysctl for v in todo):
+        raise HotloopError("--interleave cannot switch sysctls between runs; run the variants "
+                           "in turn (without --interleave)")
     if args.gated and (len(todo) != 1 or args.control != "stdin"):
         raise HotloopError("--gated runs one variant, its turns read from --control stdin")
     _warn_skipped(cat)
-    # A default name that is taken becomes another; an --out file is never
-    # overwritten but with --force (results.Writer).
-    on_exists = ("replace" if args.force else "refuse") if args.out else "rename"
-    sessions = [Session(v.rp, v.out, variant=v.label, apply_system=args.apply_system,
-                        keep_perf=args.keep_perf, on_exists=on_exists,
-                        mirror=emit if args.format == "events" else None) for v in todo]
+    sessions = [start.here(v.rp, v.out, chosen, variant=v.label,
+                           mirror=emit if args.format == "events" else None) for v in todo]
     if args.gated:
         sessions[0].gate = asyncio.Queue()
     return drive_and_report(sessions, args, [v.label for v in todo])

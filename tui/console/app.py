@@ -58,12 +58,13 @@ from hotloop.console.widgets.plots import DriftPlot, HistogramPlot
 from hotloop.console.widgets.stats_panel import StatsPanel
 from hotloop.console.widgets.symbols import SymbolsTable
 from hotloop.errors import HotloopError
+from hotloop.record import Header
 from hotloop.render.units import si
-from hotloop.results.header import Header
 from hotloop.results.store import perf_dir
+from hotloop.run import start
 from hotloop.run.preflight import preflight, system_settings
 from hotloop.run.remote import STOP_WAIT_S as REMOTE_STOP_S
-from hotloop.run.remote import RemoteSession, plan_argv
+from hotloop.run.remote import RemoteSession
 from hotloop.run.session import Session
 from hotloop.visible import visible
 
@@ -334,13 +335,13 @@ class HotloopApp(App[None]):
         if self.running or self.cat is None:
             return
         plan = rp.plan
+        chosen = start.Choices(apply_system=apply_system)
         if host is None:
             path = results.default_path(plan.name, self.results_dir)
-            self.session = Session(rp, path, apply_system=apply_system, keep_perf=True)
+            self.session = start.here(rp, path, chosen)
         else:
             path = results.default_path(f"{plan.name}-{host}", self.results_dir)
-            self.session = RemoteSession(self.cat.hosts[host], plan_argv(plan, apply_system),
-                                         path)
+            self.session = start.there(self.cat.hosts[host], plan, path, chosen)
         self.live = LiveRun(plan.name, plan.runs, plan.warmup, rp.workload.unit,
                             rp.workload.higher_is_better, plan.perf, plan.until_ci)
         symbols = self._q(SymbolsTable)
@@ -376,7 +377,7 @@ class HotloopApp(App[None]):
                     live.result_file = event.result_file
                     live.state = "running"
                     live.dirty = True
-                    self.find_noise(live, Header.of(event.header))
+                    self.find_noise(live, event.header)
                 elif isinstance(event, ev.HotSymbols):
                     self.post_message(SymbolsArrived(event))
                 elif isinstance(event, ev.Warning):

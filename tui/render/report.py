@@ -9,6 +9,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from hotloop import events as ev
+from hotloop import record
+from hotloop.record import Stop
 from hotloop.render.units import bucket_labels, si
 from hotloop.results import Result
 from hotloop.stats import Summary, histogram, summarize
@@ -134,24 +136,21 @@ def runs_csv(result: Result) -> str:
     return buf.getvalue()
 
 
-def stopped(result: Result) -> dict[str, Any] | None:
+def stopped(result: Result) -> Stop | None:
     """Why a session with an until_ci target stopped where it did, from its last line."""
-    stop = result.finished.summary.get("stop") if result.finished else None
-    return stop if isinstance(stop, dict) else None
+    return result.finished.summary.stop if result.finished else None
 
 
 def stop_line(result: Result) -> str:
     stop = stopped(result)
     if stop is None:
         return ""
-    known = stop.get("ci_pct")
-    known_text = f"±{known:.2g}%" if isinstance(known, (int, float)) else "not yet known"
-    target = stop.get("target_pct")
-    if stop.get("reason") == "until_ci":
-        return (f"stopped at {stop.get('runs')} runs: the median is known to {known_text} "
-                f"(95% CI; target ±{target:g}%)")
-    return (f"the target ±{target:g}% was not reached within {stop.get('runs')} runs: "
-            f"the median is known to {known_text}")
+    known = "not yet known" if stop.ci_pct is None else f"±{stop.ci_pct:.2g}%"
+    if stop.reason == "until_ci":
+        return (f"stopped at {stop.runs} runs: the median is known to {known} "
+                f"(95% CI; target ±{stop.target_pct:g}%)")
+    return (f"the target ±{stop.target_pct:g}% was not reached within {stop.runs} runs: "
+            f"the median is known to {known}")
 
 
 def text(result: Result, warnings: bool = True, runs: bool = False) -> str:
@@ -160,12 +159,12 @@ def text(result: Result, warnings: bool = True, runs: bool = False) -> str:
     h, w = result.header, result.workload
     unit = w.unit
     params = " ".join(f"{k}={v}" for k, v in h.params.items())
-    where = f"cpu {h.cpu_name or '?'}"
-    if h.cpus:
-        where += f" (cpus {','.join(map(str, h.cpus))})"
+    where = f"cpu {h.cpu.name or '?'}"
+    if h.cpu.cpus:
+        where += f" (cpus {','.join(map(str, h.cpu.cpus))})"
     lines = [f"{w.name}  {params}",
              f"{where}, kernel {h.kernel_release} [{h.label}], {h.host or '?'}"
-             + (f" (host {h.remote}, over SSH)" if h.remote else ""),
+             + (f" (host {h.remote.host}, over SSH)" if h.remote else ""),
              f"{w.metric} ({'higher' if w.higher_is_better else 'lower'}"
              f" is better), {len(result.runs)} run{'' if len(result.runs) == 1 else 's'}"]
     if result.partial:
@@ -209,8 +208,9 @@ def document(result: Result) -> dict[str, Any]:
         summary["latency"] = latency        # medians over the runs, in ns
     if result.finished and result.finished.counters:
         summary["counters"] = result.finished.counters
-    if stopped(result) is not None:
-        summary["stop"] = stopped(result)   # reason: until_ci (target met) or runs
+    stop = stopped(result)
+    if stop is not None:
+        summary["stop"] = record.to_json(stop)  # reason: until_ci (target met) or runs
     return {
         "workload": w.name,
         "metric": w.metric,
@@ -230,6 +230,5 @@ def document(result: Result) -> dict[str, Any]:
         "warnings": result.warnings,
         "result_file": str(result.path),
         # ran over SSH: the host, its address, and the remote's own result and perf data
-        "remote": remote if isinstance(remote := result.header.fields.get("remote"), dict)
-        else None,
+        "remote": record.to_json(result.header.remote),
     }

@@ -1,4 +1,4 @@
-"""Result files: one JSONL file per session (`store`), its typed header (`header`)."""
+"""Result files: one JSONL file per session (`store`), its typed header and summary in `hotloop.record`."""
 from hotloop.results.store import (
     ON_EXISTS,
     Result,

@@ -22,9 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from hotloop import events as ev
-from hotloop.checks import fields, list_of
 from hotloop.errors import HotloopError, RunFailed
-from hotloop.results.header import Header, WorkloadInfo
+from hotloop.record import Header, NewerFormat, WorkloadInfo
 from hotloop.stats import Summary, summarize
 from hotloop.visible import visible
 
@@ -312,20 +311,6 @@ class Result:
         return self.header.workload
 
 
-_S, _I, _B = ev.STRING, ev.integer(), ev.BOOL
-# The header fields show, compare and the console look into, with what they must
-# hold when present.  Only those: the rest (sysctl, vulnerabilities...) is shown
-# as it is and may change shape without breaking a reader.
-HEADER = fields({
-    "time": _S, "host": _S, "kernel_release": _S, "label": _S, "variant": _S,
-    "workload": fields({"name": _S, "metric": _S, "unit": _S, "higher_is_better": _B}),
-    "params": ev.OBJECT,
-    "cpu": fields({"name": _S, "cpus": list_of(_I)}),
-    "remote": fields({"host": _S, "address": _S, "result_file": _S, "perf_data": _S}),
-    "perf_data": _S,
-})
-
-
 def _no_constant(token: str) -> Any:
     # json.loads takes NaN and Infinity, which are not JSON and which hotloop never writes
     raise ValueError(f"{token} is not JSON (hotloop never writes it: an edited file?)")
@@ -430,11 +415,7 @@ def decode_line(line: str | bytes) -> ev.Event:
         raise NotJson("not JSON") from None
     except RecursionError:
         raise ValueError("nested too deep") from None
-    event = ev.from_json(obj)
-    bad = HEADER(event.header) if isinstance(event, ev.Started) else None
-    if bad:
-        raise ValueError(f"header: {bad}")
-    return event
+    return ev.from_json(obj)
 
 
 def read(path: Path) -> Result:
@@ -451,6 +432,8 @@ def read(path: Path) -> Result:
             continue
         try:
             event = decode_line(line)
+        except NewerFormat as e:
+            raise HotloopError(f"{path}: {e}") from None
         except NotJson:
             if no == len(lines) and result is not None:
                 break                   # a line cut short by a crash: keep the rest
@@ -460,7 +443,7 @@ def read(path: Path) -> Result:
         if result is None:
             if not isinstance(event, ev.Started):
                 raise HotloopError(f"{path}:{no}: not a hotloop result (no header line)")
-            result = Result(path, Header.of(event.header),
+            result = Result(path, event.header,
                             digest=hashlib.sha256(text.encode()).hexdigest())
         elif isinstance(event, ev.Started):
             raise HotloopError(f"{path}:{no}: a second header line: two runs wrote this file")

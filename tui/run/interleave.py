@@ -19,10 +19,11 @@ import asyncio
 import contextlib
 import uuid
 from collections.abc import AsyncGenerator, AsyncIterator, Sequence
-from typing import Any, Protocol
+from typing import Protocol
 
 from hotloop import events as ev
 from hotloop.errors import HotloopError
+from hotloop.record import Batch
 
 _DONE = object()
 _EVENTS = (ev.Started, ev.RunSample, ev.HotSymbols, ev.Warning, ev.Finished, ev.Failed)
@@ -41,7 +42,7 @@ def williams(k: int) -> list[list[int]]:
 class Runnable(Protocol):
     """What interleave and together drive: a local Session or a remote one."""
     gate: asyncio.Queue[None] | None
-    batch: dict[str, Any] | None
+    batch: Batch | None
     variant: str
     interrupted_by: str             # the signal that cancelled it, for its last line
 
@@ -116,7 +117,7 @@ async def interleave(sessions: Sequence[Runnable]) -> AsyncIterator[ev.Event]:
         # full one.
         raise HotloopError("until_ci cannot be used with --interleave: the variants would "
                            "stop apart; give --runs instead (a paired test needs every round)")
-    batch = {"id": uuid.uuid4().hex[:16], "interleaved": True, "variants": len(sessions)}
+    batch = Batch(uuid.uuid4().hex[:16], interleaved=True, variants=len(sessions))
     for s in sessions:
         s.gate = asyncio.Queue()
         s.batch = batch

@@ -10,9 +10,9 @@ import platform
 import socket
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
-from hotloop import __version__, paths
+from hotloop import __version__, paths, record
 from hotloop import events as ev
 from hotloop.catalog import ResolvedPlan, Workload
 from hotloop.errors import HotloopError
@@ -23,7 +23,18 @@ from hotloop.host.facts import check_expect, kernel_facts
 from hotloop.host.journal import describe_held, held_elsewhere
 from hotloop.host.settings import read_sysctl, show_original
 from hotloop.host.sysfs import SystemSettingError
+from hotloop.record import (
+    Batch,
+    CpuInfo,
+    Header,
+    KernelInfo,
+    PlanInfo,
+    SysctlState,
+    WorkloadInfo,
+)
 from hotloop.run import build, protocol
+
+T = TypeVar("T")
 
 
 def metric_value(w: Workload, run: protocol.Run) -> float:
@@ -31,8 +42,9 @@ def metric_value(w: Workload, run: protocol.Run) -> float:
     return ev.metric_value(w.metric, run.ops, run.bytes, run.ns, run.cycles, run.extra)
 
 
-def _plain(obj: Any) -> Any:
-    return json.loads(json.dumps(dataclasses.asdict(obj), default=str))
+def _record(cls: type[T], profile: Any) -> T:
+    """A catalogue dataclass as its part of the record: the same fields, as JSON reads them."""
+    return record.from_json(cls, json.loads(json.dumps(dataclasses.asdict(profile), default=str)))
 
 
 @dataclass(frozen=True)
@@ -87,40 +99,25 @@ def system_settings(rp: ResolvedPlan) -> list[str]:
 
 
 def header(rp: ResolvedPlan, built: build.Built, variant: str = "",
-           sysctl: dict[str, Any] | None = None,
-           batch: dict[str, Any] | None = None) -> dict[str, Any]:
+           sysctl: dict[str, SysctlState] | None = None,
+           batch: Batch | None = None) -> Header:
     w = rp.workload
     facts = kernel_facts()
-    return {
-        "hotloop": __version__,
-        "hotloop_source": paths.source_digest(),    # which sources, within one version
-        "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "host": socket.gethostname(),
-        "kernel_release": facts["release"],
-        "kernel_version": facts["version"],
-        "arch": facts["machine"],
-        "cmdline": facts["cmdline"],
-        "cpu_model": facts["cpu_model"],
-        "cpus": os.cpu_count() or 1,
-        "mitigations": facts["mitigations"],
-        "vulnerabilities": facts["vulnerabilities"],
-        "sysctl": sysctl or {},
-        "python": platform.python_version(),
-        "plan": _plain(rp.plan),
-        "workload": {"name": w.name, "source": str(w.source), "summary": w.summary,
-                     "metric": w.metric, "unit": w.unit,
-                     "higher_is_better": w.higher_is_better, "procs": w.procs},
-        "params": dict(rp.params),
-        "cpu": _plain(rp.cpu),
-        "kernel": _plain(rp.kernel),
-        "label": rp.kernel.label or rp.kernel.name,
-        "variant": variant,
-        "compiler": built.compiler,
-        "cflags": list(built.cflags),
-        "source_sha256": built.source_sha256,
-        # The variants of one interleaved batch share an id: compare pairs their runs by round.
-        "batch": batch,
-    }
+    return Header(
+        hotloop=__version__, hotloop_source=paths.source_digest(),
+        time=time.strftime("%Y-%m-%dT%H:%M:%S%z"), host=socket.gethostname(),
+        kernel_release=facts["release"], kernel_version=facts["version"],
+        arch=facts["machine"], cmdline=facts["cmdline"], cpu_model=facts["cpu_model"],
+        cpus=os.cpu_count() or 1, mitigations=facts["mitigations"],
+        vulnerabilities=facts["vulnerabilities"], sysctl=sysctl or {},
+        python=platform.python_version(),
+        plan=_record(PlanInfo, rp.plan),
+        workload=WorkloadInfo(w.name, str(w.source), w.summary, w.metric, w.unit,
+                              w.higher_is_better, w.procs),
+        params=dict(rp.params), cpu=_record(CpuInfo, rp.cpu),
+        kernel=_record(KernelInfo, rp.kernel), label=rp.kernel.label or rp.kernel.name,
+        variant=variant, compiler=built.compiler, cflags=tuple(built.cflags),
+        source_sha256=built.source_sha256, batch=batch)
 
 
 def changed_during(during: dict[str, str | None]) -> list[str]:

@@ -29,12 +29,12 @@ from typing import Any
 
 from hotloop import __version__
 from hotloop import events as ev
-from hotloop.catalog import Host, Plan
+from hotloop.catalog import Host
 from hotloop.errors import HotloopError
 from hotloop.host.procs import die_with_parent
 from hotloop.paths import source_digest
+from hotloop.record import Batch, Remote
 from hotloop.results import Writer
-from hotloop.results.header import Header
 from hotloop.results.store import NotJson, Result, decode_line, run_problem
 from hotloop.visible import visible
 
@@ -183,18 +183,6 @@ async def run_remote(host: Host, remote: str, timeout: float = 60.0,
         [ln.rstrip("\r") for ln in err.decode(errors="replace").splitlines()]
 
 
-def plan_argv(plan: Plan, apply_system: bool = False) -> list[str]:
-    """A plan (the console's form) as the options of `hotloop run`: its workload with every
-    setting spelled out, since the remote's catalogue need not hold the plan."""
-    out = [f"--cpu={plan.cpu}", f"--kernel={plan.kernel}", f"--runs={plan.runs}",
-           f"--warmup={plan.warmup}", f"--timeout={plan.timeout:g}",
-           f"--processes={plan.processes}", "--perf" if plan.perf else "--no-perf",
-           *([f"--until-ci={plan.until_ci:g}"] if plan.until_ci is not None else []),
-           *(f"--param={k}={v}" for k, v in plan.params.items()),
-           *(["--apply-system"] if apply_system else [])]
-    return [*out, "--", plan.workload]
-
-
 class RemoteSession:
     """`hotloop run ARGV` on `host`, driven as a Session: `events()`, `stop()`, a `gate` for
     interleaving (each token becomes a line "go" that lets the remote run one repetition),
@@ -211,7 +199,7 @@ class RemoteSession:
         self.on_exists = on_exists
         self.until_ci = until_ci
         self.gate: asyncio.Queue[None] | None = None
-        self.batch: dict[str, Any] | None = None
+        self.batch: Batch | None = None
         self.interrupted_by = ""
         self.pids: list[int] = []       # ssh, once it runs
         self._proc: asyncio.subprocess.Process | None = None
@@ -327,10 +315,10 @@ class RemoteSession:
                         raise HotloopError(f"{self.host.name}: {what}: not a hotloop session")
                     started = self._local_header(event)
                     started = dataclasses.replace(started, result_file=str(writer.path))
-                    result = Result(self.result_file, Header.of(started.header))
+                    result = Result(self.result_file, started.header)
                     yield put(started)
-                    remote_version = event.header.get("hotloop")
-                    source = event.header.get("hotloop_source")
+                    remote_version = event.header.hotloop
+                    source = event.header.hotloop_source
                     if remote_version != __version__:
                         yield put(ev.Warning(
                             f"{self.host.name} runs hotloop {remote_version}, this is "
@@ -437,24 +425,20 @@ class RemoteSession:
                 return
 
     def _local_header(self, started: ev.Started) -> ev.Started:
-        h = dict(started.header)
+        h = started.header
         # the remote's copy, where it is there: relative to where it ran (its login
         # directory unless the host says)
         theirs = posixpath.join(self.host.directory or "~", started.result_file)
-        h["remote"] = {"host": self.host.name, "address": self.host.address,
-                       "result_file": theirs}
-        kept = h.pop("perf_data", None)     # there, beside its copy: annotate runs there
-        if isinstance(kept, str):
-            h["remote"]["perf_data"] = posixpath.join(posixpath.dirname(theirs), kept)
-        h["variant"] = self.variant
+        # the perf data stays there, beside its copy: annotate runs there
+        kept = posixpath.join(posixpath.dirname(theirs), h.perf_data) if h.perf_data else ""
+        label = h.label
         if self.host.label:
             # the host names the side; a kernel profile of the run's own stays in the name
-            kernel = h.get("kernel")
-            profile = kernel.get("name") if isinstance(kernel, dict) else None
-            h["label"] = self.host.label if profile in (None, "default") else \
-                f"{self.host.label} + {h.get('label') or profile}"
-        if self.batch is not None:
-            h["batch"] = self.batch
+            label = self.host.label if h.kernel.name == "default" else \
+                f"{self.host.label} + {h.label or h.kernel.name}"
+        h = dataclasses.replace(
+            h, remote=Remote(self.host.name, self.host.address, theirs, kept), perf_data="",
+            variant=self.variant, label=label, batch=self.batch or h.batch)
         return ev.Started(h, started.result_file)
 
     @staticmethod

@@ -35,6 +35,7 @@ from hotloop.paths import source_digest
 from hotloop.perf.buildid import build_ids, mapped_files, read_ids
 from hotloop.perf.probe import find_perf, recording_warnings
 from hotloop.perf.recorder import PerfRecorder, PerfResult, merge
+from hotloop.record import Batch, Stop, Summary, SysctlState
 from hotloop.results import Writer
 from hotloop.results.store import perf_dir, prune_perf_data
 from hotloop.run import build, preflight, protocol
@@ -57,7 +58,7 @@ class Session:
 
     def __init__(self, rp: ResolvedPlan, result_file: Path, variant: str = "",
                  apply_system: bool = False, gate: asyncio.Queue[None] | None = None,
-                 keep_perf: bool = False, on_exists: str = "rename",
+                 keep_perf: bool = True, on_exists: str = "rename",
                  mirror: Callable[[ev.Event], None] | None = None):
         self.rp = rp
         self.mirror = mirror                 # sees each line the result file gets, as it does
@@ -70,7 +71,7 @@ class Session:
         self.gate = gate
         self.result_file = result_file
         self.variant = variant
-        self.batch: dict[str, Any] | None = None     # set by interleave(): {id, interleaved}
+        self.batch: Batch | None = None     # set by interleave()
         self.pids: list[int] = []        # worker and its helper processes, once ready
         self.comm = ""                   # the worker's process name, inherited by its children
         self._perf_results: list[PerfResult] = []
@@ -220,10 +221,10 @@ class Session:
             return event
         try:
             during = kernel_facts(names)["sysctl"]
-            sysctl = {n: {"before": before[n], "during": during[n]} for n in names}
+            sysctl = {n: SysctlState(before[n], during[n]) for n in names}
             header = preflight.header(rp, built, v, sysctl, self.batch)
             if rp.plan.perf and self.keep_perf:     # beside the file: it moves with it
-                header["perf_data"] = perf_dir(self.result_file).name
+                header = dataclasses.replace(header, perf_data=perf_dir(self.result_file).name)
             started = ev.Started(header, str(self.result_file))
             self._write(started)
             yield started
@@ -363,12 +364,13 @@ class Session:
         for e in self._perf_events():
             yield e
         s = summarize(runs)
-        summary: dict[str, Any] = s.to_json() if s else {}
+        stop = None
         if rp.plan.until_ci is not None:    # why the session stopped where it did
             met = self._known_well(runs, force=True)
-            summary["stop"] = {"reason": "until_ci" if met else "runs",
-                               "target_pct": rp.plan.until_ci,
-                               "ci_pct": median_ci_pct(sorted(runs)), "runs": len(runs)}
+            stop = Stop("until_ci" if met else "runs", rp.plan.until_ci,
+                        median_ci_pct(sorted(runs)), len(runs))
+        summary = Summary(s.n, s.median, s.mean, s.stdev, s.cv, s.min, s.max, stop) if s \
+            else Summary(stop=stop)
         yield ev.Finished(summary, variant=v, counters=self.counters)
 
     async def _drive_worker(self, built: build.Built, runs: list[float],

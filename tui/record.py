@@ -1,0 +1,304 @@
+"""The result record: what a result file's first line (the header) and its last line (the
+summary, and why the session stopped) hold, as typed dataclasses.
+
+Each has one `to_json` and one `from_json`.  `from_json` checks every field against the
+dataclass's own annotations (a string, an integer that is not a bool, an object of...), so the
+definitions below are the only statement of the format: a reader cannot check one shape while
+the writer writes another.  A field missing from a file reads as its default: files of the
+format before this one lack some.  Keys the definitions do not name are ignored.
+
+The header says its `format`.  Files without it are format 1 (hotloop 0.1.0 before the record
+was typed); a file of a newer format than FORMAT is refused in one line naming both numbers
+(`NewerFormat`), since its fields may mean what this version cannot know.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+import types
+import typing
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from hotloop.checks import show
+
+FORMAT = 2              # this version's; 1: the files written before `format` existed
+
+
+class NewerFormat(ValueError):
+    """A record written by a newer hotloop, in a format this one does not read."""
+
+
+# --------------------------------------------------------------------------- the record
+
+@dataclass(frozen=True)
+class WorkloadInfo:
+    """The workload as it was run: its metric decides what "better" means."""
+    name: str = "?"
+    source: str = ""
+    summary: str = ""
+    metric: str = "value"
+    unit: str = ""
+    higher_is_better: bool = True
+    procs: int = field(default=1, metadata={"min": 1})
+
+
+@dataclass(frozen=True)
+class PlanInfo:
+    """The plan as it was run (catalog.Plan's fields, with the command line's overrides)."""
+    name: str = ""
+    workload: str = ""
+    cpu: str = "default"
+    kernel: str = "default"
+    runs: int | None = field(default=None, metadata={"min": 1})
+    warmup: int = field(default=1, metadata={"min": 0})
+    perf: bool = False
+    perf_freq: int = 999
+    call_graph: str = "none"
+    timeout: float = 300.0
+    processes: int = field(default=1, metadata={"min": 1})
+    until_ci: float | None = None
+    perf_keep_mb: int = 200
+    params: dict[str, Any] = field(default_factory=dict)
+    summary: str = ""
+    origin: str = ""
+
+
+@dataclass(frozen=True)
+class CpuInfo:
+    """The CPU profile the run was pinned and scheduled by (catalog.CpuProfile's fields)."""
+    name: str = ""
+    summary: str = ""
+    cpus: tuple[int, ...] = ()
+    sched: str = "other"
+    priority: int = 0
+    nice: int = 0
+    governor: str | None = None
+    boost: bool | None = None
+    cflags: tuple[str, ...] = ()
+    isolated: bool = False
+    strict: bool = False
+    origin: str = ""
+
+
+@dataclass(frozen=True)
+class KernelInfo:
+    """The kernel profile (catalog.KernelProfile's fields): the label names a side."""
+    name: str = "default"
+    summary: str = ""
+    label: str = ""
+    sysctl: dict[str, Any] = field(default_factory=dict)
+    expect: dict[str, Any] = field(default_factory=dict)
+    origin: str = ""
+
+
+@dataclass(frozen=True)
+class SysctlState:
+    """A sysctl the kernel profile sets, as read before it was applied and once it was."""
+    before: str | None = None
+    during: str | None = None
+
+
+@dataclass(frozen=True)
+class Batch:
+    """The variants of one batch; interleaved ones share an id that pairs their rounds."""
+    id: str | None = None
+    interleaved: bool = False
+    variants: int = field(default=0, metadata={"min": 0})       # how many
+
+
+@dataclass(frozen=True)
+class Remote:
+    """The [host.NAME] a session ran on over SSH, and where its own copies are there."""
+    host: str = ""
+    address: str = ""
+    result_file: str = ""
+    perf_data: str = ""
+
+
+@dataclass(frozen=True)
+class Header:
+    """A result file's first line: the machine, the kernel, the build and the plan a session
+    ran with, written before its first run."""
+    format: int = FORMAT
+    hotloop: str = "?"
+    hotloop_source: str = ""                # which sources, within one version
+    time: str = ""
+    host: str = ""
+    kernel_release: str = "?"
+    kernel_version: str = ""
+    arch: str = ""
+    cmdline: str = ""
+    cpu_model: str = ""
+    cpus: int = 0                           # the machine's; the pinned ones: cpu.cpus
+    mitigations: str = ""
+    vulnerabilities: dict[str, str] = field(default_factory=dict)
+    sysctl: dict[str, SysctlState] = field(default_factory=dict)
+    python: str = ""
+    plan: PlanInfo = PlanInfo()
+    workload: WorkloadInfo = WorkloadInfo()
+    params: dict[str, Any] = field(default_factory=dict)
+    cpu: CpuInfo = CpuInfo()
+    kernel: KernelInfo = KernelInfo()
+    label: str = ""
+    variant: str = ""
+    compiler: str = ""
+    cflags: tuple[str, ...] = ()
+    source_sha256: str = ""
+    # The variants of one interleaved batch share an id: compare pairs their runs by round.
+    batch: Batch | None = None
+    perf_data: str = ""                     # the kept perf data, beside the file: NAME.perf
+    remote: Remote | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return to_json(self)
+
+    @classmethod
+    def from_json(cls, obj: Any) -> Header:
+        if isinstance(obj, dict):
+            n = obj.get("format", 1)        # written before the record said its format
+            if isinstance(n, int) and not isinstance(n, bool) and n > FORMAT:
+                raise NewerFormat(f"result format {n}, and this hotloop reads up to format "
+                                  f"{FORMAT}: read it with a newer hotloop")
+            obj = {**obj, "format": n}
+        return from_json(cls, obj)
+
+    # What readers ask of it, said once.
+    @property
+    def runs(self) -> int | None:
+        return self.plan.runs
+
+    @property
+    def processes(self) -> int:
+        return self.plan.processes
+
+    @property
+    def perf(self) -> bool:
+        return self.plan.perf
+
+
+@dataclass(frozen=True)
+class Stop:
+    """Why a session with an until_ci target stopped where it did."""
+    reason: str = "runs"                    # "until_ci": the target was met; "runs": not
+    target_pct: float = 0.0
+    ci_pct: float | None = None             # None: too few runs to know
+    runs: int = field(default=0, metadata={"min": 0})
+
+
+@dataclass(frozen=True)
+class Summary:
+    """A finished session's runs, summarised (None: no runs), and why it stopped."""
+    n: int = field(default=0, metadata={"min": 0})
+    median: float | None = None
+    mean: float | None = None
+    stdev: float | None = None
+    cv: float | None = None
+    min: float | None = None
+    max: float | None = None
+    stop: Stop | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return to_json(self)
+
+    @classmethod
+    def from_json(cls, obj: Any) -> Summary:
+        return from_json(cls, obj)
+
+
+# --------------------------------------------------------------------------- the codec
+
+T = TypeVar("T")
+
+
+def to_json(obj: Any) -> Any:
+    """A record as JSON values: dataclasses as objects, tuples as lists."""
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {f.name: to_json(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if isinstance(obj, dict):
+        return {str(k): to_json(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [to_json(v) for v in obj]
+    return obj
+
+
+def from_json(cls: type[T], obj: Any) -> T:
+    """`cls` from a parsed JSON object, every field checked against its annotation;
+    ValueError naming the field's path ("workload: unit: expected a string, got 5")."""
+    value = _decode(cls, obj)
+    assert isinstance(value, cls)
+    return value
+
+
+@functools.cache
+def _hints(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+def _decode(tp: Any, v: Any) -> Any:
+    if tp is Any:
+        return v
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin in (typing.Union, types.UnionType):
+        if v is None and type(None) in args:
+            return None
+        (inner,) = [a for a in args if a is not type(None)]
+        return _decode(inner, v)
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
+        if not isinstance(v, dict):
+            raise ValueError(f"expected an object, got {show(v)}")
+        hints, out = _hints(tp), {}
+        for f in dataclasses.fields(tp):
+            if f.name not in v:
+                continue                    # an older file's: the default
+            try:
+                out[f.name] = _decode(hints[f.name], v[f.name])
+                least = f.metadata.get("min")
+                if least is not None and out[f.name] is not None and out[f.name] < least:
+                    raise ValueError(f"{out[f.name]} is below {least}")
+            except ValueError as e:
+                raise ValueError(f"{f.name}: {e}") from None
+        return tp(**out)
+    if origin is dict:
+        if not isinstance(v, dict):
+            raise ValueError(f"expected an object, got {show(v)}")
+        out = {}
+        for k, x in v.items():
+            try:
+                out[k] = _decode(args[1], x)
+            except ValueError as e:
+                raise ValueError(f"{k}: {e}") from None
+        return out
+    if origin in (list, tuple):
+        if not isinstance(v, list):
+            raise ValueError(f"expected a list, got {show(v)}")
+        items = []
+        for i, x in enumerate(v):
+            try:
+                items.append(_decode(args[0], x))
+            except ValueError as e:
+                raise ValueError(f"item {i}: {e}") from None
+        return tuple(items) if origin is tuple else items
+    if tp is bool:
+        if isinstance(v, bool):
+            return v
+        raise ValueError(f"expected true or false, got {show(v)}")
+    if tp is int:
+        if isinstance(v, int) and not isinstance(v, bool):
+            return v
+        raise ValueError(f"expected an integer, got {show(v)}")
+    if tp is float:
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            try:
+                if math.isfinite(v):
+                    return float(v)
+            except OverflowError:           # an integer beyond any float
+                pass
+            raise ValueError(f"{show(v)} is not a finite number")
+        raise ValueError(f"expected a number, got {show(v)}")
+    if tp is str:
+        if isinstance(v, str):
+            return v
+        raise ValueError(f"expected a string, got {show(v)}")
+    raise TypeError(f"no JSON form for {tp!r}")     # a definition above the codec lacks

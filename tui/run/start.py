@@ -1,0 +1,52 @@
+"""How a run starts: a plan and the user's choices become a session here, or the command line
+of one on a [host.NAME].  The command line and the console both start runs through these, so a
+plan key or a choice reaches a remote host the same way whoever started it.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from hotloop import events as ev
+from hotloop.catalog import Host, Plan, ResolvedPlan
+from hotloop.run.remote import RemoteSession
+from hotloop.run.session import Session
+
+
+@dataclass(frozen=True)
+class Choices:
+    """What the user decides about a run beside its plan."""
+    apply_system: bool = False      # consent to the profiles' sysctl/governor changes
+    keep_perf: bool = True          # perf data kept beside the result file, for annotate
+    on_exists: str = "rename"       # a taken result file name: results.ON_EXISTS
+
+
+def plan_argv(plan: Plan, choices: Choices) -> list[str]:
+    """A plan as the options of `hotloop run` there: its workload with every key spelled out,
+    since the remote's catalogue need not hold the plan (nor the same version of it)."""
+    out = [f"--cpu={plan.cpu}", f"--kernel={plan.kernel}", f"--runs={plan.runs}",
+           f"--warmup={plan.warmup}", f"--timeout={plan.timeout!r}",
+           f"--processes={plan.processes}", "--perf" if plan.perf else "--no-perf",
+           f"--perf-freq={plan.perf_freq}", f"--call-graph={plan.call_graph}",
+           f"--perf-keep-mb={plan.perf_keep_mb}",
+           *([f"--until-ci={plan.until_ci!r}"] if plan.until_ci is not None else []),
+           *(f"--param={k}={v}" for k, v in plan.params.items()),
+           *(["--apply-system"] if choices.apply_system else []),
+           "--keep-perf" if choices.keep_perf else "--no-keep-perf",
+           f"--plan-name={plan.name}"]
+    return [*out, "--", plan.workload]
+
+
+def here(rp: ResolvedPlan, result_file: Path, choices: Choices, variant: str = "",
+         mirror: Callable[[ev.Event], None] | None = None) -> Session:
+    """A session of `rp` on this machine."""
+    return Session(rp, result_file, variant=variant, apply_system=choices.apply_system,
+                   keep_perf=choices.keep_perf, on_exists=choices.on_exists, mirror=mirror)
+
+
+def there(host: Host, plan: Plan, result_file: Path, choices: Choices, variant: str = "",
+          mirror: Callable[[ev.Event], None] | None = None) -> RemoteSession:
+    """A session of `plan` on `host` over SSH, its result file here."""
+    return RemoteSession(host, plan_argv(plan, choices), result_file, variant=variant,
+                         on_exists=choices.on_exists, until_ci=plan.until_ci, mirror=mirror)
