@@ -47,7 +47,7 @@ from scipy import stats as sps
 
 from hotloop import catalog, results
 from hotloop.analysis import significance
-from hotloop.analysis.compare import compare_samples, test_metric
+from hotloop.analysis.compare import Verdict, compare_samples, test_metric
 from hotloop.analysis.metrics import SPEED, Series
 from hotloop.analysis.noise import MetricNoise, metric_noise
 
@@ -136,7 +136,7 @@ def separate(pool_a: list[list[float]], pool_b: list[list[float]],
                 for name, cal in (("raw", None), ("cal", noise)):
                     t = test_metric([series(s, hib) for s in a1], [series(s, hib) for s in other],
                                     calibrated=cal)
-                    counts[name][j] += t.significant and (j == 0 or t.verdict == "slower")
+                    counts[name][j] += t.significant and (j == 0 or t.verdict is Verdict.BAD)
         for name, label in (("naive", "runs as independent samples (before)"),
                             ("raw", "sessions, no calibration"),
                             ("cal", f"sessions + calibration ({k_calib} sessions)")):

@@ -20,9 +20,10 @@ from conftest import ROOT, hotloop
 
 from hotloop import results
 from hotloop.analysis import compare
+from hotloop.analysis.compare import Verdict
 from hotloop.errors import HotloopError
 from hotloop.events import HotSymbol, HotSymbols
-from hotloop.render import compare_formats
+from hotloop.render import compare_formats, verdicts
 
 RUNS = "6"
 COUNT = "count=20000"
@@ -66,7 +67,7 @@ def test_a_a_is_exactly_zero_and_not_significant(files):
     assert {m.metric for m in pair.metrics} >= {"bytes/s", "ns/op", "user_s", "sys_s"}
     for m in pair.metrics:
         assert m.change_pct == 0.0 and m.diff == 0.0, m
-        assert not m.significant and m.verdict == compare.NO_CHANGE, m
+        assert not m.significant and m.verdict is Verdict.NO_CHANGE, m
         assert m.p_value == pytest.approx(1.0)
         assert m.ci_low is None or m.ci_low <= 0.0 <= m.ci_high
     assert pair.metadata == []
@@ -80,19 +81,19 @@ def test_clearly_different_pair_is_significant_and_directions_follow_the_metric(
     pair = compare.load_and_compare([files["small"], files["big"]]).pairs[0]
     rate, per_op = row(pair, "bytes/s"), row(pair, "ns/op")
     assert rate.change_pct > 50 and rate.ci_low > 0 and rate.p_value < 0.05
-    assert rate.significant and rate.verdict == "faster"
-    assert per_op.change_pct > 0 and per_op.significant and per_op.verdict == "slower"
+    assert rate.significant and rate.verdict is Verdict.GOOD
+    assert per_op.change_pct > 0 and per_op.significant and per_op.verdict is Verdict.BAD
     # the other way round, a drop in ns/op (lower is better) is "faster"
     back = compare.load_and_compare([files["big"], files["small"]]).pairs[0]
-    assert row(back, "ns/op").change_pct < 0 and row(back, "ns/op").verdict == "faster"
-    assert row(back, "bytes/s").verdict == "slower"
+    assert row(back, "ns/op").change_pct < 0 and row(back, "ns/op").verdict is Verdict.GOOD
+    assert row(back, "bytes/s").verdict is Verdict.BAD
     assert [d.field for d in pair.metadata] == ["params.block_size"]
 
 
 def test_fewer_than_five_runs_says_so(files):
     comp = compare.load_and_compare([files["small"], files["few"]])
     for m in comp.pairs[0].metrics:
-        assert m.verdict == "too few runs (n<5)" and not m.significant
+        assert m.verdict is Verdict.TOO_FEW_RUNS and not m.significant
         assert m.n_new == 3
     assert "too few runs (n<5)" in compare_formats.render(comp)
 
@@ -190,7 +191,7 @@ def test_synthetic_counters_are_shown_without_a_test(files):
         r.finished.counters.clear()
         r.finished.counters.update({"context-switches": cs, "cycles": None})
     m = row(compare.compare([a, b]).pairs[0], "perf:context-switches")
-    assert m.change_pct == pytest.approx(50) and m.verdict == compare.NO_TEST
+    assert m.change_pct == pytest.approx(50) and m.verdict is Verdict.NO_TEST
     assert m.p_value is None and not m.significant
 
 
@@ -242,7 +243,7 @@ def test_truncated_result_is_compared_and_flagged_partial(files, tmp_path):
     comp = compare.load_and_compare([files["small"], cut])
     new = comp.pairs[0].new
     assert new.partial and new.runs == 5
-    assert row(comp.pairs[0], "bytes/s").verdict == "faster"
+    assert row(comp.pairs[0], "bytes/s").verdict is Verdict.GOOD
     text = compare_formats.render(comp)
     assert "PARTIAL" in text and "partial" in text.splitlines()[-1]
     doc = json.loads(compare_formats.render(comp, "json"))
@@ -329,7 +330,8 @@ def test_one_session_a_side_without_calibration_says_so(sessions):
     comp = compare.load_and_compare([a, b])
     m = row(comp.pairs[0], "bytes/s")
     assert m.noise_source == "assumed" and m.noise_pct >= 3.0
-    assert not m.significant and m.verdict.startswith("within assumed noise (±")
+    assert not m.significant and m.verdict is Verdict.WITHIN_NOISE
+    assert verdicts.word(m).startswith("within assumed noise (±")
     # at least an assumed 3% session noise: nothing smaller than about 8% is called
     assert m.ci_high - m.ci_low > 2 * 8
     hint = "hotloop calibrate zero_null"

@@ -4,6 +4,9 @@ from __future__ import annotations
 import pytest
 
 from hotloop.analysis import compare
+from hotloop.analysis.compare import MetricDelta, Verdict
+from hotloop.analysis.significance import Outcome
+from hotloop.render import verdicts
 
 # --------------------------------------------------------------------------- sessions as sides
 
@@ -13,16 +16,48 @@ def test_synthetic_lower_is_better_and_resource_wording():
     base = [100.0, 101, 99, 100.5, 99.5, 100.2, 100.1]
     less = [v * 0.9 for v in base]
     t = compare.compare_samples(base, less, higher_is_better=False)
-    assert t.change_pct == pytest.approx(-10) and t.significant and t.verdict == "faster"
+    assert t.change_pct == pytest.approx(-10) and t.significant and t.verdict is Verdict.GOOD
     assert t.ci_high < 0
-    assert compare.compare_samples(base, less, higher_is_better=True).verdict == "slower"
-    assert compare.compare_samples(base, less, higher_is_better=False,
-                               words=compare.RESOURCE).verdict == "better"
-    assert compare.compare_samples(base, less, higher_is_better=None).verdict == "lower"
+    assert compare.compare_samples(base, less, higher_is_better=True).verdict is Verdict.BAD
+    assert compare.compare_samples(base, less, higher_is_better=None).verdict is Verdict.DOWN
+    worded = [verdicts.word(MetricDelta("m", "", hib, compare.compare_samples(
+                  base, less, higher_is_better=hib, kind=kind), kind))
+              for hib, kind in ((False, compare.SPEED), (True, compare.SPEED),
+                                (False, compare.RESOURCE), (True, compare.RESOURCE),
+                                (None, compare.UNDIRECTED))]
+    assert worded == ["faster", "slower", "better", "worse", "lower"]
     assert compare.extra_kind("user_s")[1:] == (False, compare.RESOURCE)
     assert compare.extra_kind("lat_p99_ns")[1:] == (False, compare.SPEED)
     # same data, same interval: nothing random in the statistics
     assert compare.compare_samples(base, less) == compare.compare_samples(base, less)
+
+
+def outcome(**kw) -> Outcome:
+    return Outcome(**{"method": "paired", "log": True, "baseline": 100.0, "new": 99.0,
+                      "change_pct": 2.30, "ci_low": 0.40, "ci_high": 4.23, "p_value": 0.02,
+                      "significant": True, **kw})
+
+
+@pytest.mark.parametrize("kw, verdict", [
+    # a paired estimate whose medians lie the other way: the interval decides (+2.3% ns/op)
+    ({}, Verdict.BAD),
+    ({"method": "sessions"}, Verdict.BAD),
+    ({"change_pct": -2.3, "ci_low": -4.23, "ci_high": -0.4, "new": 101.0}, Verdict.GOOD),
+    # "significant" with an interval that holds 0 is no direction at all
+    ({"ci_low": -0.1}, Verdict.NO_CHANGE),
+    ({"ci_low": -0.1, "method": "sessions", "half_width_pct": 2.2}, Verdict.WITHIN_NOISE),
+    ({"significant": False, "method": "sessions", "half_width_pct": 2.2}, Verdict.WITHIN_NOISE),
+    ({"method": "exact"}, Verdict.NO_CHANGE),
+])
+def test_the_verdict_follows_the_interval_in_every_mode(kw, verdict):
+    # ns/op: lower is better, so a change up is worse
+    assert compare._verdict(outcome(**kw), False, None) is verdict
+    t = compare._test(outcome(**kw), 10, 10, 1, 1, verdict, None)
+    assert t.significant == verdict.called
+    words = verdicts.word(MetricDelta("ns/op", "ns/op", False, t, compare.SPEED))
+    assert words == {Verdict.BAD: "slower", Verdict.GOOD: "faster",
+                     Verdict.NO_CHANGE: "no significant change",
+                     Verdict.WITHIN_NOISE: "within session noise (±2.2%)"}[verdict]
 
 
 def test_synthetic_zero_baseline_and_ties():
@@ -30,8 +65,8 @@ def test_synthetic_zero_baseline_and_ties():
     zeros = [0.0] * 6
     t = compare.compare_samples(zeros, zeros, higher_is_better=False)
     assert t.change_pct == 0.0 and not t.significant and t.p_value == pytest.approx(1.0)
-    t = compare.compare_samples(zeros, [0.004] * 6, higher_is_better=False, words=compare.RESOURCE)
-    assert t.change_pct is None and t.ci_low is None and t.verdict == "worse"
+    t = compare.compare_samples(zeros, [0.004] * 6, higher_is_better=False, kind=compare.RESOURCE)
+    assert t.change_pct is None and t.ci_low is None and t.verdict is Verdict.BAD
 
 
 def test_synthetic_a_a_false_positives_stay_at_alpha():
@@ -127,14 +162,14 @@ def test_synthetic_zero_centres_and_ties_never_crash_or_cry_wolf():
     rng = np.random.default_rng(2)
     zeros = [0.0] * 8
     t = compare.compare_samples(zeros, [0.0] * 7 + [0.004], higher_is_better=False,
-                            words=compare.RESOURCE)
-    assert not t.significant and t.verdict != "worse"
+                            kind=compare.RESOURCE)
+    assert not t.significant and t.verdict is not Verdict.BAD
     called = 0
     for _ in range(100):
         a = (rng.random(20) < 0.5) * 0.004
         b = (rng.random(20) < 0.5) * 0.004
         called += compare.compare_samples(a.tolist(), b.tolist(), higher_is_better=False,
-                                      words=compare.RESOURCE).significant
+                                      kind=compare.RESOURCE).significant
     assert called <= 8
 
 

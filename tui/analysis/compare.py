@@ -26,22 +26,22 @@ Decisions (documented here because every format shows their outcome):
   the verdict says, following the metric's direction (`higher_is_better`).  A side's centre is
   its session's median, or with several sessions the geometric mean of their medians (each
   session counts once, however many runs it has).
-* Verdict words: "faster"/"slower" for the primary metric, per-op costs (ns/op, cycles/op) and
-  latencies (extra names starting with ``lat`` or ending in ``_ns``); "better"/"worse" for
-  resources a run consumes (CPU times ending in ``_s``, perf counters); "higher"/"lower" for
-  extra values whose direction nobody declared.  When the interval holds 0: "within session
-  noise (+-X%)" for separate sessions (X: the interval's half width, the change that noise
-  alone can make), "within assumed noise (+-X%)" when nothing measured that noise, "no
-  significant change" for paired rounds.  "too few runs (n<5)" when a session has fewer than 5
-  runs, "too few rounds (n<6)" for fewer than 6 paired rounds, "too few processes (n<3)" for
-  interleaved variants that ran in fewer than 3 worker processes each.
+* A verdict is a `Verdict` and the Test's numbers; render.verdicts words it.  A change is
+  called (GOOD/BAD, or UP/DOWN for a metric with no good way) only when the 95% interval of the
+  change clears 0, and its direction is the interval's, in every mode (a paired test's medians
+  are not its estimate).  When the interval holds 0: WITHIN_NOISE for separate sessions (the
+  interval's half width is the change that noise alone can make), NO_CHANGE for paired rounds.
+  TOO_FEW_RUNS when a session has fewer than 5 runs, TOO_FEW_ROUNDS for fewer than 6 paired
+  rounds, TOO_FEW_PROCESSES for interleaved variants that ran in fewer than 3 worker processes
+  each.
 * perf counters are one number per session: with one session a side and no calibration of
-  them they are shown with their difference and % change but no test ("one value each, no
-  test"); with several sessions a side they are tested like the rest.
+  them they are shown with their difference and % change but no test (NO_TEST); with several
+  sessions a side they are tested like the rest.
 * A partial result (a crash mid-run) is compared on the runs it holds and flagged.
 """
 from __future__ import annotations
 
+import enum
 import json
 import math
 from collections.abc import Sequence
@@ -82,11 +82,27 @@ from hotloop.visible import visible
 __all__ = ["RESOURCE", "SPEED", "UNDIRECTED", "extra_kind", "compare", "compare_sides"]
 
 TOP_SYMBOLS = 15
-TOO_FEW = f"too few runs (n<{MIN_RUNS})"
-TOO_FEW_ROUNDS = f"too few rounds (n<{MIN_ROUNDS})"
-TOO_FEW_PROCESSES = f"too few processes (n<{MIN_PROCESSES})"
-NO_CHANGE = "no significant change"
-NO_TEST = "one value each, no test"
+
+
+class Verdict(enum.Enum):
+    """What the test of one metric found.  The numbers behind it are the Test's; the words,
+    which depend on the metric's kind (faster, better, higher), are render.verdicts'."""
+    GOOD = "good"                       # a change the metric's good way, its interval clear of 0
+    BAD = "bad"
+    UP = "up"                           # the same for a metric with no good way
+    DOWN = "down"
+    WITHIN_NOISE = "within noise"       # the interval holds 0: Test.half_width_pct wide
+    NO_CHANGE = "no change"
+    TOO_FEW_RUNS = "too few runs"       # fewer than MIN_RUNS a session
+    TOO_FEW_ROUNDS = "too few rounds"   # paired, fewer than MIN_ROUNDS
+    TOO_FEW_PROCESSES = "too few processes"     # paired, fewer than MIN_PROCESSES
+    NO_TEST = "no test"                 # one value a side
+
+    @property
+    def called(self) -> bool:
+        """A change found, in one direction."""
+        return self in (Verdict.GOOD, Verdict.BAD, Verdict.UP, Verdict.DOWN)
+
 METHODS = {
     "sessions": "sessions as replicates: t interval on session log-medians, session noise "
                 "from the sessions and the noise profile",
@@ -151,13 +167,14 @@ class Test:
     ci_high: float | None
     p_value: float | None
     significant: bool
-    verdict: str
+    verdict: Verdict
     method: str = "sessions"            # a key of METHODS
     sessions_baseline: int = 1
     sessions_new: int = 1
     session_noise_pct: float | None = None  # the calibrated session noise used, else None
     noise_pct: float | None = None      # the session noise the interval used (any source)
     noise_source: str | None = None     # measured / calibrated / measured+calibrated / assumed
+    half_width_pct: float | None = None     # the interval's half width (within noise: how wide)
 
 
 @dataclass(frozen=True)
@@ -167,6 +184,7 @@ class MetricDelta:
     unit: str
     higher_is_better: bool | None
     test: Test
+    kind: str = SPEED                   # how the verdict is worded (metrics.SPEED...)
 
     def __getattr__(self, name: str) -> Any:    # row.change_pct etc. read through
         if name == "test":
@@ -234,28 +252,33 @@ class Comparison:
 
 # --------------------------------------------------------------------------- tests of a metric
 
-def _words(up: bool, higher_is_better: bool | None, words: tuple[str, str]) -> str:
-    if higher_is_better is None:
-        return UNDIRECTED[0] if up else UNDIRECTED[1]
-    return words[0] if up == higher_is_better else words[1]
+def _direction(o: Outcome) -> bool | None:
+    """Up (True) or down of a significant change, as its interval says: the medians of a
+    paired test are not its estimate, and may even lie the other way round.  None: the
+    interval does not clear 0, so no direction is shown."""
+    if o.ci_low is not None and o.ci_high is not None:
+        return True if o.ci_low > 0 else False if o.ci_high < 0 else None
+    if o.change_pct is not None and o.change_pct != 0:
+        return o.change_pct > 0
+    return None if o.new == o.baseline else o.new > o.baseline
 
 
-def _worded(o: Outcome, higher_is_better: bool | None, words: tuple[str, str],
-            too_few: str | None) -> str:
+def _verdict(o: Outcome, higher_is_better: bool | None, too_few: Verdict | None) -> Verdict:
     if too_few:
         return too_few
     if o.method == "exact":
-        return NO_CHANGE
-    if o.significant:
-        up = o.new > o.baseline if o.new != o.baseline else (o.ci_low or 0) > 0
-        return _words(up, higher_is_better, words)
+        return Verdict.NO_CHANGE
+    up = _direction(o) if o.significant else None
+    if up is not None:
+        if higher_is_better is None:
+            return Verdict.UP if up else Verdict.DOWN
+        return Verdict.GOOD if up == higher_is_better else Verdict.BAD
     if o.method == "sessions" and o.half_width_pct is not None:
-        kind = "assumed" if o.noise_source == "assumed" else "session"
-        return f"within {kind} noise (±{o.half_width_pct:.1f}%)"
-    return NO_CHANGE
+        return Verdict.WITHIN_NOISE
+    return Verdict.NO_CHANGE
 
 
-def _test(o: Outcome, n_base: int, n_new: int, k_base: int, k_new: int, verdict: str,
+def _test(o: Outcome, n_base: int, n_new: int, k_base: int, k_new: int, verdict: Verdict,
           calibrated: noise_mod.MetricNoise | None) -> Test:
     used_calibration = o.noise_source is not None and "calibrated" in o.noise_source
     # A paired change comes from the rounds, not from the two medians: its diff says the same
@@ -263,10 +286,10 @@ def _test(o: Outcome, n_base: int, n_new: int, k_base: int, k_new: int, verdict:
     diff = o.baseline * o.change_pct / 100 if o.method == "paired" and o.change_pct is not None \
         else o.new - o.baseline
     return Test(n_base, n_new, o.baseline, o.new, diff, o.change_pct,
-                o.ci_low, o.ci_high, o.p_value, o.significant and verdict not in
-                (TOO_FEW, TOO_FEW_ROUNDS, TOO_FEW_PROCESSES), verdict, o.method, k_base, k_new,
+                o.ci_low, o.ci_high, o.p_value, verdict.called, verdict, o.method, k_base,
+                k_new,
                 100 * calibrated.sigma_between if calibrated and used_calibration else None,
-                o.noise_pct, o.noise_source)
+                o.noise_pct, o.noise_source, o.half_width_pct)
 
 
 def test_metric(base: Sequence[Series], new: Sequence[Series], *,
@@ -275,7 +298,7 @@ def test_metric(base: Sequence[Series], new: Sequence[Series], *,
     """One metric, each side a list of sessions' series.  `paired`: the two sides are one
     interleaved batch's variants, whose worker processes ran these many rounds each."""
     b0 = base[0]
-    hib, words = b0.higher_is_better, b0.words
+    hib = b0.higher_is_better
     kb, kn = len(base), len(new)
     if b0.per_session or new[0].per_session:
         # One value per session: the sessions are the samples.
@@ -284,31 +307,32 @@ def test_metric(base: Sequence[Series], new: Sequence[Series], *,
         if kb + kn - 2 <= 0 and calibrated is None:
             mb, mn = bv[0][0], nv[0][0]
             change = (mn / mb - 1.0) * 100.0 if mb else (0.0 if mn == mb else None)
-            return Test(kb, kn, mb, mn, mn - mb, change, None, None, None, False, NO_TEST,
-                        "none", kb, kn)
+            return Test(kb, kn, mb, mn, mn - mb, change, None, None, None, False,
+                        Verdict.NO_TEST, "none", kb, kn)
         o = significance.sessions_test(bv, nv, calibrated=calibrated)
-        return _test(o, kb, kn, kb, kn, _worded(o, hib, words, None), calibrated)
+        return _test(o, kb, kn, kb, kn, _verdict(o, hib, None), calibrated)
     nb = sum(len(s.values) for s in base)
     nn = sum(len(s.values) for s in new)
     if paired is not None:
         o = significance.paired_test(base[0].values, new[0].values, paired)
-        too_few = None if o.method == "exact" else TOO_FEW_ROUNDS if o.rounds < MIN_ROUNDS \
-            else TOO_FEW_PROCESSES if o.processes < MIN_PROCESSES else None
-        return _test(o, nb, nn, kb, kn, _worded(o, hib, words, too_few), None)
+        too_few = None if o.method == "exact" else Verdict.TOO_FEW_ROUNDS \
+            if o.rounds < MIN_ROUNDS else Verdict.TOO_FEW_PROCESSES \
+            if o.processes < MIN_PROCESSES else None
+        return _test(o, nb, nn, kb, kn, _verdict(o, hib, too_few), None)
     o = significance.sessions_test([s.values for s in base], [s.values for s in new],
                                    calibrated=calibrated)
     short = min(len(s.values) for s in [*base, *new]) < MIN_RUNS
-    return _test(o, nb, nn, kb, kn, _worded(o, hib, words, TOO_FEW if short else None),
-                 calibrated)
+    return _test(o, nb, nn, kb, kn,
+                 _verdict(o, hib, Verdict.TOO_FEW_RUNS if short else None), calibrated)
 
 
 def compare_samples(base: Sequence[float], new: Sequence[float], *,
                     higher_is_better: bool | None = True,
-                    words: tuple[str, str] = SPEED, paired: Sequence[int] | None = None,
+                    kind: str = SPEED, paired: Sequence[int] | None = None,
                     calibrated: noise_mod.MetricNoise | None = None) -> Test:
     """Two samples of one session each (synthetic data, benchmarks): the Test compare gives."""
     def one(values: Sequence[float]) -> Series:
-        return Series("value", "", higher_is_better, words, list(values))
+        return Series("value", "", higher_is_better, kind, list(values))
     return test_metric([one(base)], [one(new)], paired=paired, calibrated=calibrated)
 
 
@@ -559,7 +583,7 @@ def compare_sides(sides: Sequence[Sequence[Result]], given: Sequence[str] | None
             calibrated = profile.metrics.get(name) if profile else None
             t = test_metric([x[name] for x in base_series], [x[name] for x in new_series],
                             paired=paired, calibrated=calibrated)
-            rows.append(MetricDelta(m.name, m.unit, m.higher_is_better, t))
+            rows.append(MetricDelta(m.name, m.unit, m.higher_is_better, t, m.kind))
             if t.noise_source == "assumed" and m.name not in assumed:
                 assumed.append(m.name)
         symbols = None
@@ -569,7 +593,7 @@ def compare_sides(sides: Sequence[Sequence[Result]], given: Sequence[str] | None
         meta = metadata_diff(base.header.to_json(), rs[0].header.to_json())
         comp.pairs.append(Pair(out[0], side, rows, meta, symbols,
                                rows[0].test.method if rows else "sessions"))
-        if rows and rows[0].test.verdict == TOO_FEW_PROCESSES:
+        if rows and rows[0].test.verdict is Verdict.TOO_FEW_PROCESSES:
             comp.warnings.append(
                 f"{side.name} and {out[0].name} ran in fewer than {MIN_PROCESSES} worker "
                 f"processes each: a process's own offset (its memory layout, its CPU) cannot "

@@ -11,9 +11,10 @@ from dataclasses import dataclass
 
 from hotloop.results import Result
 
-SPEED = ("faster", "slower")
-RESOURCE = ("better", "worse")
-UNDIRECTED = ("higher", "lower")
+# What kind of quantity a metric is, which decides how its verdict is worded (render.verdicts):
+# a speed gets faster or slower, a resource (CPU seconds, a counter) better or worse, a value
+# nobody declared a direction for higher or lower.
+SPEED, RESOURCE, UNDIRECTED = "speed", "resource", "undirected"
 _COUNTER_UP = {"ipc", "instructions-per-cycle"}     # counters where more is better
 
 
@@ -22,13 +23,13 @@ class Series:
     name: str
     unit: str
     higher_is_better: bool | None
-    words: tuple[str, str]              # (the word for a change the good way, the bad way)
+    kind: str                           # SPEED, RESOURCE or UNDIRECTED
     values: list[float]
     per_session: bool = False           # a perf counter: one value for the whole session
 
 
-def extra_kind(name: str) -> tuple[str, bool | None, tuple[str, str]]:
-    """(unit, higher_is_better, verdict words) of an `extra` value, from its name."""
+def extra_kind(name: str) -> tuple[str, bool | None, str]:
+    """(unit, higher_is_better, kind) of an `extra` value, from its name."""
     if name.startswith("lat") or name.endswith("_ns"):
         return ("ns" if name.endswith("_ns") else ""), False, SPEED
     if name.endswith("_s"):
@@ -67,8 +68,8 @@ def series(r: Result) -> dict[str, Series]:
                 if isinstance(x.extra.get(name), (int, float))
                 and math.isfinite(float(x.extra[name]))]
         if vals:
-            unit, hib, words = extra_kind(name)
-            out[name] = Series(name, unit, hib, words, vals)
+            unit, hib, kind = extra_kind(name)
+            out[name] = Series(name, unit, hib, kind, vals)
     for name, v in counters(r).items():
         key = f"perf:{name}"
         out[key] = Series(key, "", name in _COUNTER_UP, RESOURCE, [v], per_session=True)

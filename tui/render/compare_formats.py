@@ -21,9 +21,9 @@ from hotloop.analysis.compare import (
     meta_text,
     meta_warning,
 )
-from hotloop.analysis.metrics import RESOURCE, SPEED, UNDIRECTED
 from hotloop.analysis.significance import ALPHA, CONFIDENCE, MIN_ROUNDS
 from hotloop.errors import HotloopError
+from hotloop.render import verdicts
 from hotloop.render.units import bucket_labels, number, p_value, pct, plain, si
 from hotloop.stats import ASSUMED_SESSION_NOISE, MIN_RUNS
 from hotloop.visible import visible
@@ -117,7 +117,7 @@ def _text_rows(p: Pair) -> list[list[str]]:
         t = m.test
         rows.append([m.metric, number(t.baseline, m.unit), number(t.new, m.unit),
                      number(t.diff, m.unit, signed=True), pct(t.change_pct), _ci(t), p_value(t.p_value),
-                     t.verdict])
+                     verdicts.word(m)])
     return rows
 
 
@@ -197,8 +197,8 @@ def render_md(comp: Comparison) -> str:
                   "|---|---:|---|---:|---:|---:|---:|---|---:|---|"]
         for p in comp.pairs:
             k = f"{p.baseline.sessions} vs {p.new.sessions}"
-            for row in _text_rows(p)[1:]:
-                verdict = f"**{row[-1]}**" if row[-1] in SPEED + RESOURCE + UNDIRECTED else row[-1]
+            for m, row in zip(p.metrics, _text_rows(p)[1:]):
+                verdict = f"**{row[-1]}**" if m.test.verdict.called else row[-1]
                 lines.append("| " + " | ".join([_result_cell(p.new), k] + row[:-1] + [verdict])
                              + " |")
         if noise_line(comp):
@@ -250,7 +250,8 @@ def render_org(comp: Comparison) -> str:
                              "" if t.change_pct is None else f"{t.change_pct:.2f}",
                              "" if t.ci_low is None else f"{t.ci_low:.2f}",
                              "" if t.ci_high is None else f"{t.ci_high:.2f}",
-                             p_value(t.p_value) if t.p_value is not None else "", t.verdict])
+                             p_value(t.p_value) if t.p_value is not None else "",
+                             verdicts.word(m)])
         lines += _org_table(rows, groups)
         if noise_line(comp):
             lines.append(f"# {noise_line(comp)}")
@@ -285,7 +286,7 @@ def rows(comp: Comparison) -> list[dict[str, Any]]:
                         "new": _json_num(t.new), "diff": _json_num(t.diff),
                         "change_pct": _json_num(t.change_pct), "ci_low": _json_num(t.ci_low),
                         "ci_high": _json_num(t.ci_high), "p_value": _json_num(t.p_value),
-                        "significant": t.significant, "verdict": t.verdict,
+                        "significant": t.significant, "verdict": verdicts.word(m),
                         "baseline_file": p.baseline.file, "method": t.method,
                         "sessions_baseline": t.sessions_baseline,
                         "sessions_new": t.sessions_new,

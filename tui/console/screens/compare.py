@@ -37,7 +37,7 @@ from hotloop.render.units import axis_scale, width_decimals
 from hotloop.visible import visible
 
 if TYPE_CHECKING:
-    from hotloop.analysis.compare import Comparison, Pair
+    from hotloop.analysis.compare import Comparison, MetricDelta, Pair
 
 SYMBOLS_TOP = 15
 METRIC_WIDTH = 21
@@ -47,8 +47,6 @@ WIDE_FROM = 130                 # columns for the whole verdict table (and long 
 NARROW_METRIC = 16
 NARROW_SYMBOL = 24
 DSO_WIDTH = 14
-GOOD = ("faster", "better")
-BAD = ("slower", "worse")
 
 
 @dataclass
@@ -106,12 +104,6 @@ def short_dso(dso: str) -> str:
     return _cut(base, DSO_WIDTH)
 
 
-def short_verdict(verdict: str) -> str:
-    """'within assumed noise (±2775.6%)' -> 'assumed noise ±2775.6%' (the rest as it is)."""
-    m = re.fullmatch(r"within (.+) \((±[^)]*)\)", verdict)
-    return f"{m.group(1)} {m.group(2)}" if m else verdict
-
-
 def scan(directory: Path) -> list[Entry]:
     """Every `*.jsonl` in `directory` and its subdirectories, newest first, each read (errors
     kept, not raised)."""
@@ -146,9 +138,10 @@ def ci_text(low: float | None, high: float | None) -> str:
     return f"[{low:+.1f}, {high:+.1f}]"
 
 
-def verdict_text(verdict: str, short: bool = False) -> Text:
-    style = "bold green" if verdict in GOOD else "bold red" if verdict in BAD else "dim"
-    return Text(short_verdict(verdict) if short else verdict, style=style)
+def verdict_text(m: MetricDelta, short: bool = False) -> Text:
+    from hotloop.render import verdicts  # with the comparison's statistics: not at start
+    style = {"good": "bold green", "bad": "bold red"}.get(verdicts.tone(m) or "", "dim")
+    return Text(verdicts.word(m, short=short), style=style)
 
 
 class CompareHistogram(PlotextPlot):
@@ -542,6 +535,7 @@ class CompareScreen(Screen[None]):
     def _metric_rows(table: DataTable, p: Pair, narrow: bool = False) -> list[str]:
         """A row per metric (narrow: metric, change, CI, short verdict); each row's whole
         story as one line, for the detail under the table."""
+        from hotloop.render import verdicts
         from hotloop.render.units import number, p_value, pct
         details = []
         for i, m in enumerate(p.metrics):
@@ -551,15 +545,15 @@ class CompareScreen(Screen[None]):
             change = Text(pct(t.change_pct), justify="right")
             ci = ci_text(t.ci_low, t.ci_high)
             if narrow:
-                table.add_row(name, change, ci, verdict_text(t.verdict, short=True))
+                table.add_row(name, change, ci, verdict_text(m, short=True))
             else:
-                table.add_row(name, change, verdict_text(t.verdict),
+                table.add_row(name, change, verdict_text(m),
                               Text(number(t.baseline, m.unit), justify="right"),
                               Text(number(t.new, m.unit), justify="right"),
                               ci, p_value(t.p_value))
             details.append(f"{m.metric}: {number(t.baseline, m.unit)} → "
                            f"{number(t.new, m.unit)} ({pct(t.change_pct)}, 95% CI {ci} %, "
-                           f"p {p_value(t.p_value)}): {t.verdict}")
+                           f"p {p_value(t.p_value)}): {verdicts.word(m)}")
         return details
 
     def _detail(self, row: int) -> None:

@@ -1,0 +1,41 @@
+"""A verdict in words: what analysis.compare found (a Verdict and its numbers), said for the
+metric's kind.  Every format and the console word verdicts here, so they say the same.
+
+A speed gets "faster"/"slower" (the primary metric, ns/op, cycles/op, latencies), a resource a
+run consumes "better"/"worse" (CPU seconds, perf counters), a value nobody declared a direction
+for "higher"/"lower".  When the interval holds 0: "within session noise (±X%)" (X: the change
+that noise alone can make), "within assumed noise (±X%)" when nothing measured that noise.
+"""
+from __future__ import annotations
+
+from hotloop.analysis.compare import MetricDelta, Verdict
+from hotloop.analysis.metrics import RESOURCE, SPEED, UNDIRECTED
+from hotloop.analysis.significance import MIN_PROCESSES, MIN_ROUNDS
+from hotloop.stats import MIN_RUNS
+
+WORDS = {SPEED: ("faster", "slower"), RESOURCE: ("better", "worse"),
+         UNDIRECTED: ("higher", "lower")}
+FIXED = {Verdict.UP: "higher", Verdict.DOWN: "lower",
+         Verdict.NO_CHANGE: "no significant change",
+         Verdict.TOO_FEW_RUNS: f"too few runs (n<{MIN_RUNS})",
+         Verdict.TOO_FEW_ROUNDS: f"too few rounds (n<{MIN_ROUNDS})",
+         Verdict.TOO_FEW_PROCESSES: f"too few processes (n<{MIN_PROCESSES})",
+         Verdict.NO_TEST: "one value each, no test"}
+
+
+def word(m: MetricDelta, short: bool = False) -> str:
+    """The verdict of one row; `short` for a narrow table ("assumed noise ±2.5%")."""
+    v, t = m.test.verdict, m.test
+    if v in (Verdict.GOOD, Verdict.BAD):
+        good, bad = WORDS.get(m.kind, WORDS[SPEED])
+        return good if v is Verdict.GOOD else bad
+    if v is Verdict.WITHIN_NOISE:
+        kind = "assumed" if t.noise_source == "assumed" else "session"
+        width = f"±{t.half_width_pct:.1f}%" if t.half_width_pct is not None else "±?"
+        return f"{kind} noise {width}" if short else f"within {kind} noise ({width})"
+    return FIXED[v]
+
+
+def tone(m: MetricDelta) -> str | None:
+    """"good" or "bad" for a called change with a good way, else None (for colour, bold)."""
+    return {Verdict.GOOD: "good", Verdict.BAD: "bad"}.get(m.test.verdict)
