@@ -73,6 +73,9 @@ def median_ci(s: Sequence[float]) -> tuple[float, float]:
     return float(s[k - 1]), float(s[n - k])
 
 
+UNTIL_CI_MIN_RUNS = 10                  # until_ci never stops a session on fewer runs
+
+
 def median_ci_pct(s: Sequence[float]) -> float | None:
     """How far (in %) the 95% interval of the median reaches from it: "known to +-x%"."""
     n = len(s)

@@ -209,3 +209,4 @@ def test_a_sessions_centre_is_its_median_on_either_scale():
     logged = compare_samples(runs, [2.0, 3.0, 4.0, 5.0, 6.0, 7.0])        # all above 0: logs
     linear = compare_samples(runs, [0.0, 3.0, 4.0, 5.0, 6.0, 7.0])        # a zero: linear
     assert logged.baseline == pytest.approx(3.5) and linear.baseline == pytest.approx(3.5)
+

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from hotloop.stats import (
+    UNTIL_CI_MIN_RUNS,
     Bucket,
     RunningStats,
     Summary,
@@ -108,13 +109,15 @@ class LiveRun:
         return detectable_pct(assumed_session_noise(within) ** 2 + median_se(s, log=True) ** 2)
 
     def runs_to_target(self) -> int | None:
-        """Runs still needed for the median to be known to +-until_ci %; 0 once it is."""
+        """Runs still needed for the median to be known to +-until_ci %; 0 once it is, and
+        never before the session itself would stop (UNTIL_CI_MIN_RUNS)."""
         now = self.precision_pct()
         if self.until_ci is None or now is None:
             return None
+        short = UNTIL_CI_MIN_RUNS - self.n
         if now <= self.until_ci:
-            return 0
-        return max(1, math.ceil(self.n * (now / self.until_ci) ** 2) - self.n)
+            return max(0, short)
+        return max(1, short, math.ceil(self.n * (now / self.until_ci) ** 2) - self.n)
 
     def elapsed(self) -> float:
         return (self.ended_at or time.monotonic()) - self.started_at

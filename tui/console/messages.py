@@ -29,14 +29,6 @@ class FormChanged(Message):
 
 
 @dataclass
-class RunProgress(Message):
-    """New samples are in the live model: redraw what shows them."""
-
-    def can_replace(self, message: Message) -> bool:
-        return isinstance(message, RunProgress)
-
-
-@dataclass
 class SymbolsArrived(Message):
     """A perf summary: the latest window, or the whole run at the end."""
     symbols: ev.HotSymbols

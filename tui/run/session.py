@@ -41,9 +41,8 @@ from hotloop.results.store import perf_dir, prune_perf_data
 from hotloop.run import build, preflight, protocol
 from hotloop.run.process import REAP_S, WorkerProcess
 from hotloop.run.protocol import WorkerSpec
-from hotloop.stats import median_ci_pct, summarize
+from hotloop.stats import UNTIL_CI_MIN_RUNS, median_ci_pct, summarize
 
-UNTIL_CI_MIN_RUNS = 10                  # until_ci: never stop on fewer runs than this
 SETUP_GRACE = 30.0                      # seconds for Python start-up and hl_setup
 WINDOW_TOP = 30                         # symbols kept per perf window and per run
 SESSION_TOP = 100                       # symbols kept for the whole session
