@@ -16,11 +16,13 @@ import textwrap
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import POLL, ROOT, hotloop, needs_root_sysctl
 
-from hotloop import __version__, record, results
+from hotloop import __version__, catalog, record, results
+from hotloop import events as ev
 from hotloop.cli.parser import version_line
 from hotloop.console.app import HotloopApp
 from hotloop.console.widgets.params import HERE
@@ -477,6 +479,85 @@ def test_every_key_of_a_plan_run_from_the_console_reaches_the_host(tmp_path, hos
     assert h.remote is not None
     if h.plan.perf:                             # perf works there: its data was kept there
         assert h.remote.perf_data and Path(h.remote.perf_data).is_dir()
+    assert leftovers() == []
+
+
+OLD_SESSION = Path(__file__).resolve().parent / "data" / "zero_null-512-v0.1.jsonl"   # 6 runs
+
+
+def fake_host(tmp_path: Path, hosts: Path, lines: str, name: str = "fake") -> None:
+    """[host.NAME]: a 'hotloop' there that sends `lines` of a real session whatever it is
+    asked, then keeps its connection open (as a hung or hostile remote would)."""
+    script = tmp_path / f"{name}-hotloop"
+    script.write_text(f"#!/bin/sh\n{lines}\nexec cat >/dev/null\n")
+    script.chmod(0o755)
+    toml = (hosts / "hosts.toml").read_text()
+    lab1 = toml.split("[host.lab2]")[0]
+    (hosts / f"{name}.toml").write_text(lab1.replace("[host.lab1]", f"[host.{name}]")
+                                     .replace(str(REMOTE_HOTLOOP), str(script))
+                                     .replace('label = "lab1 (stock)"', ""))
+
+
+def test_a_remote_is_cut_off_beyond_the_runs_the_plan_asked(tmp_path, hosts, leftovers):
+    fake_host(tmp_path, hosts, f"cat {OLD_SESSION}")
+    done = hotloop("run", "zero_null", "--runs", "3", "--warmup", "1", "--no-perf",
+                   "--host", "fake", "--profiles", str(hosts))
+    assert done.returncode == 1, done.stderr
+    assert "sent more runs than the plan's 3" in done.stderr
+    mine, = local_files()
+    res = results.read(mine)
+    assert len(res.runs) == 3 and res.failed is not None
+    assert res.failed.message == "sent more runs than the plan's 3"
+    assert leftovers() == []
+
+
+def drive_fake(tmp_path: Path, hosts: Path, lines: str, gated: bool = False,
+               **plan: Any) -> list[ev.Event]:
+    """A session of the zero_null plan on [host.fake], in process: real ssh, a real sshd."""
+    from hotloop.run import start
+    fake_host(tmp_path, hosts, lines)
+    cat = catalog.load([hosts])
+    chosen = catalog.with_overrides(cat.plan_for("zero_null"), perf=False, **plan)
+    session = start.there(cat.hosts["fake"], chosen, tmp_path / "s.jsonl", start.Choices())
+    if gated:
+        session.gate = asyncio.Queue()      # interleaved, and never given a turn
+
+    async def drive() -> list[ev.Event]:
+        return [e async for e in session.events()]
+    began = time.monotonic()
+    events = asyncio.run(drive())
+    assert time.monotonic() - began < 60
+    return events
+
+
+def test_an_interleaved_remote_is_cut_off_when_it_runs_out_of_its_turn(tmp_path, hosts,
+                                                                       leftovers):
+    last = drive_fake(tmp_path, hosts, f"cat {OLD_SESSION}", gated=True, runs=6)[-1]
+    assert isinstance(last, ev.Failed)
+    assert last.message == "ran a repetition out of its turn (interleaved)"
+    assert leftovers() == []
+
+
+def test_a_silent_remote_is_cut_off_after_a_repetitions_timeout(tmp_path, hosts, monkeypatch,
+                                                                leftovers):
+    from hotloop.run import remote
+    monkeypatch.setattr(remote, "GRACE_S", 0.5)        # a worker's start-up: short here
+    # the header and one warmup, then nothing, its connection open
+    last = drive_fake(tmp_path, hosts, f"head -n 3 {OLD_SESSION}", runs=3, timeout=1.0)[-1]
+    assert isinstance(last, ev.Failed)
+    assert last.message == "sent nothing for 1.5 s (a repetition's timeout is 1 s)"
+    assert results.read(tmp_path / "s.jsonl").failed == last
+    assert leftovers() == []
+
+
+def test_a_remote_that_stays_after_its_last_line_is_let_go(tmp_path, hosts, leftovers):
+    # its session is whole: nothing is waited for beyond the time a stop may take
+    from hotloop.run.remote import STOP_WAIT_S
+    began = time.monotonic()
+    events = drive_fake(tmp_path, hosts, f"cat {OLD_SESSION}", runs=6)
+    assert isinstance(events[-1], ev.Finished)
+    assert time.monotonic() - began < STOP_WAIT_S + 10
+    assert results.read(tmp_path / "s.jsonl").finished == events[-1]
     assert leftovers() == []
 
 

@@ -77,3 +77,15 @@ def test_out_and_force_are_one_rule_for_here_and_for_hosts(tmp_path: Path):
         with pytest.raises(HotloopError) as e:
             chosen(*argv, files=files, each=each)
         assert why in str(e.value)
+
+
+def test_a_name_that_is_a_path_never_becomes_one_with_a_host(cat, tmp_path, monkeypatch):
+    # `run --host lab1 -- ../../SOMEDIR/x` made SOMEDIR/ here (and there): the name is looked
+    # up in the catalogue before it names anything, so it is one line and nothing is made
+    from hotloop.cli.run import variants
+    monkeypatch.chdir(tmp_path)
+    args = parser().parse_args(["run", "--host", "lab1", "--runs", "1", "--",
+                                "../../SOMEDIR/escdir/sub/x"])
+    with pytest.raises(HotloopError, match="unknown plan or workload '../../SOMEDIR"):
+        variants(cat, args, here=False)
+    assert list(tmp_path.iterdir()) == []

@@ -24,6 +24,7 @@ import posixpath
 import shlex
 import signal
 from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +46,23 @@ STDERR_WAIT_S = 2.0                     # for the last of ssh's words once its s
 LINE_SHOWN = 1000                       # characters of one stderr line kept
 ERROR_LINES = 20                        # lines of the remote's stderr kept for a message
 LINE_LIMIT = 1 << 24                    # a session's longest line (hot symbols of a window)
+START_S = 120.0                         # ssh, the remote's start-up and build, to its header
+GRACE_S = 30.0                          # beyond a repetition's timeout, between two lines: a
+                                        # worker process's start-up (session.SETUP_GRACE)
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """What a remote session may send: the plan's runs and warmups, a line within a
+    repetition's timeout (its own and its turn's, interleaved).  A remote that sends more, or
+    falls silent, is cut off: its lines cost memory and disk here."""
+    runs: int
+    warmups: int                        # the plan's warmup for each worker process
+    timeout: float
+
+
+class _Silent(str):
+    """_lines' word for a remote that sent nothing within its time."""
 # Where `hotloop host setup` installs: its venv under the remote's cache directory.
 SETUP_DIR = '"${XDG_CACHE_HOME:-$HOME/.cache}"/hotloop'
 SETUP_HOTLOOP = SETUP_DIR + "/venv/bin/hotloop"
@@ -188,10 +206,11 @@ class RemoteSession:
     interleaving (each token becomes a line "go" that lets the remote run one repetition),
     and a result file here."""
 
-    def __init__(self, host: Host, argv: Sequence[str], result_file: Path, variant: str = "",
-                 on_exists: str = "rename", until_ci: float | None = None,
+    def __init__(self, host: Host, argv: Sequence[str], result_file: Path, bounds: Bounds,
+                 variant: str = "", on_exists: str = "rename", until_ci: float | None = None,
                  mirror: Callable[[ev.Event], None] | None = None):
         self.host = host
+        self.bounds = bounds
         self.mirror = mirror            # sees each line the result file gets, as it does
         self.argv = list(argv)          # after "run": names and the plan's options
         self.result_file = result_file
@@ -206,6 +225,9 @@ class RemoteSession:
         self._stopping = False          # stop() came: the remote's stdin is (to be) closed
         self._deadline: asyncio.TimerHandle | None = None
         self._stderr: collections.deque[str] = collections.deque(maxlen=ERROR_LINES)
+        self._turns = 0                 # tokens passed to a gated remote: its repetitions
+        self._ended = False             # its last line (finished, failed) came
+        self._heard = 0.0               # when it last sent a line or was given a turn
 
     @property
     def title(self) -> str:
@@ -265,6 +287,8 @@ class RemoteSession:
             if proc.stdin.is_closing():
                 return
             proc.stdin.write(b"go\n")
+            self._turns += 1
+            self._heard = asyncio.get_running_loop().time()    # its clock starts with its turn
             with contextlib.suppress(ConnectionError):
                 await proc.stdin.drain()
 
@@ -298,7 +322,7 @@ class RemoteSession:
         def put(event: ev.Event) -> ev.Event:
             nonlocal ended
             assert result is not None
-            ended = ended or isinstance(event, (ev.Finished, ev.Failed))
+            ended = self._ended = ended or isinstance(event, (ev.Finished, ev.Failed))
             if not isinstance(event, ev.Started):
                 result.add(event)
             writer.write(event)
@@ -308,6 +332,10 @@ class RemoteSession:
         try:
             async for event in self._lines(proc):
                 if result is None:
+                    if isinstance(event, _Silent):
+                        self._kill()
+                        raise HotloopError(f"{self.host.name}: no answer within "
+                                           f"{START_S:g} s of ssh starting (a hung host?)")
                     if not isinstance(event, ev.Started):
                         what = event if isinstance(event, str) else \
                             f"sent {type(event).__name__} before its header"
@@ -330,6 +358,8 @@ class RemoteSession:
                             variant=self.variant))
                     continue
                 assert result is not None
+                if ended and isinstance(event, _Silent):
+                    break               # whole, and still there: let go (it is stopped below)
                 problem = event if isinstance(event, str) else \
                     self._problem(result, event, ended)
                 if problem:
@@ -399,19 +429,34 @@ class RemoteSession:
                 put(dataclasses.replace(event, variant=self.variant))
 
     async def _lines(self, proc: asyncio.subprocess.Process) -> AsyncIterator[ev.Event | str]:
-        """The remote's events until its stdout ends; a line that is no result line is the
-        last item, as what is wrong with it."""
+        """The remote's events until its stdout ends; a line that is no result line, or
+        silence beyond its time (a _Silent), is the last item, as what is wrong with it."""
         assert proc.stdout is not None
+        loop = asyncio.get_running_loop()
+        self._heard = loop.time()
+        header = True
         while True:
+            # after its last line, only as long as a stop may take
+            limit = START_S if header else STOP_WAIT_S if self._ended \
+                else self.bounds.timeout + GRACE_S
             try:
-                raw = await proc.stdout.readline()
+                raw = await asyncio.wait_for(proc.stdout.readline(),
+                                             self._heard + limit - loop.time())
+            except asyncio.TimeoutError:
+                if loop.time() < self._heard + limit:
+                    continue            # given a turn meanwhile: its clock started again
+                yield _Silent(f"sent nothing for {limit:g} s (a repetition's timeout is "
+                              f"{self.bounds.timeout:g} s)")
+                return
             except ValueError:          # longer than LINE_LIMIT
                 yield f"sent a line of over {LINE_LIMIT} bytes"
                 return
             if not raw:
                 return
+            self._heard = loop.time()
             if not raw.strip():
                 continue
+            header = False
             try:
                 yield decode_line(raw)
             except NotJson:
@@ -441,13 +486,19 @@ class RemoteSession:
             variant=self.variant, label=label, batch=self.batch or h.batch)
         return ev.Started(h, started.result_file)
 
-    @staticmethod
-    def _problem(result: Result, event: ev.Event, ended: bool) -> str | None:
+    def _problem(self, result: Result, event: ev.Event, ended: bool) -> str | None:
         if ended:
             return "sent a line after the session's last"
         if isinstance(event, ev.Started):
             return "sent a second header (one variant a host: run a batch's variants apart)"
         if isinstance(event, ev.RunSample):
+            b = self.bounds
+            if not event.warmup and len(result.runs) >= b.runs:
+                return f"sent more runs than the plan's {b.runs}"
+            if event.warmup and len(result.warmups) >= b.warmups:
+                return f"sent more warmups than the plan's {b.warmups}"
+            if self.gate is not None and len(result.runs) + len(result.warmups) >= self._turns:
+                return "ran a repetition out of its turn (interleaved)"
             return run_problem(result, event)
         return None
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from hotloop import events as ev
 from hotloop.catalog import Host, Plan, ResolvedPlan
-from hotloop.run.remote import RemoteSession
+from hotloop.run.remote import Bounds, RemoteSession
 from hotloop.run.session import Session
 
 
@@ -48,5 +48,7 @@ def here(rp: ResolvedPlan, result_file: Path, choices: Choices, variant: str = "
 def there(host: Host, plan: Plan, result_file: Path, choices: Choices, variant: str = "",
           mirror: Callable[[ev.Event], None] | None = None) -> RemoteSession:
     """A session of `plan` on `host` over SSH, its result file here."""
-    return RemoteSession(host, plan_argv(plan, choices), result_file, variant=variant,
+    # each worker process runs the plan's warmup: at most the runs' many processes do
+    bounds = Bounds(plan.runs, plan.warmup * min(plan.processes, plan.runs), plan.timeout)
+    return RemoteSession(host, plan_argv(plan, choices), result_file, bounds, variant=variant,
                          on_exists=choices.on_exists, until_ci=plan.until_ci, mirror=mirror)
