@@ -201,6 +201,7 @@ def _build_id(v: Any) -> str | None:
 
 _SYMBOL = fields({"symbol": STRING, "dso": STRING, "percent": number_problem, "kernel": BOOL,
                    "samples": _COUNT}, required=("symbol", "dso", "percent", "kernel"))
+MESSAGE_MAX = 1000          # a warning's or a failure's words, as read back
 # perf stat's counters: finite, or null (not counted)
 _COUNTERS = map_of(optional(finite_problem))
 # the header and the summary check themselves (hotloop.record), from their definitions
@@ -245,6 +246,12 @@ def from_json(obj: Any) -> Event:
         bad = spec[name](value)
         if bad:
             raise ValueError(f"{kind} line: {name}: {bad}")
+    # every string bounded (record.TEXT_MAX), what a table shows by a name shorter
+    args = {k: v if k == "header" else record.cut_all(v) for k, v in args.items()}
+    if "message" in args:
+        args["message"] = record.cut(args["message"], MESSAGE_MAX)
+    if "variant" in args:
+        args["variant"] = record.cut(args["variant"], record.NAME["max"])
     if cls is HotSymbols:
         args["symbols"] = tuple(HotSymbol(**{k: v for k, v in s.items()
                                              if k in ("symbol", "dso", "percent", "kernel",

@@ -24,6 +24,15 @@ from typing import Any, TypeVar
 from hotloop.checks import show
 
 FORMAT = 2              # this version's; 1: the files written before `format` existed
+# A string read from a file is cut to this many characters ("…" last): a forged 30 MB label
+# would otherwise be printed, drawn and diffed in full.  A path or a kernel command line fits;
+# a name shown in a table (NAME) is cut shorter.
+TEXT_MAX = 4096
+NAME = {"max": 200}
+
+
+def cut(text: str, most: int = TEXT_MAX) -> str:
+    return text if len(text) <= most else text[:most - 1] + "…"
 
 
 class NewerFormat(ValueError):
@@ -35,11 +44,11 @@ class NewerFormat(ValueError):
 @dataclass(frozen=True)
 class WorkloadInfo:
     """The workload as it was run: its metric decides what "better" means."""
-    name: str = "?"
+    name: str = field(default="?", metadata=NAME)
     source: str = ""
     summary: str = ""
-    metric: str = "value"
-    unit: str = ""
+    metric: str = field(default="value", metadata=NAME)
+    unit: str = field(default="", metadata=NAME)
     higher_is_better: bool = True
     procs: int = field(default=1, metadata={"min": 1})
 
@@ -47,7 +56,7 @@ class WorkloadInfo:
 @dataclass(frozen=True)
 class PlanInfo:
     """The plan as it was run (catalog.Plan's fields, with the command line's overrides)."""
-    name: str = ""
+    name: str = field(default="", metadata=NAME)
     workload: str = ""
     cpu: str = "default"
     kernel: str = "default"
@@ -68,7 +77,7 @@ class PlanInfo:
 @dataclass(frozen=True)
 class CpuInfo:
     """The CPU profile the run was pinned and scheduled by (catalog.CpuProfile's fields)."""
-    name: str = ""
+    name: str = field(default="", metadata=NAME)
     summary: str = ""
     cpus: tuple[int, ...] = ()
     sched: str = "other"
@@ -85,9 +94,9 @@ class CpuInfo:
 @dataclass(frozen=True)
 class KernelInfo:
     """The kernel profile (catalog.KernelProfile's fields): the label names a side."""
-    name: str = "default"
+    name: str = field(default="default", metadata=NAME)
     summary: str = ""
-    label: str = ""
+    label: str = field(default="", metadata=NAME)
     sysctl: dict[str, Any] = field(default_factory=dict)
     expect: dict[str, Any] = field(default_factory=dict)
     origin: str = ""
@@ -111,7 +120,7 @@ class Batch:
 @dataclass(frozen=True)
 class Remote:
     """The [host.NAME] a session ran on over SSH, and where its own copies are there."""
-    host: str = ""
+    host: str = field(default="", metadata=NAME)
     address: str = ""
     result_file: str = ""
     perf_data: str = ""
@@ -124,9 +133,9 @@ class Header:
     format: int = FORMAT
     hotloop: str = "?"
     hotloop_source: str = ""                # which sources, within one version
-    time: str = ""
-    host: str = ""
-    kernel_release: str = "?"
+    time: str = field(default="", metadata=NAME)
+    host: str = field(default="", metadata=NAME)
+    kernel_release: str = field(default="?", metadata=NAME)
     kernel_version: str = ""
     arch: str = ""
     cmdline: str = ""
@@ -141,8 +150,8 @@ class Header:
     params: dict[str, Any] = field(default_factory=dict)
     cpu: CpuInfo = CpuInfo()
     kernel: KernelInfo = KernelInfo()
-    label: str = ""
-    variant: str = ""
+    label: str = field(default="", metadata=NAME)
+    variant: str = field(default="", metadata=NAME)
     compiler: str = ""
     cflags: tuple[str, ...] = ()
     source_sha256: str = ""
@@ -231,20 +240,31 @@ def from_json(cls: type[T], obj: Any) -> T:
     return value
 
 
+def cut_all(v: Any) -> Any:
+    """Every string in a value of no declared shape (a param, an expect table), cut."""
+    if isinstance(v, str):
+        return cut(v)
+    if isinstance(v, dict):
+        return {cut(str(k), NAME["max"]): cut_all(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [cut_all(x) for x in v]
+    return v
+
+
 @functools.cache
 def _hints(cls: type) -> dict[str, Any]:
     return typing.get_type_hints(cls)
 
 
-def _decode(tp: Any, v: Any) -> Any:
+def _decode(tp: Any, v: Any, most: int = TEXT_MAX) -> Any:
     if tp is Any:
-        return v
+        return cut_all(v)
     origin, args = typing.get_origin(tp), typing.get_args(tp)
     if origin in (typing.Union, types.UnionType):
         if v is None and type(None) in args:
             return None
         (inner,) = [a for a in args if a is not type(None)]
-        return _decode(inner, v)
+        return _decode(inner, v, most)
     if isinstance(tp, type) and dataclasses.is_dataclass(tp):
         if not isinstance(v, dict):
             raise ValueError(f"expected an object, got {show(v)}")
@@ -253,7 +273,7 @@ def _decode(tp: Any, v: Any) -> Any:
             if f.name not in v:
                 continue                    # an older file's: the default
             try:
-                out[f.name] = _decode(hints[f.name], v[f.name])
+                out[f.name] = _decode(hints[f.name], v[f.name], f.metadata.get("max", TEXT_MAX))
                 least = f.metadata.get("min")
                 if least is not None and out[f.name] is not None and out[f.name] < least:
                     raise ValueError(f"{out[f.name]} is below {least}")
@@ -266,7 +286,7 @@ def _decode(tp: Any, v: Any) -> Any:
         out = {}
         for k, x in v.items():
             try:
-                out[k] = _decode(args[1], x)
+                out[cut(k, NAME["max"])] = _decode(args[1], x)
             except ValueError as e:
                 raise ValueError(f"{k}: {e}") from None
         return out
@@ -299,6 +319,6 @@ def _decode(tp: Any, v: Any) -> Any:
         raise ValueError(f"expected a number, got {show(v)}")
     if tp is str:
         if isinstance(v, str):
-            return v
+            return cut(v, most)
         raise ValueError(f"expected a string, got {show(v)}")
     raise TypeError(f"no JSON form for {tp!r}")     # a definition above the codec lacks

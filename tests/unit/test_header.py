@@ -116,3 +116,30 @@ def test_every_header_field_compare_holds_equal_is_in_the_record():
         for key in path:
             assert key in node, path
             node = node[key]
+
+
+def test_a_forged_huge_label_reads_as_a_bounded_one(tmp_path):
+    # a 30 MB label made compare print 346 MB: every string a file holds is bounded
+    from hotloop import results
+    from hotloop.analysis.compare import load_and_compare
+    from hotloop.render.compare_formats import render
+    huge = "x" * 3_000_000
+    run = {"type": "run", "index": 0, "value": 1e9, "ops": 1, "bytes": 1, "ns": 1,
+           "cycles": 0, "extra": {huge: 1.0}}
+    paths = []
+    for name in ("a", "b"):
+        head = {**FULL, "label": huge, "cmdline": "quiet " * 500, "workload": {
+            "name": "zero_null", "metric": "bytes/s", "unit": "B/s"}}
+        lines = [{"type": "started", "header": head}, {"type": "warning", "message": huge},
+                 *({**run, "index": i} for i in range(6)),
+                 {"type": "failed", "message": huge, "run": 6, "variant": huge}]
+        path = tmp_path / f"{name}.jsonl"
+        path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+        paths.append(path)
+    r = results.read(paths[0])
+    assert len(r.header.label) == 200 and r.header.label.endswith("…")
+    assert r.header.cmdline == "quiet " * 500          # a long command line is whole
+    assert len(r.warnings[0]) == 1000 and r.failed is not None and len(r.failed.message) == 1000
+    assert all(len(k) <= 200 for k in r.runs[0].extra)
+    out = render(load_and_compare(paths), "text")
+    assert len(out) < 50_000
