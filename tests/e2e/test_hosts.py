@@ -485,21 +485,15 @@ def test_every_key_of_a_plan_run_from_the_console_reaches_the_host(tmp_path, hos
 OLD_SESSION = Path(__file__).resolve().parent / "data" / "zero_null-512-v0.1.jsonl"   # 6 runs
 
 
-def fake_host(tmp_path: Path, hosts: Path, lines: str, name: str = "fake") -> None:
-    """[host.NAME]: a 'hotloop' there that sends `lines` of a real session whatever it is
+def hung_host(tmp_path: Path, hosts: Path, lines: str, sshd_server) -> None:
+    """[host.fake]: a 'hotloop' there that sends `lines` of a real session whatever it is
     asked, then keeps its connection open (as a hung or hostile remote would)."""
-    script = tmp_path / f"{name}-hotloop"
-    script.write_text(f"#!/bin/sh\n{lines}\nexec cat >/dev/null\n")
-    script.chmod(0o755)
-    toml = (hosts / "hosts.toml").read_text()
-    lab1 = toml.split("[host.lab2]")[0]
-    (hosts / f"{name}.toml").write_text(lab1.replace("[host.lab1]", f"[host.{name}]")
-                                     .replace(str(REMOTE_HOTLOOP), str(script))
-                                     .replace('label = "lab1 (stock)"', ""))
+    _fake_host(tmp_path, hosts, "fake", f"{lines}\nexec cat >/dev/null\n", sshd_server)
 
 
-def test_a_remote_is_cut_off_beyond_the_runs_the_plan_asked(tmp_path, hosts, leftovers):
-    fake_host(tmp_path, hosts, f"cat {OLD_SESSION}")
+def test_a_remote_is_cut_off_beyond_the_runs_the_plan_asked(tmp_path, hosts, sshd_server,
+                                                            leftovers):
+    hung_host(tmp_path, hosts, f"cat {OLD_SESSION}", sshd_server)
     done = hotloop("run", "zero_null", "--runs", "3", "--warmup", "1", "--no-perf",
                    "--host", "fake", "--profiles", str(hosts))
     assert done.returncode == 1, done.stderr
@@ -511,11 +505,11 @@ def test_a_remote_is_cut_off_beyond_the_runs_the_plan_asked(tmp_path, hosts, lef
     assert leftovers() == []
 
 
-def drive_fake(tmp_path: Path, hosts: Path, lines: str, gated: bool = False,
+def drive_fake(tmp_path: Path, hosts: Path, lines: str, sshd_server, gated: bool = False,
                **plan: Any) -> list[ev.Event]:
     """A session of the zero_null plan on [host.fake], in process: real ssh, a real sshd."""
     from hotloop.run import start
-    fake_host(tmp_path, hosts, lines)
+    hung_host(tmp_path, hosts, lines, sshd_server)
     cat = catalog.load([hosts])
     chosen = catalog.with_overrides(cat.plan_for("zero_null"), perf=False, **plan)
     session = start.there(cat.hosts["fake"], chosen, tmp_path / "s.jsonl", start.Choices())
@@ -531,30 +525,33 @@ def drive_fake(tmp_path: Path, hosts: Path, lines: str, gated: bool = False,
 
 
 def test_an_interleaved_remote_is_cut_off_when_it_runs_out_of_its_turn(tmp_path, hosts,
-                                                                       leftovers):
-    last = drive_fake(tmp_path, hosts, f"cat {OLD_SESSION}", gated=True, runs=6)[-1]
+                                                                       sshd_server, leftovers):
+    last = drive_fake(tmp_path, hosts, f"cat {OLD_SESSION}", sshd_server, gated=True,
+                      runs=6)[-1]
     assert isinstance(last, ev.Failed)
     assert last.message == "ran a repetition out of its turn (interleaved)"
     assert leftovers() == []
 
 
 def test_a_silent_remote_is_cut_off_after_a_repetitions_timeout(tmp_path, hosts, monkeypatch,
-                                                                leftovers):
+                                                                sshd_server, leftovers):
     from hotloop.run import remote
     monkeypatch.setattr(remote, "GRACE_S", 0.5)        # a worker's start-up: short here
     # the header and one warmup, then nothing, its connection open
-    last = drive_fake(tmp_path, hosts, f"head -n 3 {OLD_SESSION}", runs=3, timeout=1.0)[-1]
+    last = drive_fake(tmp_path, hosts, f"head -n 3 {OLD_SESSION}", sshd_server, runs=3,
+                      timeout=1.0)[-1]
     assert isinstance(last, ev.Failed)
     assert last.message == "sent nothing for 1.5 s (a repetition's timeout is 1 s)"
     assert results.read(tmp_path / "s.jsonl").failed == last
     assert leftovers() == []
 
 
-def test_a_remote_that_stays_after_its_last_line_is_let_go(tmp_path, hosts, leftovers):
+def test_a_remote_that_stays_after_its_last_line_is_let_go(tmp_path, hosts, sshd_server,
+                                                           leftovers):
     # its session is whole: nothing is waited for beyond the time a stop may take
     from hotloop.run.remote import STOP_WAIT_S
     began = time.monotonic()
-    events = drive_fake(tmp_path, hosts, f"cat {OLD_SESSION}", runs=6)
+    events = drive_fake(tmp_path, hosts, f"cat {OLD_SESSION}", sshd_server, runs=6)
     assert isinstance(events[-1], ev.Finished)
     assert time.monotonic() - began < STOP_WAIT_S + 10
     assert results.read(tmp_path / "s.jsonl").finished == events[-1]
@@ -677,6 +674,20 @@ def test_a_hosts_label_names_the_side_with_the_runs_kernel_profile(tmp_path, hos
                    "--profiles", str(hosts))
     assert done.returncode == 0, done.stderr
     assert results.read(local_files()[0]).header.label == "lab1 (stock) + patched"
+
+
+def test_host_check_makes_the_hosts_directory_or_says_it_cannot(tmp_path, hosts):
+    toml = (hosts / "hosts.toml").read_text()
+    fresh = tmp_path / "not" / "yet"
+    (hosts / "hosts.toml").write_text(toml.replace(str(tmp_path / "lab1"), str(fresh)))
+    done = hotloop("host", "check", "lab1", "--profiles", str(hosts))
+    assert done.returncode == 0, done.stderr
+    assert f"its directory {fresh} is writable" in done.stdout and fresh.is_dir()
+    assert "@hotloop" not in done.stdout
+    (hosts / "hosts.toml").write_text(toml.replace(str(tmp_path / "lab1"), "/proc/no/bench"))
+    bad = hotloop("host", "check", "lab1", "--profiles", str(hosts))
+    assert bad.returncode == 2
+    assert "lab1: its directory /proc/no/bench cannot be made or written there" in bad.stderr
 
 
 def test_host_check_keeps_a_remotes_flood_to_a_line(tmp_path, hosts, sshd_server):

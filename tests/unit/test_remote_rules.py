@@ -104,7 +104,7 @@ def test_every_word_reaches_the_remote_shell_as_itself(tmp_path, value):
 def test_a_home_path_expands_on_the_remote_and_the_rest_is_quoted():
     host = Host("lab1", "lab1", hotloop="~/bin/hot loop", directory="~")
     text = script(host, ["--version"])
-    assert text == """h="$HOME"/'bin/hot loop'; cd "$HOME" && exec "$h" --version"""
+    assert text == """h="$HOME"/'bin/hot loop'; mkdir -p "$HOME" && cd "$HOME" && exec "$h" --version"""
     default = script(Host("lab1", "lab1"), ["--version"])
     assert '[ -x "$h" ] || h=hotloop' in default and default.endswith('exec "$h" --version')
 
@@ -137,6 +137,11 @@ def test_a_failure_says_whose_words_it_is():
     assert "its hotloop key names /opt/h: install this version there, or drop the key" in \
         failure(keyed, 127, ["sh: 1: exec: /opt/h: not found"])
     assert failure(host, 2, ["\x1b[31mhotloop: red\x1b[0m"]).startswith("lab1: ")
+    # a host whose key is not known yet: what to do, not only ssh's words
+    assert failure(host, 255, ["Host key verification failed."]) == (
+        "lab1: ssh: Host key verification failed. (its key is not known here: `ssh lab1 true` "
+        "once accepts it, or ssh_options = [\"StrictHostKeyChecking=accept-new\"] in "
+        "[host.lab1])")
 
 
 def test_what_is_quoted_is_what_shlex_splits_back():

@@ -27,6 +27,7 @@ from hotloop.run.remote import (
     RemoteSession,
     failure,
     other_sources,
+    remote_path,
     run_remote,
     setup_advice,
     which_hotloop,
@@ -92,12 +93,17 @@ def cmd_host(args: argparse.Namespace) -> int:
 
 
 SHOWN = 300                             # characters of a line of the remote's shown
+DIR_OK, DIR_BAD = "@hotloop: directory writable", "@hotloop: directory not writable"
 
 
 def check(host: Host) -> int:
     """Reachable, the same hotloop, and what `hotloop doctor` says there."""
+    where = remote_path(host.directory) if host.directory else '"$HOME"'
     script = (which_hotloop(host) + 'command -v "$h" >/dev/null 2>&1 || '
-              '{ echo "no hotloop"; exit 0; }; command -v "$h"; "$h" --version && "$h" doctor')
+              '{ echo "no hotloop"; exit 0; }; command -v "$h"; "$h" --version && "$h" doctor; '
+              # where its runs write their results: made if it is not there yet, as a run does
+              f'if mkdir -p {where} 2>/dev/null && [ -w {where} ]; then echo "{DIR_OK}"; '
+              f'else echo "{DIR_BAD}"; fi')
     code, out, err = asyncio.run(run_remote(host, script))
     if code != 0:
         raise HotloopError(failure(host, code, err))
@@ -116,8 +122,15 @@ def check(host: Host) -> int:
                            f"{lines[1][:80] if len(lines) > 1 else 'nothing'!r})")
     version, source = said.group(1), said.group(2)
     print(f"  hotloop {version} at {where}" + (f" (source {source})" if source else ""))
-    for line in lines[2:]:
+    place = f"its directory {visible(host.directory)}" if host.directory else \
+        "its login directory"
+    writable = lines[-1] == DIR_OK
+    for line in lines[2:-1] if lines[-1] in (DIR_OK, DIR_BAD) else lines[2:]:
         print(line)
+    if not writable:
+        raise HotloopError(f"{host.name}: {place} cannot be made or written there: its runs "
+                           f"write their results in it (the host's `directory` key)")
+    print(f"  {place} is writable")
     if version != __version__:
         raise HotloopError(f"{host.name} runs hotloop {version}, this is {__version__}: "
                            f"{setup_advice(host)}")

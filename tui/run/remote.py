@@ -63,6 +63,8 @@ class Bounds:
 
 class _Silent(str):
     """_lines' word for a remote that sent nothing within its time."""
+
+
 # Where `hotloop host setup` installs: its venv under the remote's cache directory.
 SETUP_DIR = '"${XDG_CACHE_HOME:-$HOME/.cache}"/hotloop'
 SETUP_HOTLOOP = SETUP_DIR + "/venv/bin/hotloop"
@@ -73,7 +75,7 @@ DEFAULT_OPTIONS = ("BatchMode=yes", "ServerAliveInterval=10", "ServerAliveCountM
                    "ConnectTimeout=15")
 
 
-def _home(path: str) -> str:
+def remote_path(path: str) -> str:
     """A remote path for sh: "~/x" is the remote's home ("$HOME"/x), the rest quoted."""
     if path == "~":
         return '"$HOME"'
@@ -86,14 +88,15 @@ def which_hotloop(host: Host) -> str:
     """sh that sets $h to the host's hotloop: its `hotloop` key, else the one setup installed,
     else `hotloop` on the PATH."""
     if host.hotloop:
-        return f"h={_home(host.hotloop)}; "
+        return f"h={remote_path(host.hotloop)}; "
     return f'h={SETUP_HOTLOOP}; [ -x "$h" ] || h=hotloop; '
 
 
 def script(host: Host, argv: Sequence[str]) -> str:
-    """The sh script that runs `hotloop ARGV` on the host, in its directory.  Every word
-    quoted."""
-    cd = f"cd {_home(host.directory)} && " if host.directory else ""
+    """The sh script that runs `hotloop ARGV` on the host, in its directory (made if it is
+    not there yet).  Every word quoted."""
+    where = remote_path(host.directory)
+    cd = f"mkdir -p {where} && cd {where} && " if host.directory else ""
     return f'{which_hotloop(host)}{cd}exec "$h" {shlex.join(argv)}'
 
 
@@ -158,6 +161,10 @@ def failure(host: Host, returncode: int, stderr: Sequence[str]) -> str:
         last = lines[-1] if lines else f"ssh exited with status {returncode}"
         if returncode == 127 or "not found" in last:
             last += f" ({setup_advice(host)})"
+        elif "Host key verification failed" in last:
+            last += (f" (its key is not known here: `ssh {host.address} true` once accepts it, "
+                     f"or ssh_options = [\"StrictHostKeyChecking=accept-new\"] in "
+                     f"[host.{host.name}])")
         ssh = returncode == SSH_FAILED and not last.startswith("ssh: ")
         return f"{host.name}: {'ssh: ' if ssh else ''}{last}"
     return f"{host.name}: {said.removeprefix('hotloop: ')}"
