@@ -176,6 +176,20 @@ def test_stop_mid_run_keeps_measured_runs(isolated: Path, leftovers) -> None:
     run(go())
 
 
+def test_saving_a_workloads_settings_proposes_a_name_no_workload_has(isolated: Path) -> None:
+    async def go() -> None:
+        app = HotloopApp()
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_for(pilot, lambda: app.form.base is not None, 10)
+            await app.pick("workload", "zero_null")
+            await wait_for(pilot, lambda: app.form.base.workload == "zero_null", 5)
+            await pilot.press("escape")
+            await pilot.press("w")
+            await wait_for(pilot, lambda: isinstance(app.screen, SavePlanScreen), 5, "dialog")
+            assert app.screen.query_one(Input).value == "zero_null-2"
+    asyncio.run(go())
+
+
 def test_save_plan_appears_in_catalogue(isolated: Path) -> None:
     async def go() -> None:
         app = HotloopApp()

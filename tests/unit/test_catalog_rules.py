@@ -100,6 +100,26 @@ def test_saved_plan_loads_back_identically():
         catalog.save_plan(catalog.with_overrides(plan, name="quick"), cat=cat)
 
 
+def test_a_plan_may_not_take_a_workloads_name(tmp_path):
+    # `run zero_null` ran such a plan (block_size=4096) without a word, and the workload
+    # could no longer be run by its name
+    cat = catalog.load()
+    with pytest.raises(HotloopError, match="'zero_null': a workload has this name"):
+        catalog.save_plan(catalog.Plan("zero_null", "zero_null"), directory=tmp_path, cat=cat)
+    assert list(tmp_path.iterdir()) == []
+    (tmp_path / "p.toml").write_text('[plan.zero_null]\nworkload = "zero_null"\n'
+                                     'params = { block_size = 4096 }\n')
+    with pytest.raises(HotloopError) as e:
+        catalog.load([tmp_path])
+    assert str(e.value) == (f"{tmp_path / 'p.toml'}:1: [plan.zero_null]: a workload is named "
+                            f"zero_null too: a plan may not hide it (rename the plan)")
+    kept = catalog.load([tmp_path], skip_bad=True)         # the console: the plan is left out
+    assert "zero_null" not in kept.plans
+    assert any("a plan may not hide it" in s.warning for s in kept.skipped)
+    with pytest.raises(HotloopError, match="a plan may not hide it"):    # run NAME: said why
+        kept.plan_for("zero_null")
+
+
 def test_the_readmes_toml_example_loads_beside_the_bundled_profiles(tmp_path):
     """Saved as a file, as the README says it can be: no name collides with a bundled one."""
     import re

@@ -33,16 +33,20 @@ from hotloop.host.cpus import validate_cpus
 from hotloop.host.procs import validate_priority
 
 
+def table_error(origin: str, kind: str, name: str, key: str, message: str) -> HotloopError:
+    """`file:line: [kind.name] key: message` where the table's file is known, else without."""
+    if origin and Path(origin).is_file():
+        return Where(Path(origin), Path(origin).read_text()).error(kind, name, key, message)
+    return HotloopError(f"[{kind}.{name}]" + (f" {key}" if key else "") + f": {message}")
+
+
 def fit_to_machine(cpu: CpuProfile) -> tuple[CpuProfile, list[str]]:
     """The profile with CPUs this machine lacks dropped, and a warning saying so.
 
     A strict profile, a profile left with no CPU, or a priority the policy does
     not allow, is an error naming the file, table and key instead."""
     def error(key: str, message: str) -> HotloopError:
-        if cpu.origin and Path(cpu.origin).is_file():
-            return Where(Path(cpu.origin), Path(cpu.origin).read_text()).error(
-                "cpu", cpu.name, key, message)
-        return HotloopError(f"[cpu.{cpu.name}] {key}: {message}")
+        return table_error(cpu.origin, "cpu", cpu.name, key, message)
 
     bad = validate_priority(cpu.sched, cpu.priority)
     if bad:
@@ -164,8 +168,17 @@ class Catalog:
     def validate_plans(self) -> None:
         """Cross-table checks, once every file is in."""
         for plan in self.plans.values():
-            for _, variant in self.variants(plan):
-                self.resolve(variant, here=False)
+            self.check_plan(plan)
+
+    def check_plan(self, plan: Plan) -> None:
+        """A plan against the other tables: what it uses exists and fits, and its name is no
+        workload's (`run NAME` would run the plan, and the workload could no longer be run
+        by its name)."""
+        if plan.name in self.workloads:
+            raise table_error(plan.origin, "plan", plan.name, "", f"a workload is named "
+                              f"{plan.name} too: a plan may not hide it (rename the plan)")
+        for _, variant in self.variants(plan):
+            self.resolve(variant, here=False)
 
     def variants(self, plan: Plan) -> list[tuple[str, Plan]]:
         """A plan whose params hold lists is a batch: (label, plan) per combination."""
@@ -311,8 +324,7 @@ def load(extra: list[Path] | None = None, skip_bad: bool = False) -> Catalog:
         return cat
     for name, plan in list(cat.plans.items()):
         try:
-            for _, variant in cat.variants(plan):
-                cat.resolve(variant, here=False)
+            cat.check_plan(plan)
         except HotloopError as e:
             del cat.plans[name]
             error, warning = str(e), f"{e} (plan skipped)"

@@ -40,6 +40,9 @@ def save_plan(plan: Plan, directory: Path | None = None, overwrite: bool = False
     directory = directory or paths.config_dir() / "plans"
     target = directory / f"{plan.name}.toml"
     if cat is not None:
+        if plan.name in cat.workloads:
+            raise HotloopError(f"plan name {plan.name!r}: a workload has this name, and a plan "
+                               f"may not hide it: choose another")
         other = cat.plans.get(plan.name)
         if other is not None and Path(other.origin).resolve() != target.resolve():
             raise HotloopError(f"plan {plan.name!r} already exists in {other.origin}")

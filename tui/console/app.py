@@ -539,8 +539,12 @@ class HotloopApp(App[None]):
                         severity="error", markup=False)
             return
         base = self.form.base.name
-        self.push_screen(SavePlanScreen(f"{base}-2" if base in self.cat.plans else base,
-                                        self._save_as), self._saved)
+        taken = {*self.cat.plans, *self.cat.workloads}
+        suggestion, n = base, 1
+        while suggestion in taken:          # a workload's own name is no plan's
+            n += 1
+            suggestion = f"{base}-{n}"
+        self.push_screen(SavePlanScreen(suggestion, self._save_as), self._saved)
 
     def _save_as(self, name: str) -> str | None:
         """Save the form as plan `name`; an error message, or None once saved."""
