@@ -144,6 +144,34 @@ def test_the_wheel_holds_the_bundled_files_and_runs_from_elsewhere(installed, el
     assert leftovers() == []
 
 
+def test_an_installation_without_its_source_tree_makes_its_own_wheel(installed, tmp_path):
+    # `pipx install .` keeps no source tree: host setup puts the wheel back together from
+    # the installed files, and what it installs elsewhere is this code (the same digest)
+    py = str(installed.venv / "bin" / "python")
+    made = subprocess.run([py, "-c", "import sys; from pathlib import Path; "
+                           "from hotloop.cli import wheel; "
+                           "assert wheel.source_tree() is None; "
+                           "print(wheel.build(Path(sys.argv[1])))", str(tmp_path)],
+                          capture_output=True, text=True, env=installed.env(), cwd=tmp_path)
+    assert made.returncode == 0, made.stderr
+    target = tmp_path / "there"
+    done = subprocess.run([py, "-m", "pip", "install", "-q", "--no-deps", "--target",
+                           str(target), made.stdout.strip()], capture_output=True, text=True,
+                          env=installed.env(), timeout=300)
+    assert done.returncode == 0, done.stderr
+    digest = "from hotloop import paths; print(paths.source_digest())"
+    here = subprocess.run([py, "-c", digest], capture_output=True, text=True,
+                          env=installed.env(), cwd=tmp_path)
+    there = subprocess.run([py, "-c", digest], capture_output=True, text=True, cwd=tmp_path,
+                           env={**installed.env(), "PYTHONPATH": str(target)})
+    assert here.returncode == there.returncode == 0, there.stderr
+    assert here.stdout == there.stdout and len(here.stdout.strip()) == 12
+    ours = {p.relative_to(installed.package) for p in installed.files()}
+    theirs = {p.relative_to(target / "hotloop") for p in (target / "hotloop").rglob("*")
+              if "__pycache__" not in p.parts}
+    assert ours == theirs
+
+
 def test_list_names_the_bundled_catalogue(installed, elsewhere):
     p = installed.run("list", cwd=elsewhere)
     assert p.returncode == 0, p.stderr

@@ -10,7 +10,6 @@ import argparse
 import asyncio
 import re
 import shlex
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -19,6 +18,7 @@ from hotloop import __version__, results
 from hotloop.catalog import Catalog, Host, Plan
 from hotloop.cli.common import _catalog, _warn_skipped
 from hotloop.cli.run import choices, drive_and_report, emit, variants
+from hotloop.cli.wheel import build as build_wheel
 from hotloop.errors import HotloopError
 from hotloop.paths import source_digest
 from hotloop.run import start
@@ -139,19 +139,9 @@ def check(host: Host) -> int:
     return 0
 
 
-def _source_tree() -> Path:
-    root = Path(__file__).resolve().parent.parent.parent
-    if not (root / "pyproject.toml").is_file() or not (root / "csrc").is_dir():
-        raise HotloopError("host setup builds a wheel of this hotloop from its source tree, "
-                           "and this one was installed without it: from a clone, "
-                           "`pip install -e .` there, or copy a wheel over and pip install it")
-    return root
-
-
 def setup(host: Host) -> int:
     """Build this hotloop's wheel here, copy it over ssh, install it in a venv under the
     remote's cache directory."""
-    root = _source_tree()
     code, out, err = asyncio.run(run_remote(
         host, "python3 -c 'import sys; print(sys.version.split()[0]); "
               "sys.exit(sys.version_info < (3, 10))'"))
@@ -165,13 +155,7 @@ def setup(host: Host) -> int:
     print(f"{host.name}: Python {visible(out.strip())}; building the wheel here",
           file=sys.stderr)
     with tempfile.TemporaryDirectory(prefix="hotloop-wheel-") as tmp:
-        built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q",
-                                "-w", tmp, str(root)], capture_output=True, text=True)
-        wheels = list(Path(tmp).glob("hotloop-*.whl"))
-        if built.returncode != 0 or len(wheels) != 1:
-            tail = (built.stderr.strip().splitlines() or ["no wheel"])[-1]
-            raise HotloopError(f"building the wheel failed: {visible(tail)}")
-        wheel = wheels[0]
+        wheel = build_wheel(Path(tmp))
         name = shlex.quote(wheel.name)
         print(f"{host.name}: installing {wheel.name} in {SETUP_SHOWN}/venv there",
               file=sys.stderr)
