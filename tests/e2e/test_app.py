@@ -385,6 +385,27 @@ def test_profile_that_cannot_run_here_is_one_log_line(isolated: Path) -> None:
     run(go())
 
 
+def test_a_workload_that_does_not_build_is_said_and_nothing_waits(isolated: Path) -> None:
+    conf = isolated / "config" / "hotloop"
+    conf.mkdir(parents=True)
+    (conf / "broken.c").write_text('#include "hotloop.h"\nthis is not C;\n')
+    (conf / "broken.toml").write_text('[workload.broken]\nsource = "broken.c"\n')
+
+    async def go() -> None:
+        app = HotloopApp(results_dir=isolated / "results")
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_for(pilot, lambda: app.form.base is not None, 10)
+            await app.pick("workload", "broken")
+            await wait_for(pilot, lambda: app.form.base.workload == "broken", 5)
+            await pilot.press("escape")
+            await pilot.press("r")
+            await wait_for(pilot, lambda: app.live is not None and not app.live.running, 120,
+                           "the build failed")
+            await wait_for(pilot, lambda: "broken.c" in log_text(app), 10, "the compiler's words")
+            assert app.query_one(HistogramPlot).empty(app.live) == "no runs: the log says why"
+    run(go())
+
+
 def test_batch_plan_loads_its_first_variant(isolated: Path) -> None:
     async def go() -> None:
         app = HotloopApp(results_dir=isolated / "results")

@@ -141,7 +141,10 @@ class HistogramPlot(_LivePlot):
     def empty(self, live: LiveRun | None) -> str | None:
         if live is None:
             return "press r to run"
-        return None if live.n else "waiting for the first run…"
+        if live.n:
+            return None
+        # a run that ended with no runs (its C did not build, its setup failed) waits no more
+        return "no runs: the log says why" if not live.running else "waiting for the first run…"
 
     def draw(self, plt, live: LiveRun) -> None:
         buckets = live.histogram(self.buckets_target())
