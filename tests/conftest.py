@@ -167,3 +167,25 @@ def fake_cpufreq(tmp_path, monkeypatch):
     from hotloop.host import sysfs
     monkeypatch.setattr(sysfs, "CPU_SYS", root)
     return root
+
+
+@pytest.fixture
+def cli(capsys: pytest.CaptureFixture[str]) -> Callable[..., subprocess.CompletedProcess[str]]:
+    """The command line called in this process (`hotloop.cli.main`), for what starts no other
+    process (show, compare, list...): exit status, stdout and stderr as `hotloop()` gives them,
+    without the 0.5 s of a Python start.  The signal handlers main() sets are put back."""
+    import signal
+
+    from hotloop.cli import main
+
+    def call(*args: str) -> subprocess.CompletedProcess[str]:
+        handlers = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGHUP)}
+        capsys.readouterr()
+        try:
+            code = main(list(args))
+        finally:
+            for s, h in handlers.items():
+                signal.signal(s, h)
+        out = capsys.readouterr()
+        return subprocess.CompletedProcess(["hotloop", *args], code, out.out, out.err)
+    return call
