@@ -9,9 +9,10 @@ ops for ns/op...), as the reader checks.  `zero_null` makes files like `hotloop 
 """
 from __future__ import annotations
 
+import copy
 import json
 import statistics
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -140,3 +141,54 @@ def zero_null(path: Path, ns: int | Sequence[int], *, block_size: int = 512, cou
 # the time).
 NS_512 = 4_350_000
 NS_64K = 96_000_000
+
+
+# --------------------------------------------------------------------------- editing a file
+
+Rows = list[Any]
+
+
+def rows_of(path: Path) -> Rows:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def first_run(rows: Rows) -> int:
+    return next(i for i, r in enumerate(rows) if r["type"] == "run" and not r["warmup"])
+
+
+def edited(good: Path, dest: Path, change: Callable[[Rows], Any]) -> Path:
+    """`good` with its lines changed by hand (a row left as a str is written as that text)."""
+    rows = copy.deepcopy(rows_of(good))
+    change(rows)
+    dest.write_text("".join((r if isinstance(r, str) else json.dumps(r)) + "\n"
+                            for r in rows))
+    return dest
+
+
+def set_run(key: str, value: Any) -> Callable[[Rows], None]:
+    def change(rows: Rows) -> None:
+        rows[first_run(rows)][key] = value
+    return change
+
+
+def raw_run(old: str, new: str) -> Callable[[Rows], None]:
+    """The first recorded run's line as text, with `old` replaced: tokens json.dumps
+    would never write (NaN) or would write differently."""
+    def change(rows: Rows) -> None:
+        i = first_run(rows)
+        text = json.dumps(rows[i])
+        assert old in text
+        rows[i] = text.replace(old, new, 1)
+    return change
+
+
+def insert(row: Any) -> Callable[[Rows], None]:
+    return lambda rows: rows.insert(first_run(rows), row)
+
+
+def delete_key(key: str) -> Callable[[Rows], None]:
+    return lambda rows: rows[first_run(rows)].pop(key)
+
+
+def header_key(key: str, value: Any) -> Callable[[Rows], None]:
+    return lambda rows: rows[0]["header"].__setitem__(key, value)

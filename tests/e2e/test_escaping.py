@@ -12,9 +12,9 @@ from pathlib import Path
 
 from conftest import hotloop
 from faulty import lines
+from forge import edited
 from test_app import SIZE, log_text, type_into, wait_for
 from test_app_compare import open_compare, results_dir
-from test_result_reading import forge
 from textual.widgets import DataTable
 from textual.widgets._toast import Toast
 
@@ -156,7 +156,7 @@ def test_the_compare_screen_shows_brackets_and_escapes_from_files_as_text(isolat
     # console down, "[red]" in a file name was eaten.
     async def go() -> None:
         out = results_dir(isolated, [good])
-        forge(good, out / "a[red]b.jsonl",
+        edited(good, out / "a[red]b.jsonl",
               lambda rows: rows[0]["header"]["workload"].__setitem__("name", "[/]\x1b[2J"))
         app = HotloopApp(results_dir=out)
         async with app.run_test(size=(140, 30)) as pilot:
