@@ -375,6 +375,18 @@ def test_sides_are_named_by_as_much_of_their_path_as_tells_them_apart(files, tmp
         assert "patched\\nbaseline  FAKE" in out, fmt
 
 
+def test_compare_command_formats(tmp_path, cli):
+    a = forge.zero_null(tmp_path / "a.jsonl", forge.NS_512 * 3000 // 20000, count=3000, n=5)
+    b = forge.zero_null(tmp_path / "b.jsonl", forge.NS_512 * 3030 // 20000, count=3000, n=5)
+    org = cli("compare", str(a), str(b), "--format", "org")
+    assert org.returncode == 0 and "|-" in org.stdout
+    same = json.loads(cli("compare", str(a), str(a), "--format", "json").stdout)
+    row = next(r for r in same["comparisons"] if r["metric"] == "bytes/s")
+    assert row["change_pct"] == 0 and row["significant"] is False
+    bad = cli("compare", str(a), str(tmp_path / "nope.jsonl"))
+    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1
+
+
 # --------------------------------------------------------------------------- interleaved
 
 def interleaved(home: Path, spins: tuple[int, int], rounds: int, processes: int,
