@@ -59,6 +59,14 @@ def isolated(tmp_path: Path, cache_home: Path, monkeypatch: pytest.MonkeyPatch) 
     return tmp_path
 
 
+def cpu_time() -> float:
+    """CPU seconds this process and the children it has waited for have used: what a test of
+    "cheap" measures, as a busy machine stretches the wall clock, not the work."""
+    import resource
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+
 def tagged_pids() -> list[int]:
     """Processes (other than this one) carrying this test's tag."""
     tag = f"{TAG}={os.environ[TAG]}".encode()
