@@ -43,6 +43,33 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.slow)
 
 
+# tests/unit starts no process: every test there but test_code's runs with process creation
+# refused (fork, exec, posix_spawn, subprocess, asyncio's subprocesses), so a test that would
+# start gcc, a worker or perf fails at once, naming what it tried to start, instead of being an
+# end-to-end test in the wrong place.  test_code runs mypy, ruff and lint-imports, as tools.
+_STARTERS = [("os", "fork"), ("os", "forkpty"), ("os", "posix_spawn"), ("os", "posix_spawnp"),
+             ("os", "system"), ("os", "execv"), ("os", "execve"), ("_posixsubprocess", "fork_exec"),
+             ("subprocess", "_fork_exec")]
+
+
+@pytest.fixture(autouse=True)
+def no_process_in_unit_tests(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    if "unit" not in request.node.path.parts or request.node.path.name == "test_code.py":
+        return
+    import importlib
+
+    def refuse(name: str) -> Callable[..., object]:
+        def started(*args: object, **kw: object) -> object:
+            what = args[0] if args and not isinstance(args[0], int) else args[:3]
+            raise AssertionError(f"a unit test started a process ({name}: {what!r}); "
+                                 f"it belongs in tests/e2e")
+        return started
+    for module, name in _STARTERS:
+        mod = importlib.import_module(module)
+        if hasattr(mod, name):
+            monkeypatch.setattr(mod, name, refuse(f"{module}.{name}"))
+
+
 @pytest.fixture(scope="session")
 def cache_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("cache")
