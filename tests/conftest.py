@@ -158,6 +158,25 @@ def profile_dir(tmp_path: Path, toml: str, name: str = "p.toml") -> Path:
     return d
 
 
+def bad_profiles(tmp_path: Path) -> Path:
+    """Profiles with a broken file (cpu.c, plan p), a plan that needs it (q) and one fine."""
+    d = tmp_path / "bad"
+    d.mkdir()
+    (d / "broken.toml").write_text(textwrap.dedent("""\
+        [cpu.c]
+        nice = "low"
+
+        [plan.p]
+        workload = "zero_null"
+        cpu = "c"
+        """))
+    (d / "uses.toml").write_text('[plan.q]\nworkload = "zero_null"\ncpu = "c"\n')
+    (d / "fine.toml").write_text('[plan.fine]\nworkload = "zero_null"\nruns = 2\n'
+                                 'perf = false\nparams = { count = 2000 }\n')
+    return d
+
+
+
 @pytest.fixture
 def faulty(tmp_path: Path) -> Path:
     """A profile directory with the `faulty` workload (tests/faulty.py)."""
@@ -218,6 +237,8 @@ def cli(capsys: pytest.CaptureFixture[str]) -> Callable[..., subprocess.Complete
         capsys.readouterr()
         try:
             code = main(list(args))
+        except SystemExit as e:         # argparse's --help; as the interpreter would exit
+            code = e.code if isinstance(e.code, int) else 0 if e.code is None else 1
         finally:
             for s, h in handlers.items():
                 signal.signal(s, h)
