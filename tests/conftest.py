@@ -188,20 +188,6 @@ def faulty(tmp_path: Path) -> Path:
     return d
 
 
-@pytest.fixture(scope="module")
-def good(tmp_path_factory: pytest.TempPathFactory, cache_home: Path) -> Path:
-    """A result file the real command line wrote (5 runs of zero_null)."""
-    base = tmp_path_factory.mktemp("good")
-    env = dict(os.environ, PYTHONPATH=str(ROOT), XDG_CACHE_HOME=str(cache_home),
-               XDG_CONFIG_HOME=str(base / "config"), XDG_STATE_HOME=str(base / "state"))
-    out = base / "good.jsonl"
-    done = subprocess.run([sys.executable, "-m", "hotloop", "run", "zero_null", "--runs", "5",
-                           "--param", "count=3000", "--no-perf", "--out", str(out)],
-                          capture_output=True, text=True, env=env, timeout=120)
-    assert done.returncode == 0, done.stderr
-    return out
-
-
 @pytest.fixture
 def fake_cpufreq(tmp_path, monkeypatch):
     """A sysfs cpu tree with cpufreq: cpu0 and cpu1 share policy0, cpu2 has policy2."""

@@ -163,3 +163,21 @@ def test_svg_into_a_missing_directory_is_one_line(good, tmp_path, command, cli):
     assert full.returncode == 1, full.stderr
     assert full.stderr.strip().splitlines()[-1] == \
         "hotloop: --svg /dev/full: cannot write: No space left on device"
+
+
+# --- text from a file reaches the terminal inert -------------------------------------------
+
+def test_csv_from_a_forged_file_sends_no_escape_sequence(tmp_path, good, cli):
+    """csv is data, but it lands on a terminal too: a unit or an extra's name holding an
+    escape sequence is written inert, as the other formats write it."""
+    import json as _json
+    rows = good.read_text().splitlines()
+    head = _json.loads(rows[0])
+    head["header"]["workload"]["unit"] = "B\x1b[2J/s"
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("\n".join([_json.dumps(head), *rows[1:]]) + "\n")
+    for args in (["show", str(bad), "--format", "csv"],
+                 ["compare", str(bad), str(good), "--format", "csv"]):   # its unit: the baseline's
+        p = cli(*args)
+        assert p.returncode == 0, p.stderr
+        assert "\x1b" not in p.stdout and "B\\x1b[2J/s" in p.stdout, args
