@@ -70,14 +70,28 @@ def test_windows_arrive_at_least_every_two_seconds_during_a_long_run(faulty, tmp
     async def collect() -> list[tuple[float, ev.Event]]:
         return [(time.monotonic(), e) async for e in session.events()]
 
+    def cpu_idle() -> tuple[int, int]:
+        """(idle, total) jiffies of every CPU so far, from /proc/stat."""
+        ticks = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+        return ticks[3] + ticks[4], sum(ticks)
+
+    before = cpu_idle()
     events = asyncio.run(collect())
+    after = cpu_idle()
     start = next(t for t, e in events if isinstance(e, ev.Started))
     end, run = next((t, e) for t, e in events if isinstance(e, ev.RunSample))
     assert run.ns > 2.5e9, "the repetition is too short to show live windows"
+    # perf's output rotates every second whatever the load: each window is reported
+    windows = [e for _, e in events if isinstance(e, ev.HotSymbols) and e.scope == "window"]
+    assert len(windows) >= int(run.ns / 1e9) and windows[0].window == 0
     times = [start] + [t for t, e in events
                        if isinstance(e, ev.HotSymbols) and e.scope == "window" and t < end]
     gaps = [b - a for a, b in zip(times, times[1:])]
-    assert len(gaps) >= 2 and max(gaps) < 2.5, gaps   # 1 s windows + the report's time
+    # ...and reported live when a CPU was there for perf report, which runs at SCHED_IDLE:
+    # on a machine whose every CPU is busy with other work it waits, as it should
+    idle_share = (after[0] - before[0]) / max(1, after[1] - before[1])
+    if idle_share * (os.cpu_count() or 1) >= 0.5:      # half a CPU or more was left idle
+        assert len(gaps) >= 2 and max(gaps) < 2.5, (gaps, idle_share)   # 1 s + the report
 
 
 @needs_perf
