@@ -37,10 +37,28 @@ needs_root_sysctl = pytest.mark.skipif(
 )
 
 
+# Tests that change or read what the whole machine shares run one after another, on one worker
+# when pytest-xdist spreads the suite (--dist loadgroup): sysctls (net.core.busy_poll and
+# busy_read, which they change, record and expect back) and their restore journals, the one
+# sshd the session starts (its tests apply a sysctl on this same machine too), and perf's
+# system-wide sampling.  A test not named here shares nothing of the machine's.
+SHARED = {
+    "machine": {"test_system.py", "test_profiles.py", "test_hangup.py", "test_result_files.py",
+                "test_hosts.py", "test_sshd_fixture.py",
+                "test_app.py::test_system_changes_ask_first_no_then_yes"},
+    "perf": {"test_perf.py", "test_perf_session.py", "test_annotate.py"},
+}
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if "e2e" in item.path.parts:
             item.add_marker(pytest.mark.slow)
+        name = f"{item.path.name}::{item.originalname}" \
+            if isinstance(item, pytest.Function) else item.path.name
+        for group, members in SHARED.items():
+            if item.path.name in members or name in members:
+                item.add_marker(pytest.mark.xdist_group(group))
 
 
 # tests/unit starts no process: every test there but test_code's runs with process creation

@@ -78,7 +78,7 @@ def profiles(tmp_path: Path) -> Path:
     return d
 
 
-def test_a_workload_error_with_escapes_is_one_visible_line_everywhere(tmp_path, leftovers):
+def test_a_workload_error_with_escapes_is_one_visible_line_everywhere(tmp_path, leftovers, cli):
     d = profiles(tmp_path)
     out = tmp_path / "e.jsonl"
     p = hotloop("run", "esc", "--profiles", str(d), "--out", str(out))
@@ -88,9 +88,9 @@ def test_a_workload_error_with_escapes_is_one_visible_line_everywhere(tmp_path, 
     assert f"PARTIAL: run 3: {SHOWN}" in p.stdout
     assert lines(out)[-1]["message"] == f"run 3: {NASTY}"                # kept as it came
     assert results.read(out).failed.message == f"run 3: {SHOWN}"        # read as shown
-    shown = hotloop("show", str(out))
+    shown = cli("show", str(out))
     assert shown.returncode == 0 and SHOWN in shown.stdout
-    compared = hotloop("compare", str(out), str(out))           # partial: its reason shown
+    compared = cli("compare", str(out), str(out))           # partial: its reason shown
     assert compared.returncode == 0 and SHOWN in compared.stdout
     for text in (p.stdout, p.stderr, shown.stdout, compared.stdout, compared.stderr):
         assert "\x1b" not in text

@@ -21,7 +21,7 @@ needs_perf = pytest.mark.skipif(shutil.which("perf") is None, reason="perf not i
 
 
 @needs_perf
-def test_a_perf_run_reports_kernel_hot_symbols_in_perf_report_shape(tmp_path, leftovers):
+def test_a_perf_run_reports_kernel_hot_symbols_in_perf_report_shape(tmp_path, leftovers, cli):
     out = tmp_path / "z.jsonl"
     # 1M reads a run: some 1,700 samples, of which hl_run's loop gets 0.4-1.6% (300000 gave
     # it 2-8 of 500: too close to none)
@@ -46,7 +46,7 @@ def test_a_perf_run_reports_kernel_hot_symbols_in_perf_report_shape(tmp_path, le
     rows = lines(out)
     scopes = [r["scope"] for r in rows if r["type"] == "hot_symbols"]
     assert "window" in scopes and scopes.count("session") == 1 and "run" in scopes
-    text = hotloop("show", str(out)).stdout
+    text = cli("show", str(out)).stdout
     assert "hot symbols" in text and "[k] " in text and "[kernel.kallsyms]" in text
     assert leftovers() == []
 
@@ -224,7 +224,7 @@ def test_hidden_kernel_symbols_are_a_warning_with_the_fix_and_the_run_goes_on(
 
 
 @needs_perf
-def test_missing_hardware_counters_are_said_never_shown_as_zero(tmp_path):
+def test_missing_hardware_counters_are_said_never_shown_as_zero(tmp_path, cli):
     from hotloop.perf.probe import capabilities
     caps = {c.name: c for c in capabilities()}
     out = tmp_path / "hw.jsonl"
@@ -238,7 +238,7 @@ def test_missing_hardware_counters_are_said_never_shown_as_zero(tmp_path):
     else:                                       # a VM like this one
         assert counters["cycles"] is None and counters["ipc"] is None
         assert any("hardware counters" in w for w in res.warnings)
-        assert "not supported here" in hotloop("show", str(out)).stdout
+        assert "not supported here" in cli("show", str(out)).stdout
 
 
 @needs_perf

@@ -45,7 +45,7 @@ def test_seqpacket_runs_and_reports_summary_and_histogram(tmp_path, leftovers):
     assert leftovers() == []
 
 
-def test_zero_null_json_document_and_show(tmp_path):
+def test_zero_null_json_document_and_show(tmp_path, cli):
     out = tmp_path / "results" / "z.jsonl"
     p = hotloop("run", "zero_null", "--runs", "5", "--param", "block_size=4096",
                 "--param", "count=5000", "--out", str(out), "--format", "json", "--no-perf")
@@ -60,9 +60,9 @@ def test_zero_null_json_document_and_show(tmp_path):
     assert doc["hot_symbols"] == [] and doc["result_file"] == str(out)
     assert doc["summary"]["min"] <= doc["summary"]["median"] <= doc["summary"]["max"]
 
-    shown = hotloop("show", str(out))
+    shown = cli("show", str(out))
     assert shown.returncode == 0 and "histogram" in shown.stdout and "zero_null" in shown.stdout
-    again = json.loads(hotloop("show", str(out), "--format", "json").stdout)
+    again = json.loads(cli("show", str(out), "--format", "json").stdout)
     assert again["runs"] == doc["runs"]
 
 
