@@ -18,7 +18,7 @@ import sys
 import textwrap
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -37,28 +37,48 @@ needs_root_sysctl = pytest.mark.skipif(
 )
 
 
-# Tests that change or read what the whole machine shares run one after another, on one worker
-# when pytest-xdist spreads the suite (--dist loadgroup): sysctls (net.core.busy_poll and
-# busy_read, which they change, record and expect back) and their restore journals, the one
-# sshd the session starts (its tests apply a sysctl on this same machine too), and perf's
-# system-wide sampling.  A test not named here shares nothing of the machine's.
-SHARED = {
-    "machine": {"test_system.py", "test_profiles.py", "test_hangup.py", "test_result_files.py",
-                "test_hosts.py", "test_sshd_fixture.py",
-                "test_app.py::test_system_changes_ask_first_no_then_yes"},
+# Tests that change what the whole machine shares, and those that expect it unchanged:
+# net.core.busy_poll and busy_read, which they set, record in headers and expect back as they
+# were.  Each holds SYSCTL_LOCK, a lock every hotloop test run on this machine takes (another
+# checkout's suite, another pytest-xdist worker), so none sees another's value.
+SYSCTLS = {"test_system.py", "test_profiles.py", "test_hangup.py", "test_result_files.py",
+           "test_app.py::test_system_changes_ask_first_no_then_yes",
+           "test_hosts.py::test_a_system_change_there_needs_consent_and_the_refusal_names_the_host"}
+SYSCTL_LOCK = Path("/tmp/hotloop-tests-sysctls.lock")
+# When pytest-xdist spreads the suite (--dist loadgroup), the tests of a group run one after
+# another on one worker: those of the sysctls (rather than wait for each other's lock), the one
+# sshd of the session's tests, and perf's system-wide sampling.
+GROUPS = {
+    "machine": SYSCTLS | {"test_hosts.py", "test_sshd_fixture.py"},
     "perf": {"test_perf.py", "test_perf_session.py", "test_annotate.py"},
 }
+
+
+def _named(item: pytest.Item, names: set[str]) -> bool:
+    return item.path.name in names or (
+        isinstance(item, pytest.Function) and f"{item.path.name}::{item.originalname}" in names)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if "e2e" in item.path.parts:
             item.add_marker(pytest.mark.slow)
-        name = f"{item.path.name}::{item.originalname}" \
-            if isinstance(item, pytest.Function) else item.path.name
-        for group, members in SHARED.items():
-            if item.path.name in members or name in members:
+        for group, names in GROUPS.items():
+            if _named(item, names):
                 item.add_marker(pytest.mark.xdist_group(group))
+
+
+@pytest.fixture(autouse=True)
+def sysctls_held(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A test of SYSCTLS holds SYSCTL_LOCK from before its fixtures read a setting until after
+    they have put it back."""
+    if not _named(request.node, SYSCTLS):
+        yield
+        return
+    import fcntl
+    with open(SYSCTL_LOCK, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
 
 
 # tests/unit starts no process: every test there but test_code's runs with process creation
