@@ -294,6 +294,21 @@ def test_a_signal_during_a_flood_of_tiny_runs_still_stops_at_once(tmp_path, left
     assert leftovers() == []
 
 
+def holds_open(pid: int, path: Path) -> bool:
+    """Whether process `pid` has `path` open."""
+    try:
+        fds = list(Path(f"/proc/{pid}/fd").iterdir())
+    except OSError:
+        return False
+    for fd in fds:
+        try:
+            if os.readlink(fd) == str(path):
+                return True
+        except OSError:
+            continue
+    return False
+
+
 def test_ctrl_c_while_another_hotloop_holds_the_build_lock_ends_at_once(faulty, leftovers):
     """A build waits for another's lock (or a compiler that hangs): Ctrl-C must not wait with it."""
     import fcntl
@@ -304,8 +319,13 @@ def test_ctrl_c_while_another_hotloop_holds_the_build_lock_ends_at_once(faulty, 
     with open(build_dir / ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)            # "another hotloop" building
         proc = _start(["run", "faulty", "--profiles", str(faulty), "--runs", "3", "--no-perf"])
-        time.sleep(1.5)                             # started, and waiting on the lock
-        assert proc.poll() is None
+        # started, and waiting on the lock: it has the lock file open, however long a busy
+        # machine took to get it there (a fixed sleep was not always enough)
+        deadline = time.monotonic() + 60
+        while not holds_open(proc.pid, build_dir / ".lock"):
+            assert proc.poll() is None and time.monotonic() < deadline, "never opened the lock"
+            time.sleep(0.05)
+        time.sleep(0.2)                             # in its wait (50 ms polls)
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=20)       # the lock is still held: no waiting it out
     assert proc.returncode == 130, err
