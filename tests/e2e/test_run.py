@@ -284,7 +284,7 @@ def test_a_signal_during_a_flood_of_tiny_runs_still_stops_at_once(tmp_path, left
                              "--timeout", "30", "--out", str(out)], stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True, env=env,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    _wait_for_runs(out, 2000)
+    _wait_for_runs(out, 300)        # the pipe behind them (64 KiB) filled in milliseconds
     t0 = time.monotonic()
     proc.send_signal(sig)
     proc.communicate(timeout=60)
