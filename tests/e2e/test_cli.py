@@ -94,19 +94,26 @@ def test_ctrl_c_prints_the_summary_so_far_and_exits_130(prof, tmp_path):
 # --- 6. shell completion ---------------------------------------------------------------------
 
 def shim(tmp_path: Path) -> dict[str, str]:
-    """An environment whose `hotloop` on PATH is this checkout's."""
+    """An environment whose `hotloop` on PATH is this checkout's, and $HL_COMPLETION the bash
+    script `hotloop completion bash` writes (written once: each completion sources it)."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir(exist_ok=True)
     exe = bin_dir / "hotloop"
     exe.write_text(f"#!/bin/sh\nexec {sys.executable} -m hotloop \"$@\"\n")
     exe.chmod(0o755)
-    return dict(os.environ, PATH=f"{bin_dir}:{os.environ['PATH']}", PYTHONPATH=str(ROOT))
+    env = dict(os.environ, PATH=f"{bin_dir}:{os.environ['PATH']}", PYTHONPATH=str(ROOT),
+               HL_COMPLETION=str(bin_dir / "completion.bash"))
+    made = subprocess.run(["hotloop", "completion", "bash"], capture_output=True, text=True,
+                          env=env, timeout=120)
+    assert made.returncode == 0 and made.stderr == "", made.stderr
+    Path(env["HL_COMPLETION"]).write_text(made.stdout)
+    return env
 
 
 def bash_complete(env: dict[str, str], *words: str) -> list[str]:
     """What bash offers after `words` (the last one the word being completed)."""
     quoted = " ".join(f"'{w}'" for w in words)
-    script = ("source <(hotloop completion bash) || exit 9\n"
+    script = ('source "$HL_COMPLETION" || exit 9\n'
               f"COMP_WORDS=({quoted}); COMP_CWORD=$((${{#COMP_WORDS[@]}} - 1))\n"
               'COMP_LINE="${COMP_WORDS[*]}"; COMP_POINT=${#COMP_LINE}\n'
               '_shtab_hotloop hotloop "${COMP_WORDS[-1]}" "${COMP_WORDS[-2]}"\n'
