@@ -59,6 +59,12 @@ def _named(item: pytest.Item, names: set[str]) -> bool:
         isinstance(item, pytest.Function) and f"{item.path.name}::{item.originalname}" in names)
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    # pytest-xdist registers it too; without xdist the marks are inert, and known
+    config.addinivalue_line("markers", "xdist_group(name): run with the group's other tests, "
+                            "one after another on one pytest-xdist worker")
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if "e2e" in item.path.parts:
@@ -110,6 +116,10 @@ def no_process_in_unit_tests(request: pytest.FixtureRequest, monkeypatch: pytest
 
 @pytest.fixture(scope="session")
 def cache_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    if os.environ.get("PYTEST_XDIST_WORKER"):   # one for every worker: a build is made once
+        shared = tmp_path_factory.getbasetemp().parent / "cache"
+        shared.mkdir(exist_ok=True)
+        return shared
     return tmp_path_factory.mktemp("cache")
 
 
