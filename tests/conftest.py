@@ -18,7 +18,7 @@ import sys
 import textwrap
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -37,14 +37,89 @@ needs_root_sysctl = pytest.mark.skipif(
 )
 
 
+# Tests that change what the whole machine shares, and those that expect it unchanged:
+# net.core.busy_poll and busy_read, which they set, record in headers and expect back as they
+# were.  Each holds SYSCTL_LOCK, a lock every hotloop test run on this machine takes (another
+# checkout's suite, another pytest-xdist worker), so none sees another's value.
+SYSCTLS = {"test_system.py", "test_profiles.py", "test_hangup.py", "test_result_files.py",
+           "test_app.py::test_system_changes_ask_first_no_then_yes",
+           "test_hosts.py::test_a_system_change_there_needs_consent_and_the_refusal_names_the_host"}
+SYSCTL_LOCK = Path("/tmp/hotloop-tests-sysctls.lock")
+# When pytest-xdist spreads the suite (--dist loadgroup), the tests of a group run one after
+# another on one worker: those of the sysctls (rather than wait for each other's lock), the one
+# sshd of the session's tests, and perf's system-wide sampling.
+GROUPS = {
+    "machine": SYSCTLS | {"test_hosts.py", "test_sshd_fixture.py"},
+    "perf": {"test_perf.py", "test_perf_session.py", "test_annotate.py"},
+}
+
+
+def _named(item: pytest.Item, names: set[str]) -> bool:
+    return item.path.name in names or (
+        isinstance(item, pytest.Function) and f"{item.path.name}::{item.originalname}" in names)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # pytest-xdist registers it too; without xdist the marks are inert, and known
+    config.addinivalue_line("markers", "xdist_group(name): run with the group's other tests, "
+                            "one after another on one pytest-xdist worker")
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if "e2e" in item.path.parts:
             item.add_marker(pytest.mark.slow)
+        for group, names in GROUPS.items():
+            if _named(item, names):
+                item.add_marker(pytest.mark.xdist_group(group))
+
+
+@pytest.fixture(autouse=True)
+def sysctls_held(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A test of SYSCTLS holds SYSCTL_LOCK from before its fixtures read a setting until after
+    they have put it back."""
+    if not _named(request.node, SYSCTLS):
+        yield
+        return
+    import fcntl
+    with open(SYSCTL_LOCK, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
+# tests/unit starts no process: every test there but test_code's runs with process creation
+# refused (fork, exec, posix_spawn, subprocess, asyncio's subprocesses), so a test that would
+# start gcc, a worker or perf fails at once, naming what it tried to start, instead of being an
+# end-to-end test in the wrong place.  test_code runs mypy, ruff and lint-imports, as tools.
+_STARTERS = [("os", "fork"), ("os", "forkpty"), ("os", "posix_spawn"), ("os", "posix_spawnp"),
+             ("os", "system"), ("os", "execv"), ("os", "execve"), ("_posixsubprocess", "fork_exec"),
+             ("subprocess", "_fork_exec")]
+
+
+@pytest.fixture(autouse=True)
+def no_process_in_unit_tests(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    if "unit" not in request.node.path.parts or request.node.path.name == "test_code.py":
+        return
+    import importlib
+
+    def refuse(name: str) -> Callable[..., object]:
+        def started(*args: object, **kw: object) -> object:
+            what = args[0] if args and not isinstance(args[0], int) else args[:3]
+            raise AssertionError(f"a unit test started a process ({name}: {what!r}); "
+                                 f"it belongs in tests/e2e")
+        return started
+    for module, name in _STARTERS:
+        mod = importlib.import_module(module)
+        if hasattr(mod, name):
+            monkeypatch.setattr(mod, name, refuse(f"{module}.{name}"))
 
 
 @pytest.fixture(scope="session")
 def cache_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    if os.environ.get("PYTEST_XDIST_WORKER"):   # one for every worker: a build is made once
+        shared = tmp_path_factory.getbasetemp().parent / "cache"
+        shared.mkdir(exist_ok=True)
+        return shared
     return tmp_path_factory.mktemp("cache")
 
 
@@ -57,6 +132,14 @@ def isolated(tmp_path: Path, cache_home: Path, monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setenv("COLUMNS", "100")
     monkeypatch.chdir(tmp_path)
     return tmp_path
+
+
+def cpu_time() -> float:
+    """CPU seconds this process and the children it has waited for have used: what a test of
+    "cheap" measures, as a busy machine stretches the wall clock, not the work."""
+    import resource
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
 
 
 def tagged_pids() -> list[int]:
@@ -123,6 +206,25 @@ def profile_dir(tmp_path: Path, toml: str, name: str = "p.toml") -> Path:
     return d
 
 
+def bad_profiles(tmp_path: Path) -> Path:
+    """Profiles with a broken file (cpu.c, plan p), a plan that needs it (q) and one fine."""
+    d = tmp_path / "bad"
+    d.mkdir()
+    (d / "broken.toml").write_text(textwrap.dedent("""\
+        [cpu.c]
+        nice = "low"
+
+        [plan.p]
+        workload = "zero_null"
+        cpu = "c"
+        """))
+    (d / "uses.toml").write_text('[plan.q]\nworkload = "zero_null"\ncpu = "c"\n')
+    (d / "fine.toml").write_text('[plan.fine]\nworkload = "zero_null"\nruns = 2\n'
+                                 'perf = false\nparams = { count = 2000 }\n')
+    return d
+
+
+
 @pytest.fixture
 def faulty(tmp_path: Path) -> Path:
     """A profile directory with the `faulty` workload (tests/faulty.py)."""
@@ -132,20 +234,6 @@ def faulty(tmp_path: Path) -> Path:
     (d / "faulty.c").write_text(FAULTY_C)
     (d / "w.toml").write_text(FAULTY_TOML)
     return d
-
-
-@pytest.fixture(scope="module")
-def good(tmp_path_factory: pytest.TempPathFactory, cache_home: Path) -> Path:
-    """A result file the real command line wrote (5 runs of zero_null)."""
-    base = tmp_path_factory.mktemp("good")
-    env = dict(os.environ, PYTHONPATH=str(ROOT), XDG_CACHE_HOME=str(cache_home),
-               XDG_CONFIG_HOME=str(base / "config"), XDG_STATE_HOME=str(base / "state"))
-    out = base / "good.jsonl"
-    done = subprocess.run([sys.executable, "-m", "hotloop", "run", "zero_null", "--runs", "5",
-                           "--param", "count=3000", "--no-perf", "--out", str(out)],
-                          capture_output=True, text=True, env=env, timeout=120)
-    assert done.returncode == 0, done.stderr
-    return out
 
 
 @pytest.fixture
@@ -167,3 +255,27 @@ def fake_cpufreq(tmp_path, monkeypatch):
     from hotloop.host import sysfs
     monkeypatch.setattr(sysfs, "CPU_SYS", root)
     return root
+
+
+@pytest.fixture
+def cli(capsys: pytest.CaptureFixture[str]) -> Callable[..., subprocess.CompletedProcess[str]]:
+    """The command line called in this process (`hotloop.cli.main`), for what starts no other
+    process (show, compare, list...): exit status, stdout and stderr as `hotloop()` gives them,
+    without the 0.5 s of a Python start.  The signal handlers main() sets are put back."""
+    import signal
+
+    from hotloop.cli import main
+
+    def call(*args: str) -> subprocess.CompletedProcess[str]:
+        handlers = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGHUP)}
+        capsys.readouterr()
+        try:
+            code = main(list(args))
+        except SystemExit as e:         # argparse's --help; as the interpreter would exit
+            code = e.code if isinstance(e.code, int) else 0 if e.code is None else 1
+        finally:
+            for s, h in handlers.items():
+                signal.signal(s, h)
+        out = capsys.readouterr()
+        return subprocess.CompletedProcess(["hotloop", *args], code, out.out, out.err)
+    return call

@@ -128,8 +128,8 @@ def test_top_annotates_the_hottest_and_says_once_why_kernel_ones_cannot(kept):
 
 
 @needs_perf
-def test_a_kernel_symbol_without_the_kernels_code_is_one_line(kept):
-    kernel = json.loads(hotloop("show", str(kept), "--format", "json").stdout)["hot_symbols"]
+def test_a_kernel_symbol_without_the_kernels_code_is_one_line(kept, cli):
+    kernel = json.loads(cli("show", str(kept), "--format", "json").stdout)["hot_symbols"]
     name = next(s["symbol"] for s in kernel if s["kernel"])
     done = hotloop("annotate", str(kept), name)
     if kernel_code().available:
@@ -250,7 +250,7 @@ def _forge_build_ids(result: Path, copy: Path, forge) -> None:
 
 
 @needs_perf
-def test_a_binary_rebuilt_since_the_run_is_refused(kept, tmp_path):
+def test_a_binary_rebuilt_since_the_run_is_refused(kept, tmp_path, cli):
     """perf would disassemble what is at the path today; the build ids the run kept say
     whether that is the code that was sampled."""
     recorded = next(json.loads(ln) for ln in kept.read_text().splitlines()
@@ -265,7 +265,7 @@ def test_a_binary_rebuilt_since_the_run_is_refused(kept, tmp_path):
     line, = done.stderr.splitlines()
     assert f"{module} has changed since the run (build id {recorded[module]}, then " \
            f"{'ab' * 20})" in line
-    kernel = json.loads(hotloop("show", str(kept), "--format", "json").stdout)["hot_symbols"]
+    kernel = json.loads(cli("show", str(kept), "--format", "json").stdout)["hot_symbols"]
     name = next(s["symbol"] for s in kernel if s["kernel"])
     done = hotloop("annotate", str(copy), name)
     assert done.returncode == 2

@@ -1,9 +1,10 @@
-"""The console's compare screen, driven with Pilot on result files the real CLI wrote.
+"""The console's compare screen, driven with Pilot on result files with known numbers.
 
-Two zero_null results (5 runs each, 512-byte and 16 KiB blocks: the bigger
-blocks move far more bytes a second, so the verdict is clearly "faster") and a
-syscall result (another workload) are made once per module with `hotloop run`,
-then copied into each test's results directory.
+Two zero_null results (5 runs each, 512-byte and 16 KiB blocks: the bigger blocks move far
+more bytes a second, so the verdict is "faster", on these numbers whatever the machine is
+doing) and a syscall result (another workload), forged as `hotloop run` writes them
+(tests/forge.py), made once per module and copied into each test's results directory.  The
+screen is the real one; the files need no run (tests/e2e/test_run.py runs the real thing).
 """
 from __future__ import annotations
 
@@ -14,8 +15,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import forge
 import pytest
-from conftest import ROOT
 from test_app import wait_for
 from textual.content import Content
 from textual.widgets import DataTable, Static
@@ -26,27 +27,19 @@ from hotloop.console.screens.compare import CompareHistogram, CompareScreen
 SIZE = (80, 24)
 
 
-def cli_result(out: Path, env: dict[str, str], workload: str, *params: str) -> Path:
-    args = [sys.executable, "-m", "hotloop", "run", workload, "--runs", "5", "--no-perf",
-            "--out", str(out)]
-    for p in params:
-        args += ["--param", p]
-    done = subprocess.run(args, capture_output=True, text=True, env=env, timeout=120)
-    assert done.returncode == 0, done.stderr
-    return out
-
-
 @pytest.fixture(scope="module")
-def made(tmp_path_factory: pytest.TempPathFactory, cache_home: Path) -> dict[str, Path]:
+def made(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     base = tmp_path_factory.mktemp("made")
-    env = dict(os.environ, PYTHONPATH=str(ROOT), XDG_CACHE_HOME=str(cache_home),
-               XDG_CONFIG_HOME=str(base / "config"), XDG_STATE_HOME=str(base / "state"))
-    small = ("count=3000", "block_size=512")
+    small = forge.NS_512 * 3000 // 20000                    # count=3000
     return {
-        "small": cli_result(base / "bs512.jsonl", env, "zero_null", *small),
-        "big": cli_result(base / "bs16k.jsonl", env, "zero_null", "count=3000",
-                          "block_size=16384"),
-        "syscall": cli_result(base / "syscall.jsonl", env, "syscall"),
+        "small": forge.zero_null(base / "bs512.jsonl", small, count=3000, n=5),
+        "big": forge.zero_null(base / "bs16k.jsonl", small * 8, count=3000, n=5,
+                               block_size=16384),
+        "syscall": forge.write(base / "syscall.jsonl",
+                               forge.header(forge.SYSCALL, {"call": "getppid", "loops": 100000},
+                                            runs=5),
+                               [forge.run(i, "ns/op", ops=100000, ns=round(
+                                   9_000_000 * forge.JITTER[i])) for i in range(5)]),
     }
 
 

@@ -88,7 +88,7 @@ def strict_json(text: str):
 @pytest.mark.parametrize("value, shown", [("nan", "nan"), ("inf", "inf"), ("-inf", "-inf"),
                                           ("huge", "1e+300"), ("denormal", "5e-324")])
 def test_a_value_that_is_no_measurement_fails_the_run_naming_it(odd, workload, value, shown,
-                                                                leftovers):
+                                                                leftovers, cli):
     out = Path("r.jsonl")
     p = hotloop("run", workload, "--profiles", str(odd), "--param", f"odd={value}",
                 "--warmup", "0", "--runs", "5", "--no-perf", "--out", str(out),
@@ -103,7 +103,7 @@ def test_a_value_that_is_no_measurement_fails_the_run_naming_it(odd, workload, v
         strict_json(line)
     res = results.read(out)
     assert len(res.runs) == 2 and res.failed and "run 3" in res.failed.message
-    shown_file = hotloop("show", str(out))
+    shown_file = cli("show", str(out))
     assert shown_file.returncode == 0 and "PARTIAL: run 3" in shown_file.stdout
     assert leftovers() == []
 

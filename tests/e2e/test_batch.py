@@ -73,8 +73,17 @@ def test_a_batch_of_plans_runs_in_turn_and_ends_with_the_comparison(tmp_path):
     p = hotloop("run", "small", "big")
     assert p.returncode == 0, p.stderr
     assert "big vs small (baseline)" in p.stdout
-    assert "faster" in p.stdout                # 16x the bytes per syscall
-    assert len(list((tmp_path / "results").glob("*.jsonl"))) == 2
+    files = sorted((tmp_path / "results").glob("*.jsonl"), key=lambda f: f.stat().st_mtime)
+    assert len(files) == 2
+    small, big = (results.read(f) for f in files)
+    assert (small.header.plan.name, big.header.plan.name) == \
+        ("small", "big")
+    # 16x the bytes per syscall: "faster", said when this machine measured every run of big
+    # above every run of small (the verdict on known numbers: tests/unit/test_compare_files)
+    if min(big.values) > max(small.values):
+        assert "faster" in p.stdout
+    line = next(ln for ln in p.stdout.splitlines() if ln.startswith("  bytes/s "))
+    assert any(w in line for w in ("faster", "slower", "within assumed noise")), line
 
 
 def test_batch_usage_errors_are_one_line():
@@ -87,17 +96,3 @@ def test_batch_usage_errors_are_one_line():
         assert p.returncode == 2 and expected in p.stderr, (args, p.stderr)
         assert len(p.stderr.strip().splitlines()) == 1
     assert not Path("results").exists()
-
-
-def test_compare_command_formats(tmp_path):
-    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
-    for out in (a, b):
-        assert hotloop("run", "zero_null", "--runs", "5", "--param", "count=3000",
-                       "--no-perf", "--out", str(out)).returncode == 0
-    org = hotloop("compare", str(a), str(b), "--format", "org")
-    assert org.returncode == 0 and "|-" in org.stdout
-    same = json.loads(hotloop("compare", str(a), str(a), "--format", "json").stdout)
-    row = next(r for r in same["comparisons"] if r["metric"] == "bytes/s")
-    assert row["change_pct"] == 0 and row["significant"] is False
-    bad = hotloop("compare", str(a), str(tmp_path / "nope.jsonl"))
-    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1

@@ -1,15 +1,13 @@
-"""Numbers out of range are refused where they are typed, never in the worker.
+"""The int64 limits of a param reach a real worker as they are.
 
-hl_param_int() hands C an int64_t, so a param beyond it must be refused at load
-(the command line, a TOML default, a plan's value); NaN or infinity is no
-timeout; --runs/--warmup/--processes have the bounds a TOML plan has.
+hl_param_int() hands C an int64_t: what is beyond it is refused where it is typed
+(tests/unit/test_bad_input.py), and the limits themselves run.
 """
 from __future__ import annotations
 
 import textwrap
 from pathlib import Path
 
-import pytest
 from conftest import hotloop
 from faulty import FAULTY_C
 
@@ -38,19 +36,6 @@ def one_line_exit_2(p) -> str:
     return p.stderr
 
 
-@pytest.mark.parametrize("value", ["-99999999999999999999", "99999999999999999999",
-                                   "0x8000000000000000", "9223372036854775808"])
-def test_a_param_beyond_int64_on_the_command_line_is_refused_before_anything_runs(
-        tmp_path, value, leftovers):
-    d = profiles(tmp_path, UNBOUNDED)
-    p = hotloop("run", "w", "--profiles", str(d), "--param", f"n={value}", "--runs", "1",
-                "--no-perf")
-    err = one_line_exit_2(p)
-    assert f"--param n={value}" in err and "does not fit a 64-bit integer" in err
-    assert not (tmp_path / "results").exists()
-    assert leftovers() == []
-
-
 def test_the_int64_limits_themselves_are_accepted(tmp_path, leftovers):
     d = profiles(tmp_path, UNBOUNDED)
     for value in ("-9223372036854775808", "9223372036854775807"):
@@ -58,74 +43,3 @@ def test_the_int64_limits_themselves_are_accepted(tmp_path, leftovers):
                     "--warmup", "0", "--no-perf", "--out", f"r{value[0]}.jsonl")
         assert p.returncode == 0, p.stderr
     assert leftovers() == []
-
-
-@pytest.mark.parametrize("toml, where", [
-    (f"""
-     [workload.w]
-     source = "faulty.c"
-     params.n = {{ default = {BIG} }}
-     """, "w.toml:4: [workload.w] params.n.default: "),
-    (f"""
-     [workload.w]
-     source = "faulty.c"
-     params.n = {{ default = 1, max = {BIG} }}
-     """, "w.toml:4: [workload.w] params.n.max: "),
-    (f"""
-     [workload.w]
-     source = "faulty.c"
-     params.n = {{ default = 1 }}
-
-     [plan.p]
-     workload = "w"
-     params = {{ n = -{BIG} }}
-     """, "w.toml:8: [plan.p] params.n: -"),
-])
-def test_a_toml_integer_beyond_int64_names_file_line_table_and_key(tmp_path, toml, where):
-    d = profiles(tmp_path, toml)
-    # a bad file is skipped (a warning) unless the command needs what it defines
-    err = one_line_exit_2(hotloop("run", "p" if "[plan.p]" in where else "w",
-                                  "--profiles", str(d)))
-    assert where in err and "does not fit a 64-bit integer" in err
-
-
-@pytest.mark.parametrize("value", ["nan", "inf", "0", "-1", "1e300"])
-def test_a_timeout_that_is_no_deadline_is_refused_on_the_command_line(tmp_path, value):
-    d = profiles(tmp_path, UNBOUNDED)
-    err = one_line_exit_2(hotloop("run", "w", "--profiles", str(d), f"--timeout={value}",
-                                  "--runs", "1", "--no-perf"))
-    assert "--timeout" in err and "must be above 0 and at most" in err
-    assert not (tmp_path / "results").exists()
-
-
-@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "0", "1e300"])
-def test_a_timeout_that_is_no_deadline_is_refused_in_toml(tmp_path, value):
-    d = profiles(tmp_path, UNBOUNDED + f"""
-[plan.p]
-workload = "w"
-timeout = {value}
-""")
-    err = one_line_exit_2(hotloop("run", "p", "--profiles", str(d)))
-    assert "w.toml:8: [plan.p] timeout: must be above 0 and at most" in err
-
-
-@pytest.mark.parametrize("key, value", [("runs", "1000001"), ("warmup", "10001"),
-                                        ("processes", "1001")])
-def test_run_settings_have_the_same_upper_bound_on_the_command_line_and_in_toml(
-        tmp_path, key, value):
-    d = profiles(tmp_path, UNBOUNDED + f"""
-[plan.p]
-workload = "w"
-{key} = {value}
-""")
-    err = one_line_exit_2(hotloop("run", "p", "--profiles", str(d)))
-    assert f"[plan.p] {key}: {value} is above the maximum" in err
-    (d / "w.toml").write_text(UNBOUNDED)
-    # (a timeout: accepted, a million runs would take hours)
-    err = one_line_exit_2(hotloop("run", "w", "--profiles", str(d), f"--{key}", value,
-                                  "--no-perf", timeout=60))
-    assert f"--{key} {value}: must be at most" in err
-    assert not (tmp_path / "results").exists()
-    err = one_line_exit_2(hotloop("save", "mine", "--workload", "w", "--profiles", str(d),
-                                  f"--{key}", value))
-    assert f"[plan.mine] {key}: {value} is above the maximum" in err     # the TOML check

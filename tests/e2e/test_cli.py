@@ -1,21 +1,18 @@
-"""The command line as a user meets it: warnings once, typos blamed on the command line, a bad
-profile file skipped, Ctrl-C's summary, shell completion, help, `show --runs/--format csv`,
-`--svg` pictures."""
+"""The command line as a user meets it, where it runs something: warnings once, a bad profile
+file skipped by a run and counted by doctor, Ctrl-C's summary, shell completion in a real bash,
+the console's screenshot.  What starts no process (typos, bad files, help, list, show, --svg)
+is tests/unit/test_command_line.py's."""
 from __future__ import annotations
 
-import csv
-import io
 import os
 import re
 import signal
 import subprocess
 import sys
-import textwrap
-import xml.dom.minidom
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, hotloop
+from conftest import ROOT, bad_profiles, hotloop
 from faulty import FAULTY_C, FAULTY_TOML, lines
 from faulty import start as _start
 from faulty import wait_for_runs as _wait_for_runs
@@ -55,76 +52,12 @@ def test_a_warning_prints_once_in_a_two_variant_batch(prof):
         assert any("CPU 999" in w for w in results.read(f).warnings)
 
 
-# --- 2. typos are the command line's -------------------------------------------------------
-
-@pytest.mark.parametrize("args, said", [
-    (["run", "quick", "--cpu", "splitt"], "--cpu splitt: unknown CPU profile 'splitt'; "
-                                          "did you mean split?"),
-    (["run", "quick", "--kernel", "stok"], "--kernel stok: unknown kernel profile 'stok'"),
-    (["run", "quick", "--kernel", "busy_pol"], "did you mean busy-poll?"),
-    (["run", "seqpaket"], "unknown plan or workload 'seqpaket'; did you mean seqpacket?"),
-    (["save", "mine", "--workload", "zero_nul"], "--workload zero_nul: unknown workload "
-                                                 "'zero_nul'; did you mean zero_null?"),
-    (["save", "mine", "--workload", "zero_null", "--cpu", "splitt"], "did you mean split?"),
-    (["run", "zero_null", "--param", "blok_size=1"], "did you mean block_size?"),
-    (["calibrate", "zero_null", "--cpu", "sam-core"], "did you mean same-core?"),
-    (["run", "quick", "--cpu", "zzzzzz"], "unknown CPU profile 'zzzzzz' (known: default,"),
-])
-def test_a_typo_on_the_command_line_is_blamed_on_it_with_a_suggestion(args, said):
-    err = one_line_exit_2(hotloop(*args))
-    assert said in err
-    assert "plans.toml" not in err and ".toml" not in err       # no file is to blame
-    if "zzzzzz" in args:
-        assert "did you mean" not in err                        # nothing close: no guess
-    assert not Path("results").exists()
-
-
 # --- 3. a bad profile file is skipped unless the command needs it --------------------------
 
-def bad_profiles(tmp_path: Path) -> Path:
-    d = tmp_path / "bad"
-    d.mkdir()
-    (d / "broken.toml").write_text(textwrap.dedent("""\
-        [cpu.c]
-        nice = "low"
-
-        [plan.p]
-        workload = "zero_null"
-        cpu = "c"
-        """))
-    (d / "uses.toml").write_text('[plan.q]\nworkload = "zero_null"\ncpu = "c"\n')
-    (d / "fine.toml").write_text('[plan.fine]\nworkload = "zero_null"\nruns = 2\n'
-                                 'perf = false\nparams = { count = 2000 }\n')
-    return d
-
-
-def test_a_bad_file_is_skipped_with_one_line_naming_file_line_and_key(tmp_path):
+def test_doctor_counts_a_bad_file_and_the_plans_it_takes_along(tmp_path):
     d = bad_profiles(tmp_path)
-    p = hotloop("list", "plans", "--profiles", str(d))
-    assert p.returncode == 0, p.stderr
-    warnings = p.stderr.strip().splitlines()
-    assert warnings[0] == (f"hotloop: warning: {d}/broken.toml:2: [cpu.c] nice: expected an "
-                           f"integer, got a string (file skipped)")
-    assert "plan q skipped: its CPU profile c is in a file skipped" in warnings[1]
-    assert len(warnings) == 2
-    assert "fine" in p.stdout and "quick" in p.stdout and " p " not in p.stdout
     doctor = hotloop("doctor", "--profiles", str(d))
     assert doctor.returncode == 0 and "1 bad file and 1 plan skipped" in doctor.stdout
-
-
-@pytest.mark.parametrize("args", [
-    ["run", "p"],                          # the plan the bad file defines
-    ["run", "q"],                          # a plan that needs its CPU profile
-    ["run", "zero_null", "--cpu", "c"],    # the profile it defines, named on the line
-    ["calibrate", "p"],
-    ["save", "mine", "--workload", "zero_null", "--cpu", "c"],
-    ["save", "p", "--workload", "zero_null"],   # would be defined twice once it is fixed
-])
-def test_a_bad_file_that_defines_what_the_command_needs_is_the_error(tmp_path, args):
-    d = bad_profiles(tmp_path)
-    err = one_line_exit_2(hotloop(*args, "--profiles", str(d)))
-    assert f"{d}/broken.toml:2: [cpu.c] nice: expected an integer" in err
-    assert not Path("results").exists()
 
 
 def test_a_run_that_needs_nothing_from_a_bad_file_runs_and_says_it_was_skipped(tmp_path):
@@ -161,19 +94,26 @@ def test_ctrl_c_prints_the_summary_so_far_and_exits_130(prof, tmp_path):
 # --- 6. shell completion ---------------------------------------------------------------------
 
 def shim(tmp_path: Path) -> dict[str, str]:
-    """An environment whose `hotloop` on PATH is this checkout's."""
+    """An environment whose `hotloop` on PATH is this checkout's, and $HL_COMPLETION the bash
+    script `hotloop completion bash` writes (written once: each completion sources it)."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir(exist_ok=True)
     exe = bin_dir / "hotloop"
     exe.write_text(f"#!/bin/sh\nexec {sys.executable} -m hotloop \"$@\"\n")
     exe.chmod(0o755)
-    return dict(os.environ, PATH=f"{bin_dir}:{os.environ['PATH']}", PYTHONPATH=str(ROOT))
+    env = dict(os.environ, PATH=f"{bin_dir}:{os.environ['PATH']}", PYTHONPATH=str(ROOT),
+               HL_COMPLETION=str(bin_dir / "completion.bash"))
+    made = subprocess.run(["hotloop", "completion", "bash"], capture_output=True, text=True,
+                          env=env, timeout=120)
+    assert made.returncode == 0 and made.stderr == "", made.stderr
+    Path(env["HL_COMPLETION"]).write_text(made.stdout)
+    return env
 
 
 def bash_complete(env: dict[str, str], *words: str) -> list[str]:
     """What bash offers after `words` (the last one the word being completed)."""
     quoted = " ".join(f"'{w}'" for w in words)
-    script = ("source <(hotloop completion bash) || exit 9\n"
+    script = ('source "$HL_COMPLETION" || exit 9\n'
               f"COMP_WORDS=({quoted}); COMP_CWORD=$((${{#COMP_WORDS[@]}} - 1))\n"
               'COMP_LINE="${COMP_WORDS[*]}"; COMP_POINT=${#COMP_LINE}\n'
               '_shtab_hotloop hotloop "${COMP_WORDS[-1]}" "${COMP_WORDS[-2]}"\n'
@@ -226,86 +166,6 @@ def test_completion_is_silent_about_a_profile_directory_that_is_not_there(tmp_pa
     (bad / "x.toml").write_text("[[[")
     p = hotloop("completion", "--names", "plan", "--profiles", str(bad))
     assert p.returncode == 0 and p.stderr == "" and "quick" in p.stdout.split()
-
-
-def test_completion_without_a_shell_is_bad_usage():
-    assert "name the shell: bash or zsh" in one_line_exit_2(hotloop("completion"))
-    assert "invalid choice" in one_line_exit_2(hotloop("completion", "fish"))
-
-
-# --- 7. help and plans ------------------------------------------------------------------------
-
-def test_help_says_no_arguments_open_the_console_and_shows_examples():
-    p = hotloop("--help")
-    assert p.returncode == 0
-    assert "With no arguments, hotloop opens the console" in p.stdout
-    assert "examples:" in p.stdout and "hotloop run quick" in p.stdout
-    assert "source <(hotloop completion bash)" in p.stdout
-
-
-def test_list_plans_says_what_a_run_takes_without_inventing_a_cost(tmp_path):
-    assert hotloop("save", "ab", "--workload", "zero_null", "--runs", "30", "--warmup", "2",
-                   "--processes", "3").returncode == 0
-    p = hotloop("list", "plans")
-    assert p.returncode == 0, p.stderr
-    out = p.stdout
-    assert ("20 runs + 1 warmup: 21 repetitions x ~? each (at most 1h45m at the 300 s timeout)"
-            in out)
-    assert "10 runs + 1 warmup: 3 variants x 11 = 33 repetitions" in out     # page-pool
-    assert "30 runs + 2 warmups in each, 3 processes: 36 repetitions" in out
-    assert "True" not in out and "False" not in out
-
-
-# --- 8. every run --------------------------------------------------------------------------------
-
-def test_show_lists_every_run_and_writes_csv(good):
-    res = results.read(good)
-    p = hotloop("show", str(good), "--runs")
-    assert p.returncode == 0, p.stderr
-    table = p.stdout.split("\nruns\n", 1)[1].split("\n\n", 1)[0].splitlines()
-    assert table[0].split() == ["run", "value", "ops", "ns", "sys_s", "user_s"]
-    assert len(table) == 1 + len(res.runs)
-    assert table[1].split()[0] == "1" and "B/s" in table[1]
-    assert f"{res.runs[0].ops:,}" in table[1] and f"{res.runs[0].ns:,}" in table[1]
-    assert "\nruns\n" not in hotloop("show", str(good)).stdout         # only when asked
-    rows = list(csv.reader(io.StringIO(hotloop("show", str(good), "--format", "csv").stdout)))
-    assert rows[0] == ["run", "value", "unit", "ops", "bytes", "ns", "cycles", "sys_s", "user_s"]
-    assert len(rows) == 1 + len(res.runs)
-    for row, run in zip(rows[1:], res.runs):
-        assert float(row[1]) == run.value and row[2] == "B/s"
-        assert int(row[3]) == run.ops and int(row[5]) == run.ns
-    assert "invalid choice" in one_line_exit_2(hotloop("show", str(good), "--format", "xml"))
-
-
-# --- 9. pictures ---------------------------------------------------------------------------------
-
-def test_show_and_compare_draw_svg_pictures(good, tmp_path):
-    pic = tmp_path / "show.svg"
-    p = hotloop("show", str(good), "--svg", str(pic))
-    assert p.returncode == 0, p.stderr
-    assert "median" in p.stdout and f"as a picture: {pic}" in p.stderr
-    doc = pic.read_text()
-    xml.dom.minidom.parseString(doc)                         # an SVG document
-    assert doc.startswith("<svg") and "histogram" in doc and "█" in doc
-    both = tmp_path / "cmp.svg"
-    p = hotloop("compare", str(good), str(good), "--svg", str(both))
-    assert p.returncode == 0, p.stderr
-    doc = both.read_text()
-    xml.dom.minidom.parseString(doc)
-    assert "verdict" in doc and "histograms" in doc
-
-
-@pytest.mark.parametrize("command", ["show", "compare"])
-def test_svg_into_a_missing_directory_is_one_line(good, tmp_path, command):
-    files = [str(good)] * (2 if command == "compare" else 1)
-    err = one_line_exit_2(hotloop(command, *files, "--svg", str(tmp_path / "no" / "x.svg")))
-    assert f"--svg {tmp_path / 'no' / 'x.svg'}: no such directory" in err
-    err = one_line_exit_2(hotloop(command, *files, "--svg", str(tmp_path)))
-    assert "is a directory" in err
-    full = hotloop(command, *files, "--svg", "/dev/full")      # a full disk: no bad usage
-    assert full.returncode == 1, full.stderr
-    assert full.stderr.strip().splitlines()[-1] == \
-        "hotloop: --svg /dev/full: cannot write: No space left on device"
 
 
 # --- 5. the console's screenshot ---------------------------------------------------------------

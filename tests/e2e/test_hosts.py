@@ -66,7 +66,7 @@ def local_files() -> list[Path]:
     return sorted(Path("results").glob("*.jsonl"))
 
 
-def test_a_plan_runs_there_and_its_result_file_is_here(tmp_path, hosts, leftovers):
+def test_a_plan_runs_there_and_its_result_file_is_here(tmp_path, hosts, leftovers, cli):
     done = hotloop("run", "quick", "--runs", "3", "--warmup", "0", "--param", "msgs=2000",
                    "--host", "lab1", "--profiles", str(hosts))
     assert done.returncode == 0, done.stderr
@@ -82,11 +82,11 @@ def test_a_plan_runs_there_and_its_result_file_is_here(tmp_path, hosts, leftover
     assert h.hotloop == __version__ and h.plan.runs == 3
     assert "[lab1 (stock)]" in done.stdout and f"result file: {mine}" in done.stdout
     assert "(host lab1, over SSH)" in done.stdout
-    shown = hotloop("show", str(mine))       # a normal result file: no special case
+    shown = cli("show", str(mine))       # a normal result file: no special case
     assert shown.returncode == 0 and "3 runs" in shown.stdout
-    assert json.loads(hotloop("show", str(mine), "--format", "json").stdout)["remote"] == \
+    assert json.loads(cli("show", str(mine), "--format", "json").stdout)["remote"] == \
         record.to_json(h.remote)
-    assert json.loads(hotloop("show", str(theirs), "--format", "json").stdout)["remote"] is None
+    assert json.loads(cli("show", str(theirs), "--format", "json").stdout)["remote"] is None
     annotated = hotloop("annotate", str(mine), "hl_run")
     assert annotated.returncode == 2
     assert f"ran on lab1, and its perf data is there ({theirs.with_suffix('.perf')}): " \
@@ -119,7 +119,7 @@ def test_a_warning_from_each_host_is_shown_under_each_hosts_name(hosts):
     assert sorted(ln.split(": ", 2)[1] for ln in said) == ["lab1", "lab2"], said
 
 
-def test_calibrate_on_a_host_measures_that_machines_noise_for_its_results(hosts, leftovers):
+def test_calibrate_on_a_host_measures_that_machines_noise_for_its_results(hosts, leftovers, cli):
     """calibrate --host: the A/A sessions run there, their files land here; the noise
     profile is keyed by that machine (the headers'), so a comparison of two later runs
     there uses it."""
@@ -140,7 +140,7 @@ def test_calibrate_on_a_host_measures_that_machines_noise_for_its_results(hosts,
     for f in (a, b):
         ran = hotloop("run", *plan, "--host", "lab1", "--out", str(f), "--profiles", str(hosts))
         assert ran.returncode == 0, ran.stderr
-    compared = hotloop("compare", str(a), str(b))
+    compared = cli("compare", str(a), str(b))
     assert "session noise: calibrated" in compared.stdout and str(path) in compared.stdout
     assert leftovers() == []
     for args, said in [(["--host", "nosuch"], "nosuch"),

@@ -21,7 +21,7 @@ needs_perf = pytest.mark.skipif(shutil.which("perf") is None, reason="perf not i
 
 
 @needs_perf
-def test_a_perf_run_reports_kernel_hot_symbols_in_perf_report_shape(tmp_path, leftovers):
+def test_a_perf_run_reports_kernel_hot_symbols_in_perf_report_shape(tmp_path, leftovers, cli):
     out = tmp_path / "z.jsonl"
     # 1M reads a run: some 1,700 samples, of which hl_run's loop gets 0.4-1.6% (300000 gave
     # it 2-8 of 500: too close to none)
@@ -46,7 +46,7 @@ def test_a_perf_run_reports_kernel_hot_symbols_in_perf_report_shape(tmp_path, le
     rows = lines(out)
     scopes = [r["scope"] for r in rows if r["type"] == "hot_symbols"]
     assert "window" in scopes and scopes.count("session") == 1 and "run" in scopes
-    text = hotloop("show", str(out)).stdout
+    text = cli("show", str(out)).stdout
     assert "hot symbols" in text and "[k] " in text and "[kernel.kallsyms]" in text
     assert leftovers() == []
 
@@ -70,14 +70,28 @@ def test_windows_arrive_at_least_every_two_seconds_during_a_long_run(faulty, tmp
     async def collect() -> list[tuple[float, ev.Event]]:
         return [(time.monotonic(), e) async for e in session.events()]
 
+    def cpu_idle() -> tuple[int, int]:
+        """(idle, total) jiffies of every CPU so far, from /proc/stat."""
+        ticks = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+        return ticks[3] + ticks[4], sum(ticks)
+
+    before = cpu_idle()
     events = asyncio.run(collect())
+    after = cpu_idle()
     start = next(t for t, e in events if isinstance(e, ev.Started))
     end, run = next((t, e) for t, e in events if isinstance(e, ev.RunSample))
     assert run.ns > 2.5e9, "the repetition is too short to show live windows"
+    # perf's output rotates every second whatever the load: each window is reported
+    windows = [e for _, e in events if isinstance(e, ev.HotSymbols) and e.scope == "window"]
+    assert len(windows) >= int(run.ns / 1e9) and windows[0].window == 0
     times = [start] + [t for t, e in events
                        if isinstance(e, ev.HotSymbols) and e.scope == "window" and t < end]
     gaps = [b - a for a, b in zip(times, times[1:])]
-    assert len(gaps) >= 2 and max(gaps) < 2.5, gaps   # 1 s windows + the report's time
+    # ...and reported live when a CPU was there for perf report, which runs at SCHED_IDLE:
+    # on a machine whose every CPU is busy with other work it waits, as it should
+    idle_share = (after[0] - before[0]) / max(1, after[1] - before[1])
+    if idle_share * (os.cpu_count() or 1) >= 0.5:      # half a CPU or more was left idle
+        assert len(gaps) >= 2 and max(gaps) < 2.5, (gaps, idle_share)   # 1 s + the report
 
 
 @needs_perf
@@ -210,7 +224,7 @@ def test_hidden_kernel_symbols_are_a_warning_with_the_fix_and_the_run_goes_on(
 
 
 @needs_perf
-def test_missing_hardware_counters_are_said_never_shown_as_zero(tmp_path):
+def test_missing_hardware_counters_are_said_never_shown_as_zero(tmp_path, cli):
     from hotloop.perf.probe import capabilities
     caps = {c.name: c for c in capabilities()}
     out = tmp_path / "hw.jsonl"
@@ -224,7 +238,7 @@ def test_missing_hardware_counters_are_said_never_shown_as_zero(tmp_path):
     else:                                       # a VM like this one
         assert counters["cycles"] is None and counters["ipc"] is None
         assert any("hardware counters" in w for w in res.warnings)
-        assert "not supported here" in hotloop("show", str(out)).stdout
+        assert "not supported here" in cli("show", str(out)).stdout
 
 
 @needs_perf

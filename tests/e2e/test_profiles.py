@@ -149,11 +149,11 @@ def test_hotloop_restore_by_hand(prof, busy_poll):
     ('"4096 087380 6291456"', "the kernel reads a number with a leading 0 as octal;"),
 ], ids=["newline", "tab", "nul", "empty", "octal", "octal-field"])
 def test_a_sysctl_value_not_written_as_it_reads_is_refused_at_load(tmp_path, busy_poll, value,
-                                                                   says):
+                                                                   says, cli):
     d = tmp_path / "odd"
     d.mkdir()
     (d / "k.toml").write_text(f'[kernel.odd]\nlabel = "odd"\nsysctl = {{ "{SYSCTL}" = {value} }}\n')
-    listed = hotloop("list", "kernel", "--profiles", str(d))   # left out, with a warning
+    listed = cli("list", "kernel", "--profiles", str(d))   # left out, with a warning
     assert listed.returncode == 0 and "odd" not in listed.stdout
     assert listed.stderr.startswith(f"hotloop: warning: {d / 'k.toml'}:3: [kernel.odd] sysctl: ")
     assert says in listed.stderr and listed.stderr.strip().endswith("(file skipped)")
@@ -244,8 +244,8 @@ def test_profiles_that_cannot_run_here_exit_2_and_change_nothing(prof, busy_poll
     assert not journal_path().exists()
 
 
-def test_a_cpu_this_machine_lacks_is_skipped_with_a_warning_when_not_strict(prof, tmp_path):
-    assert hotloop("list", "cpu", "--profiles", str(prof)).returncode == 0
+def test_a_cpu_this_machine_lacks_is_skipped_with_a_warning_when_not_strict(prof, tmp_path, cli):
+    assert cli("list", "cpu", "--profiles", str(prof)).returncode == 0
     out = tmp_path / "b.jsonl"
     p = hotloop("run", "faulty", "--profiles", str(prof), "--cpu", "big", "--runs", "2",
                 "--param", "fault=pin", "--out", str(out), "--no-perf")
@@ -287,11 +287,11 @@ def test_fifo_profile_runs_with_sched_fifo(tmp_path):
     assert results.read(out).header.cpu.sched == "fifo"
 
 
-def test_save_command_writes_a_plan_that_runs(tmp_path):
+def test_save_command_writes_a_plan_that_runs(tmp_path, cli):
     p = hotloop("save", "tiny", "--workload", "zero_null", "--cpu", "same-core", "--runs", "2",
                 "--param", "count=1000", "--no-perf")
     assert p.returncode == 0, p.stderr
-    listed = hotloop("list", "plans").stdout
+    listed = cli("list", "plans").stdout
     assert "tiny" in listed
     run = hotloop("run", "tiny", "--format", "json")
     assert run.returncode == 0, run.stderr
@@ -304,7 +304,7 @@ def test_save_command_writes_a_plan_that_runs(tmp_path):
     # a plan that would not load back is refused, and the catalogue stays loadable
     bad = hotloop("save", "t3", "--workload", "zero_null", "--runs", "0")
     assert bad.returncode == 2 and "plan t3:5: [plan.t3] runs: 0 is below" in bad.stderr
-    assert hotloop("list", "plans").returncode == 0
+    assert cli("list", "plans").returncode == 0
 
 
 def test_doctor_lists_each_capability():

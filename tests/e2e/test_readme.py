@@ -14,12 +14,12 @@ def block(lang: str, after: str) -> str:
     return re.search(rf"```{lang}\n(.*?)```", section, re.S).group(1)
 
 
-def test_the_documented_user_workload_runs_like_a_bundled_one(tmp_path):
+def test_the_documented_user_workload_runs_like_a_bundled_one(tmp_path, cli):
     d = tmp_path / "mine"
     d.mkdir()
     (d / "myloop.c").write_text(block("c", "## Writing your own workload"))
     (d / "myloop.toml").write_text(block("toml", "## Writing your own workload"))
-    listed = hotloop("list", "workloads", "--profiles", str(d))
+    listed = cli("list", "workloads", "--profiles", str(d))
     assert listed.returncode == 0 and "myloop" in listed.stdout
     p = hotloop("run", "myloop", "--profiles", str(d), "--runs", "3", "--param", "calls=20000",
                 "--no-perf", "--format", "json")
@@ -29,11 +29,11 @@ def test_the_documented_user_workload_runs_like_a_bundled_one(tmp_path):
     assert all(r["ops"] == 20000 and r["value"] > 0 for r in doc["runs"])
 
 
-def test_the_documented_host_loads_as_a_file(tmp_path):
+def test_the_documented_host_loads_as_a_file(tmp_path, cli):
     d = tmp_path / "hosts"
     d.mkdir()
     (d / "hosts.toml").write_text(block("toml", "## Many machines"))
-    listed = hotloop("list", "hosts", "--profiles", str(d))
+    listed = cli("list", "hosts", "--profiles", str(d))
     assert listed.returncode == 0, listed.stderr
     assert listed.stdout.splitlines()[1].split() == ["lab1", "root@lab1.example", "lab1",
                                                      "(stock", "6.18)"]

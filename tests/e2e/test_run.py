@@ -45,7 +45,7 @@ def test_seqpacket_runs_and_reports_summary_and_histogram(tmp_path, leftovers):
     assert leftovers() == []
 
 
-def test_zero_null_json_document_and_show(tmp_path):
+def test_zero_null_json_document_and_show(tmp_path, cli):
     out = tmp_path / "results" / "z.jsonl"
     p = hotloop("run", "zero_null", "--runs", "5", "--param", "block_size=4096",
                 "--param", "count=5000", "--out", str(out), "--format", "json", "--no-perf")
@@ -60,9 +60,9 @@ def test_zero_null_json_document_and_show(tmp_path):
     assert doc["hot_symbols"] == [] and doc["result_file"] == str(out)
     assert doc["summary"]["min"] <= doc["summary"]["median"] <= doc["summary"]["max"]
 
-    shown = hotloop("show", str(out))
+    shown = cli("show", str(out))
     assert shown.returncode == 0 and "histogram" in shown.stdout and "zero_null" in shown.stdout
-    again = json.loads(hotloop("show", str(out), "--format", "json").stdout)
+    again = json.loads(cli("show", str(out), "--format", "json").stdout)
     assert again["runs"] == doc["runs"]
 
 
@@ -284,7 +284,7 @@ def test_a_signal_during_a_flood_of_tiny_runs_still_stops_at_once(tmp_path, left
                              "--timeout", "30", "--out", str(out)], stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True, env=env,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    _wait_for_runs(out, 2000)
+    _wait_for_runs(out, 300)        # the pipe behind them (64 KiB) filled in milliseconds
     t0 = time.monotonic()
     proc.send_signal(sig)
     proc.communicate(timeout=60)
@@ -292,6 +292,21 @@ def test_a_signal_during_a_flood_of_tiny_runs_still_stops_at_once(tmp_path, left
     assert time.monotonic() - t0 < 10
     assert lines(out)[-1]["interrupted"]
     assert leftovers() == []
+
+
+def holds_open(pid: int, path: Path) -> bool:
+    """Whether process `pid` has `path` open."""
+    try:
+        fds = list(Path(f"/proc/{pid}/fd").iterdir())
+    except OSError:
+        return False
+    for fd in fds:
+        try:
+            if os.readlink(fd) == str(path):
+                return True
+        except OSError:
+            continue
+    return False
 
 
 def test_ctrl_c_while_another_hotloop_holds_the_build_lock_ends_at_once(faulty, leftovers):
@@ -304,8 +319,13 @@ def test_ctrl_c_while_another_hotloop_holds_the_build_lock_ends_at_once(faulty, 
     with open(build_dir / ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)            # "another hotloop" building
         proc = _start(["run", "faulty", "--profiles", str(faulty), "--runs", "3", "--no-perf"])
-        time.sleep(1.5)                             # started, and waiting on the lock
-        assert proc.poll() is None
+        # started, and waiting on the lock: it has the lock file open, however long a busy
+        # machine took to get it there (a fixed sleep was not always enough)
+        deadline = time.monotonic() + 60
+        while not holds_open(proc.pid, build_dir / ".lock"):
+            assert proc.poll() is None and time.monotonic() < deadline, "never opened the lock"
+            time.sleep(0.05)
+        time.sleep(0.2)                             # in its wait (50 ms polls)
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=20)       # the lock is still held: no waiting it out
     assert proc.returncode == 130, err
