@@ -103,6 +103,11 @@ class Verdict(enum.Enum):
         """A change found, in one direction."""
         return self in (Verdict.GOOD, Verdict.BAD, Verdict.UP, Verdict.DOWN)
 
+    @property
+    def judged(self) -> bool:
+        """A test was made: a change found, or none beyond the noise."""
+        return self.called or self in (Verdict.WITHIN_NOISE, Verdict.NO_CHANGE)
+
 METHODS = {
     "sessions": "sessions as replicates: t interval on session log-medians, session noise "
                 "from the sessions and the noise profile",
@@ -185,6 +190,8 @@ class MetricDelta:
     higher_is_better: bool | None
     test: Test
     kind: str = SPEED                   # how the verdict is worded (metrics.SPEED...)
+    primary: bool = False               # the workload's own metric: the one verdict a side
+                                        # gets (the rest are exploratory)
 
     def __getattr__(self, name: str) -> Any:    # row.change_pct etc. read through
         if name == "test":
@@ -583,7 +590,8 @@ def compare_sides(sides: Sequence[Sequence[Result]], given: Sequence[str] | None
             calibrated = profile.metrics.get(name) if profile else None
             t = test_metric([x[name] for x in base_series], [x[name] for x in new_series],
                             paired=paired, calibrated=calibrated)
-            rows.append(MetricDelta(m.name, m.unit, m.higher_is_better, t, m.kind))
+            rows.append(MetricDelta(m.name, m.unit, m.higher_is_better, t, m.kind,
+                                    primary=m.name == metric))
             if t.noise_source == "assumed" and m.name not in assumed:
                 assumed.append(m.name)
         symbols = None
@@ -630,6 +638,23 @@ def compare_sides(sides: Sequence[Sequence[Result]], given: Sequence[str] | None
             comp.warnings.append(f"the sessions of {s.name} differ among themselves in "
                                  f"{', '.join(inside)}")
     return comp
+
+
+GATES = ("worse", "better", "change")
+
+
+def gate(comp: Comparison, fail_on: str, threshold_pct: float = 0.0) -> list[MetricDelta]:
+    """The primary-metric rows that fail `compare --fail-on`: called the way asked (after the
+    correction for the number of sides: a row's verdict is already corrected), and with a
+    change of at least `threshold_pct` either way.  Only the primary metric gates: the other
+    rows are exploratory, each with its own 5% of false positives."""
+    if fail_on not in GATES:
+        raise HotloopError(f"--fail-on {fail_on}: one of {', '.join(GATES)}")
+    want = {"worse": (Verdict.BAD,), "better": (Verdict.GOOD,),
+            "change": (Verdict.GOOD, Verdict.BAD, Verdict.UP, Verdict.DOWN)}[fail_on]
+    return [m for p in comp.pairs for m in p.metrics
+            if m.primary and m.test.verdict in want
+            and m.test.change_pct is not None and abs(m.test.change_pct) >= threshold_pct]
 
 
 def compare(rs: list[Result], batch: bool = False) -> Comparison:

@@ -46,17 +46,27 @@ def cmd_show(args: argparse.Namespace) -> int:
     return 0
 
 
+GATE_FAILED = 3                         # compare --fail-on: the gate found the change
+
+
 def cmd_compare(args: argparse.Namespace) -> int:
+    from hotloop.analysis import compare
     from hotloop.render import (
         compare_formats,  # scipy: only when comparing (0.8 s to import)
     )
-    if args.svg is None:
-        out = compare_formats.main_compare(args.files, args.format, args.noise)
-    else:
-        from hotloop.analysis import compare
+    if args.threshold is not None:      # before reading anything: a typo is not a pass
+        if args.fail_on is None:
+            raise HotloopError("compare: --threshold needs --fail-on (worse, better or change)")
+        if not math.isfinite(args.threshold) or args.threshold < 0:
+            raise HotloopError(f"compare: --threshold {args.threshold:g}: a change in %, 0 "
+                               f"or more")
+    if args.svg is not None:
         svg.check_target(args.svg)
-        comp = compare.load_and_compare(args.files, args.noise)
-        out = compare_formats.render(comp, args.format)
+    if args.format not in compare_formats.FORMATS:
+        raise HotloopError(f"compare: unknown format {args.format!r}")
+    comp = compare.load_and_compare(args.files, args.noise)
+    out = compare_formats.render(comp, args.format)
+    if args.svg is not None:
         h = comp.histogram
         picture = svg.coloured(visible_lines(compare_formats.render(comp, "text")))
         if h is not None and h.buckets:
@@ -70,7 +80,22 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if args.svg is not None:
         print(f"hotloop: the comparison as a picture: {visible(str(args.svg))}",
               file=sys.stderr)
-    return 0
+    if args.fail_on is None:
+        return 0
+    from hotloop.render import verdicts
+    names = {id(m): p.new.name for p in comp.pairs for m in p.metrics}
+    blind = [m for p in comp.pairs for m in p.metrics if m.primary and not m.test.verdict.judged]
+    if blind:                           # a pass the gate could not see: say so
+        print("hotloop: --fail-on: no verdict for " + "; ".join(
+            f"{names[id(m)]} ({verdicts.word(m)})" for m in blind), file=sys.stderr)
+    failed = compare.gate(comp, args.fail_on, args.threshold or 0.0)
+    if not failed:
+        return 0
+    what = "; ".join(f"{names[id(m)]} {verdicts.word(m)}: {m.metric} "
+                     f"{compare_formats.gate_text(m)}" for m in failed)
+    limit = f", beyond {args.threshold:g}%" if args.threshold else ""
+    print(f"hotloop: --fail-on {args.fail_on}{limit}: {visible(what)}", file=sys.stderr)
+    return GATE_FAILED
 
 
 def cmd_run(args: argparse.Namespace) -> int:

@@ -196,6 +196,12 @@ def parser() -> argparse.ArgumentParser:
     _complete(cmp.add_argument("--svg", type=Path, metavar="OUT",
                                help="also draw the table and the histograms as an SVG picture"),
               shtab.FILE)
+    cmp.add_argument("--fail-on", choices=("worse", "better", "change"), default=None,
+                     help="a regression gate for CI: exit 3 when a side's primary metric is "
+                          "significantly worse (better, changed either way) than the "
+                          "baseline, after the correction for the number of sides")
+    cmp.add_argument("--threshold", type=float, default=None, metavar="PCT",
+                     help="with --fail-on: ignore significant changes smaller than PCT %%")
     _profiles_option(cmp)
 
     ann = sub.add_parser("annotate", help="a hot symbol's instructions from a result's kept "

@@ -47,6 +47,11 @@ def _ci(t: Test) -> str:
 
 
 
+def gate_text(m: compare.MetricDelta) -> str:
+    """A gated row in a few words: its change and interval (compare --fail-on)."""
+    return f"{pct(m.test.change_pct)} {_ci(m.test)}"
+
+
 def _direction(hib: bool | None) -> str:
     return "higher is better" if hib else ("lower is better" if hib is not None else "")
 
