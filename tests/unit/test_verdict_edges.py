@@ -53,3 +53,84 @@ def test_a_bad_gate_is_bad_usage(worse, capsys, args, expected):
     err = capsys.readouterr().err
     assert expected in err and len(err.strip().splitlines()) == 1
     assert main(["compare", base, new, "--fail-on", "sideways"]) == 2
+
+
+# --------------------------------------------------------------------------- many sides
+
+def test_holm_adjusts_p_values_step_down():
+    from hotloop.analysis import significance as sg
+    assert sg.holm([0.01, 0.04, 0.03, 0.5]) == pytest.approx([0.04, 0.09, 0.09, 0.5])
+    assert sg.holm([0.2]) == [0.2] and sg.holm([]) == []
+    assert sg.holm([0.6, 0.7]) == [1.0, 1.0]       # never above 1
+
+
+def test_the_primary_metric_is_corrected_for_the_number_of_sides():
+    """Synthetic: four later sides, one of them 1.2% slower, the rest A/A.  The raw test
+    calls the 1.2% side (p < 0.05 but not < 0.05/4); after Holm for 4 sides it is no call,
+    says why, and the gate does not fail on it."""
+    from hotloop.analysis import compare
+    from hotloop.analysis.compare import Verdict
+    from hotloop.analysis.significance import Outcome
+
+    def test(p: float, lo: float, hi: float) -> compare.Test:
+        o = Outcome("sessions", True, 100.0, 100 + (lo + hi) / 2, (lo + hi) / 2, lo, hi, p,
+                    lo > 0 or hi < 0, half_width_pct=(hi - lo) / 2)
+        return compare._test(o, 30, 30, 3, 3, compare._verdict(o, False, None), None)
+    t = test(0.03, 0.1, 2.3)
+    assert t.verdict is Verdict.BAD                 # raw: called
+    aa = test(0.6, -1.0, 1.5)
+    fixed = compare.correct_sides([t, aa, aa, aa])
+    assert [x.correction for x in fixed] == ["holm"] * 4
+    assert fixed[0].p_adjusted == pytest.approx(min(1.0, 4 * t.p_value))
+    assert fixed[0].verdict is Verdict.NOT_AFTER_CORRECTION and not fixed[0].significant
+    assert fixed[0].ci_low == t.ci_low              # the numbers are the test's own
+    # one later side: nothing to correct for
+    (alone,) = compare.correct_sides([t])
+    assert alone.correction == "none" and alone.p_adjusted == t.p_value
+    assert alone.verdict is Verdict.BAD
+
+
+def test_many_sides_keep_the_family_wise_rate(tmp_path: Path):
+    """Synthetic A/A, 4 later sides of 3 sessions each against one baseline: the raw tests
+    call at least one side in about 15% of trials; corrected, at most 5% (+ simulation
+    error)."""
+    from hotloop.analysis import compare
+    from hotloop.analysis.metrics import SPEED, Series
+    rng = np.random.default_rng(3)
+
+    def sessions() -> list[Series]:
+        return [Series("v", "", True, SPEED, list(np.exp(rng.normal(rng.normal(0, 0.025),
+                                                                    0.02, 30))))
+                for _ in range(3)]
+    trials, raw, corrected = 300, 0, 0
+    for _ in range(trials):
+        base = sessions()
+        tests = [compare.test_metric(base, sessions()) for _ in range(4)]
+        raw += any(t.significant for t in tests)
+        corrected += any(t.significant for t in compare.correct_sides(tests))
+    assert raw / trials > 0.09, raw             # the problem is there...
+    assert corrected / trials <= 0.07, corrected    # ...and gone
+
+
+def test_secondary_rows_are_exploratory_in_every_format(tmp_path: Path):
+    from hotloop.analysis import compare
+    from hotloop.render import compare_formats
+    rng = np.random.default_rng(4)
+    sides = [str(side(tmp_path / n, 2, rng, label=n)) for n in ("a", "b", "c")]
+    comp = compare.load_and_compare(sides)
+    doc = __import__("json").loads(compare_formats.render(comp, "json"))
+    rows = doc["comparisons"]
+    primary = [r for r in rows if r["metric"] == "bytes/s"]
+    other = [r for r in rows if r["metric"] != "bytes/s"]
+    assert primary and other
+    assert all(r["correction"] == "holm" and r["p_adjusted"] is not None
+               and r["exploratory"] is False for r in primary)
+    assert all(r["correction"] == "none" and r["p_adjusted"] is None and r["exploratory"]
+               for r in other)
+    csv_head = compare_formats.render(comp, "csv").splitlines()[0].split(",")
+    assert {"p_adjusted", "correction", "exploratory"} <= set(csv_head)
+    for fmt in ("text", "md", "org"):
+        out = compare_formats.render(comp, fmt)
+        assert "exploratory: ns/op" in out, fmt
+        assert "Holm" in out, fmt
+

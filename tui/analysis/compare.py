@@ -41,6 +41,7 @@ Decisions (documented here because every format shows their outcome):
 """
 from __future__ import annotations
 
+import dataclasses
 import enum
 import json
 import math
@@ -97,6 +98,8 @@ class Verdict(enum.Enum):
     TOO_FEW_ROUNDS = "too few rounds"   # paired, fewer than MIN_ROUNDS
     TOO_FEW_PROCESSES = "too few processes"     # paired, fewer than MIN_PROCESSES
     NO_TEST = "no test"                 # one value a side
+    NOT_AFTER_CORRECTION = "not after correction"   # called alone, not once corrected for
+                                                    # the number of sides (Holm)
 
     @property
     def called(self) -> bool:
@@ -180,6 +183,9 @@ class Test:
     noise_pct: float | None = None      # the session noise the interval used (any source)
     noise_source: str | None = None     # measured / calibrated / measured+calibrated / assumed
     half_width_pct: float | None = None     # the interval's half width (within noise: how wide)
+    p_adjusted: float | None = None     # the primary metric: p corrected for the sides (Holm)
+    correction: str = "none"            # "holm" when several sides were corrected together
+    family: int = 1                     # how many sides' tests were corrected together
 
 
 @dataclass(frozen=True)
@@ -297,6 +303,28 @@ def _test(o: Outcome, n_base: int, n_new: int, k_base: int, k_new: int, verdict:
                 k_new,
                 100 * calibrated.sigma_between if calibrated and used_calibration else None,
                 o.noise_pct, o.noise_source, o.half_width_pct)
+
+
+def correct_sides(tests: Sequence[Test]) -> list[Test]:
+    """The primary metric's tests of every later side against the baseline, corrected
+    together (Holm): with four sides each at alpha 0.05, an A/A family was called 14-16% of
+    the time.  A test called alone but not after the correction becomes NOT_AFTER_CORRECTION;
+    its interval and p stay its own (p_adjusted is the corrected one)."""
+    tested = [i for i, t in enumerate(tests) if t.p_value is not None
+              and t.verdict not in (Verdict.TOO_FEW_RUNS, Verdict.TOO_FEW_ROUNDS,
+                                    Verdict.TOO_FEW_PROCESSES, Verdict.NO_TEST)]
+    if len(tested) < 2:
+        return [dataclasses.replace(t, p_adjusted=t.p_value) for t in tests]
+    adjusted = significance.holm([tests[i].p_value or 0.0 for i in tested])
+    out = list(tests)
+    for i, p in zip(tested, adjusted):
+        t = tests[i]
+        lost = t.verdict.called and not p < significance.ALPHA
+        out[i] = dataclasses.replace(
+            t, p_adjusted=p, correction="holm", family=len(tested),
+            significant=t.significant and not lost,
+            verdict=Verdict.NOT_AFTER_CORRECTION if lost else t.verdict)
+    return out
 
 
 def test_metric(base: Sequence[Series], new: Sequence[Series], *,
@@ -606,6 +634,12 @@ def compare_sides(sides: Sequence[Sequence[Result]], given: Sequence[str] | None
                 f"{side.name} and {out[0].name} ran in fewer than {MIN_PROCESSES} worker "
                 f"processes each: a process's own offset (its memory layout, its CPU) cannot "
                 f"be told from a change; interleave with --processes 5 (the default)")
+    # The primary metric's verdicts, corrected together for the number of sides.
+    firsts = [next((j for j, m in enumerate(p.metrics) if m.primary), None) for p in comp.pairs]
+    at = [(p, j) for p, j in zip(comp.pairs, firsts) if j is not None]
+    fixed = correct_sides([p.metrics[j].test for p, j in at])
+    for (p, j), t in zip(at, fixed):
+        p.metrics[j] = dataclasses.replace(p.metrics[j], test=t)
     rule = (f"the larger of {100 * ASSUMED_SESSION_NOISE:g}% and "
             f"{ASSUMED_PER_WITHIN:g} times the runs' own spread")
     if assumed and profile is None:

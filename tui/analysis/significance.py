@@ -222,6 +222,22 @@ def _half(lo: float | None, hi: float | None) -> float | None:
     return (hi - lo) / 2
 
 
+# --------------------------------------------------------------------------- many sides
+
+def holm(p_values: Sequence[float]) -> list[float]:
+    """Holm's step-down adjusted p-values (Holm 1979), in the order given: the family-wise
+    error of calling any of them stays at alpha whatever their dependence (the sides share
+    one baseline, so they are correlated: Holm needs no model of that, Dunnett would)."""
+    m = len(p_values)
+    order = sorted(range(m), key=lambda i: p_values[i])
+    out = [0.0] * m
+    running = 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (m - rank) * p_values[i]))
+        out[i] = running
+    return out
+
+
 # --------------------------------------------------------------------------- paired rounds
 
 def _walsh_count_le(d: np.ndarray, t: float) -> int:
