@@ -134,3 +134,29 @@ def test_secondary_rows_are_exploratory_in_every_format(tmp_path: Path):
         assert "exploratory: ns/op" in out, fmt
         assert "Holm" in out, fmt
 
+
+# --------------------------------------------------------------------------- calibrations
+
+def _expected_ci_high(a, b, se: float, df: int) -> float:
+    import math
+
+    from scipy import stats as sps
+    delta = math.log(np.median(b[0])) - math.log(np.median(a[0]))
+    return math.expm1(delta + float(sps.t.ppf(0.975, df)) * se) * 100
+
+
+def test_unequal_runs_combine_the_median_variance_per_session():
+    """A calibration at 30 runs, one session of 10 runs against one of 20: the runs' part of
+    each session's variance goes as 1/n_i (sum of 1/n_i), not as 1/mean(n)."""
+    import math
+
+    from hotloop.analysis import significance as sg
+    from hotloop.analysis.noise import MetricNoise
+    cal = MetricNoise(session_var=4e-4, median_var=3e-4, sigma_within=0.1, runs=30, df=7)
+    rng = np.random.default_rng(6)
+    a, b = [np.exp(rng.normal(0, 0.1, 10))], [np.exp(rng.normal(0, 0.1, 20))]
+    o = sg.sessions_test(a, b, calibrated=cal)
+    c = 3e-4 * 30                               # a run's share: median variance x runs
+    se = math.sqrt(2 * 1e-4 + c * (1 / 10 + 1 / 20))
+    assert o.ci_high == pytest.approx(_expected_ci_high(a, b, se, 7), rel=1e-9)
+

@@ -73,6 +73,16 @@ class MetricNoise:
         ratio = self.runs / max(runs, 1.0)
         return max(s2 + self.median_var * (ratio - 1), s2 * min(1.0, ratio))
 
+    def runs_for(self, sides: Sequence[Sequence[int]]) -> float:
+        """The run count at which `at` gives the variance of the difference of the sides'
+        mean session centres, divided by sum(1/k): each session's runs' part goes as its own
+        1/n_i, so 10 runs against 200 is not 105 runs a side: the sum over sides of
+        sum_i 1/n_i / k^2, over the sum of 1/k."""
+        weight = sum(1 / len(s) for s in sides)
+        inv = sum(sum(1 / max(n, 1) for n in s) / len(s) ** 2
+                  for s in sides) / weight
+        return 1 / inv
+
     def upper(self, level: float = 0.9) -> float:
         """An upper `level` confidence bound of session_var (chi-square, df): a design
         planned on it holds even if this calibration happened to come out low."""

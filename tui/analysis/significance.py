@@ -21,8 +21,8 @@ Two methods, chosen by how the runs were taken:
   - from the sides' own sessions: the pooled variance of y within each side (df = sessions - 2;
     with equal run counts this is exactly the pooled two-sample t-test on session log-medians);
   - from this machine's calibration (`hotloop calibrate`): the variance of its sessions' y
-    (df = its sessions - 1), moved to the runs compared here through v's 1/runs (never below
-    what sigma_b >= 0 allows);
+    (df = its sessions - 1), moved to the runs compared here through v's 1/n_i, session by
+    session (`MetricNoise.runs_for`), and never below what it measured;
   pooled by degrees of freedom when there are both.  With neither (one session a side, no
   calibration) sigma_b is assumed, with a normal quantile: the larger of
   `ASSUMED_SESSION_NOISE` and `ASSUMED_PER_WITHIN` times the spread of the sessions' runs,
@@ -181,13 +181,13 @@ def sessions_test(base: Sequence[Sequence[float]], new: Sequence[Sequence[float]
     if not scale:                       # centred at 0 on both sides: no % to speak of
         return Outcome("sessions", log, centre_a, centre_b, change, None, None, None, False)
     ests = [*a, *b]
-    runs = float(np.mean([e.n for e in ests]))
     parts: list[tuple[float, int]] = []
     measured, df_data = centre_variance([a, b])
     if df_data:
         parts.append((measured, df_data))
     if calibrated is not None:
-        parts.append((calibrated.at(runs) * scale ** 2, calibrated.df))
+        at = calibrated.runs_for([[e.n for e in a], [e.n for e in b]])
+        parts.append((calibrated.at(at) * scale ** 2, calibrated.df))
     if parts:
         df: float = sum(d for _, d in parts)
         tau2 = sum(v * d for v, d in parts) / df
