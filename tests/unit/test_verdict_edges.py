@@ -160,3 +160,19 @@ def test_unequal_runs_combine_the_median_variance_per_session():
     se = math.sqrt(2 * 1e-4 + c * (1 / 10 + 1 / 20))
     assert o.ci_high == pytest.approx(_expected_ci_high(a, b, se, 7), rel=1e-9)
 
+
+def test_a_calibration_is_not_shrunk_below_what_it_measured():
+    """Calibrated at 30 runs, compared at 200: the runs' part measured at 30 is not divided
+    down to 200 (it would rest on an estimate of the median variance with no degrees of
+    freedom of its own); a session keeps the variance the calibration measured."""
+    import math
+
+    from hotloop.analysis import significance as sg
+    from hotloop.analysis.noise import MetricNoise
+    cal = MetricNoise(session_var=4e-4, median_var=3e-4, sigma_within=0.1, runs=30, df=7)
+    assert cal.at(200) == pytest.approx(4e-4) and cal.at(10) == pytest.approx(1e-4 + 9e-4)
+    rng = np.random.default_rng(8)
+    a, b = [np.exp(rng.normal(0, 0.1, 200))], [np.exp(rng.normal(0, 0.1, 200))]
+    o = sg.sessions_test(a, b, calibrated=cal)
+    assert o.ci_high == pytest.approx(_expected_ci_high(a, b, math.sqrt(2 * 4e-4), 7),
+                                      rel=1e-9)
