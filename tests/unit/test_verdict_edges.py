@@ -176,3 +176,60 @@ def test_a_calibration_is_not_shrunk_below_what_it_measured():
     o = sg.sessions_test(a, b, calibrated=cal)
     assert o.ci_high == pytest.approx(_expected_ci_high(a, b, math.sqrt(2 * 4e-4), 7),
                                       rel=1e-9)
+
+
+# --------------------------------------------------------------------------- copies
+
+def _copy(src: Path, dst: Path) -> Path:
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    dst.write_bytes(src.read_bytes())
+    return dst
+
+
+def test_a_copied_session_counts_once_and_says_so(tmp_path: Path):
+    from hotloop.analysis import compare
+    rng = np.random.default_rng(9)
+    a = side(tmp_path / "a", 2, rng)
+    b = side(tmp_path / "b", 2, rng, label="patched")
+    _copy(a / "s0.jsonl", a / "s0-again.jsonl")
+    comp = compare.load_and_compare([a, b])
+    assert comp.baseline.sessions == 2 and len(comp.baseline.files) == 2
+    (note,) = [w for w in comp.warnings if "copy" in w]
+    assert "s0-again.jsonl" in note and "s0.jsonl" in note and "counted once" in note
+
+
+def test_a_side_of_copies_and_a_session_in_two_sides_are_refused(tmp_path: Path):
+    from hotloop.analysis import compare
+    from hotloop.errors import HotloopError
+    rng = np.random.default_rng(10)
+    a = side(tmp_path / "a", 2, rng)
+    b = side(tmp_path / "b", 1, rng, label="patched")
+    _copy(b / "s0.jsonl", b / "s0-copy.jsonl")
+    with pytest.raises(HotloopError) as e:
+        compare.load_and_compare([a, b])
+    assert "copies of one session" in str(e.value) and "\n" not in str(e.value)
+    # the same content on both sides (not a side against itself): refused too
+    c = tmp_path / "c"
+    _copy(a / "s0.jsonl", c / "x.jsonl")
+    _copy(b / "s0.jsonl", c / "y.jsonl")
+    with pytest.raises(HotloopError) as e:
+        compare.load_and_compare([a, c])
+    assert "in two sides" in str(e.value)
+    # a side against a copy of itself is a side against itself: exactly no change
+    d = tmp_path / "d"
+    for f in sorted(a.glob("*.jsonl")):
+        _copy(f, d / f"copy-{f.name}")
+    comp = compare.load_and_compare([a, d])
+    assert comp.pairs[0].metrics[0].test.change_pct == 0.0
+
+
+def test_calibrating_from_copies_counts_each_session_once(tmp_path: Path, capsys):
+    rng = np.random.default_rng(12)
+    src = side(tmp_path / "two", 2, rng)
+    many = tmp_path / "many"
+    for f in sorted(src.glob("*.jsonl")):
+        for i in range(50):
+            _copy(f, many / f"{f.stem}-{i:02d}.jsonl")
+    assert main(["calibrate", str(many)]) == 2
+    err = capsys.readouterr().err
+    assert "copies" in err and "2 sessions" in err

@@ -427,6 +427,33 @@ def expand(arg: str) -> list[Path]:
     return out
 
 
+def distinct(rs: Sequence[Result], given: str) -> tuple[list[Result], str | None]:
+    """A side's sessions, each content once (a result's sha256: a copy of a file is the same
+    session, not another one), and a warning naming the copies; HotloopError when the side
+    is nothing but copies of one session.  Two copies a side once gave "+3.35% [+3.35%,
+    +3.35%] p=0 faster": copies agree exactly, so they look like sessions without noise."""
+    kept: list[Result] = []
+    first: dict[str, Result] = {}
+    copies: list[tuple[Result, Result]] = []
+    for r in rs:
+        key = r.digest or str(r.path.resolve())
+        if key in first:
+            copies.append((r, first[key]))
+        else:
+            first[key] = r
+            kept.append(r)
+    if not copies:
+        return kept, None
+    if len(kept) == 1:
+        raise HotloopError(f"{given}: its {len(rs)} files are copies of one session "
+                           f"({kept[0].path}): a side of copies is one session; give it once, "
+                           f"or distinct sessions")
+    dup, orig = copies[0]
+    more = f" and {len(copies) - 1} more" if len(copies) > 1 else ""
+    return kept, (f"{given}: {dup.path} is a copy of {orig.path} (the same content){more}: "
+                  f"each session counted once, {len(kept)} sessions")
+
+
 def _identity(r: Result) -> tuple[str, str, str]:
     return (r.workload.name, r.workload.metric,
             json.dumps(r.header.params, sort_keys=True, default=str))
@@ -566,17 +593,28 @@ def compare_sides(sides: Sequence[Sequence[Result]], given: Sequence[str] | None
     given = list(given) if given is not None else [str(rs[0].path) if len(rs) == 1 else
                                                   ",".join(str(r.path) for r in rs)
                                                   for rs in sides]
+    copied: list[str] = []
+    unique = []
+    for rs, g in zip(sides, given):
+        kept, note = distinct(rs, g)
+        unique.append(kept)
+        copied += [note] if note else []
+    sides = unique
     for rs, g in zip(sides, given):
         check_side(rs, g)
         for r in rs:
             if not r.runs:
                 what = "the baseline has" if rs is sides[0] else "has"
                 raise HotloopError(f"{r.path}: {what} no recorded runs, nothing to compare")
-    owner: dict[Path, int] = {}
+    # A session (by its content: a copy is the same session) belongs to one side; a side
+    # against itself, or against copies of itself, is fine (exactly no change).
+    def ident(r: Result) -> str:
+        return r.digest or str(r.path.resolve())
+    owner: dict[str, int] = {}
     for i, rs in enumerate(sides):
         for r in rs:
-            j = owner.setdefault(r.path.resolve(), i)
-            if j != i and {p.path.resolve() for p in sides[j]} != {p.path.resolve() for p in rs}:
+            j = owner.setdefault(ident(r), i)
+            if j != i and {ident(p) for p in sides[j]} != {ident(p) for p in rs}:
                 raise HotloopError(f"{r.path}: in two sides ({given[j]} and {given[i]}); a "
                                    f"session belongs to one side (a side against itself is "
                                    f"fine)")
@@ -605,7 +643,7 @@ def compare_sides(sides: Sequence[Sequence[Result]], given: Sequence[str] | None
                      f"compared here; calibrate from other A/A sessions")
         profile = None
     comp.noise = profile
-    comp.warnings += notes
+    comp.warnings += copied + notes
     base_series = [series(r) for r in sides[0]]
     assumed: list[str] = []             # metrics whose session noise nothing measured
     for side, rs in zip(out[1:], sides[1:]):

@@ -129,6 +129,10 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
             raise HotloopError(f"calibrate --host {args.host} runs a plan there; result "
                                f"files are read here, without --host")
         sessions = [r for side in compare.load_sides(args.names) for r in side]
+        # a copy is the same session: 50 copies of two files are 2 sessions, not 100
+        sessions, note = compare.distinct(sessions, " ".join(args.names))
+        if note:
+            print(f"hotloop: warning: {visible(note)}", file=sys.stderr)
         profile = noise.estimate(sessions)
         print(calibration.report(profile, noise.save(profile)))
         return 0
