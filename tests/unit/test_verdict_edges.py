@@ -233,3 +233,53 @@ def test_calibrating_from_copies_counts_each_session_once(tmp_path: Path, capsys
     assert main(["calibrate", str(many)]) == 2
     err = capsys.readouterr().err
     assert "copies" in err and "2 sessions" in err
+
+
+# --------------------------------------------------------------------------- noisy runs
+
+def test_the_assumed_noise_is_robust_to_a_few_slow_runs():
+    """Synthetic: runs spread 2%, and 5% of them 3x slower.  The plain standard deviation of
+    the log runs made the assumed session noise 33-47%; a robust spread keeps it at about
+    twice the 2%, and a 25% change (twice the interval's half width) is found."""
+    from hotloop.analysis import significance as sg
+    rng = np.random.default_rng(13)
+
+    def session(effect: float = 0.0) -> np.ndarray:
+        x = np.exp(rng.normal(np.log1p(effect), 0.02, 40))
+        x[:2] *= 3                              # 2 of 40 runs: 5%
+        return x
+    assert sg.within_spread([session(), session()], log=True) == pytest.approx(0.02, rel=0.35)
+    o = sg.sessions_test([session()], [session(0.25)])
+    assert o.noise_source == "assumed" and o.noise_pct < 6, o.noise_pct
+    assert o.significant
+
+
+def test_an_interval_wider_than_any_change_says_too_noisy_to_call():
+    from hotloop.analysis import compare
+    from hotloop.analysis.compare import MetricDelta, Verdict
+    from hotloop.render import verdicts
+    rng = np.random.default_rng(14)
+    a, b = np.exp(rng.normal(0, 0.3, 30)), np.exp(rng.normal(0, 0.3, 30))
+    t = compare.compare_samples(a.tolist(), b.tolist(), higher_is_better=False)
+    assert t.verdict is Verdict.TOO_NOISY and not t.significant
+    assert t.spread_pct == pytest.approx(30, rel=0.35)
+    words = verdicts.word(MetricDelta("ns/op", "ns/op", False, t))
+    assert words.startswith(f"too noisy to call: runs spread {t.spread_pct:.0f}%")
+    assert "calibrate or run more" in words
+    # a change far beyond even that interval is still a change
+    big = compare.compare_samples(a.tolist(), (b * 20).tolist(), higher_is_better=False)
+    assert big.verdict is Verdict.BAD
+
+
+def test_a_session_with_unstable_runs_is_warned_about(tmp_path: Path):
+    from hotloop.analysis import compare
+    rng = np.random.default_rng(15)
+    a = side(tmp_path / "a", 2, rng, within=0.2)
+    b = side(tmp_path / "b", 2, rng, label="patched")
+    comp = compare.load_and_compare([a, b])
+    (w,) = [w for w in comp.warnings if "unstable" in w]
+    assert "result may be unstable" in w and "CV" in w and "2 sessions of stock" in w
+    assert "hotloop doctor" in w                # how to fix it
+    quiet = compare.load_and_compare([b, side(tmp_path / "c", 2, rng, label="x")])
+    assert not [w for w in quiet.warnings if "unstable" in w]
+

@@ -83,6 +83,11 @@ from hotloop.visible import visible
 __all__ = ["RESOURCE", "SPEED", "UNDIRECTED", "extra_kind", "compare", "compare_sides"]
 
 TOP_SYMBOLS = 15
+# An interval this wide (half width, %) that holds 0 is no verdict: a change it could call
+# would be half the value again (the assumed noise of runs spread 35% was ±214%).  Saying
+# "within noise (±214%)" told a newcomer nothing; this says what to do.
+TOO_NOISY_PCT = 50.0
+UNSTABLE_CV = 0.10                      # a session's runs above this CV: pyperf's "unstable"
 
 
 class Verdict(enum.Enum):
@@ -98,6 +103,8 @@ class Verdict(enum.Enum):
     TOO_FEW_ROUNDS = "too few rounds"   # paired, fewer than MIN_ROUNDS
     TOO_FEW_PROCESSES = "too few processes"     # paired, fewer than MIN_PROCESSES
     NO_TEST = "no test"                 # one value a side
+    TOO_NOISY = "too noisy"             # the interval holds 0 and is wider than
+                                        # TOO_NOISY_PCT either way: no change could be told
     NOT_AFTER_CORRECTION = "not after correction"   # called alone, not once corrected for
                                                     # the number of sides (Holm)
 
@@ -186,6 +193,7 @@ class Test:
     p_adjusted: float | None = None     # the primary metric: p corrected for the sides (Holm)
     correction: str = "none"            # "holm" when several sides were corrected together
     family: int = 1                     # how many sides' tests were corrected together
+    spread_pct: float | None = None     # the runs' robust spread within a session, %
 
 
 @dataclass(frozen=True)
@@ -287,7 +295,9 @@ def _verdict(o: Outcome, higher_is_better: bool | None, too_few: Verdict | None)
             return Verdict.UP if up else Verdict.DOWN
         return Verdict.GOOD if up == higher_is_better else Verdict.BAD
     if o.method == "sessions" and o.half_width_pct is not None:
-        return Verdict.WITHIN_NOISE
+        return Verdict.TOO_NOISY if o.half_width_pct > TOO_NOISY_PCT else Verdict.WITHIN_NOISE
+    if o.method == "sessions" and o.ci_low is not None and o.half_width_pct is None:
+        return Verdict.TOO_NOISY        # an interval too wide to measure (overflow)
     return Verdict.NO_CHANGE
 
 
@@ -302,7 +312,7 @@ def _test(o: Outcome, n_base: int, n_new: int, k_base: int, k_new: int, verdict:
                 o.ci_low, o.ci_high, o.p_value, verdict.called, verdict, o.method, k_base,
                 k_new,
                 100 * calibrated.sigma_between if calibrated and used_calibration else None,
-                o.noise_pct, o.noise_source, o.half_width_pct)
+                o.noise_pct, o.noise_source, o.half_width_pct, spread_pct=o.spread_pct)
 
 
 def correct_sides(tests: Sequence[Test]) -> list[Test]:
@@ -693,6 +703,16 @@ def compare_sides(sides: Sequence[Sequence[Result]], given: Sequence[str] | None
     elif assumed:
         comp.warnings.append(f"the noise profile has no figure for {', '.join(assumed)} "
                              f"(values not all above 0): an assumed noise is used ({rule})")
+    for rs, s in zip(sides, out):
+        shaky = [cv for r in rs if r.finished
+                 for cv in [r.finished.summary.cv] if cv is not None and cv > UNSTABLE_CV]
+        if shaky:
+            comp.warnings.append(
+                f"{len(shaky)} session{'s' * (len(shaky) != 1)} of {s.name} vary by CV "
+                f"{100 * max(shaky):.0f}% within a session (above {100 * UNSTABLE_CV:.0f}%): "
+                f"result may be unstable; quieten the machine (hotloop doctor says what it "
+                f"allows; a CPU profile that pins the workload; run --apply-system), or run "
+                f"more runs and sessions")
     for s in out:
         if s.partial:
             comp.warnings.append(f"{s.name} ({s.file}) is partial, {s.runs} runs: "

@@ -60,7 +60,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from scipy import stats as sps
 
-from hotloop.stats import Z95, assumed_session_noise, median_se
+from hotloop.stats import Z95, assumed_session_noise, median_se, robust_spread
 
 if TYPE_CHECKING:
     from hotloop.analysis.noise import MetricNoise
@@ -89,6 +89,8 @@ class Outcome:
                                             # "assumed"
     half_width_pct: float | None = None     # the interval's half width: changes within it
                                             # are not told from noise
+    spread_pct: float | None = None         # sessions: the runs' robust spread within a
+                                            # session, % (what "too noisy" reports)
     rounds: int = 0                         # paired method: rounds compared...
     processes: int = 0                      # ...and the worker processes they ran in
 
@@ -145,8 +147,10 @@ def centre_variance(sides: Sequence[Sequence[SessionEstimate]]) -> tuple[float, 
 
 
 def within_spread(sessions: Sequence[Sequence[float]], log: bool) -> float:
-    """The pooled standard deviation of one run within a session (log scale: a fraction)."""
-    parts = [np.var(np.log(s) if log else np.asarray(s, dtype=float), ddof=1)
+    """The spread of one run within a session, pooled over the sessions (log scale: a
+    fraction): each session's robust spread (`stats.robust_spread`, the interquartile range),
+    so that a few runs far out do not make the session noise assumed from it huge."""
+    parts = [robust_spread(np.sort(np.asarray(s, dtype=float)).tolist(), log) ** 2
              for s in sessions if len(s) > 1]
     return math.sqrt(float(np.mean(parts))) if parts else 0.0
 
@@ -212,7 +216,8 @@ def sessions_test(base: Sequence[Sequence[float]], new: Sequence[Sequence[float]
     sigma_b = math.sqrt(max(0.0, tau2 - float(np.mean([e.var for e in ests])))) / scale * 100
     return Outcome("sessions", log, centre_a, centre_b, change, ci_low, ci_high, p, significant,
                    noise_pct=sigma_b, noise_source=source,
-                   half_width_pct=_half(ci_low, ci_high))
+                   half_width_pct=_half(ci_low, ci_high),
+                   spread_pct=100 * within_spread([*base, *new], log) / scale)
 
 
 def _half(lo: float | None, hi: float | None) -> float | None:
