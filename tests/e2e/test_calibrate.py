@@ -12,23 +12,23 @@ ARGS = ["zero_null", "--param", "count=20000", "--runs", "6", "--no-perf"]
 
 
 def test_calibrate_runs_sessions_and_compare_uses_the_profile(isolated: Path, leftovers):
-    p = hotloop("calibrate", *ARGS, "--sessions", "3")
+    p = hotloop("calibrate", *ARGS, "--sessions", "8")
     assert p.returncode == 0, p.stderr
     out = p.stdout
-    assert "3 sessions" in out and "within a session" in out and "session to session" in out
+    assert "8 sessions" in out and "within a session" in out and "session to session" in out
     assert "a session's start costs" in out and "(assumed" not in out
     for change in ("1%", "2%", "5%"):
         assert f"\n  {change}  " in out
     (where,) = list((isolated / "results").iterdir())
     files = sorted(where.glob("session-*.jsonl"))
-    assert len(files) == 3 and "session 3/3:" in p.stderr
+    assert len(files) == 8 and "session 8/8:" in p.stderr
     assert not leftovers()
     # stored under the state dir, keyed by what makes it valid
     (stored,) = noise.stored()
     path, profile, why = stored
     assert profile is not None and not why and path.parent == isolated / "state/hotloop/noise"
     assert profile.key["workload"] == "zero_null" and profile.key["perf"] is False
-    assert profile.key["params"]["count"] == 20000 and profile.sessions == 3
+    assert profile.key["params"]["count"] == 20000 and profile.sessions == 8
     assert set(profile.metrics) >= {"bytes/s", "ns/op"} and profile.cost_measured
     listed = hotloop("calibrate", "--list")
     assert listed.returncode == 0 and str(path) in listed.stdout
@@ -72,7 +72,8 @@ def test_calibrate_runs_sessions_and_compare_uses_the_profile(isolated: Path, le
 
 def test_calibrate_bad_input_is_one_line(isolated: Path, tmp_path: Path):
     for args, expected in [
-        (["calibrate", *ARGS, "--sessions", "2"], "at least 3 sessions"),
+        (["calibrate", *ARGS, "--sessions", "7"], "at least 8 sessions"),
+        (["calibrate", *ARGS, "--runs", "4"], "at least 5 runs"),
         (["calibrate", *ARGS, "--gap", "-1"], "--gap -1"),
         (["calibrate", *ARGS, "--gap", "nan"], "--gap nan"),
         (["calibrate"], "name a plan"),
@@ -85,7 +86,7 @@ def test_calibrate_bad_input_is_one_line(isolated: Path, tmp_path: Path):
     for f in (a, b):
         assert hotloop("run", *ARGS, "--out", str(f)).returncode == 0
     two = hotloop("calibrate", str(a), str(b))
-    assert two.returncode == 2 and "2 sessions; a calibration needs at least 3" in two.stderr
+    assert two.returncode == 2 and "2 sessions; a calibration needs at least 8" in two.stderr
     assert not noise.stored()
 
 
@@ -104,7 +105,7 @@ def test_a_bad_noise_profile_is_ignored_with_a_warning(isolated: Path, tmp_path:
         p = hotloop("compare", str(a), str(b))
         assert p.returncode == 0, p.stderr
         assert "noise profile ignored" in p.stdout and str(stored) in p.stdout
-        assert "within assumed noise" in p.stdout
+        assert "session noise: not calibrated, assumed" in p.stdout    # the profile unused
     # degrees of freedom that are not its sessions less one would make it look better known
     stored.write_text(json.dumps({**json.loads(json.dumps({"hotloop_noise": 2, "key": key,
                       "sessions": 8, "metrics": {"bytes/s": {
@@ -161,7 +162,7 @@ def test_a_profile_saved_under_a_permissive_umask_is_still_trusted(isolated: Pat
     import os
     old = os.umask(0o002)
     try:
-        assert hotloop("calibrate", *ARGS, "--sessions", "3").returncode == 0
+        assert hotloop("calibrate", *ARGS, "--sessions", "8").returncode == 0
         a = isolated / "a.jsonl"
         b = isolated / "b.jsonl"
         for f in (a, b):

@@ -283,3 +283,33 @@ def test_a_session_with_unstable_runs_is_warned_about(tmp_path: Path):
     quiet = compare.load_and_compare([b, side(tmp_path / "c", 2, rng, label="x")])
     assert not [w for w in quiet.warnings if "unstable" in w]
 
+
+# --------------------------------------------------------------------------- thin calibrations
+
+def test_a_calibration_needs_eight_sessions_and_says_so_before_running(tmp_path: Path,
+                                                                       capsys):
+    import json
+
+    from hotloop.analysis import noise
+    from hotloop.cli.parser import parser
+    assert main(["calibrate", "zero_null", "--sessions", "3"]) == 2
+    err = capsys.readouterr().err
+    assert "at least 8 sessions" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "results").exists()         # refused before the first session
+    assert main(["calibrate", "zero_null", "--sessions", "8", "--runs", "3"]) == 2
+    assert "at least 5 runs" in capsys.readouterr().err
+    assert not (tmp_path / "results").exists()
+    helptext = next(a for a in parser()._subparsers._group_actions[0].choices.items()
+                    if a[0] == "calibrate")[1].format_help()
+    assert "at least 8" in " ".join(helptext.split())
+    # a stored profile of 4 sessions (an older hotloop's) is not used
+    doc = {"hotloop_noise": 2, "key": {k: None for k in noise.KEY_FIELDS}, "sessions": 4,
+           "metrics": {"bytes/s": {"session_var": 1e-4, "sigma_within": 0.01,
+                                   "median_var": 1e-5, "runs": 6, "df": 3}},
+           "session_cost_s": 1, "run_cost_s": 0.01}
+    thin = tmp_path / "thin.json"
+    thin.write_text(json.dumps(doc))
+    with pytest.raises(noise.NoiseError) as e:
+        noise.load(thin)
+    assert "4 sessions" in str(e.value) and "at least 8" in str(e.value)
+

@@ -35,7 +35,13 @@ from hotloop.results import Result
 from hotloop.stats import MIN_RUNS, detectable_pct
 
 VERSION = 2
-MIN_SESSIONS = 3                        # two sessions give one degree of freedom: no estimate
+# A calibration's session variance from 3-4 sessions is too uncertain to pool with: a
+# 4-session profile came out at 3.4e-5 against a median variance of 0.0055 and then called
+# 6 of 8 real A/A pairs, and 8.5-12% of 3-session profiles give over 20% false positives.
+# From 8 (df 7) its t quantile is within 15% of the normal one.  (The alternative, compare
+# using the planner's 90% upper bound, would widen every calibrated interval, the good ones
+# too, by 20-40%.)
+MIN_SESSIONS = 8
 MAX_SESSIONS_READ = 10_000
 ASSUMED_SESSION_COST_S = 1.5            # start-up of a session when only files were given
 MAX_SESSIONS = 50                       # beyond this, planning says "interleave instead"
@@ -193,8 +199,11 @@ def load(path: Path) -> NoiseProfile:
             raise ValueError("no key")
         sessions = doc.get("sessions")
         if isinstance(sessions, bool) or not isinstance(sessions, int) \
-                or not MIN_SESSIONS <= sessions <= MAX_SESSIONS_READ:
+                or not 2 <= sessions <= MAX_SESSIONS_READ:
             raise ValueError(f"sessions {sessions!r}")
+        if sessions < MIN_SESSIONS:
+            raise ValueError(f"measured from {sessions} sessions; a calibration needs at "
+                             f"least {MIN_SESSIONS}: calibrate again")
         raw = doc.get("metrics")
         if not isinstance(raw, dict) or not raw:
             raise ValueError("no metrics")
@@ -314,7 +323,8 @@ def estimate(sessions: Sequence[Result], session_cost_s: float | None = None,
     if len(sessions) < MIN_SESSIONS:
         raise HotloopError(f"calibrate: {len(sessions)} session"
                            f"{'' if len(sessions) == 1 else 's'}; a calibration needs at least "
-                           f"{MIN_SESSIONS} (8 or more give a usable estimate)")
+                           f"{MIN_SESSIONS}: fewer give a session variance too uncertain to "
+                           f"trust")
     key = key_of(sessions[0].header)
     for r in sessions[1:]:
         other = key_of(r.header)

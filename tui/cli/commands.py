@@ -26,6 +26,7 @@ from hotloop.render.units import duration, si
 from hotloop.run import build, start
 from hotloop.run.remote import RemoteSession
 from hotloop.run.session import Session
+from hotloop.stats import MIN_RUNS
 from hotloop.visible import visible, visible_lines
 
 
@@ -115,7 +116,11 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
                            "to read (or --list)")
     if args.sessions < noise.MIN_SESSIONS:
         raise HotloopError(f"--sessions {args.sessions}: a calibration needs at least "
-                           f"{noise.MIN_SESSIONS} sessions (8 or more give a usable estimate)")
+                           f"{noise.MIN_SESSIONS} sessions (fewer give a session variance too "
+                           f"uncertain to trust)")
+    if args.runs is not None and args.runs < MIN_RUNS:
+        raise HotloopError(f"--runs {args.runs}: a calibration session needs at least "
+                           f"{MIN_RUNS} runs")
     if not math.isfinite(args.gap) or args.gap < 0:
         raise HotloopError(f"--gap {args.gap:g}: must be 0 or more seconds")
     from hotloop.analysis import compare

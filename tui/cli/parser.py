@@ -218,11 +218,16 @@ def parser() -> argparse.ArgumentParser:
                                help="the running kernel's vmlinux, for kernel symbols"),
               shtab.FILE)
 
-    cal = sub.add_parser("calibrate", help="measure the session-to-session noise of a plan")
+    cal = sub.add_parser("calibrate", help="measure the session-to-session noise of a plan",
+                         description="Measure the session-to-session noise of a plan: at "
+                                     "least 8 sessions of at least 5 runs each (fewer give "
+                                     "a noise too uncertain to trust), run here or read from "
+                                     "A/A result files (each content counted once).")
     _complete(cal.add_argument("names", nargs="*", metavar="PLAN|PATH",
                                help="a plan or workload to run K sessions of, or A/A result "
                                     "files or directories to read"), _names("plan"))
-    cal.add_argument("--sessions", type=int, default=8, help="sessions to run (default 8)")
+    cal.add_argument("--sessions", type=int, default=8,
+                     help="sessions to run (default and minimum 8)")
     cal.add_argument("--gap", type=float, default=0.0, metavar="S",
                      help="seconds between sessions")
     cal.add_argument("--list", action="store_true", help="list the stored noise profiles")
