@@ -313,3 +313,43 @@ def test_a_calibration_needs_eight_sessions_and_says_so_before_running(tmp_path:
         noise.load(thin)
     assert "4 sessions" in str(e.value) and "at least 8" in str(e.value)
 
+
+# --------------------------------------------------------------------------- calibration fit
+
+def test_a_calibration_the_sessions_contradict_is_dropped_and_said(tmp_path: Path):
+    """Calibrated back to back (one boot), compared across reboots: the sides' own sessions
+    vary far more than the calibration says.  An F test of the measured session variance
+    against the calibrated one drops the calibration, and says so in a warning and in JSON
+    (`noise_check`)."""
+    import json
+
+    from hotloop import results
+    from hotloop.analysis import compare, noise
+    from hotloop.render import compare_formats
+    rng = np.random.default_rng(16)
+    a = side(tmp_path / "a", 3, rng, between=0.05)
+    b = side(tmp_path / "b", 3, rng, between=0.05, label="patched")
+    key = noise.key_of(results.read(next(a.glob("*.jsonl"))).header)
+
+    def profile(session_var: float) -> Path:
+        path = tmp_path / f"profile-{session_var}.json"
+        path.write_text(json.dumps({
+            "hotloop_noise": 2, "key": key, "sessions": 10,
+            "metrics": {"bytes/s": {"session_var": session_var, "sigma_within": 0.01,
+                                    "median_var": 5e-6, "runs": 20, "df": 9}},
+            "session_cost_s": 1, "run_cost_s": 0.01}))
+        return path
+    quiet = compare.load_and_compare([a, b], profile(2e-5))       # 0.45%: 10x too quiet
+    row = quiet.pairs[0].metrics[0]
+    assert row.test.noise_source == "measured"
+    assert row.test.noise_check["action"] == "dropped" and row.test.noise_check["p"] < 0.1
+    assert any("calibration dropped" in w and "F test" in w for w in quiet.warnings)
+    doc = json.loads(compare_formats.render(quiet, "json"))
+    assert doc["comparisons"][0]["noise_check"]["action"] == "dropped"
+    # a calibration that fits is pooled, and says it was checked
+    fits = compare.load_and_compare([a, b], profile(2.5e-3))
+    row = fits.pairs[0].metrics[0]
+    assert row.test.noise_source == "measured+calibrated"
+    assert row.test.noise_check["action"] == "pooled"
+    assert not any("calibration dropped" in w for w in fits.warnings)
+

@@ -194,6 +194,7 @@ class Test:
     correction: str = "none"            # "holm" when several sides were corrected together
     family: int = 1                     # how many sides' tests were corrected together
     spread_pct: float | None = None     # the runs' robust spread within a session, %
+    noise_check: dict[str, Any] | None = None   # the calibration against the sessions
 
 
 @dataclass(frozen=True)
@@ -312,7 +313,8 @@ def _test(o: Outcome, n_base: int, n_new: int, k_base: int, k_new: int, verdict:
                 o.ci_low, o.ci_high, o.p_value, verdict.called, verdict, o.method, k_base,
                 k_new,
                 100 * calibrated.sigma_between if calibrated and used_calibration else None,
-                o.noise_pct, o.noise_source, o.half_width_pct, spread_pct=o.spread_pct)
+                o.noise_pct, o.noise_source, o.half_width_pct, spread_pct=o.spread_pct,
+                noise_check=o.noise_check)
 
 
 def correct_sides(tests: Sequence[Test]) -> list[Test]:
@@ -670,6 +672,14 @@ def compare_sides(sides: Sequence[Sequence[Result]], given: Sequence[str] | None
                                     primary=m.name == metric))
             if t.noise_source == "assumed" and m.name not in assumed:
                 assumed.append(m.name)
+        check = rows[0].test.noise_check if rows else None
+        if check and check["action"] == "dropped":
+            comp.warnings.append(
+                f"{side.name}: calibration dropped for {rows[0].metric}: the sessions "
+                f"compared vary by {check['measured_pct']:.2f}% from one to the next, the "
+                f"calibration says {check['calibrated_pct']:.2f}% (F test, p "
+                f"{check['p']:.3f}); compared on the sessions' own noise. Calibrate the way "
+                f"you compare (across reboots: hotloop calibrate results/aa/)")
         symbols = None
         bs, ns = _symbols(sides[0]), _symbols(rs)
         if bs and ns:
@@ -688,6 +698,13 @@ def compare_sides(sides: Sequence[Sequence[Result]], given: Sequence[str] | None
     fixed = correct_sides([p.metrics[j].test for p, j in at])
     for (p, j), t in zip(at, fixed):
         p.metrics[j] = dataclasses.replace(p.metrics[j], test=t)
+    if any(m.primary and m.test.noise_check and m.test.noise_check["action"] == "unchecked"
+           for p in comp.pairs for m in p.metrics):
+        comp.warnings.append(
+            "one session a side: nothing here can check that the calibration describes these "
+            "sessions; the verdict holds only if they were taken as it was (across reboots "
+            "if it was, back to back if it was: a calibration taken back to back and compared "
+            "across reboots called 37% of synthetic A/A pairs)")
     rule = (f"the larger of {100 * ASSUMED_SESSION_NOISE:g}% and "
             f"{ASSUMED_PER_WITHIN:g} times the runs' own spread")
     if assumed and profile is None:

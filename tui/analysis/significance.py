@@ -55,7 +55,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from scipy import stats as sps
@@ -70,6 +70,12 @@ CONFIDENCE = 1 - ALPHA
 Z = Z95
 MIN_ROUNDS = 6                  # fewer paired rounds: no verdict
 MIN_PROCESSES = 3               # fewer worker processes a variant: no verdict (see above)
+# The sides' own session variance against the calibration's: an upper-tail F test at this
+# level drops a calibration the sessions contradict.  Looser than alpha on purpose: with the
+# few degrees of freedom of 3 sessions a side, a check at 5% misses most calibrations that
+# are 5-10x too quiet (taken back to back, compared across reboots), and dropping a good
+# calibration only costs power (the sessions' own test stays valid).
+NOISE_CHECK_ALPHA = 0.10
 
 
 @dataclass(frozen=True)
@@ -93,6 +99,7 @@ class Outcome:
                                             # session, % (what "too noisy" reports)
     rounds: int = 0                         # paired method: rounds compared...
     processes: int = 0                      # ...and the worker processes they ran in
+    noise_check: dict[str, Any] | None = None   # sessions with a calibration: did it fit?
 
 
 # --------------------------------------------------------------------------- one session
@@ -189,14 +196,19 @@ def sessions_test(base: Sequence[Sequence[float]], new: Sequence[Sequence[float]
     measured, df_data = centre_variance([a, b])
     if df_data:
         parts.append((measured, df_data))
+    check: dict[str, Any] | None = None
     if calibrated is not None:
         at = calibrated.runs_for([[e.n for e in a], [e.n for e in b]])
-        parts.append((calibrated.at(at) * scale ** 2, calibrated.df))
+        cal = calibrated.at(at) * scale ** 2
+        check = noise_check(measured, df_data, cal, calibrated.df, scale)
+        if check["action"] != "dropped":
+            parts.append((cal, calibrated.df))
+    used_cal = check is not None and check["action"] != "dropped"
     if parts:
         df: float = sum(d for _, d in parts)
         tau2 = sum(v * d for v, d in parts) / df
         source = "+".join(name for name, used in (("measured", df_data),
-                                                   ("calibrated", calibrated is not None))
+                                                   ("calibrated", used_cal))
                           if used)
         q = float(sps.t.ppf(1 - ALPHA / 2, df))
     else:
@@ -217,7 +229,27 @@ def sessions_test(base: Sequence[Sequence[float]], new: Sequence[Sequence[float]
     return Outcome("sessions", log, centre_a, centre_b, change, ci_low, ci_high, p, significant,
                    noise_pct=sigma_b, noise_source=source,
                    half_width_pct=_half(ci_low, ci_high),
-                   spread_pct=100 * within_spread([*base, *new], log) / scale)
+                   spread_pct=100 * within_spread([*base, *new], log) / scale,
+                   noise_check=check)
+
+
+def noise_check(measured: float, df_data: int, calibrated: float, df_cal: int,
+                scale: float = 1.0) -> dict[str, Any]:
+    """Whether the sides' own sessions agree with the calibration: an upper-tail F test of
+    their pooled session variance against the calibrated one.  A calibration taken back to
+    back (one boot) and compared across reboots is too quiet: pooled in, it called 46-66% of
+    A/A pairs one a side and 19-22% at 3 a side.  Where the sessions contradict it
+    ("dropped"), the test uses their own variance alone; with one session a side nothing can
+    check it ("unchecked"): the verdict rests on the calibration describing these sessions."""
+    out: dict[str, Any] = {"df": [df_data, df_cal],
+                           "calibrated_pct": 100 * math.sqrt(calibrated) / scale}
+    if not df_data:
+        return {**out, "action": "unchecked", "f": None, "p": None, "measured_pct": None}
+    f = measured / calibrated if calibrated > 0 else math.inf
+    p = float(sps.f.sf(f, df_data, df_cal)) if math.isfinite(f) else 0.0
+    return {**out, "action": "dropped" if p < NOISE_CHECK_ALPHA else "pooled",
+            "f": f if math.isfinite(f) else None, "p": p,
+            "measured_pct": 100 * math.sqrt(measured) / scale}
 
 
 def _half(lo: float | None, hi: float | None) -> float | None:

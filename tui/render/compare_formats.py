@@ -291,7 +291,7 @@ CSV_COLUMNS = ["file", "label", "name", "partial", "metric", "unit", "higher_is_
                "ci_high", "p_value", "significant", "verdict", "baseline_file", "method",
                "sessions_baseline", "sessions_new", "session_noise_pct", "noise_pct",
                "noise_source", "noise_profile", "differs", "p_adjusted", "correction",
-               "exploratory"]
+               "exploratory", "noise_check"]
 CSV_SUMMARY_COLUMNS = ["file", "label", "name", "partial", "metric", "unit", "n", "median",
                        "mean", "stdev", "cv", "min", "max"]
 
@@ -324,7 +324,8 @@ def rows(comp: Comparison) -> list[dict[str, Any]]:
                         "differs": _differs(p) or None,
                         "p_adjusted": _json_num(t.p_adjusted) if m.primary else None,
                         "correction": t.correction if m.primary else "none",
-                        "exploratory": not m.primary})
+                        "exploratory": not m.primary,
+                        "noise_check": t.noise_check})
     return out
 
 
@@ -355,6 +356,8 @@ def render_csv(comp: Comparison) -> str:
         w = csv.DictWriter(buf, CSV_COLUMNS, lineterminator="\n")
         w.writeheader()
         for r in rows(comp):
+            check = r["noise_check"]        # a cell: what was done with the calibration
+            r["noise_check"] = check["action"] if check else None
             w.writerow({k: _cell(v) for k, v in r.items()})
     return buf.getvalue()
 
