@@ -353,3 +353,35 @@ def test_a_calibration_the_sessions_contradict_is_dropped_and_said(tmp_path: Pat
     assert row.test.noise_check["action"] == "pooled"
     assert not any("calibration dropped" in w for w in fits.warnings)
 
+
+# --------------------------------------------------------------------------- power
+
+def _power(change_pct: float, tau2: float, k: int, df: float) -> float:
+    """The exact power of compare's two-sided t test at alpha 0.05: noncentral t."""
+    import math
+
+    from scipy import stats as sps
+    delta = math.log1p(change_pct / 100) / math.sqrt(2 * tau2 / k)
+    c = float(sps.t.ppf(0.975, df))
+    return float(sps.nct.sf(c, df, delta) + sps.nct.cdf(-c, df, delta))
+
+
+@pytest.mark.parametrize("k, df", [(2, 2), (3, 4), (2, 9), (5, 8)])
+def test_detectable_is_the_change_found_with_80_percent_power_exactly(k, df):
+    """t.975 + t.8 gave 73-79% power at df 1-4, not the 80% it was labelled with."""
+    from hotloop.analysis import significance as sg
+    tau2 = 4e-4
+    found = sg.detectable_pct(tau2, k, df)
+    assert _power(found, tau2, k, df) == pytest.approx(0.80, abs=0.002)
+
+
+def test_the_planner_reaches_80_percent_power_at_its_bound():
+    from hotloop.analysis import noise
+    from hotloop.analysis.noise import MetricNoise
+    m = MetricNoise(session_var=3e-4, median_var=5e-5, sigma_within=0.02, runs=30, df=7)
+    for change in (1.0, 2.0, 5.0):
+        r = noise.repetitions(m, 1.5, 0.01, change, m.df)
+        if r.sessions is None:
+            continue
+        tau2 = m.at(r.runs, m.upper())
+        assert _power(change, tau2, r.sessions, 2 * r.sessions - 2 + m.df) >= 0.80 - 1e-9

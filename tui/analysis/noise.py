@@ -32,7 +32,7 @@ from hotloop.errors import HotloopError
 from hotloop.paths import state_dir, state_dir_problem
 from hotloop.record import Header
 from hotloop.results import Result
-from hotloop.stats import MIN_RUNS, detectable_pct
+from hotloop.stats import MIN_RUNS
 
 VERSION = 2
 # A calibration's session variance from 3-4 sessions is too uncertain to pool with: a
@@ -365,7 +365,8 @@ def estimate(sessions: Sequence[Result], session_cost_s: float | None = None,
 
 @dataclass(frozen=True)
 class Repetitions:
-    """The cheapest design a side that detects `change_pct` with power 0.8, or None."""
+    """The cheapest design a side that detects `change_pct` with at least 80% power (with
+    90% assurance: planned on the calibration's upper bound), or None."""
     change_pct: float
     sessions: int | None
     runs: int | None
@@ -376,8 +377,10 @@ def repetitions(m: MetricNoise, session_cost_s: float, run_cost_s: float, change
                 calibration_df: int) -> Repetitions:
     """Kalibera-Jones repetition counts by search: for each runs-per-session, the fewest
     sessions a side whose comparison (with this calibration pooled in, as compare does)
-    reaches 80% power; the cheapest of those.  Planned on the calibration's 90% upper bound:
-    a calibration from few sessions may have come out low."""
+    reaches 80% power (noncentral t); the cheapest of those.  Planned on the calibration's
+    90% upper bound: a calibration from few sessions may have come out low, so the design
+    has at least 80% power with 90% assurance."""
+    from hotloop.analysis.significance import detectable_pct
     best: Repetitions = Repetitions(change_pct, None, None, None)
     bound = m.upper()
     for n in RUN_CHOICES:
