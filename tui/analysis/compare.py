@@ -34,6 +34,13 @@ Decisions (documented here because every format shows their outcome):
   TOO_FEW_RUNS when a session has fewer than 5 runs, TOO_FEW_ROUNDS for fewer than 6 paired
   rounds, TOO_FEW_PROCESSES for interleaved variants that ran in fewer than 3 worker processes
   each.
+* Many sides, many rows: the primary metric's rows (one per later side) are corrected
+  together for the number of sides (Holm: `correct_sides`); a side called alone but not
+  after it is NOT_AFTER_CORRECTION.  Every other row is exploratory (not corrected), and
+  every format says so.  `gate` (compare --fail-on) reads the corrected primary rows only.
+* An interval that holds 0 and is wider than TOO_NOISY_PCT either way is TOO_NOISY ("too
+  noisy to call"), not WITHIN_NOISE: no change anyone looks for could be told there.
+* A session is its content (`Result.digest`): copies count once (`distinct`).
 * perf counters are one number per session: with one session a side and no calibration of
   them they are shown with their difference and % change but no test (NO_TEST); with several
   sessions a side they are tested like the rest.
@@ -702,9 +709,9 @@ def compare_sides(sides: Sequence[Sequence[Result]], given: Sequence[str] | None
            for p in comp.pairs for m in p.metrics):
         comp.warnings.append(
             "one session a side: nothing here can check that the calibration describes these "
-            "sessions; the verdict holds only if they were taken as it was (across reboots "
-            "if it was, back to back if it was: a calibration taken back to back and compared "
-            "across reboots called 37% of synthetic A/A pairs)")
+            "sessions, so the verdict holds only if both were taken the same way (both across "
+            "reboots, or both back to back): a calibration taken back to back and compared "
+            "across reboots called about 40% of synthetic A/A pairs")
     rule = (f"the larger of {100 * ASSUMED_SESSION_NOISE:g}% and "
             f"{ASSUMED_PER_WITHIN:g} times the runs' own spread")
     if assumed and profile is None:
