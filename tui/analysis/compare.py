@@ -732,7 +732,8 @@ def compare_sides(sides: Sequence[Sequence[Result]], given: Sequence[str] | None
                  for cv in [r.finished.summary.cv] if cv is not None and cv > UNSTABLE_CV]
         if shaky:
             comp.warnings.append(
-                f"{len(shaky)} session{'s' * (len(shaky) != 1)} of {s.name} vary by CV "
+                f"{len(shaky)} session{'s' * (len(shaky) != 1)} of {s.name} "
+                f"var{'y' if len(shaky) != 1 else 'ies'} by CV "
                 f"{100 * max(shaky):.0f}% within a session (above {100 * UNSTABLE_CV:.0f}%): "
                 f"result may be unstable; quieten the machine (hotloop doctor says what it "
                 f"allows; a CPU profile that pins the workload; run --apply-system), or run "
