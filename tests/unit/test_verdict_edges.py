@@ -346,6 +346,7 @@ def test_a_calibration_the_sessions_contradict_is_dropped_and_said(tmp_path: Pat
     assert any("calibration dropped" in w and "F test" in w for w in quiet.warnings)
     doc = json.loads(compare_formats.render(quiet, "json"))
     assert doc["comparisons"][0]["noise_check"]["action"] == "dropped"
+    assert doc["method"]["noise_check_alpha"] == 0.30
     # a calibration that fits is pooled, and says it was checked
     fits = compare.load_and_compare([a, b], profile(2.5e-3))
     row = fits.pairs[0].metrics[0]

@@ -21,7 +21,7 @@ from hotloop.analysis.compare import (
     meta_text,
     meta_warning,
 )
-from hotloop.analysis.significance import ALPHA, CONFIDENCE, MIN_ROUNDS
+from hotloop.analysis.significance import ALPHA, CONFIDENCE, MIN_ROUNDS, NOISE_CHECK_ALPHA
 from hotloop.errors import HotloopError
 from hotloop.render import verdicts
 from hotloop.render.units import bucket_labels, number, p_value, pct, plain, si
@@ -398,7 +398,11 @@ def document(comp: Comparison) -> dict[str, Any]:
         "warnings": comp.warnings,
         "method": {"alpha": ALPHA, "confidence": CONFIDENCE, "min_runs": MIN_RUNS,
                    "min_rounds": MIN_ROUNDS, "methods": METHODS,
-                   "assumed_session_noise_pct": 100 * ASSUMED_SESSION_NOISE},
+                   "assumed_session_noise_pct": 100 * ASSUMED_SESSION_NOISE,
+                   "correction": "holm, the primary metric's rows across the sides; other "
+                                 "rows exploratory",
+                   "noise_check_alpha": NOISE_CHECK_ALPHA,
+                   "too_noisy_pct": compare.TOO_NOISY_PCT},
         "noise_profile": None if comp.noise is None else {
             "path": comp.noise.path, "key": comp.noise.key, "sessions": comp.noise.sessions,
             "created": comp.noise.created,
