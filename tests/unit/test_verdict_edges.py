@@ -386,3 +386,20 @@ def test_the_planner_reaches_80_percent_power_at_its_bound():
             continue
         tau2 = m.at(r.runs, m.upper())
         assert _power(change, tau2, r.sessions, 2 * r.sessions - 2 + m.df) >= 0.80 - 1e-9
+
+
+def test_the_gate_reads_the_corrected_primary_verdict_only(worse):
+    """A side called alone but not after the correction for the sides does not fail the
+    gate; nor does an exploratory row, however significant."""
+    import dataclasses
+
+    from hotloop.analysis import compare
+    from hotloop.analysis.compare import Verdict
+    comp = compare.load_and_compare(list(worse))
+    pair = comp.pairs[0]
+    primary = pair.metrics[0]
+    assert primary.primary and compare.gate(comp, "worse") == [primary]
+    assert [m for m in pair.metrics if not m.primary and m.test.verdict.called]
+    pair.metrics[0] = dataclasses.replace(primary, test=dataclasses.replace(
+        primary.test, verdict=Verdict.NOT_AFTER_CORRECTION, significant=False))
+    assert compare.gate(comp, "worse") == [] and compare.gate(comp, "change") == []
