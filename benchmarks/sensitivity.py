@@ -21,13 +21,17 @@ compared round by round (the paired test), on the first N/5 rounds of every proc
 for each N in `--rounds`.
 
 Synthetic (`--simulate WITHIN,BETWEEN`): lognormal sessions with these CVs in percent, no runs:
-checks the statistics against known noise.
+checks the statistics against known noise.  With `--modes`, the table of A/A false positives
+and power per mode the README shows (unequal runs, quieter or thin calibrations, copies,
+outliers, 4 sides against one baseline), each judged as compare judges it (deduplicated,
+corrected for the number of sides).
 
     python benchmarks/sensitivity.py [--workload zero_null] [--param count=100000]
         [--cpu same-core] [--runs 30] [--pool 30] [--calibration 8] [--trials 40]
         [--slowdown 5] [--markdown]
     python benchmarks/sensitivity.py --interleaved --slowdowns 1,2 --rounds 10,20,40,80
     python benchmarks/sensitivity.py --simulate 2,2.5 --runs 30 --trials 400
+    python benchmarks/sensitivity.py --simulate 2,2.5 --modes --trials 1000
 """
 from __future__ import annotations
 
@@ -46,6 +50,7 @@ import numpy as np
 from scipy import stats as sps
 
 from hotloop import catalog, results
+from hotloop.analysis import compare as compare_mod
 from hotloop.analysis import significance
 from hotloop.analysis.compare import Verdict, compare_samples, test_metric
 from hotloop.analysis.metrics import SPEED, Series
@@ -145,6 +150,125 @@ def separate(pool_a: list[list[float]], pool_b: list[list[float]],
     return rows
 
 
+# --------------------------------------------------------------------------- synthetic modes
+
+def _session(rng: np.random.Generator, runs: int, within: float, between: float,
+             effect: float = 0.0, outliers: float = 0.0) -> list[float]:
+    """One synthetic session of a rate (higher is better): lognormal runs around a session
+    offset; `outliers`, a share of runs 3x slower (a third of the rate)."""
+    off = rng.normal(0, between)
+    x = np.exp(rng.normal(off + np.log1p(effect), within, runs))
+    if outliers:
+        x = np.where(rng.random(runs) < outliers, x * 3, x)
+    return (1 / x).tolist()
+
+
+def _calibration(rng: np.random.Generator, k: int, runs: int, within: float,
+                 between: float) -> MetricNoise | None:
+    """A calibration of `k` sessions, or None where hotloop refuses one that thin (a profile
+    of fewer than noise.MIN_SESSIONS sessions is not used)."""
+    from hotloop.analysis import noise
+    if k < noise.MIN_SESSIONS:
+        return None
+    return metric_noise([_session(rng, runs, within, between) for _ in range(k)])
+
+
+def _distinct(side: list[list[float]]) -> list[list[float]]:
+    """A side's sessions, each content once: what compare does with copied files (by their
+    sha256, `compare.distinct`)."""
+    seen: list[list[float]] = []
+    for s in side:
+        if s not in seen:
+            seen.append(s)
+    return seen
+
+
+def _called(base: list[list[float]], sides: list[list[list[float]]],
+            cal: MetricNoise | None) -> tuple[list[Verdict | None], list[bool]]:
+    """Each later side against the baseline, as compare judges the primary metric: the
+    verdicts (None: compare refuses the side, nothing but copies of one session), and
+    whether each is called after the correction for the number of sides."""
+    if any(len(_distinct(s)) == 1 < len(s) for s in [base, *sides]):
+        return [None] * len(sides), [False] * len(sides)
+    base = _distinct(base)
+    tests = [test_metric([series(s, True) for s in base],
+                         [series(s, True) for s in _distinct(side)], calibrated=cal)
+             for side in sides]
+    tests = compare_mod.correct_sides(tests)
+    return [t.verdict for t in tests], [t.significant for t in tests]
+
+
+# mode: (label, sessions a side, runs of each compared session (cycled), calibration
+# sessions (0: none), calibration runs, calibration between-noise factor, copies a session,
+# outlier share, later sides, effect (%) for the power column; and where the mode needs its
+# own noise, (within, between) CVs in %: unequal runs matter where the runs' part of a
+# session's variance is large, noisy runs and quiet sessions)
+MODES = [
+    ("1 a side, assumed noise", 1, (30,), 0, 30, 1.0, 1, 0.0, 1, 10.0),
+    ("1 a side, assumed noise, sessions 6% apart (beyond what it assumes)", 1, (30,), 0, 30,
+     1.0, 1, 0.0, 1, 10.0, (2, 6)),
+    ("1 a side, calibrated (8)", 1, (30,), 8, 30, 1.0, 1, 0.0, 1, 10.0),
+    ("3 a side, measured", 3, (30,), 0, 30, 1.0, 1, 0.0, 1, 5.0),
+    ("3 a side, calibrated (8)", 3, (30,), 8, 30, 1.0, 1, 0.0, 1, 5.0),
+    ("5 a side, calibrated (8)", 5, (30,), 8, 30, 1.0, 1, 0.0, 1, 5.0),
+    ("unequal runs: 10 vs 200, calibrated at 30 (runs 10%, sessions 1%)", 1, (10, 200), 8,
+     30, 1.0, 1, 0.0, 1, 10.0, (10, 1)),
+    ("unequal runs: 3 a side of 10/200/10, calibrated at 30 (10%, 1%)", 3, (10, 200, 10), 8,
+     30, 1.0, 1, 0.0, 1, 5.0, (10, 1)),
+    ("200 runs, calibrated at 30 (10%, 1%)", 1, (200,), 8, 30, 1.0, 1, 0.0, 1, 10.0, (10, 1)),
+    ("quieter calibration (1/3 the session noise), 1 a side", 1, (30,), 8, 30, 1 / 3, 1, 0.0,
+     1, 10.0),
+    ("quieter calibration, 3 a side", 3, (30,), 8, 30, 1 / 3, 1, 0.0, 1, 5.0),
+    ("thin calibration (4 sessions), 1 a side", 1, (30,), 4, 30, 1.0, 1, 0.0, 1, 10.0),
+    ("copies: 2 copies of 1 session a side", 1, (30,), 0, 30, 1.0, 2, 0.0, 1, 10.0),
+    ("copies: 2 sessions a side, one of them given 3 times, calibrated", 2, (30,), 8, 30,
+     1.0, 3, 0.0, 1, 10.0),
+    ("outliers: 5% of runs 3x slower, 1 a side", 1, (30,), 0, 30, 1.0, 1, 0.05, 1, 10.0),
+    ("outliers, 3 a side", 3, (30,), 0, 30, 1.0, 1, 0.05, 1, 10.0),
+    ("4 sides against one baseline, 3 a side (family-wise)", 3, (30,), 0, 30, 1.0, 1, 0.0, 4,
+     5.0),
+    ("4 sides, 3 a side, calibrated (family-wise)", 3, (30,), 8, 30, 1.0, 1, 0.0, 4, 5.0),
+]
+
+
+def simulate_modes(base_w: float, base_b: float, trials: int,
+                   rng: np.random.Generator) -> list[list[str]]:
+    """For each mode, `trials` A/A comparisons (any call is a false positive; with several
+    sides, any call among them: the family-wise rate) and as many with the effect in the
+    first later side (found: called the right way).  Fresh sessions and a fresh calibration
+    every trial.  The last column is the share of A/A trials hotloop gave no verdict on
+    (too noisy to call, too few runs, a side of nothing but copies refused): where it cannot
+    call, it says so."""
+    out = []
+    for label, k, runs, k_cal, cal_runs, cal_factor, copies, outl, n_sides, effect, *own \
+            in MODES:
+        within, between = (own[0][0] / 100, own[0][1] / 100) if own else (base_w, base_b)
+        aa = found = silent = 0
+        def side(eff: float = 0.0, later: int = 1, k: int = k, runs: tuple[int, ...] = runs,
+                 outl: float = outl, copies: int = copies, within: float = within,
+                 between: float = between) -> list[list[float]]:
+            # the run counts cycle: the baseline from the first, a later side from the second
+            one = [_session(rng, runs[(i + later) % len(runs)], within, between, eff, outl)
+                   for i in range(k)]
+            return one[:1] * copies + one[1:]      # the first session given `copies` times
+        for _ in range(trials):
+            cal = _calibration(rng, k_cal, cal_runs, within, between * cal_factor) \
+                if k_cal else None
+            base = side(later=0)
+            verdicts, called = _called(base, [side() for _ in range(n_sides)], cal)
+            aa += any(called)
+            silent += verdicts[0] in (None, Verdict.TOO_FEW_RUNS, Verdict.TOO_NOISY)
+            verdicts, called = _called(base, [side(effect / 100)]
+                                       + [side() for _ in range(n_sides - 1)], cal)
+            found += called[0] and verdicts[0] is Verdict.BAD
+        err = 100 * 2 * (0.05 * 0.95 / trials) ** 0.5
+        out.append([label, f"{100 * aa / trials:.1f}%", f"±{err:.1f}",
+                    f"+{effect:g}%: {100 * found / trials:.0f}%",
+                    f"{100 * silent / trials:.0f}%"])
+    return out
+
+
+
 PROCESSES = 5                           # interleaved: worker processes a variant (the default)
 
 
@@ -213,6 +337,9 @@ def main() -> None:
     ap.add_argument("--batches", type=int, default=10, help="interleaved batches")
     ap.add_argument("--calibrate-spin", type=int, default=2000)
     ap.add_argument("--simulate", metavar="WITHIN,BETWEEN", default=None)
+    ap.add_argument("--modes", action="store_true",
+                    help="with --simulate: the table of A/A and power per mode (unequal runs, "
+                         "quieter or thin calibrations, copies, outliers, 4 sides)")
     ap.add_argument("--profiles", action="append", default=[], metavar="DIR")
     args = ap.parse_args()
     if not any(p.startswith("count=") for p in args.param):
@@ -224,6 +351,13 @@ def main() -> None:
 
     if args.simulate:
         within, between = (float(x) / 100 for x in args.simulate.split(","))
+        if args.modes:
+            print(f"synthetic: within-session CV {100 * within:g}%, session-to-session "
+                  f"{100 * between:g}%, {args.trials} trials a cell ({time.monotonic() - t0:.0f}s)")
+            print(table(["mode", "A/A called", "2 x sim. error at 5%", "found",
+                         "A/A: no verdict"], simulate_modes(within, between, args.trials, rng)))
+            print(f"{time.monotonic() - t0:.0f}s", file=sys.stderr)
+            return
 
         def one(effect: float = 0.0) -> list[float]:
             off = rng.normal(0, between)

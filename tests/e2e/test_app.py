@@ -579,7 +579,7 @@ def test_until_ci_stops_when_the_median_is_known_and_detect_uses_the_calibration
             assert result.header.plan.until_ci == 3
     run(go(calibrated=False))
     cal = hotloop("calibrate", "faulty", "--profiles", str(faulty), "--runs", "6",
-                  "--sessions", "3", "--no-perf")
+                  "--sessions", "8", "--no-perf")
     assert cal.returncode == 0, cal.stderr
     run(go(calibrated=True))
     assert leftovers() == []

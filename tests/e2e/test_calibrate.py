@@ -22,7 +22,7 @@ def test_calibrate_runs_sessions_and_compare_uses_the_profile(isolated: Path, le
     the listing are called in this process: they start none."""
     old = os.umask(0o002)
     try:
-        p = hotloop("calibrate", *ARGS, "--sessions", "3")
+        p = hotloop("calibrate", *ARGS, "--sessions", "8")
         a, b = isolated / "a.jsonl", isolated / "b.jsonl"
         for f in (a, b):
             assert hotloop("run", *ARGS, "--out", str(f)).returncode == 0
@@ -30,20 +30,20 @@ def test_calibrate_runs_sessions_and_compare_uses_the_profile(isolated: Path, le
         os.umask(old)
     assert p.returncode == 0, p.stderr
     out = p.stdout
-    assert "3 sessions" in out and "within a session" in out and "session to session" in out
+    assert "8 sessions" in out and "within a session" in out and "session to session" in out
     assert "a session's start costs" in out and "(assumed" not in out
     for change in ("1%", "2%", "5%"):
         assert f"\n  {change}  " in out
     (where,) = list((isolated / "results").iterdir())
     files = sorted(where.glob("session-*.jsonl"))
-    assert len(files) == 3 and "session 3/3:" in p.stderr
+    assert len(files) == 8 and "session 8/8:" in p.stderr
     assert not leftovers()
     # stored under the state dir, keyed by what makes it valid
     (stored,) = noise.stored()
     path, profile, why = stored
     assert profile is not None and not why and path.parent == isolated / "state/hotloop/noise"
     assert profile.key["workload"] == "zero_null" and profile.key["perf"] is False
-    assert profile.key["params"]["count"] == 20000 and profile.sessions == 3
+    assert profile.key["params"]["count"] == 20000 and profile.sessions == 8
     assert set(profile.metrics) >= {"bytes/s", "ns/op"} and profile.cost_measured
     assert (path.stat().st_mode & 0o777) == 0o600
     assert (path.parent.stat().st_mode & 0o777) == 0o700

@@ -125,16 +125,16 @@ def test_calibrate_on_a_host_measures_that_machines_noise_for_its_results(hosts,
     there uses it."""
     from hotloop.analysis import noise
     plan = ["quick", "--runs", "5", "--warmup", "0", "--no-perf", "--param", "msgs=2000"]
-    done = hotloop("calibrate", *plan, "--sessions", "3", "--host", "lab1",
+    done = hotloop("calibrate", *plan, "--sessions", "8", "--host", "lab1",
                    "--profiles", str(hosts))
     assert done.returncode == 0, done.stderr
-    assert "session 3/3: 5 runs, median" in done.stderr and "3 sessions" in done.stdout
+    assert "session 8/8: 5 runs, median" in done.stderr and "8 sessions" in done.stdout
     where, = [d for d in Path("results").iterdir() if d.is_dir()]
     sessions = [results.read(f) for f in sorted(where.glob("session-*.jsonl"))]
-    assert len(sessions) == 3
+    assert len(sessions) == 8
     assert all(r.header.remote and r.header.remote.host == "lab1" for r in sessions)
     (path, profile, why), = noise.stored()
-    assert profile is not None and not why and profile.sessions == 3
+    assert profile is not None and not why and profile.sessions == 8
     assert profile.key["host"] == sessions[0].header.host
     a, b = Path("a.jsonl"), Path("b.jsonl")
     for f in (a, b):
@@ -147,7 +147,7 @@ def test_calibrate_on_a_host_measures_that_machines_noise_for_its_results(hosts,
                        (["--host", "nowhere"], "nowhere: ssh: connect to host"),
                        ([str(a), str(b), str(a), "--host", "lab1"], "result files are read here")]:
         bad = hotloop("calibrate", *(args if args[0].endswith(".jsonl") else [*plan, *args]),
-                      "--sessions", "3", "--profiles", str(hosts))
+                      "--sessions", "8", "--profiles", str(hosts))
         assert bad.returncode == 2 and said in bad.stderr, (args, bad.stderr)
     assert [d for d in Path("results").iterdir() if d.is_dir()] == [where]   # none left empty
 

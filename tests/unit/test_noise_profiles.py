@@ -24,7 +24,8 @@ def two_sessions(d: Path) -> tuple[Path, Path]:
 
 def test_calibrate_bad_input_is_one_line(isolated: Path, tmp_path: Path, cli):
     for args, expected in [
-        (["calibrate", *ARGS, "--sessions", "2"], "at least 3 sessions"),
+        (["calibrate", *ARGS, "--sessions", "7"], "at least 8 sessions"),
+        (["calibrate", *ARGS, "--runs", "4"], "at least 5 runs"),
         (["calibrate", *ARGS, "--gap", "-1"], "--gap -1"),
         (["calibrate", *ARGS, "--gap", "nan"], "--gap nan"),
         (["calibrate"], "name a plan"),
@@ -35,7 +36,7 @@ def test_calibrate_bad_input_is_one_line(isolated: Path, tmp_path: Path, cli):
         assert expected in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
     a, b = two_sessions(tmp_path)
     two = cli("calibrate", str(a), str(b))
-    assert two.returncode == 2 and "2 sessions; a calibration needs at least 3" in two.stderr
+    assert two.returncode == 2 and "2 sessions; a calibration needs at least 8" in two.stderr
     assert not noise.stored()
 
 

@@ -34,6 +34,13 @@ Decisions (documented here because every format shows their outcome):
   TOO_FEW_RUNS when a session has fewer than 5 runs, TOO_FEW_ROUNDS for fewer than 6 paired
   rounds, TOO_FEW_PROCESSES for interleaved variants that ran in fewer than 3 worker processes
   each.
+* Many sides, many rows: the primary metric's rows (one per later side) are corrected
+  together for the number of sides (Holm: `correct_sides`); a side called alone but not
+  after it is NOT_AFTER_CORRECTION.  Every other row is exploratory (not corrected), and
+  every format says so.  `gate` (compare --fail-on) reads the corrected primary rows only.
+* An interval that holds 0 and is wider than TOO_NOISY_PCT either way is TOO_NOISY ("too
+  noisy to call"), not WITHIN_NOISE: no change anyone looks for could be told there.
+* A session is its content (`Result.digest`): copies count once (`distinct`).
 * perf counters are one number per session: with one session a side and no calibration of
   them they are shown with their difference and % change but no test (NO_TEST); with several
   sessions a side they are tested like the rest.
@@ -41,6 +48,7 @@ Decisions (documented here because every format shows their outcome):
 """
 from __future__ import annotations
 
+import dataclasses
 import enum
 import json
 import math
@@ -82,6 +90,11 @@ from hotloop.visible import visible
 __all__ = ["RESOURCE", "SPEED", "UNDIRECTED", "extra_kind", "compare", "compare_sides"]
 
 TOP_SYMBOLS = 15
+# An interval this wide (half width, %) that holds 0 is no verdict: a change it could call
+# would be half the value again (the assumed noise of runs spread 35% was ±214%).  Saying
+# "within noise (±214%)" told a newcomer nothing; this says what to do.
+TOO_NOISY_PCT = 50.0
+UNSTABLE_CV = 0.10                      # a session's runs above this CV: pyperf's "unstable"
 
 
 class Verdict(enum.Enum):
@@ -97,11 +110,20 @@ class Verdict(enum.Enum):
     TOO_FEW_ROUNDS = "too few rounds"   # paired, fewer than MIN_ROUNDS
     TOO_FEW_PROCESSES = "too few processes"     # paired, fewer than MIN_PROCESSES
     NO_TEST = "no test"                 # one value a side
+    TOO_NOISY = "too noisy"             # the interval holds 0 and is wider than
+                                        # TOO_NOISY_PCT either way: no change could be told
+    NOT_AFTER_CORRECTION = "not after correction"   # called alone, not once corrected for
+                                                    # the number of sides (Holm)
 
     @property
     def called(self) -> bool:
         """A change found, in one direction."""
         return self in (Verdict.GOOD, Verdict.BAD, Verdict.UP, Verdict.DOWN)
+
+    @property
+    def judged(self) -> bool:
+        """A test was made: a change found, or none beyond the noise."""
+        return self.called or self in (Verdict.WITHIN_NOISE, Verdict.NO_CHANGE)
 
 METHODS = {
     "sessions": "sessions as replicates: t interval on session log-medians, session noise "
@@ -175,6 +197,11 @@ class Test:
     noise_pct: float | None = None      # the session noise the interval used (any source)
     noise_source: str | None = None     # measured / calibrated / measured+calibrated / assumed
     half_width_pct: float | None = None     # the interval's half width (within noise: how wide)
+    p_adjusted: float | None = None     # the primary metric: p corrected for the sides (Holm)
+    correction: str = "none"            # "holm" when several sides were corrected together
+    family: int = 1                     # how many sides' tests were corrected together
+    spread_pct: float | None = None     # the runs' robust spread within a session, %
+    noise_check: dict[str, Any] | None = None   # the calibration against the sessions
 
 
 @dataclass(frozen=True)
@@ -185,6 +212,8 @@ class MetricDelta:
     higher_is_better: bool | None
     test: Test
     kind: str = SPEED                   # how the verdict is worded (metrics.SPEED...)
+    primary: bool = False               # the workload's own metric: the one verdict a side
+                                        # gets (the rest are exploratory)
 
     def __getattr__(self, name: str) -> Any:    # row.change_pct etc. read through
         if name == "test":
@@ -274,7 +303,9 @@ def _verdict(o: Outcome, higher_is_better: bool | None, too_few: Verdict | None)
             return Verdict.UP if up else Verdict.DOWN
         return Verdict.GOOD if up == higher_is_better else Verdict.BAD
     if o.method == "sessions" and o.half_width_pct is not None:
-        return Verdict.WITHIN_NOISE
+        return Verdict.TOO_NOISY if o.half_width_pct > TOO_NOISY_PCT else Verdict.WITHIN_NOISE
+    if o.method == "sessions" and o.ci_low is not None and o.half_width_pct is None:
+        return Verdict.TOO_NOISY        # an interval too wide to measure (overflow)
     return Verdict.NO_CHANGE
 
 
@@ -289,7 +320,30 @@ def _test(o: Outcome, n_base: int, n_new: int, k_base: int, k_new: int, verdict:
                 o.ci_low, o.ci_high, o.p_value, verdict.called, verdict, o.method, k_base,
                 k_new,
                 100 * calibrated.sigma_between if calibrated and used_calibration else None,
-                o.noise_pct, o.noise_source, o.half_width_pct)
+                o.noise_pct, o.noise_source, o.half_width_pct, spread_pct=o.spread_pct,
+                noise_check=o.noise_check)
+
+
+def correct_sides(tests: Sequence[Test]) -> list[Test]:
+    """The primary metric's tests of every later side against the baseline, corrected
+    together (Holm): with four sides each at alpha 0.05, an A/A family was called 14-16% of
+    the time.  A test called alone but not after the correction becomes NOT_AFTER_CORRECTION;
+    its interval and p stay its own (p_adjusted is the corrected one)."""
+    tested = [i for i, t in enumerate(tests) if t.p_value is not None
+              and t.verdict not in (Verdict.TOO_FEW_RUNS, Verdict.TOO_FEW_ROUNDS,
+                                    Verdict.TOO_FEW_PROCESSES, Verdict.NO_TEST)]
+    if len(tested) < 2:
+        return [dataclasses.replace(t, p_adjusted=t.p_value) for t in tests]
+    adjusted = significance.holm([tests[i].p_value or 0.0 for i in tested])
+    out = list(tests)
+    for i, p in zip(tested, adjusted):
+        t = tests[i]
+        lost = t.verdict.called and not p < significance.ALPHA
+        out[i] = dataclasses.replace(
+            t, p_adjusted=p, correction="holm", family=len(tested),
+            significant=t.significant and not lost,
+            verdict=Verdict.NOT_AFTER_CORRECTION if lost else t.verdict)
+    return out
 
 
 def test_metric(base: Sequence[Series], new: Sequence[Series], *,
@@ -390,6 +444,33 @@ def expand(arg: str) -> list[Path]:
             raise HotloopError(f"{p}: named twice in one side ({arg})")
         seen.add(real)
     return out
+
+
+def distinct(rs: Sequence[Result], given: str) -> tuple[list[Result], str | None]:
+    """A side's sessions, each content once (a result's sha256: a copy of a file is the same
+    session, not another one), and a warning naming the copies; HotloopError when the side
+    is nothing but copies of one session.  Two copies a side once gave "+3.35% [+3.35%,
+    +3.35%] p=0 faster": copies agree exactly, so they look like sessions without noise."""
+    kept: list[Result] = []
+    first: dict[str, Result] = {}
+    copies: list[tuple[Result, Result]] = []
+    for r in rs:
+        key = r.digest or str(r.path.resolve())
+        if key in first:
+            copies.append((r, first[key]))
+        else:
+            first[key] = r
+            kept.append(r)
+    if not copies:
+        return kept, None
+    if len(kept) == 1:
+        raise HotloopError(f"{given}: its {len(rs)} files are copies of one session "
+                           f"({kept[0].path}): a side of copies is one session; give it once, "
+                           f"or distinct sessions")
+    dup, orig = copies[0]
+    more = f" and {len(copies) - 1} more" if len(copies) > 1 else ""
+    return kept, (f"{given}: {dup.path} is a copy of {orig.path} (the same content){more}: "
+                  f"each session counted once, {len(kept)} sessions")
 
 
 def _identity(r: Result) -> tuple[str, str, str]:
@@ -531,17 +612,28 @@ def compare_sides(sides: Sequence[Sequence[Result]], given: Sequence[str] | None
     given = list(given) if given is not None else [str(rs[0].path) if len(rs) == 1 else
                                                   ",".join(str(r.path) for r in rs)
                                                   for rs in sides]
+    copied: list[str] = []
+    unique = []
+    for rs, g in zip(sides, given):
+        kept, note = distinct(rs, g)
+        unique.append(kept)
+        copied += [note] if note else []
+    sides = unique
     for rs, g in zip(sides, given):
         check_side(rs, g)
         for r in rs:
             if not r.runs:
                 what = "the baseline has" if rs is sides[0] else "has"
                 raise HotloopError(f"{r.path}: {what} no recorded runs, nothing to compare")
-    owner: dict[Path, int] = {}
+    # A session (by its content: a copy is the same session) belongs to one side; a side
+    # against itself, or against copies of itself, is fine (exactly no change).
+    def ident(r: Result) -> str:
+        return r.digest or str(r.path.resolve())
+    owner: dict[str, int] = {}
     for i, rs in enumerate(sides):
         for r in rs:
-            j = owner.setdefault(r.path.resolve(), i)
-            if j != i and {p.path.resolve() for p in sides[j]} != {p.path.resolve() for p in rs}:
+            j = owner.setdefault(ident(r), i)
+            if j != i and {ident(p) for p in sides[j]} != {ident(p) for p in rs}:
                 raise HotloopError(f"{r.path}: in two sides ({given[j]} and {given[i]}); a "
                                    f"session belongs to one side (a side against itself is "
                                    f"fine)")
@@ -570,7 +662,7 @@ def compare_sides(sides: Sequence[Sequence[Result]], given: Sequence[str] | None
                      f"compared here; calibrate from other A/A sessions")
         profile = None
     comp.noise = profile
-    comp.warnings += notes
+    comp.warnings += copied + notes
     base_series = [series(r) for r in sides[0]]
     assumed: list[str] = []             # metrics whose session noise nothing measured
     for side, rs in zip(out[1:], sides[1:]):
@@ -583,9 +675,18 @@ def compare_sides(sides: Sequence[Sequence[Result]], given: Sequence[str] | None
             calibrated = profile.metrics.get(name) if profile else None
             t = test_metric([x[name] for x in base_series], [x[name] for x in new_series],
                             paired=paired, calibrated=calibrated)
-            rows.append(MetricDelta(m.name, m.unit, m.higher_is_better, t, m.kind))
+            rows.append(MetricDelta(m.name, m.unit, m.higher_is_better, t, m.kind,
+                                    primary=m.name == metric))
             if t.noise_source == "assumed" and m.name not in assumed:
                 assumed.append(m.name)
+        check = rows[0].test.noise_check if rows else None
+        if check and check["action"] == "dropped":
+            comp.warnings.append(
+                f"{side.name}: calibration dropped for {rows[0].metric}: the sessions "
+                f"compared vary by {check['measured_pct']:.2f}% from one to the next, the "
+                f"calibration says {check['calibrated_pct']:.2f}% (F test, p "
+                f"{check['p']:.3f}); compared on the sessions' own noise. Calibrate the way "
+                f"you compare (across reboots: hotloop calibrate results/aa/)")
         symbols = None
         bs, ns = _symbols(sides[0]), _symbols(rs)
         if bs and ns:
@@ -598,6 +699,19 @@ def compare_sides(sides: Sequence[Sequence[Result]], given: Sequence[str] | None
                 f"{side.name} and {out[0].name} ran in fewer than {MIN_PROCESSES} worker "
                 f"processes each: a process's own offset (its memory layout, its CPU) cannot "
                 f"be told from a change; interleave with --processes 5 (the default)")
+    # The primary metric's verdicts, corrected together for the number of sides.
+    firsts = [next((j for j, m in enumerate(p.metrics) if m.primary), None) for p in comp.pairs]
+    at = [(p, j) for p, j in zip(comp.pairs, firsts) if j is not None]
+    fixed = correct_sides([p.metrics[j].test for p, j in at])
+    for (p, j), t in zip(at, fixed):
+        p.metrics[j] = dataclasses.replace(p.metrics[j], test=t)
+    if any(m.primary and m.test.noise_check and m.test.noise_check["action"] == "unchecked"
+           for p in comp.pairs for m in p.metrics):
+        comp.warnings.append(
+            "one session a side: nothing here can check that the calibration describes these "
+            "sessions, so the verdict holds only if both were taken the same way (both across "
+            "reboots, or both back to back): a calibration taken back to back and compared "
+            "across reboots called about 40% of synthetic A/A pairs")
     rule = (f"the larger of {100 * ASSUMED_SESSION_NOISE:g}% and "
             f"{ASSUMED_PER_WITHIN:g} times the runs' own spread")
     if assumed and profile is None:
@@ -613,6 +727,17 @@ def compare_sides(sides: Sequence[Sequence[Result]], given: Sequence[str] | None
     elif assumed:
         comp.warnings.append(f"the noise profile has no figure for {', '.join(assumed)} "
                              f"(values not all above 0): an assumed noise is used ({rule})")
+    for rs, s in zip(sides, out):
+        shaky = [cv for r in rs if r.finished
+                 for cv in [r.finished.summary.cv] if cv is not None and cv > UNSTABLE_CV]
+        if shaky:
+            comp.warnings.append(
+                f"{len(shaky)} session{'s' * (len(shaky) != 1)} of {s.name} "
+                f"var{'y' if len(shaky) != 1 else 'ies'} by CV "
+                f"{100 * max(shaky):.0f}% within a session (above {100 * UNSTABLE_CV:.0f}%): "
+                f"result may be unstable; quieten the machine (hotloop doctor says what it "
+                f"allows; a CPU profile that pins the workload; run --apply-system), or run "
+                f"more runs and sessions")
     for s in out:
         if s.partial:
             comp.warnings.append(f"{s.name} ({s.file}) is partial, {s.runs} runs: "
@@ -630,6 +755,23 @@ def compare_sides(sides: Sequence[Sequence[Result]], given: Sequence[str] | None
             comp.warnings.append(f"the sessions of {s.name} differ among themselves in "
                                  f"{', '.join(inside)}")
     return comp
+
+
+GATES = ("worse", "better", "change")
+
+
+def gate(comp: Comparison, fail_on: str, threshold_pct: float = 0.0) -> list[MetricDelta]:
+    """The primary-metric rows that fail `compare --fail-on`: called the way asked (after the
+    correction for the number of sides: a row's verdict is already corrected), and with a
+    change of at least `threshold_pct` either way.  Only the primary metric gates: the other
+    rows are exploratory, each with its own 5% of false positives."""
+    if fail_on not in GATES:
+        raise HotloopError(f"--fail-on {fail_on}: one of {', '.join(GATES)}")
+    want = {"worse": (Verdict.BAD,), "better": (Verdict.GOOD,),
+            "change": (Verdict.GOOD, Verdict.BAD, Verdict.UP, Verdict.DOWN)}[fail_on]
+    return [m for p in comp.pairs for m in p.metrics
+            if m.primary and m.test.verdict in want
+            and m.test.change_pct is not None and abs(m.test.change_pct) >= threshold_pct]
 
 
 def compare(rs: list[Result], batch: bool = False) -> Comparison:

@@ -32,10 +32,16 @@ from hotloop.errors import HotloopError
 from hotloop.paths import state_dir, state_dir_problem
 from hotloop.record import Header
 from hotloop.results import Result
-from hotloop.stats import MIN_RUNS, detectable_pct
+from hotloop.stats import MIN_RUNS
 
 VERSION = 2
-MIN_SESSIONS = 3                        # two sessions give one degree of freedom: no estimate
+# A calibration's session variance from 3-4 sessions is too uncertain to pool with: a
+# 4-session profile came out at 3.4e-5 against a median variance of 0.0055 and then called
+# 6 of 8 real A/A pairs, and 8.5-12% of 3-session profiles give over 20% false positives.
+# From 8 (df 7) its t quantile is within 15% of the normal one.  (The alternative, compare
+# using the planner's 90% upper bound, would widen every calibrated interval, the good ones
+# too, by 20-40%.)
+MIN_SESSIONS = 8
 MAX_SESSIONS_READ = 10_000
 ASSUMED_SESSION_COST_S = 1.5            # start-up of a session when only files were given
 MAX_SESSIONS = 50                       # beyond this, planning says "interleave instead"
@@ -67,11 +73,25 @@ class MetricNoise:
         return math.sqrt(max(0.0, self.session_var - self.median_var))
 
     def at(self, runs: float, session_var: float | None = None) -> float:
-        """tau^2 with `runs` runs a session: the runs' part goes as 1/runs, and never below
-        what a session offset of variance >= 0 allows."""
+        """tau^2 with `runs` runs a session: with fewer runs than calibrated, the runs' part
+        grows as 1/runs; with more, it stays what was measured.  Shrinking it would subtract
+        the McKean-Schrader estimate of the median variance, which has no degrees of freedom
+        to carry: calibrated at 30 runs and compared at 200, that called 9-17% of A/A pairs.
+        So a measured session variance is never reduced (Satterthwaite's alternative would
+        need the median variance's own df, which nothing gives)."""
         s2 = self.session_var if session_var is None else session_var
-        ratio = self.runs / max(runs, 1.0)
-        return max(s2 + self.median_var * (ratio - 1), s2 * min(1.0, ratio))
+        ratio = max(1.0, self.runs / max(runs, 1.0))
+        return s2 + self.median_var * (ratio - 1)
+
+    def runs_for(self, sides: Sequence[Sequence[int]]) -> float:
+        """The run count at which `at` gives the variance of the difference of the sides'
+        mean session centres, divided by sum(1/k): each session's runs' part goes as its own
+        1/n_i (capped at the runs calibrated, as `at`), so 10 runs against 200 is not 105
+        runs a side: the sum over sides of sum_i 1/n_i / k^2, over the sum of 1/k."""
+        weight = sum(1 / len(s) for s in sides)
+        inv = sum(sum(1 / min(max(n, 1), self.runs) for n in s) / len(s) ** 2
+                  for s in sides) / weight
+        return 1 / inv
 
     def upper(self, level: float = 0.9) -> float:
         """An upper `level` confidence bound of session_var (chi-square, df): a design
@@ -179,8 +199,11 @@ def load(path: Path) -> NoiseProfile:
             raise ValueError("no key")
         sessions = doc.get("sessions")
         if isinstance(sessions, bool) or not isinstance(sessions, int) \
-                or not MIN_SESSIONS <= sessions <= MAX_SESSIONS_READ:
+                or not 2 <= sessions <= MAX_SESSIONS_READ:
             raise ValueError(f"sessions {sessions!r}")
+        if sessions < MIN_SESSIONS:
+            raise ValueError(f"measured from {sessions} sessions; a calibration needs at "
+                             f"least {MIN_SESSIONS}: calibrate again")
         raw = doc.get("metrics")
         if not isinstance(raw, dict) or not raw:
             raise ValueError("no metrics")
@@ -300,7 +323,8 @@ def estimate(sessions: Sequence[Result], session_cost_s: float | None = None,
     if len(sessions) < MIN_SESSIONS:
         raise HotloopError(f"calibrate: {len(sessions)} session"
                            f"{'' if len(sessions) == 1 else 's'}; a calibration needs at least "
-                           f"{MIN_SESSIONS} (8 or more give a usable estimate)")
+                           f"{MIN_SESSIONS}: fewer give a session variance too uncertain to "
+                           f"trust")
     key = key_of(sessions[0].header)
     for r in sessions[1:]:
         other = key_of(r.header)
@@ -341,7 +365,8 @@ def estimate(sessions: Sequence[Result], session_cost_s: float | None = None,
 
 @dataclass(frozen=True)
 class Repetitions:
-    """The cheapest design a side that detects `change_pct` with power 0.8, or None."""
+    """The cheapest design a side that detects `change_pct` with at least 80% power (with
+    90% assurance: planned on the calibration's upper bound), or None."""
     change_pct: float
     sessions: int | None
     runs: int | None
@@ -352,8 +377,10 @@ def repetitions(m: MetricNoise, session_cost_s: float, run_cost_s: float, change
                 calibration_df: int) -> Repetitions:
     """Kalibera-Jones repetition counts by search: for each runs-per-session, the fewest
     sessions a side whose comparison (with this calibration pooled in, as compare does)
-    reaches 80% power; the cheapest of those.  Planned on the calibration's 90% upper bound:
-    a calibration from few sessions may have come out low."""
+    reaches 80% power (noncentral t); the cheapest of those.  Planned on the calibration's
+    90% upper bound: a calibration from few sessions may have come out low, so the design
+    has at least 80% power with 90% assurance."""
+    from hotloop.analysis.significance import detectable_pct
     best: Repetitions = Repetitions(change_pct, None, None, None)
     bound = m.upper()
     for n in RUN_CHOICES:

@@ -26,6 +26,7 @@ from hotloop.render.units import duration, si
 from hotloop.run import build, start
 from hotloop.run.remote import RemoteSession
 from hotloop.run.session import Session
+from hotloop.stats import MIN_RUNS
 from hotloop.visible import visible, visible_lines
 
 
@@ -46,17 +47,27 @@ def cmd_show(args: argparse.Namespace) -> int:
     return 0
 
 
+GATE_FAILED = 3                         # compare --fail-on: the gate found the change
+
+
 def cmd_compare(args: argparse.Namespace) -> int:
+    from hotloop.analysis import compare
     from hotloop.render import (
         compare_formats,  # scipy: only when comparing (0.8 s to import)
     )
-    if args.svg is None:
-        out = compare_formats.main_compare(args.files, args.format, args.noise)
-    else:
-        from hotloop.analysis import compare
+    if args.threshold is not None:      # before reading anything: a typo is not a pass
+        if args.fail_on is None:
+            raise HotloopError("compare: --threshold needs --fail-on (worse, better or change)")
+        if not math.isfinite(args.threshold) or args.threshold < 0:
+            raise HotloopError(f"compare: --threshold {args.threshold:g}: a change in %, 0 "
+                               f"or more")
+    if args.svg is not None:
         svg.check_target(args.svg)
-        comp = compare.load_and_compare(args.files, args.noise)
-        out = compare_formats.render(comp, args.format)
+    if args.format not in compare_formats.FORMATS:
+        raise HotloopError(f"compare: unknown format {args.format!r}")
+    comp = compare.load_and_compare(args.files, args.noise)
+    out = compare_formats.render(comp, args.format)
+    if args.svg is not None:
         h = comp.histogram
         picture = svg.coloured(visible_lines(compare_formats.render(comp, "text")))
         if h is not None and h.buckets:
@@ -70,7 +81,22 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if args.svg is not None:
         print(f"hotloop: the comparison as a picture: {visible(str(args.svg))}",
               file=sys.stderr)
-    return 0
+    if args.fail_on is None:
+        return 0
+    from hotloop.render import verdicts
+    names = {id(m): p.new.name for p in comp.pairs for m in p.metrics}
+    blind = [m for p in comp.pairs for m in p.metrics if m.primary and not m.test.verdict.judged]
+    if blind:                           # a pass the gate could not see: say so
+        print("hotloop: --fail-on: no verdict for " + "; ".join(
+            f"{names[id(m)]} ({verdicts.word(m)})" for m in blind), file=sys.stderr)
+    failed = compare.gate(comp, args.fail_on, args.threshold or 0.0)
+    if not failed:
+        return 0
+    what = "; ".join(f"{names[id(m)]} {verdicts.word(m)}: {m.metric} "
+                     f"{compare_formats.gate_text(m)}" for m in failed)
+    limit = f", beyond {args.threshold:g}%" if args.threshold else ""
+    print(f"hotloop: --fail-on {args.fail_on}{limit}: {visible(what)}", file=sys.stderr)
+    return GATE_FAILED
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -90,7 +116,11 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
                            "to read (or --list)")
     if args.sessions < noise.MIN_SESSIONS:
         raise HotloopError(f"--sessions {args.sessions}: a calibration needs at least "
-                           f"{noise.MIN_SESSIONS} sessions (8 or more give a usable estimate)")
+                           f"{noise.MIN_SESSIONS} sessions (fewer give a session variance too "
+                           f"uncertain to trust)")
+    if args.runs is not None and args.runs < MIN_RUNS:
+        raise HotloopError(f"--runs {args.runs}: a calibration session needs at least "
+                           f"{MIN_RUNS} runs")
     if not math.isfinite(args.gap) or args.gap < 0:
         raise HotloopError(f"--gap {args.gap:g}: must be 0 or more seconds")
     from hotloop.analysis import compare
@@ -104,6 +134,10 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
             raise HotloopError(f"calibrate --host {args.host} runs a plan there; result "
                                f"files are read here, without --host")
         sessions = [r for side in compare.load_sides(args.names) for r in side]
+        # a copy is the same session: 50 copies of two files are 2 sessions, not 100
+        sessions, note = compare.distinct(sessions, " ".join(args.names))
+        if note:
+            print(f"hotloop: warning: {visible(note)}", file=sys.stderr)
         profile = noise.estimate(sessions)
         print(calibration.report(profile, noise.save(profile)))
         return 0

@@ -196,6 +196,12 @@ def parser() -> argparse.ArgumentParser:
     _complete(cmp.add_argument("--svg", type=Path, metavar="OUT",
                                help="also draw the table and the histograms as an SVG picture"),
               shtab.FILE)
+    cmp.add_argument("--fail-on", choices=("worse", "better", "change"), default=None,
+                     help="a regression gate for CI: exit 3 when a side's primary metric is "
+                          "significantly worse (better, changed either way) than the "
+                          "baseline, after the correction for the number of sides")
+    cmp.add_argument("--threshold", type=float, default=None, metavar="PCT",
+                     help="with --fail-on: ignore significant changes smaller than PCT %%")
     _profiles_option(cmp)
 
     ann = sub.add_parser("annotate", help="a hot symbol's instructions from a result's kept "
@@ -212,11 +218,16 @@ def parser() -> argparse.ArgumentParser:
                                help="the running kernel's vmlinux, for kernel symbols"),
               shtab.FILE)
 
-    cal = sub.add_parser("calibrate", help="measure the session-to-session noise of a plan")
+    cal = sub.add_parser("calibrate", help="measure the session-to-session noise of a plan",
+                         description="Measure the session-to-session noise of a plan: at "
+                                     "least 8 sessions of at least 5 runs each (fewer give "
+                                     "a noise too uncertain to trust), run here or read from "
+                                     "A/A result files (each content counted once).")
     _complete(cal.add_argument("names", nargs="*", metavar="PLAN|PATH",
                                help="a plan or workload to run K sessions of, or A/A result "
                                     "files or directories to read"), _names("plan"))
-    cal.add_argument("--sessions", type=int, default=8, help="sessions to run (default 8)")
+    cal.add_argument("--sessions", type=int, default=8,
+                     help="sessions to run (default and minimum 8)")
     cal.add_argument("--gap", type=float, default=0.0, metavar="S",
                      help="seconds between sessions")
     cal.add_argument("--list", action="store_true", help="list the stored noise profiles")

@@ -105,7 +105,7 @@ class LiveRun:
             return None
         if self.noise is not None:
             return detectable_pct(self.noise.at(n), 1, self.noise.df)
-        within = self.stats.log_spread()
+        within = self.stats.robust_log_spread()     # as compare assumes it
         return detectable_pct(assumed_session_noise(within) ** 2 + median_se(s, log=True) ** 2)
 
     def runs_to_target(self) -> int | None:

@@ -27,8 +27,8 @@ def report(profile: noise.NoiseProfile, saved: Path | None) -> str:
     widths = [max(len(r[i]) for r in rows) for i in range(4)]
     lines += ["  " + "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
     name, primary = next(iter(profile.metrics.items()))
-    lines += ["", f"to detect a change of {name} across sessions (alpha 0.05, power 0.8, "
-                  f"planned on the bound), the cheapest a side:"]
+    lines += ["", f"to detect a change of {name} across sessions (alpha 0.05; at least 80% "
+                  f"power with 90% assurance: planned on the bound), the cheapest a side:"]
     for change in noise.CHANGES:
         r = noise.repetitions(primary, profile.session_cost_s, profile.run_cost_s, change,
                               primary.df)

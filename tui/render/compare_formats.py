@@ -21,7 +21,7 @@ from hotloop.analysis.compare import (
     meta_text,
     meta_warning,
 )
-from hotloop.analysis.significance import ALPHA, CONFIDENCE, MIN_ROUNDS
+from hotloop.analysis.significance import ALPHA, CONFIDENCE, MIN_ROUNDS, NOISE_CHECK_ALPHA
 from hotloop.errors import HotloopError
 from hotloop.render import verdicts
 from hotloop.render.units import bucket_labels, number, p_value, pct, plain, si
@@ -45,6 +45,11 @@ def _ci(t: Test) -> str:
     return f"[{pct(t.ci_low)}, {pct(t.ci_high)}]"
 
 
+
+
+def gate_text(m: compare.MetricDelta) -> str:
+    """A gated row in a few words: its change and interval (compare --fail-on)."""
+    return f"{pct(m.test.change_pct)} {_ci(m.test)}"
 
 
 def _direction(hib: bool | None) -> str:
@@ -83,10 +88,29 @@ PAIRED_NOTE = ("diff, change, CI and p come from the rounds, paired within each 
                "process; baseline and new are the medians of all runs")
 
 
+def _stat_notes(comp: Comparison) -> list[str]:
+    """Which rows carry the verdict and which are exploratory, and the correction for the
+    number of sides: every format says it."""
+    out = []
+    other = list(dict.fromkeys(m.metric for p in comp.pairs for m in p.metrics
+                               if not m.primary))
+    if other:
+        out.append(f"exploratory: {', '.join(other)} (not corrected for multiplicity: each "
+                   f"row alone is called in 5% of A/A comparisons; the verdict is "
+                   f"{comp.metric}'s)")
+    held = [(p.new.name, m.test) for p in comp.pairs for m in p.metrics
+            if m.primary and m.test.correction == "holm"]
+    if held:
+        out.append(f"{comp.metric} corrected for {held[0][1].family} sides (Holm), p adjusted: "
+                   + ", ".join(f"{name} {p_value(t.p_adjusted)}" for name, t in held))
+    return out
+
+
 def _notes(comp: Comparison) -> list[str]:
     """What a table alone would not say: how paired rows were computed, and what the variants
     of a batch differ in (by design: not a warning)."""
     out = [PAIRED_NOTE] if any(p.method == "paired" for p in comp.pairs) else []
+    out += _stat_notes(comp)
     if comp.batch:
         out += [f"{p.new.name} differs in: " + "; ".join(meta_text(d) for d in p.metadata)
                 for p in comp.pairs if p.metadata]
@@ -151,6 +175,8 @@ def render_text(comp: Comparison) -> str:
             lines.append(("  the variants differ in: " if comp.batch else
                           "  warning: differs in more than the kernel: ")
                          + "; ".join(meta_text(d) for d in p.metadata))
+    if _stat_notes(comp):
+        lines += [""] + [f"note: {n}" for n in _stat_notes(comp)]
     h = comp.histogram
     if h and h.buckets:
         lines += ["", f"distribution of {h.metric}"
@@ -264,7 +290,8 @@ CSV_COLUMNS = ["file", "label", "name", "partial", "metric", "unit", "higher_is_
                "n_baseline", "n_new", "baseline", "new", "diff", "change_pct", "ci_low",
                "ci_high", "p_value", "significant", "verdict", "baseline_file", "method",
                "sessions_baseline", "sessions_new", "session_noise_pct", "noise_pct",
-               "noise_source", "noise_profile", "differs"]
+               "noise_source", "noise_profile", "differs", "p_adjusted", "correction",
+               "exploratory", "noise_check"]
 CSV_SUMMARY_COLUMNS = ["file", "label", "name", "partial", "metric", "unit", "n", "median",
                        "mean", "stdev", "cv", "min", "max"]
 
@@ -294,7 +321,11 @@ def rows(comp: Comparison) -> list[dict[str, Any]]:
                         "noise_pct": _json_num(t.noise_pct), "noise_source": t.noise_source,
                         "noise_profile": comp.noise.path if comp.noise is not None
                         and t.session_noise_pct is not None else None,
-                        "differs": _differs(p) or None})
+                        "differs": _differs(p) or None,
+                        "p_adjusted": _json_num(t.p_adjusted) if m.primary else None,
+                        "correction": t.correction if m.primary else "none",
+                        "exploratory": not m.primary,
+                        "noise_check": t.noise_check})
     return out
 
 
@@ -325,6 +356,8 @@ def render_csv(comp: Comparison) -> str:
         w = csv.DictWriter(buf, CSV_COLUMNS, lineterminator="\n")
         w.writeheader()
         for r in rows(comp):
+            check = r["noise_check"]        # a cell: what was done with the calibration
+            r["noise_check"] = check["action"] if check else None
             w.writerow({k: _cell(v) for k, v in r.items()})
     return buf.getvalue()
 
@@ -365,7 +398,11 @@ def document(comp: Comparison) -> dict[str, Any]:
         "warnings": comp.warnings,
         "method": {"alpha": ALPHA, "confidence": CONFIDENCE, "min_runs": MIN_RUNS,
                    "min_rounds": MIN_ROUNDS, "methods": METHODS,
-                   "assumed_session_noise_pct": 100 * ASSUMED_SESSION_NOISE},
+                   "assumed_session_noise_pct": 100 * ASSUMED_SESSION_NOISE,
+                   "correction": "holm, the primary metric's rows across the sides; other "
+                                 "rows exploratory",
+                   "noise_check_alpha": NOISE_CHECK_ALPHA,
+                   "too_noisy_pct": compare.TOO_NOISY_PCT},
         "noise_profile": None if comp.noise is None else {
             "path": comp.noise.path, "key": comp.noise.key, "sessions": comp.noise.sessions,
             "created": comp.noise.created,

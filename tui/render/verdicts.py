@@ -33,6 +33,14 @@ def word(m: MetricDelta, short: bool = False) -> str:
         kind = "assumed" if t.noise_source == "assumed" else "session"
         width = f"±{t.half_width_pct:.1f}%" if t.half_width_pct is not None else "±?"
         return f"{kind} noise {width}" if short else f"within {kind} noise ({width})"
+    if v is Verdict.TOO_NOISY:
+        spread = f"{t.spread_pct:.0f}%" if t.spread_pct is not None else "widely"
+        return (f"too noisy: runs spread {spread}" if short else
+                f"too noisy to call: runs spread {spread}; calibrate or run more")
+    if v is Verdict.NOT_AFTER_CORRECTION:
+        p = f", p adjusted {t.p_adjusted:.3f}" if t.p_adjusted is not None else ""
+        return (f"not significant for {t.family} sides" if short else
+                f"not significant once corrected for {t.family} sides (Holm{p})")
     return FIXED[v]
 
 
