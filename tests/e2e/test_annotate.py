@@ -10,9 +10,11 @@ import gzip
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
+import zlib
 from pathlib import Path
 
 import pytest
@@ -416,3 +418,88 @@ def test_while_a_run_goes_on_perf_keeps_off_its_cpus_at_idle_priority(kept, tmp_
     assert started(set()) == {f"{os.SCHED_IDLE} {every}"}      # not pinned: idle priority
     if len(every) > 1:
         assert started({every[0]}) == {f"{os.SCHED_IDLE} {every[1:]}"}
+
+
+def _copy_result(kept: Path, copy: Path) -> Path:
+    """`kept` copied to `copy` with an empty perf directory beside it, to fill."""
+    shutil.copy(kept, copy)
+    (d := copy.with_suffix(".perf")).mkdir()
+    return d
+
+
+def _watch_tmp(proc: subprocess.Popen[str], tmp: Path, bound: int) -> int:
+    """The most `tmp` held while `proc` ran; `proc` killed once it holds more than `bound`
+    (so a failing run does not fill the disk)."""
+    peak = 0
+    while proc.poll() is None:
+        held = sum(f.stat().st_size for f in tmp.rglob("*") if f.is_file()) \
+            if tmp.exists() else 0
+        peak = max(peak, held)
+        if held > bound:
+            proc.kill()
+        time.sleep(0.01)
+    return peak
+
+
+@needs_perf
+def test_a_gzip_bomb_is_cut_off_before_it_fills_the_temporary_directory(kept, tmp_path):
+    """A kept window that expands far beyond what perf data gzips to (about 9 times) is
+    not hotloop's: its expansion stops at a multiple of its size, one line, exit 2."""
+    perf = _copy_result(kept, tmp_path / "bomb.jsonl")
+    squeeze = gzip.compress(b"\0" * (1 << 20), 9)
+    bomb = perf / "perf.data.1.gz"
+    with open(bomb, "wb") as f:              # 1 GiB of zeros in about 1 MB
+        for _ in range(1024):
+            f.write(squeeze)
+    for n in (2, 3, 4):
+        shutil.copy(bomb, perf / f"perf.data.{n}.gz")
+    limit = 64 * bomb.stat().st_size         # a generous bound on what a window may take
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    proc = subprocess.Popen([sys.executable, "-m", "hotloop", "annotate",
+                             str(tmp_path / "bomb.jsonl"), "hl_run"], text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env=dict(os.environ, PYTHONPATH=str(ROOT), TMPDIR=str(tmp)))
+    peak = _watch_tmp(proc, tmp, 4 * limit + (1 << 20))
+    err = proc.stderr.read()
+    assert peak <= 4 * limit + (1 << 20)     # at most a window's cap per perf at once
+    assert proc.returncode == 2, err
+    line, = err.splitlines()
+    assert f"{perf}/perf.data." in line and "expands beyond" in line
+    assert list(tmp.iterdir()) == []
+
+
+@needs_perf
+def test_annotate_ends_within_a_second_of_a_signal(kept, tmp_path):
+    """Windows that expand within the bound but take a while to unpack (320 MB each, 25
+    times their size): SIGTERM ends annotate within a second, every perf gone, nothing left
+    in $TMPDIR (perf data is a long run's, or a forged file's)."""
+    perf = _copy_result(kept, tmp_path / "long.jsonl")
+    pack = zlib.compressobj(1, zlib.DEFLATED, 31)           # gzip's format
+    with open(perf / "perf.data.1.gz", "wb") as f:
+        for _ in range(320 * 1024 // 30):
+            f.write(pack.compress(os.urandom(1024) + b"\0" * (29 * 1024)))
+        f.write(pack.flush())
+    for n in (2, 3, 4):
+        shutil.copy(perf / "perf.data.1.gz", perf / f"perf.data.{n}.gz")
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    proc = subprocess.Popen([sys.executable, "-m", "hotloop", "annotate",
+                             str(tmp_path / "long.jsonl"), "hl_run"], text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env=dict(os.environ, PYTHONPATH=str(ROOT), TMPDIR=str(tmp)))
+    deadline = time.monotonic() + 30
+    while not any(tmp.rglob("*-perf.data.*")):     # windows being unpacked for perf
+        assert proc.poll() is None and time.monotonic() < deadline
+        time.sleep(0.01)
+    time.sleep(0.2)
+    proc.send_signal(signal.SIGTERM)
+    sent = time.monotonic()
+    try:
+        proc.wait(timeout=30)
+    finally:
+        proc.kill()
+    took = time.monotonic() - sent
+    assert proc.returncode == 143, proc.stderr.read()
+    assert took < 1.0, f"{took:.1f} s"
+    assert list(tmp.iterdir()) == []

@@ -19,9 +19,10 @@ import itertools
 import os
 import platform
 import re
-import shutil
 import subprocess
 import tempfile
+import threading
+import zlib
 from collections import Counter
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -37,6 +38,12 @@ from hotloop.perf.probe import PERF_MISSING, find_perf
 
 ANNOTATE_TIMEOUT_S = 120.0
 PARALLEL = 4                            # perf annotate processes at once
+# perf data gzips to about a ninth of its size (kept runs here): a window that unpacks to
+# far more than its size on disk is not what hotloop kept (a gzip bomb), and is cut off
+# before it fills $TMPDIR; small windows may always take the floor
+EXPANSION = 32
+EXPANSION_FLOOR = 32 << 20
+CHUNK = 1 << 20                         # unpacked a chunk at a time: a stop is seen between
 # perf looks for a vmlinux of the running kernel in these (and /proc/kcore first)
 VMLINUX_PLACES = ("/usr/lib/debug/boot/vmlinux-{r}", "/usr/lib/debug/lib/modules/{r}/vmlinux",
                   "/boot/vmlinux-{r}", "/lib/modules/{r}/build/vmlinux",
@@ -128,6 +135,10 @@ class KernelCodeMissing(HotloopError):
     """A kernel symbol, and neither /proc/kcore nor a vmlinux to disassemble it from."""
 
 
+class _Stopped(Exception):
+    """A perf thread's work abandoned: annotate was interrupted, or another file failed."""
+
+
 @dataclass
 class _Counts:
     """One perf.data file's samples of the symbol: {(DSO path, offset in it): samples}, and
@@ -148,39 +159,77 @@ class _Perf:
         self._names = itertools.count()       # the decompressed files' (threads share it)
         # the CPUs the workload leaves free (none free: all of them, at idle priority)
         self.cpus = set(os.sched_getaffinity(0)) - background if background else None
+        self.stopped = threading.Event()
+        self._lock = threading.Lock()
+        self._procs: set[subprocess.Popen[str]] = set()
 
     @contextlib.contextmanager
     def plain(self, data: Path) -> Iterator[Path]:
         """The file perf reads: a kept one is gzipped once the run is over, and is unpacked
-        for as long as perf reads it (all of a run's at once could be gigabytes)."""
+        for as long as perf reads it (all of a run's at once could be gigabytes), up to
+        EXPANSION times its size."""
         if data.suffix != ".gz":
             yield data
             return
         plain = Path(self.tmp) / f"{next(self._names)}-{data.stem}"
         try:
             try:
+                limit = max(EXPANSION_FLOOR, EXPANSION * data.stat().st_size)
                 with gzip.open(data, "rb") as src, open(plain, "wb") as dst:
-                    shutil.copyfileobj(src, dst)
-            except (OSError, EOFError, gzip.BadGzipFile) as e:
+                    written = 0
+                    while chunk := src.read(CHUNK):
+                        self._check()
+                        written += len(chunk)
+                        if written > limit:
+                            raise HotloopError(
+                                f"{data}: expands beyond {limit >> 20} MB, {EXPANSION} times "
+                                f"its size (perf data gzips to about a ninth): not the perf "
+                                f"data hotloop kept; not unpacked further")
+                        dst.write(chunk)
+            except (OSError, EOFError, gzip.BadGzipFile, zlib.error) as e:
                 raise HotloopError(f"{data}: cannot decompress: {e}") from None
             yield plain
         finally:
             plain.unlink(missing_ok=True)
 
+    def _check(self) -> None:
+        if self.stopped.is_set():
+            raise _Stopped()
+
+    def stop(self) -> None:
+        """End every perf and unpacking under way (annotate interrupted, or failed)."""
+        self.stopped.set()
+        with self._lock:
+            for proc in self._procs:
+                with contextlib.suppress(OSError):
+                    proc.kill()
+
     def run(self, argv: list[str], data: Path) -> subprocess.CompletedProcess[str]:
         if self.vmlinux:
             argv = [*argv, "--vmlinux", self.vmlinux]
         try:
-            return subprocess.run(
-                [self.perf, *argv], capture_output=True, text=True, errors="replace",
-                timeout=ANNOTATE_TIMEOUT_S, stdin=subprocess.DEVNULL,
-                preexec_fn=child_setup(os.getpid(), self.idle, self.cpus or None))
-        except subprocess.TimeoutExpired:
-            raise HotloopError(f"{data}: perf {argv[0]} took over "
-                               f"{ANNOTATE_TIMEOUT_S:g} s") from None
+            with self._lock:
+                self._check()
+                proc = subprocess.Popen(
+                    [self.perf, *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                    text=True, errors="replace", stdin=subprocess.DEVNULL,
+                    preexec_fn=child_setup(os.getpid(), self.idle, self.cpus or None))
+                self._procs.add(proc)
         except OSError as e:            # no fork, no memory: one line, never a traceback
             raise HotloopError(f"{data}: cannot start perf {argv[0]}: "
                                f"{e.strerror or e}") from None
+        try:
+            out, err = proc.communicate(timeout=ANNOTATE_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+            raise HotloopError(f"{data}: perf {argv[0]} took over "
+                               f"{ANNOTATE_TIMEOUT_S:g} s") from None
+        finally:
+            with self._lock:
+                self._procs.discard(proc)
+        self._check()                   # killed by stop(): its output is not an answer
+        return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
     def count(self, data: Path, symbol: str, kernel: bool | None) -> _Counts:
         """The samples of `symbol` in one file, by address.  A user-space symbol is counted
@@ -286,8 +335,16 @@ def _annotate(perf: str, files: list[Path], symbol: str, vmlinux: str | None, ds
               background: set[int] | None) -> Annotation:
     with tempfile.TemporaryDirectory(prefix="hotloop-annotate-") as tmp:
         runner = _Perf(perf, tmp, vmlinux, background)
-        with ThreadPoolExecutor(PARALLEL) as pool:
+        pool = ThreadPoolExecutor(PARALLEL)
+        try:
             counted = list(pool.map(lambda f: runner.count(f, symbol, kernel), files))
+        except BaseException:
+            # a signal (KeyboardInterrupt) or a file that failed: the threads' perf and
+            # unpacking end now, not when each is done with its window
+            runner.stop()
+            raise
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
         by_dso: Counter[str] = Counter()
         for c in counted:
             for (path, _), n in c.hits.items():
