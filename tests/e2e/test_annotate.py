@@ -9,6 +9,7 @@ import asyncio
 import gzip
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -18,9 +19,10 @@ import zlib
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, hotloop
+from conftest import ROOT, hotloop, tagged_pids
 
-from hotloop.perf.annotate import kernel_code
+from hotloop.perf.annotate import kernel_code, perf_data_files
+from hotloop.perf.probe import system_wide_allowed
 
 needs_perf = pytest.mark.skipif(shutil.which("perf") is None, reason="perf not installed")
 
@@ -391,7 +393,7 @@ def test_while_a_run_goes_on_perf_keeps_off_its_cpus_at_idle_priority(kept, tmp_
     """The console's live annotation: every perf it starts runs at SCHED_IDLE on the CPUs
     the workload leaves free (a perf on PATH that notes how it was started, then is perf)."""
     from hotloop import results
-    from hotloop.perf.annotate import annotate, perf_data_files
+    from hotloop.perf.annotate import annotate
 
     log = tmp_path / "started"          # a file a perf process: they run side by side
     shim = tmp_path / "bin" / "perf"
@@ -503,3 +505,70 @@ def test_annotate_ends_within_a_second_of_a_signal(kept, tmp_path):
     assert proc.returncode == 143, proc.stderr.read()
     assert took < 1.0, f"{took:.1f} s"
     assert list(tmp.iterdir()) == []
+
+
+def _comm(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return ""
+
+
+def _beside_others(spin: Path, tmp_path: Path, cache_home: Path) -> tuple[Path, int]:
+    """A spin run with kept perf data while two other runs of spin go on, sampled with it
+    (perf samples whole CPUs): another user's (its own copy of the module, the same name
+    under another home, another build) and one of the same user's (the same copy).  The
+    result, and how many samples perf has of hl_run in this run's own process and copy."""
+    homes = [tmp_path / "other", cache_home]
+    theirs = [subprocess.Popen([sys.executable, "-m", "hotloop", "run", "spin", "--profiles",
+                                str(spin), "--runs", "100000", "--no-perf", "--out",
+                                str(tmp_path / f"theirs-{n}.jsonl")],
+                               env=dict(os.environ, PYTHONPATH=str(ROOT),
+                                        XDG_CACHE_HOME=str(home),
+                                        XDG_STATE_HOME=str(tmp_path / f"state-{n}")),
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+              for n, home in enumerate(homes)]
+    try:
+        deadline = time.monotonic() + 120
+        while len(others := {c for pid in tagged_pids() if (c := _comm(pid))
+                             .endswith("-spin")}) < 2:
+            assert time.monotonic() < deadline and all(t.poll() is None for t in theirs)
+            time.sleep(0.1)
+        mine = tmp_path / "mine.jsonl"         # longer runs: three processes share the CPUs
+        done = run_spin(spin, mine, *RUN, "--param", "turns=1000000")
+    finally:
+        for t in theirs:
+            t.kill()
+            t.wait()
+    assert done.returncode == 0, done.stderr
+    # what perf says of this run's own process and copy (the worker's comm is its own)
+    ours = str(cache_home / "hotloop" / "build")
+    counted = {"ours": 0, "theirs": 0}
+    for window in perf_data_files(mine.with_suffix(".perf")):
+        plain = tmp_path / "window.data"
+        plain.write_bytes(gzip.decompress(window.read_bytes()))
+        script = subprocess.run(["perf", "script", "-F", "comm,ip,sym,symoff,dso", "-G",
+                                 "--kallsyms", os.devnull, "-i", str(plain)],
+                                capture_output=True, text=True, timeout=60).stdout
+        for comm, dso in re.findall(r"^\s*(\S+)\s+[0-9a-f]+\s+hl_run\+0x[0-9a-f]+\s+\((.+)\)$",
+                                    script, re.M):
+            mine_ = comm not in others and dso.startswith(ours)
+            counted["ours" if mine_ else "theirs"] += 1
+    assert counted["theirs"] > 0 and counted["ours"] > 0, counted
+    return mine, counted["ours"]
+
+
+needs_whole_cpus = pytest.mark.skipif(not system_wide_allowed(),
+                                      reason="perf may not sample whole CPUs here")
+
+
+@needs_perf
+@needs_whole_cpus
+def test_a_runs_hot_symbols_are_of_its_own_process(spin, tmp_path, cache_home):
+    """The run's hot symbols count its worker's samples (perf report --comm), not those of
+    the other runs of the workload sampled with it: perf merged every process's samples of
+    a symbol into the entry of the first one sampled, then kept or dropped it whole."""
+    mine, ours = _beside_others(spin, tmp_path, cache_home)
+    hot = json.loads(hotloop("show", str(mine), "--format", "json").stdout)["hot_symbols"]
+    assert next((s["samples"] for s in hot if s["symbol"] == "hl_run"), 0) == ours
+
