@@ -61,6 +61,11 @@ class HotSymbols:
     # the whole run's: {DSO as perf names it: build id} of the binaries sampled, so a later
     # annotation knows whether the code on disk is still the code that ran
     build_ids: dict[str, str] = field(default_factory=dict, hash=False)
+    # and {path: build id} of those binaries as the workers mapped them when set up, and the
+    # workers' pids: perf samples whole CPUs, and another user's run of the same workload
+    # has its own copy of the module under the same name
+    binaries: dict[str, str] = field(default_factory=dict, hash=False)
+    pids: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -210,7 +215,8 @@ _SPECS: dict[type, dict[str, Check]] = {
     HotSymbols: {"symbols": list_of(_SYMBOL), "scope": lambda v: STRING(v) or (
                      None if v in ("window", "run", "session") else f"unknown scope {show(v)}"),
                  "window": integer(), "samples": _COUNT, "variant": STRING,
-                 "build_ids": map_of(_build_id)},
+                 "build_ids": map_of(_build_id), "binaries": map_of(_build_id),
+                 "pids": list_of(integer(1, 2**31 - 1))},
     Warning: {"message": STRING, "variant": STRING},
     Finished: {"summary": _SUMMARY, "variant": STRING, "counters": _COUNTERS},
     Failed: {"message": STRING, "run": integer(), "signal": STRING, "interrupted": BOOL,
@@ -246,6 +252,8 @@ def from_json(obj: Any) -> Event:
                                              if k in ("symbol", "dso", "percent", "kernel",
                                                       "samples")})
                                 for s in args["symbols"])
+        if "pids" in args:
+            args["pids"] = tuple(args["pids"])
     if cls is Finished and "counters" not in args and "counters" in args["summary"]:
         # files written before counters had a field of their own kept them in the summary
         args["summary"] = dict(args["summary"])

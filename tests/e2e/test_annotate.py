@@ -247,7 +247,10 @@ def _forge_build_ids(result: Path, copy: Path, forge) -> None:
     for line in result.read_text().splitlines():
         obj = json.loads(line)
         if obj.get("scope") == "session":
-            obj["build_ids"] = forge(obj["build_ids"])
+            obj["build_ids"] = ids = forge(obj["build_ids"])
+            # and the paths the worker mapped, as they would be recorded then
+            obj["binaries"] = {p: ids[os.path.basename(p)] for p in obj["binaries"]
+                               if os.path.basename(p) in ids}
         lines.append(json.dumps(obj))
     copy.write_text("\n".join(lines) + "\n")
     shutil.copytree(result.with_suffix(".perf"), copy.with_suffix(".perf"))
@@ -572,3 +575,13 @@ def test_a_runs_hot_symbols_are_of_its_own_process(spin, tmp_path, cache_home):
     hot = json.loads(hotloop("show", str(mine), "--format", "json").stdout)["hot_symbols"]
     assert next((s["samples"] for s in hot if s["symbol"] == "hl_run"), 0) == ours
 
+
+@needs_perf
+@needs_whole_cpus
+def test_another_users_copy_of_the_workload_is_not_annotated(spin, tmp_path, cache_home):
+    """annotate counts the samples of the binary this run's worker mapped when it was set
+    up, in this run's processes only: not the first DSO of the same name perf has."""
+    mine, ours = _beside_others(spin, tmp_path, cache_home)
+    annotated = hotloop("annotate", str(mine), "hl_run", "--format", "json")
+    assert annotated.returncode == 0, annotated.stderr
+    assert json.loads(annotated.stdout)["samples"] == ours

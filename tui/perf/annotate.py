@@ -120,10 +120,11 @@ def parse(text: str) -> tuple[str, list[Instruction]]:
     return dso, out
 
 
-# "    7fed744f34f7 __GI___getppid+0x7 (/usr/lib/x86_64-linux-gnu/libc.so.6)"
-_SAMPLE = re.compile(r"^\s*[0-9a-f]+\s+(.+)\+0x([0-9a-f]+)\s+\((.+)\)\s*$")
+# " 2555    7fed744f34f7 __GI___getppid+0x7 (/usr/lib/x86_64-linux-gnu/libc.so.6)": the
+# process, the address, the symbol and offset, the DSO
+_SAMPLE = re.compile(r"^\s*(\d+)\s+[0-9a-f]+\s+(.+)\+0x([0-9a-f]+)\s+\((.+)\)\s*$")
 # the same, where perf cannot name the symbol: the DSO is still known
-_UNNAMED = re.compile(r"^\s*[0-9a-f]+\s+\[unknown\]\s+\((.+)\)\s*$")
+_UNNAMED = re.compile(r"^\s*(\d+)\s+[0-9a-f]+\s+\[unknown\]\s+\((.+)\)\s*$")
 
 
 class NoSamples(HotloopError):
@@ -231,22 +232,28 @@ class _Perf:
         self._check()                   # killed by stop(): its output is not an answer
         return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
-    def count(self, data: Path, symbol: str, kernel: bool | None) -> _Counts:
-        """The samples of `symbol` in one file, by address.  A user-space symbol is counted
-        without the kernel's symbol table (/proc/kallsyms: most of perf's time per file)."""
-        argv = ["script", "-F", "ip,sym,symoff,dso", "-G"]
+    def count(self, data: Path, symbol: str, kernel: bool | None,
+              pids: frozenset[int]) -> _Counts:
+        """The samples of `symbol` in one file, by address, of the processes `pids` (all
+        when empty: the whole CPUs perf sampled may have run another user's copy of the
+        workload).  A user-space symbol is counted without the kernel's symbol table
+        (/proc/kallsyms: most of perf's time per file)."""
+        argv = ["script", "-F", "pid,ip,sym,symoff,dso", "-G"]
         if kernel is False:
             argv += ["--kallsyms", os.devnull]
         with self.plain(data) as plain:
             done = self.run([*argv, "-i", str(plain)], data)
         counts = _Counts()
         for line in done.stdout.splitlines():
+            if (m := _SAMPLE.match(line) or _UNNAMED.match(line)) and pids \
+                    and int(m.group(1)) not in pids:
+                continue
             if m := _SAMPLE.match(line):
-                counts.seen.add(m.group(3))
-                if m.group(1) == symbol:
-                    counts.hits[(m.group(3), int(m.group(2), 16))] += 1
+                counts.seen.add(m.group(4))
+                if m.group(2) == symbol:
+                    counts.hits[(m.group(4), int(m.group(3), 16))] += 1
             elif m := _UNNAMED.match(line):
-                counts.seen.add(m.group(1))
+                counts.seen.add(m.group(2))
         if done.returncode != 0 and not counts.hits:
             said = [ln.strip() for ln in done.stderr.splitlines() if ln.strip()]
             raise HotloopError(f"{data}: perf cannot read it: "
@@ -275,10 +282,12 @@ def _short(dso: str) -> str:
     return dso if dso.startswith("[") else os.path.basename(dso)
 
 
-def _check_build(dso: str, recorded: dict[str, str], vmlinux: str | None) -> None:
+def _check_build(dso: str, recorded: dict[str, str], vmlinux: str | None,
+                 binaries: dict[str, str] | None = None) -> None:
     """The binary perf would disassemble is the build the run sampled, or one line saying
-    which is not (a rebuilt library, another kernel booted since)."""
-    then = recorded.get(_short(dso))
+    which is not (a rebuilt library, another kernel booted since).  `binaries`: {path:
+    build id} as the workers mapped them, else `recorded` by perf's name of the DSO."""
+    then = (binaries or {}).get(dso) or recorded.get(_short(dso))
     if not then:
         return
     if dso.startswith("[") and dso != KERNEL_DSO:     # a module, [nf_tables]
@@ -310,6 +319,7 @@ def _check_build(dso: str, recorded: dict[str, str], vmlinux: str | None) -> Non
 
 def annotate(files: list[Path], symbol: str, vmlinux: str | None = None, *, dso: str = "",
              kernel: bool | None = None, build_ids: dict[str, str] | None = None,
+             binaries: dict[str, str] | None = None, pids: tuple[int, ...] = (),
              background: set[int] | None = None) -> Annotation:
     """The symbol's instructions with their samples summed over `files`; HotloopError (one
     line) when perf is missing, a file cannot be read, no file has samples of it, or its
@@ -317,6 +327,8 @@ def annotate(files: list[Path], symbol: str, vmlinux: str | None = None, *, dso:
 
     `dso` and `kernel` say where the run's hot symbols put it, when known: a user-space
     symbol is then counted without loading the kernel's symbols, several times faster.
+    `binaries` ({path: build id}) and `pids`, recorded when the run's workers were set up,
+    say which copy of `dso` is the run's and whose samples count: perf samples whole CPUs.
     `background`: the CPUs the running workload uses; perf then keeps off them, at idle
     priority.  Each file's samples are counted with `perf script`, and one `perf annotate`
     (of the file with most of them) gives the instructions: not one per window."""
@@ -324,20 +336,28 @@ def annotate(files: list[Path], symbol: str, vmlinux: str | None = None, *, dso:
     if perf is None:
         raise HotloopError(PERF_MISSING)
     try:
-        return _annotate(perf, files, symbol, vmlinux, dso, kernel, build_ids, background)
+        return _annotate(perf, files, symbol, vmlinux, dso, kernel, build_ids or {},
+                         binaries or {}, frozenset(pids), background)
     except OSError as e:                # no room in $TMPDIR, a file unreadable: one line
         raise HotloopError(f"annotate {symbol}: {e.strerror or e}"
                            + (f": {e.filename}" if e.filename else "")) from None
 
 
 def _annotate(perf: str, files: list[Path], symbol: str, vmlinux: str | None, dso: str,
-              kernel: bool | None, build_ids: dict[str, str] | None,
-              background: set[int] | None) -> Annotation:
+              kernel: bool | None, build_ids: dict[str, str], binaries: dict[str, str],
+              pids: frozenset[int], background: set[int] | None) -> Annotation:
+    # the run's own copy of the DSO, where the run recorded its path: another with the
+    # same name (another user's build of the same workload) is not it
+    own = {p for p in binaries if _short(p) == dso} if dso else set()
+
+    def ours(path: str) -> bool:
+        return path in own if own else not dso or _short(path) == dso
+
     with tempfile.TemporaryDirectory(prefix="hotloop-annotate-") as tmp:
         runner = _Perf(perf, tmp, vmlinux, background)
         pool = ThreadPoolExecutor(PARALLEL)
         try:
-            counted = list(pool.map(lambda f: runner.count(f, symbol, kernel), files))
+            counted = list(pool.map(lambda f: runner.count(f, symbol, kernel, pids), files))
         except BaseException:
             # a signal (KeyboardInterrupt) or a file that failed: the threads' perf and
             # unpacking end now, not when each is done with its window
@@ -348,25 +368,24 @@ def _annotate(perf: str, files: list[Path], symbol: str, vmlinux: str | None, ds
         by_dso: Counter[str] = Counter()
         for c in counted:
             for (path, _), n in c.hits.items():
-                if not dso or _short(path) == dso:  # the DSO the run's hot symbols name
+                if ours(path):          # the DSO the run's hot symbols name
                     by_dso[path] += n
         if not by_dso:
             # its binary may be gone or rebuilt (perf then names no symbol, or others there)
-            for path in sorted({p for c in counted for p in c.seen
-                                if dso and _short(p) == dso}):
+            for path in sorted({p for c in counted for p in c.seen if dso and ours(p)}):
                 if not path.startswith("[") and not os.path.exists(path):
                     raise HotloopError(f"{path} is gone, the binary the run sampled {symbol} "
                                        f"in: annotate where the run ran, or rebuild it the "
                                        f"same way")
-                _check_build(path, build_ids or {}, vmlinux)    # rebuilt, another kernel
+                _check_build(path, build_ids, vmlinux, binaries)    # rebuilt, another kernel
                 if path == KERNEL_DSO:
                     raise KernelCodeMissing(f"{symbol}: perf cannot name the kernel's "
                                             f"samples here (kptr_restrict, or no kernel "
                                             f"symbols): {KERNEL_FIXES}")
             raise NoSamples(f"no samples of {symbol} in the perf data ({len(files)} files)")
         where = by_dso.most_common(1)[0][0]
-        if build_ids:
-            _check_build(where, build_ids, vmlinux)
+        if build_ids or binaries:
+            _check_build(where, build_ids, vmlinux, binaries)
         # the file with the most samples of it: its annotation lists every instruction
         best = max(range(len(files)), key=lambda i: sum(
             n for (p, _), n in counted[i].hits.items() if p == where))

@@ -31,7 +31,7 @@ from hotloop.host.changes import (
 from hotloop.host.facts import kernel_facts
 from hotloop.host.sysfs import SystemSettingError
 from hotloop.paths import source_digest
-from hotloop.perf.buildid import build_ids, mapped_files, read_ids
+from hotloop.perf.buildid import binaries, build_ids, mapped_files, read_ids
 from hotloop.perf.probe import find_perf, recording_warnings
 from hotloop.perf.recorder import PerfRecorder, PerfResult, merge
 from hotloop.results import Writer
@@ -76,6 +76,7 @@ class Session:
         self._windows = 0                # perf windows of earlier workers, to number on
         self._perf_said: set[str] = set()
         self._mapped: dict[str, str] = {}   # {path: build id} of what the workers mapped
+        self._all_pids: list[int] = []      # every worker's and helper's, for annotate
         self._tearing_down = False       # the worker is past its last run
         self._worker: WorkerProcess | None = None
         self._stopping = False
@@ -330,7 +331,9 @@ class Session:
             return []
         events, self.counters = merge(done, self.variant, WINDOW_TOP, SESSION_TOP)
         return [dataclasses.replace(e, build_ids=build_ids(
-                    (s.dso for s in e.symbols), self._mapped))
+                    (s.dso for s in e.symbols), self._mapped),
+                    binaries=binaries((s.dso for s in e.symbols), self._mapped),
+                    pids=tuple(dict.fromkeys(self._all_pids)))
                 if isinstance(e, ev.HotSymbols) and e.scope == "session" else e
                 for e in events]
 
@@ -478,6 +481,7 @@ class Session:
                             deadline = loop.time() + rp.plan.timeout
                     case protocol.Ready():
                         self.pids = [msg.pid, *msg.pids]
+                        self._all_pids += self.pids
                         self.comm = msg.comm
                         # set up: the binaries its samples will be in, as they are now
                         mapped = {p for pid in self.pids for p in mapped_files(pid)}
