@@ -21,6 +21,7 @@ from faulty import start as _start
 from faulty import wait_for_runs as _wait_for_runs
 
 from hotloop import catalog, results
+from hotloop.render.units import si
 
 
 def one_line_exit_2(p: subprocess.CompletedProcess[str]) -> str:
@@ -254,6 +255,22 @@ def test_list_plans_says_what_a_run_takes_without_inventing_a_cost(tmp_path):
     assert "10 runs + 1 warmup: 3 variants x 11 = 33 repetitions" in out     # page-pool
     assert "30 runs + 2 warmups in each, 3 processes: 36 repetitions" in out
     assert "True" not in out and "False" not in out
+
+
+def test_list_plans_says_the_last_measured_time_of_a_repetition(tmp_path):
+    """Once a plan has run here (its newest result under results/), `list plans` says what
+    a repetition took then rather than ~?; the others keep ~?."""
+    assert hotloop("save", "tiny", "--workload", "zero_null", "--runs", "3", "--warmup", "0",
+                   "--param", "count=20000", "--no-perf").returncode == 0
+    assert "tiny" in hotloop("list", "plans").stdout
+    done = hotloop("run", "tiny", "--out", "results/t.jsonl")
+    assert done.returncode == 0, done.stderr
+    ns = sorted(r.ns for r in results.read(tmp_path / "results" / "t.jsonl").runs)[1]
+    out = hotloop("list", "plans").stdout.splitlines()
+    line = out[next(i for i, ln in enumerate(out) if ln.split()[:1] == ["tiny"]) + 1]
+    assert f"3 repetitions x ~{si(ns / 1e9, 's')} each (last measured " in line, line
+    assert "results/t.jsonl" in line
+    assert "21 repetitions x ~? each" in "\n".join(out)           # quick: never run here
 
 
 # --- 8. every run --------------------------------------------------------------------------------
