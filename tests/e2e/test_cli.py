@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import os
 import re
 import signal
@@ -362,3 +363,23 @@ def test_the_palettes_screenshot_goes_to_results_and_says_where(isolated):
             assert any(f"saved to {shot.resolve()}" in m for m in notices), notices
     assert not (isolated / "results").exists()
     asyncio.run(go())
+
+
+def test_events_into_a_closed_pipe_stop_the_run_without_a_made_up_signal(tmp_path):
+    """`hotloop run ... --format events | head -c100`: the reader goes, the next write fails
+    (EPIPE).  The run stops, its file ends failed saying the output was closed, and no
+    signal is recorded (none came: a closed pipe is not a hang-up); exit 1."""
+    out = tmp_path / "r.jsonl"
+    proc = subprocess.Popen([sys.executable, "-m", "hotloop", "run", "zero_null", "--runs",
+                             "100000", "--warmup", "0", "--no-perf", "--param", "count=2000",
+                             "--format", "events", "--out", str(out)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert proc.stdout is not None
+    assert len(proc.stdout.read(100)) == 100        # head -c100, then gone
+    proc.stdout.close()
+    _, err = proc.communicate(timeout=120)
+    last = json.loads(out.read_text().splitlines()[-1])
+    assert last["type"] == "failed" and last["interrupted"], last
+    assert last["signal"] == "" and "standard output was closed" in last["message"], last
+    assert proc.returncode == 1, err

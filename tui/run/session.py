@@ -81,6 +81,7 @@ class Session:
         self._worker: WorkerProcess | None = None
         self._stopping = False
         self.interrupted_by = ""         # the signal that cancelled the session, if one did
+        self.stopped_because = ""        # what did, when no signal (its output closed)
         # The end of the session (restore, last line) happens once, on the event loop
         # or in abandon() from another thread, whichever comes first: both hold _end,
         # and nothing is written once _over.
@@ -251,7 +252,8 @@ class Session:
             self._kill()
             for message in [*preflight.changed_during(during), *self._put_back()]:
                 note(message, quiet=True)
-            self._write(ev.Failed("interrupted", run=len(runs), signal=self.interrupted_by,
+            self._write(ev.Failed(f"interrupted: {self.stopped_because}" if self.stopped_because
+                                  else "interrupted", run=len(runs), signal=self.interrupted_by,
                                   interrupted=True, variant=v),
                         last=True, quiet=True)
             raise
