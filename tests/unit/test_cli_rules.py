@@ -153,3 +153,11 @@ def test_minus_v_is_the_version(capsys):
     with pytest.raises(SystemExit) as e:
         parser().parse_args(["-V"])
     assert e.value.code == 0 and capsys.readouterr().out == version_line() + "\n"
+
+
+@pytest.mark.parametrize("top", ["-1", "0", "x"])
+def test_annotate_top_takes_a_positive_count(top):
+    from hotloop.cli.parser import parser
+    with pytest.raises(HotloopError) as e:
+        parser().parse_args(["annotate", "r.jsonl", "--top", top])
+    assert str(e.value).startswith("annotate: argument --top: ") and "positive" in str(e.value)

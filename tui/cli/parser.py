@@ -62,6 +62,17 @@ def _profiles_option(p: argparse.ArgumentParser, dest: str = "profiles") -> None
               shtab.DIRECTORY)
 
 
+def _positive(text: str) -> int:
+    """A count of at least 1 (`--top -1` would take all but the last)."""
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return n
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:      # one line, exit 2
         raise HotloopError(f"{self.prog.removeprefix('hotloop').strip() or 'usage'}: "
@@ -235,7 +246,8 @@ def parser() -> argparse.ArgumentParser:
     _complete(ann.add_argument("what", nargs="+", metavar="FILE|SYMBOL",
                                help="one or two result files (their perf data kept), "
                                     "then the symbol"), shtab.FILE)
-    ann.add_argument("--top", type=int, metavar="N", help="annotate the N hottest symbols")
+    ann.add_argument("--top", type=_positive, metavar="N",
+                     help="annotate the N hottest symbols (N >= 1)")
     ann.add_argument("--sort", choices=("address", "share", "percent"), default="address",
                      help="address (default): the code in order; share (or percent): "
                           "hottest first")
