@@ -66,6 +66,7 @@ class HotSymbols:
     # has its own copy of the module under the same name
     binaries: dict[str, str] = field(default_factory=dict, hash=False)
     pids: tuple[int, ...] = ()
+    comms: tuple[str, ...] = ()    # the workers' names, inherited by what they fork per run
 
 
 @dataclass(frozen=True)
@@ -216,7 +217,7 @@ _SPECS: dict[type, dict[str, Check]] = {
                      None if v in ("window", "run", "session") else f"unknown scope {show(v)}"),
                  "window": integer(), "samples": _COUNT, "variant": STRING,
                  "build_ids": map_of(_build_id), "binaries": map_of(_build_id),
-                 "pids": list_of(integer(1, 2**31 - 1))},
+                 "pids": list_of(integer(1, 2**31 - 1)), "comms": list_of(STRING)},
     Warning: {"message": STRING, "variant": STRING},
     Finished: {"summary": _SUMMARY, "variant": STRING, "counters": _COUNTERS},
     Failed: {"message": STRING, "run": integer(), "signal": STRING, "interrupted": BOOL,
@@ -252,8 +253,9 @@ def from_json(obj: Any) -> Event:
                                              if k in ("symbol", "dso", "percent", "kernel",
                                                       "samples")})
                                 for s in args["symbols"])
-        if "pids" in args:
-            args["pids"] = tuple(args["pids"])
+        for key in ("pids", "comms"):
+            if key in args:
+                args[key] = tuple(args[key])
     if cls is Finished and "counters" not in args and "counters" in args["summary"]:
         # files written before counters had a field of their own kept them in the summary
         args["summary"] = dict(args["summary"])

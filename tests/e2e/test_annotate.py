@@ -585,3 +585,19 @@ def test_another_users_copy_of_the_workload_is_not_annotated(spin, tmp_path, cac
     annotated = hotloop("annotate", str(mine), "hl_run", "--format", "json")
     assert annotated.returncode == 0, annotated.stderr
     assert json.loads(annotated.stdout)["samples"] == ours
+
+
+@needs_perf
+def test_the_processes_a_worker_forks_per_run_are_the_runs_own(tmp_path):
+    """The AF_UNIX seqpacket stream test forks its reader at each run, after the worker is
+    set up: its samples are the run's (its worker's name, inherited), and annotate counts
+    them as the run's own hot symbols do."""
+    out = tmp_path / "s.jsonl"
+    done = hotloop("run", "seqpacket", "--runs", "3", "--warmup", "0", "--keep-perf",
+                   "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    hot = json.loads(hotloop("show", str(out), "--format", "json").stdout)["hot_symbols"]
+    sampled = next(s for s in hot if s["symbol"] == "read")     # libc's, in the reader
+    annotated = hotloop("annotate", str(out), "read", "--format", "json")
+    assert annotated.returncode == 0, annotated.stderr
+    assert json.loads(annotated.stdout)["samples"] == sampled["samples"]

@@ -79,7 +79,8 @@ def _annotate(res: Result, files: list[Path], symbol: str, vmlinux: str | None) 
                         build_ids=res.session_symbols.build_ids if res.session_symbols
                         else None,
                         binaries=res.session_symbols.binaries if res.session_symbols else None,
-                        pids=res.session_symbols.pids if res.session_symbols else ())
+                        pids=res.session_symbols.pids if res.session_symbols else (),
+                        comms=res.session_symbols.comms if res.session_symbols else ())
     except NoSamples:
         # the run sampled it (its hot symbols say so): perf cannot place the samples
         where = f"{hot.dso} ({hot.percent:.1f}% of the run)" if hot else "its binary"

@@ -439,7 +439,8 @@ class HotloopApp(App[None]):
         self.push_screen(AnnotationScreen(sym, perf_dir(Path(self.live.result_file)),
                                           whole_run=hot.scope == "session",
                                           build_ids=hot.build_ids, binaries=hot.binaries,
-                                          pids=hot.pids, background=background,
+                                          pids=hot.pids, comms=hot.comms,
+                                          background=background,
                                           unavailable=unavailable))
 
     def on_session_ended(self, message: SessionEnded) -> None:

@@ -120,11 +120,11 @@ def parse(text: str) -> tuple[str, list[Instruction]]:
     return dso, out
 
 
-# " 2555    7fed744f34f7 __GI___getppid+0x7 (/usr/lib/x86_64-linux-gnu/libc.so.6)": the
-# process, the address, the symbol and offset, the DSO
-_SAMPLE = re.compile(r"^\s*(\d+)\s+[0-9a-f]+\s+(.+)\+0x([0-9a-f]+)\s+\((.+)\)\s*$")
+# "hl2555-spin  2555  7fed744f34f7 __GI___getppid+0x7 (/usr/lib/x86_64-linux-gnu/libc.so.6)":
+# the process's name and pid, the address, the symbol and offset, the DSO
+_SAMPLE = re.compile(r"^\s*(.*?)\s+(\d+)\s+[0-9a-f]+\s+(.+)\+0x([0-9a-f]+)\s+\((.+)\)\s*$")
 # the same, where perf cannot name the symbol: the DSO is still known
-_UNNAMED = re.compile(r"^\s*(\d+)\s+[0-9a-f]+\s+\[unknown\]\s+\((.+)\)\s*$")
+_UNNAMED = re.compile(r"^\s*(.*?)\s+(\d+)\s+[0-9a-f]+\s+\[unknown\]\s+\((.+)\)\s*$")
 
 
 class NoSamples(HotloopError):
@@ -233,27 +233,29 @@ class _Perf:
         return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
     def count(self, data: Path, symbol: str, kernel: bool | None,
-              pids: frozenset[int]) -> _Counts:
-        """The samples of `symbol` in one file, by address, of the processes `pids` (all
-        when empty: the whole CPUs perf sampled may have run another user's copy of the
-        workload).  A user-space symbol is counted without the kernel's symbol table
+              run: tuple[frozenset[int], frozenset[str]]) -> _Counts:
+        """The samples of `symbol` in one file, by address, of the run's processes: its
+        workers' pids, or their names (inherited by what they fork per run); all when
+        neither is known (the whole CPUs perf sampled may have run another user's copy of
+        the workload).  A user-space symbol is counted without the kernel's symbol table
         (/proc/kallsyms: most of perf's time per file)."""
-        argv = ["script", "-F", "pid,ip,sym,symoff,dso", "-G"]
+        pids, comms = run
+        argv = ["script", "-F", "comm,pid,ip,sym,symoff,dso", "-G"]
         if kernel is False:
             argv += ["--kallsyms", os.devnull]
         with self.plain(data) as plain:
             done = self.run([*argv, "-i", str(plain)], data)
         counts = _Counts()
         for line in done.stdout.splitlines():
-            if (m := _SAMPLE.match(line) or _UNNAMED.match(line)) and pids \
-                    and int(m.group(1)) not in pids:
+            if (m := _SAMPLE.match(line) or _UNNAMED.match(line)) and (pids or comms) \
+                    and int(m.group(2)) not in pids and m.group(1) not in comms:
                 continue
             if m := _SAMPLE.match(line):
-                counts.seen.add(m.group(4))
-                if m.group(2) == symbol:
-                    counts.hits[(m.group(4), int(m.group(3), 16))] += 1
+                counts.seen.add(m.group(5))
+                if m.group(3) == symbol:
+                    counts.hits[(m.group(5), int(m.group(4), 16))] += 1
             elif m := _UNNAMED.match(line):
-                counts.seen.add(m.group(2))
+                counts.seen.add(m.group(3))
         if done.returncode != 0 and not counts.hits:
             said = [ln.strip() for ln in done.stderr.splitlines() if ln.strip()]
             raise HotloopError(f"{data}: perf cannot read it: "
@@ -320,15 +322,16 @@ def _check_build(dso: str, recorded: dict[str, str], vmlinux: str | None,
 def annotate(files: list[Path], symbol: str, vmlinux: str | None = None, *, dso: str = "",
              kernel: bool | None = None, build_ids: dict[str, str] | None = None,
              binaries: dict[str, str] | None = None, pids: tuple[int, ...] = (),
-             background: set[int] | None = None) -> Annotation:
+             comms: tuple[str, ...] = (), background: set[int] | None = None) -> Annotation:
     """The symbol's instructions with their samples summed over `files`; HotloopError (one
     line) when perf is missing, a file cannot be read, no file has samples of it, or its
     binary is not the build the run sampled (`build_ids`, recorded with its hot symbols).
 
     `dso` and `kernel` say where the run's hot symbols put it, when known: a user-space
     symbol is then counted without loading the kernel's symbols, several times faster.
-    `binaries` ({path: build id}) and `pids`, recorded when the run's workers were set up,
-    say which copy of `dso` is the run's and whose samples count: perf samples whole CPUs.
+    `binaries` ({path: build id}), `pids` and `comms`, recorded when the run's workers were
+    set up, say which copy of `dso` is the run's and whose samples count (perf samples
+    whole CPUs): the workers', and those of the processes they fork, named after them.
     `background`: the CPUs the running workload uses; perf then keeps off them, at idle
     priority.  Each file's samples are counted with `perf script`, and one `perf annotate`
     (of the file with most of them) gives the instructions: not one per window."""
@@ -337,7 +340,7 @@ def annotate(files: list[Path], symbol: str, vmlinux: str | None = None, *, dso:
         raise HotloopError(PERF_MISSING)
     try:
         return _annotate(perf, files, symbol, vmlinux, dso, kernel, build_ids or {},
-                         binaries or {}, frozenset(pids), background)
+                         binaries or {}, (frozenset(pids), frozenset(comms)), background)
     except OSError as e:                # no room in $TMPDIR, a file unreadable: one line
         raise HotloopError(f"annotate {symbol}: {e.strerror or e}"
                            + (f": {e.filename}" if e.filename else "")) from None
@@ -345,7 +348,8 @@ def annotate(files: list[Path], symbol: str, vmlinux: str | None = None, *, dso:
 
 def _annotate(perf: str, files: list[Path], symbol: str, vmlinux: str | None, dso: str,
               kernel: bool | None, build_ids: dict[str, str], binaries: dict[str, str],
-              pids: frozenset[int], background: set[int] | None) -> Annotation:
+              run: tuple[frozenset[int], frozenset[str]],
+              background: set[int] | None) -> Annotation:
     # the run's own copy of the DSO, where the run recorded its path: another with the
     # same name (another user's build of the same workload) is not it
     own = {p for p in binaries if _short(p) == dso} if dso else set()
@@ -357,7 +361,7 @@ def _annotate(perf: str, files: list[Path], symbol: str, vmlinux: str | None, ds
         runner = _Perf(perf, tmp, vmlinux, background)
         pool = ThreadPoolExecutor(PARALLEL)
         try:
-            counted = list(pool.map(lambda f: runner.count(f, symbol, kernel, pids), files))
+            counted = list(pool.map(lambda f: runner.count(f, symbol, kernel, run), files))
         except BaseException:
             # a signal (KeyboardInterrupt) or a file that failed: the threads' perf and
             # unpacking end now, not when each is done with its window

@@ -77,6 +77,7 @@ class Session:
         self._perf_said: set[str] = set()
         self._mapped: dict[str, str] = {}   # {path: build id} of what the workers mapped
         self._all_pids: list[int] = []      # every worker's and helper's, for annotate
+        self._comms: list[str] = []         # and their names, which what they fork inherits
         self._tearing_down = False       # the worker is past its last run
         self._worker: WorkerProcess | None = None
         self._stopping = False
@@ -335,7 +336,8 @@ class Session:
         return [dataclasses.replace(e, build_ids=build_ids(
                     (s.dso for s in e.symbols), self._mapped),
                     binaries=binaries((s.dso for s in e.symbols), self._mapped),
-                    pids=tuple(dict.fromkeys(self._all_pids)))
+                    pids=tuple(dict.fromkeys(self._all_pids)),
+                    comms=tuple(dict.fromkeys(self._comms)))
                 if isinstance(e, ev.HotSymbols) and e.scope == "session" else e
                 for e in events]
 
@@ -484,6 +486,7 @@ class Session:
                     case protocol.Ready():
                         self.pids = [msg.pid, *msg.pids]
                         self._all_pids += self.pids
+                        self._comms.append(msg.comm)
                         self.comm = msg.comm
                         # set up: the binaries its samples will be in, as they are now
                         mapped = {p for pid in self.pids for p in mapped_files(pid)}
