@@ -191,6 +191,14 @@ static inline void hl_child_init(const struct hl_env *env, int index)
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (env->worker_pid > 0 && getppid() != env->worker_pid)
         _exit(1);
+    /* The worker's handlers are Python's (SIGINT's): in a forked C child they only set a
+     * flag nothing reads, and turn the signal into a failed call (EINTR) that looks like
+     * the child's own error.  Back to the defaults; an ignored signal stays ignored. */
+    struct sigaction dfl = {.sa_handler = SIG_DFL}, old;
+    for (int sig = 1; sig < NSIG; sig++)
+        if (sigaction(sig, NULL, &old) == 0 && ((old.sa_flags & SA_SIGINFO) ||
+                (old.sa_handler != SIG_DFL && old.sa_handler != SIG_IGN)))
+            sigaction(sig, &dfl, NULL);
     hl_pin(env, index);
 }
 

@@ -111,20 +111,33 @@ int hl_run(void *state, struct hl_result *res, char *err, size_t errlen)
             break;
         }
     close(sks[0]);
-    if (werr)                       /* a datagram reader would wait for the rest forever */
-        kill(pid, SIGKILL);
 
     struct reader_report r;
-    ssize_t got = read(rep[0], &r, sizeof(r));
+    ssize_t got;
+    if (werr) {
+        /* A write fails (EPIPE, ECONNRESET) because the reader is gone: how it ended is
+         * the run's error.  One still there (a datagram reader waits for the rest) is
+         * killed. */
+        pid_t reader_pid = pid;
+        char how[128];
+        hl_reap_child(&pid, how, sizeof(how));
+        got = read(rep[0], &r, sizeof(r));
+        close(rep[0]);
+        if (got == sizeof(r) && r.err)
+            return hl_fail(err, errlen, "reader (pid %d): read: %s; then the writer's "
+                           "write: %s", reader_pid, strerror(r.err), strerror(werr));
+        return hl_fail(err, errlen, "reader (pid %d) %s%s; then the writer's write: %s",
+                       reader_pid, how, got == sizeof(r) ? " after it reported" : "",
+                       strerror(werr));
+    }
+    got = read(rep[0], &r, sizeof(r));
     close(rep[0]);
     int status;
     waitpid(pid, &status, 0);
 
-    if (werr)
-        return hl_fail(err, errlen, "write to the reader: %s", strerror(werr));
     if (WIFSIGNALED(status))
-        return hl_fail(err, errlen, "reader (pid %d) killed by signal %d", pid,
-                       WTERMSIG(status));
+        return hl_fail(err, errlen, "reader (pid %d) was killed by signal %d (%s)", pid,
+                       WTERMSIG(status), strsignal(WTERMSIG(status)));
     if (got != sizeof(r))
         return hl_fail(err, errlen, "reader (pid %d) exited with status %d before reporting",
                        pid, WEXITSTATUS(status));

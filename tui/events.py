@@ -67,6 +67,12 @@ class HotSymbols:
     # the whole run's: {DSO as perf names it: build id} of the binaries sampled, so a later
     # annotation knows whether the code on disk is still the code that ran
     build_ids: dict[str, str] = field(default_factory=dict, hash=False)
+    # and {path: build id} of those binaries as the workers mapped them when set up, and the
+    # workers' pids: perf samples whole CPUs, and another user's run of the same workload
+    # has its own copy of the module under the same name
+    binaries: dict[str, str] = field(default_factory=dict, hash=False)
+    pids: tuple[int, ...] = ()
+    comms: tuple[str, ...] = ()    # the workers' names, inherited by what they fork per run
 
 
 @dataclass(frozen=True)
@@ -215,7 +221,8 @@ _SPECS: dict[type, dict[str, Check]] = {
     HotSymbols: {"symbols": list_of(_SYMBOL), "scope": lambda v: STRING(v) or (
                      None if v in ("window", "run", "session") else f"unknown scope {show(v)}"),
                  "window": integer(), "samples": _COUNT, "variant": STRING,
-                 "build_ids": map_of(_build_id)},
+                 "build_ids": map_of(_build_id), "binaries": map_of(_build_id),
+                 "pids": list_of(integer(1, 2**31 - 1)), "comms": list_of(STRING)},
     Warning: {"message": STRING, "variant": STRING},
     Finished: {"summary": _SUMMARY, "variant": STRING, "counters": _COUNTERS},
     Failed: {"message": STRING, "run": integer(), "signal": STRING, "interrupted": BOOL,
@@ -257,6 +264,9 @@ def from_json(obj: Any) -> Event:
                                              if k in ("symbol", "dso", "percent", "kernel",
                                                       "samples")})
                                 for s in args["symbols"])
+        for key in ("pids", "comms"):
+            if key in args:
+                args[key] = tuple(args[key])
     if cls is Started:
         try:
             args["header"] = Header.from_json(args["header"])

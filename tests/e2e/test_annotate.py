@@ -9,16 +9,20 @@ import asyncio
 import gzip
 import json
 import os
+import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
+import zlib
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, hotloop
+from conftest import ROOT, hotloop, tagged_pids
 
-from hotloop.perf.annotate import kernel_code
+from hotloop.perf.annotate import kernel_code, perf_data_files
+from hotloop.perf.probe import system_wide_allowed
 
 needs_perf = pytest.mark.skipif(shutil.which("perf") is None, reason="perf not installed")
 
@@ -243,7 +247,10 @@ def _forge_build_ids(result: Path, copy: Path, forge) -> None:
     for line in result.read_text().splitlines():
         obj = json.loads(line)
         if obj.get("scope") == "session":
-            obj["build_ids"] = forge(obj["build_ids"])
+            obj["build_ids"] = ids = forge(obj["build_ids"])
+            # and the paths the worker mapped, as they would be recorded then
+            obj["binaries"] = {p: ids[os.path.basename(p)] for p in obj["binaries"]
+                               if os.path.basename(p) in ids}
         lines.append(json.dumps(obj))
     copy.write_text("\n".join(lines) + "\n")
     shutil.copytree(result.with_suffix(".perf"), copy.with_suffix(".perf"))
@@ -389,7 +396,7 @@ def test_while_a_run_goes_on_perf_keeps_off_its_cpus_at_idle_priority(kept, tmp_
     """The console's live annotation: every perf it starts runs at SCHED_IDLE on the CPUs
     the workload leaves free (a perf on PATH that notes how it was started, then is perf)."""
     from hotloop import results
-    from hotloop.perf.annotate import annotate, perf_data_files
+    from hotloop.perf.annotate import annotate
 
     log = tmp_path / "started"          # a file a perf process: they run side by side
     shim = tmp_path / "bin" / "perf"
@@ -416,3 +423,181 @@ def test_while_a_run_goes_on_perf_keeps_off_its_cpus_at_idle_priority(kept, tmp_
     assert started(set()) == {f"{os.SCHED_IDLE} {every}"}      # not pinned: idle priority
     if len(every) > 1:
         assert started({every[0]}) == {f"{os.SCHED_IDLE} {every[1:]}"}
+
+
+def _copy_result(kept: Path, copy: Path) -> Path:
+    """`kept` copied to `copy` with an empty perf directory beside it, to fill."""
+    shutil.copy(kept, copy)
+    (d := copy.with_suffix(".perf")).mkdir()
+    return d
+
+
+def _watch_tmp(proc: subprocess.Popen[str], tmp: Path, bound: int) -> int:
+    """The most `tmp` held while `proc` ran; `proc` killed once it holds more than `bound`
+    (so a failing run does not fill the disk)."""
+    peak = 0
+    while proc.poll() is None:
+        held = sum(f.stat().st_size for f in tmp.rglob("*") if f.is_file()) \
+            if tmp.exists() else 0
+        peak = max(peak, held)
+        if held > bound:
+            proc.kill()
+        time.sleep(0.01)
+    return peak
+
+
+@needs_perf
+def test_a_gzip_bomb_is_cut_off_before_it_fills_the_temporary_directory(kept, tmp_path):
+    """A kept window that expands far beyond what perf data gzips to (about 9 times) is
+    not hotloop's: its expansion stops at a multiple of its size, one line, exit 2."""
+    perf = _copy_result(kept, tmp_path / "bomb.jsonl")
+    squeeze = gzip.compress(b"\0" * (1 << 20), 9)
+    bomb = perf / "perf.data.1.gz"
+    with open(bomb, "wb") as f:              # 1 GiB of zeros in about 1 MB
+        for _ in range(1024):
+            f.write(squeeze)
+    for n in (2, 3, 4):
+        shutil.copy(bomb, perf / f"perf.data.{n}.gz")
+    limit = 64 * bomb.stat().st_size         # a generous bound on what a window may take
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    proc = subprocess.Popen([sys.executable, "-m", "hotloop", "annotate",
+                             str(tmp_path / "bomb.jsonl"), "hl_run"], text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env=dict(os.environ, PYTHONPATH=str(ROOT), TMPDIR=str(tmp)))
+    peak = _watch_tmp(proc, tmp, 4 * limit + (1 << 20))
+    err = proc.stderr.read()
+    assert peak <= 4 * limit + (1 << 20)     # at most a window's cap per perf at once
+    assert proc.returncode == 2, err
+    line, = err.splitlines()
+    assert f"{perf}/perf.data." in line and "expands beyond" in line
+    assert list(tmp.iterdir()) == []
+
+
+@needs_perf
+def test_annotate_ends_within_a_second_of_a_signal(kept, tmp_path):
+    """Windows that expand within the bound but take a while to unpack (320 MB each, 25
+    times their size): SIGTERM ends annotate within a second, every perf gone, nothing left
+    in $TMPDIR (perf data is a long run's, or a forged file's)."""
+    perf = _copy_result(kept, tmp_path / "long.jsonl")
+    pack = zlib.compressobj(1, zlib.DEFLATED, 31)           # gzip's format
+    with open(perf / "perf.data.1.gz", "wb") as f:
+        for _ in range(320 * 1024 // 30):
+            f.write(pack.compress(os.urandom(1024) + b"\0" * (29 * 1024)))
+        f.write(pack.flush())
+    for n in (2, 3, 4):
+        shutil.copy(perf / "perf.data.1.gz", perf / f"perf.data.{n}.gz")
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    proc = subprocess.Popen([sys.executable, "-m", "hotloop", "annotate",
+                             str(tmp_path / "long.jsonl"), "hl_run"], text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env=dict(os.environ, PYTHONPATH=str(ROOT), TMPDIR=str(tmp)))
+    deadline = time.monotonic() + 30
+    while not any(tmp.rglob("*-perf.data.*")):     # windows being unpacked for perf
+        assert proc.poll() is None and time.monotonic() < deadline
+        time.sleep(0.01)
+    time.sleep(0.2)
+    proc.send_signal(signal.SIGTERM)
+    sent = time.monotonic()
+    try:
+        proc.wait(timeout=30)
+    finally:
+        proc.kill()
+    took = time.monotonic() - sent
+    assert proc.returncode == 143, proc.stderr.read()
+    assert took < 1.0, f"{took:.1f} s"
+    assert list(tmp.iterdir()) == []
+
+
+def _comm(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return ""
+
+
+def _beside_others(spin: Path, tmp_path: Path, cache_home: Path) -> tuple[Path, int]:
+    """A spin run with kept perf data while two other runs of spin go on, sampled with it
+    (perf samples whole CPUs): another user's (its own copy of the module, the same name
+    under another home, another build) and one of the same user's (the same copy).  The
+    result, and how many samples perf has of hl_run in this run's own process and copy."""
+    homes = [tmp_path / "other", cache_home]
+    theirs = [subprocess.Popen([sys.executable, "-m", "hotloop", "run", "spin", "--profiles",
+                                str(spin), "--runs", "100000", "--no-perf", "--out",
+                                str(tmp_path / f"theirs-{n}.jsonl")],
+                               env=dict(os.environ, PYTHONPATH=str(ROOT),
+                                        XDG_CACHE_HOME=str(home),
+                                        XDG_STATE_HOME=str(tmp_path / f"state-{n}")),
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+              for n, home in enumerate(homes)]
+    try:
+        deadline = time.monotonic() + 120
+        while len(others := {c for pid in tagged_pids() if (c := _comm(pid))
+                             .endswith("-spin")}) < 2:
+            assert time.monotonic() < deadline and all(t.poll() is None for t in theirs)
+            time.sleep(0.1)
+        mine = tmp_path / "mine.jsonl"         # longer runs: three processes share the CPUs
+        done = run_spin(spin, mine, *RUN, "--param", "turns=1000000")
+    finally:
+        for t in theirs:
+            t.kill()
+            t.wait()
+    assert done.returncode == 0, done.stderr
+    # what perf says of this run's own process and copy (the worker's comm is its own)
+    ours = str(cache_home / "hotloop" / "build")
+    counted = {"ours": 0, "theirs": 0}
+    for window in perf_data_files(mine.with_suffix(".perf")):
+        plain = tmp_path / "window.data"
+        plain.write_bytes(gzip.decompress(window.read_bytes()))
+        script = subprocess.run(["perf", "script", "-F", "comm,ip,sym,symoff,dso", "-G",
+                                 "--kallsyms", os.devnull, "-i", str(plain)],
+                                capture_output=True, text=True, timeout=60).stdout
+        for comm, dso in re.findall(r"^\s*(\S+)\s+[0-9a-f]+\s+hl_run\+0x[0-9a-f]+\s+\((.+)\)$",
+                                    script, re.M):
+            mine_ = comm not in others and dso.startswith(ours)
+            counted["ours" if mine_ else "theirs"] += 1
+    assert counted["theirs"] > 0 and counted["ours"] > 0, counted
+    return mine, counted["ours"]
+
+
+needs_whole_cpus = pytest.mark.skipif(not system_wide_allowed(),
+                                      reason="perf may not sample whole CPUs here")
+
+
+@needs_perf
+@needs_whole_cpus
+def test_a_runs_hot_symbols_are_of_its_own_process(spin, tmp_path, cache_home):
+    """The run's hot symbols count its worker's samples (perf report --comm), not those of
+    the other runs of the workload sampled with it: perf merged every process's samples of
+    a symbol into the entry of the first one sampled, then kept or dropped it whole."""
+    mine, ours = _beside_others(spin, tmp_path, cache_home)
+    hot = json.loads(hotloop("show", str(mine), "--format", "json").stdout)["hot_symbols"]
+    assert next((s["samples"] for s in hot if s["symbol"] == "hl_run"), 0) == ours
+
+
+@needs_perf
+@needs_whole_cpus
+def test_another_users_copy_of_the_workload_is_not_annotated(spin, tmp_path, cache_home):
+    """annotate counts the samples of the binary this run's worker mapped when it was set
+    up, in this run's processes only: not the first DSO of the same name perf has."""
+    mine, ours = _beside_others(spin, tmp_path, cache_home)
+    annotated = hotloop("annotate", str(mine), "hl_run", "--format", "json")
+    assert annotated.returncode == 0, annotated.stderr
+    assert json.loads(annotated.stdout)["samples"] == ours
+
+
+@needs_perf
+def test_the_processes_a_worker_forks_per_run_are_the_runs_own(tmp_path):
+    """The AF_UNIX seqpacket stream test forks its reader at each run, after the worker is
+    set up: its samples are the run's (its worker's name, inherited), and annotate counts
+    them as the run's own hot symbols do."""
+    out = tmp_path / "s.jsonl"
+    done = hotloop("run", "seqpacket", "--runs", "3", "--warmup", "0", "--keep-perf",
+                   "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    hot = json.loads(hotloop("show", str(out), "--format", "json").stdout)["hot_symbols"]
+    sampled = next(s for s in hot if s["symbol"] == "read")     # libc's, in the reader
+    annotated = hotloop("annotate", str(out), "read", "--format", "json")
+    assert annotated.returncode == 0, annotated.stderr
+    assert json.loads(annotated.stdout)["samples"] == sampled["samples"]

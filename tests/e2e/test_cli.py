@@ -4,6 +4,7 @@ the console's screenshot.  What starts no process (typos, bad files, help, list,
 is tests/unit/test_command_line.py's."""
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -18,6 +19,7 @@ from faulty import start as _start
 from faulty import wait_for_runs as _wait_for_runs
 
 from hotloop import catalog, results
+from hotloop.render.units import si
 
 
 def one_line_exit_2(p: subprocess.CompletedProcess[str]) -> str:
@@ -205,3 +207,39 @@ def test_the_palettes_screenshot_goes_to_results_and_says_where(isolated):
             assert any(f"saved to {shot.resolve()}" in m for m in notices), notices
     assert not (isolated / "results").exists()
     asyncio.run(go())
+
+
+def test_events_into_a_closed_pipe_stop_the_run_without_a_made_up_signal(tmp_path):
+    """`hotloop run ... --format events | head -c100`: the reader goes, the next write fails
+    (EPIPE).  The run stops, its file ends failed saying the output was closed, and no
+    signal is recorded (none came: a closed pipe is not a hang-up); exit 1."""
+    out = tmp_path / "r.jsonl"
+    proc = subprocess.Popen([sys.executable, "-m", "hotloop", "run", "zero_null", "--runs",
+                             "100000", "--warmup", "0", "--no-perf", "--param", "count=2000",
+                             "--format", "events", "--out", str(out)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert proc.stdout is not None
+    assert len(proc.stdout.read(100)) == 100        # head -c100, then gone
+    proc.stdout.close()
+    _, err = proc.communicate(timeout=120)
+    last = json.loads(out.read_text().splitlines()[-1])
+    assert last["type"] == "failed" and last["interrupted"], last
+    assert last["signal"] == "" and "standard output was closed" in last["message"], last
+    assert proc.returncode == 1, err
+
+
+def test_list_plans_says_the_last_measured_time_of_a_repetition(tmp_path):
+    """Once a plan has run here (its newest result under results/), `list plans` says what
+    a repetition took then rather than ~?; the others keep ~?."""
+    assert hotloop("save", "tiny", "--workload", "zero_null", "--runs", "3", "--warmup", "0",
+                   "--param", "count=20000", "--no-perf").returncode == 0
+    assert "tiny" in hotloop("list", "plans").stdout
+    done = hotloop("run", "tiny", "--out", "results/t.jsonl")
+    assert done.returncode == 0, done.stderr
+    ns = sorted(r.ns for r in results.read(tmp_path / "results" / "t.jsonl").runs)[1]
+    out = hotloop("list", "plans").stdout.splitlines()
+    line = out[next(i for i, ln in enumerate(out) if ln.split()[:1] == ["tiny"]) + 1]
+    assert f"3 repetitions x ~{si(ns / 1e9, 's')} each (last measured " in line, line
+    assert "results/t.jsonl" in line
+    assert "21 repetitions x ~? each" in "\n".join(out)           # quick: never run here

@@ -8,6 +8,7 @@ such as \\x1b and \\n, brackets as brackets), on one line.
 from __future__ import annotations
 
 import asyncio
+import re
 from pathlib import Path
 
 import forge
@@ -171,3 +172,41 @@ def test_the_compare_screen_shows_brackets_and_escapes_from_files_as_text(isolat
             await pilot.pause(0.2)                  # drawn, and still running
             assert app.is_running
     asyncio.run(go())
+
+
+def _cells(line: str, fmt: str) -> list[str]:
+    """A md or org table row's cells: split at the bars that are not escaped."""
+    inner = line.strip()[1:-1]
+    return re.split(r"(?<!\\)\|", inner) if fmt == "md" else inner.split("|")
+
+
+def test_a_bar_in_a_label_or_name_stays_in_its_cell_and_a_newline_in_a_path_is_shown(
+        tmp_path):
+    """md and org tables: a label `stock | nosmt` or a file named with a bar is one cell
+    (escaped: `\\|` in md, `\\vert{}` in org), and a path holding a newline is shown as
+    `\\n`: every row has the header's number of cells, every line is a line of the table."""
+    import json as _json
+    good = forge.zero_null(tmp_path / "good.jsonl", forge.NS_512)
+    rows = good.read_text().splitlines()
+    head = _json.loads(rows[0])
+    head["header"]["label"] = "stock | nosmt"
+    odd = tmp_path / "new\nline | x"
+    odd.mkdir()
+    bad = odd / "a | b.jsonl"
+    bad.write_text("\n".join([_json.dumps(head), *rows[1:]]) + "\n")
+    for fmt in ("md", "org"):
+        for files in ([str(bad)], [str(good), str(bad)], [str(bad), str(good)]):
+            p = hotloop("compare", *files, "--format", fmt)
+            assert p.returncode == 0, p.stderr
+            out = p.stdout.splitlines()
+            title = out[0]
+            if files[0] == str(bad):                    # its path in the title, on one line
+                assert "new\\nline" in title, title
+            table = [ln for ln in out if ln.startswith("|") and not ln.startswith("|-")]
+            assert len(table) >= 2, p.stdout
+            width = len(_cells(table[0], fmt))
+            assert all(len(_cells(ln, fmt)) == width for ln in table), (fmt, files, table)
+            assert not any(ln.startswith(("line", "b.jsonl")) for ln in out)
+            if files[-1] == str(bad):                   # a row of the table is its
+                assert ("stock \\| nosmt" if fmt == "md" else "stock \\vert{} nosmt") \
+                    in "".join(table)

@@ -217,3 +217,24 @@ def test_a_result_directory_removed_mid_run_stops_it(prof, tmp_path, leftovers):
     assert f"{out}: cannot write the result file: it was deleted during the run" in err
     assert stdout == ""
     assert leftovers() == []                  # the worker and its children too
+
+
+def test_names_taken_at_once_are_numbered_once(tmp_path):
+    """Two sessions that name their files in the same second (the variants of a batch, two
+    runs started together), a file of that second already there: the second gets -3, not
+    -2-2 (the default name was numbered once when chosen, again when created)."""
+    d = tmp_path / "results"
+    d.mkdir()
+    now = time.time()
+    for ahead in range(10):                     # whatever second the names are taken in
+        stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(now + ahead))
+        (d / f"{stamp}-p.jsonl").write_text("")
+    first, second = results.default_path("p", d), results.default_path("p", d)
+    a, b = results.Writer(first), results.Writer(second)
+    try:
+        names = sorted([a.path.name, b.path.name])
+    finally:
+        a.discard()
+        b.discard()
+    stem = first.name.split("-p")[0] + "-p"
+    assert names == [f"{stem}-2.jsonl", f"{stem}-3.jsonl"], names

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -226,7 +227,8 @@ def _worker_child() -> int | None:
     return None
 
 
-def _kill_helper_mid_run(workload: str, *args: str) -> subprocess.CompletedProcess[str]:
+def _kill_helper_mid_run(workload: str, *args: str,
+                         sig: int = signal.SIGKILL) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     proc = subprocess.Popen([sys.executable, "-m", "hotloop", "run", workload, "--no-perf",
                              "--out", "r.jsonl", *args],
@@ -241,7 +243,8 @@ def _kill_helper_mid_run(workload: str, *args: str) -> subprocess.CompletedProce
     while time.monotonic() < deadline and proc.poll() is None and \
             '"warmup":false' not in (out.read_text() if out.exists() else ""):
         time.sleep(0.05)
-    os.kill(child, signal.SIGKILL)
+    child = _worker_child() or child            # a reader forked for each run: this one's
+    os.kill(child, sig)
     out, err = proc.communicate(timeout=120)
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
@@ -259,4 +262,20 @@ def test_pipe_child_killed_mid_run_fails_the_run(leftovers):
                              *params("round_trips=200000"))
     assert p.returncode == 1, p.stderr
     assert "echo child" in p.stderr and "killed by signal 9" in p.stderr
+    assert leftovers() == []
+
+
+@pytest.mark.parametrize("sig, said", [
+    (signal.SIGKILL, "reader (pid {}) was killed by signal 9 (Killed)"),
+    # Python's SIGINT handler, inherited by the C reader, swallowed it: the run went on
+    (signal.SIGINT, "reader (pid {}) was killed by signal 2 (Interrupt)"),
+])
+def test_seqpacket_reader_killed_mid_run_says_how_the_reader_ended(sig, said, leftovers):
+    """The AF_UNIX seqpacket stream test's reader gone mid-run: the writer's next write
+    fails (EPIPE), and the run says why the reader went, not only "Broken pipe"."""
+    p = _kill_helper_mid_run("seqpacket", "--runs", "50", "--warmup", "0",
+                             *params("msgs=30000000"), sig=sig)
+    assert p.returncode == 1, p.stderr
+    line = next(ln for ln in p.stderr.splitlines() if "reader" in ln)
+    assert re.search(re.escape(said).replace(re.escape("{}"), r"\d+"), line), line
     assert leftovers() == []

@@ -2,6 +2,7 @@
 file defines, a plan's duration line, SVG pictures, the console's screenshot."""
 from __future__ import annotations
 
+import argparse
 import xml.dom.minidom
 from pathlib import Path
 
@@ -126,3 +127,37 @@ def test_the_screenshot_goes_beside_the_results_in_a_directory_it_creates(tmp_pa
     assert save_screenshot(app, tmp_path / "file" / "results") is None   # type: ignore[arg-type]
     message, severity = app.notices[-1]
     assert severity == "error" and message.startswith("screenshot not saved:")
+
+
+def _subcommands() -> dict[str, argparse.ArgumentParser]:
+    from hotloop.cli.parser import parser
+    top = parser()
+    sub = next(a for a in top._actions if isinstance(a, argparse._SubParsersAction))
+    return dict(sub.choices)
+
+
+def test_every_subcommand_has_examples_and_every_argument_says_what_it_is():
+    """Each `hotloop COMMAND --help` ends with examples of that command, and no argument
+    is left without a line saying what it takes (hidden ones aside)."""
+    for name, sub in _subcommands().items():
+        text = sub.format_help()
+        assert "examples:" in text and f"hotloop {name}" in text.split("examples:")[1], name
+        for action in sub._actions:
+            if action.help == argparse.SUPPRESS or isinstance(action, argparse._HelpAction):
+                continue
+            assert action.help, f"hotloop {name}: {action.option_strings or action.dest}"
+
+
+def test_minus_v_is_the_version(capsys):
+    from hotloop.cli.parser import parser, version_line
+    with pytest.raises(SystemExit) as e:
+        parser().parse_args(["-V"])
+    assert e.value.code == 0 and capsys.readouterr().out == version_line() + "\n"
+
+
+@pytest.mark.parametrize("top", ["-1", "0", "x"])
+def test_annotate_top_takes_a_positive_count(top):
+    from hotloop.cli.parser import parser
+    with pytest.raises(HotloopError) as e:
+        parser().parse_args(["annotate", "r.jsonl", "--top", top])
+    assert str(e.value).startswith("annotate: argument --top: ") and "positive" in str(e.value)

@@ -126,3 +126,34 @@ def test_what_is_quoted_is_what_shlex_splits_back():
     host = Host("lab1", "lab1", hotloop="/opt/hotloop")
     inner = shlex.split(ssh_argv(host, script(host, ["a b", "c"]))[-1])
     assert inner[:2] == ["sh", "-c"] and inner[2] == """h=/opt/hotloop; exec "$h" 'a b' c"""
+
+
+@pytest.mark.parametrize("option", [
+    "ProxyCommand=nc %h %p", "ProxyCommand nc %h %p", "proxycommand=sh -c 'touch /tmp/x'",
+    "LocalCommand=touch /tmp/x", "PermitLocalCommand=yes", "KnownHostsCommand=/bin/sh -c x",
+    "Match=exec \"touch /tmp/x\"", "PKCS11Provider=/tmp/evil.so",
+    "SecurityKeyProvider=/tmp/evil.so",
+])
+def test_ssh_options_that_run_local_commands_only_from_the_users_own_directory(
+        tmp_path, monkeypatch, option):
+    """A profile may come from a shared repository (--profiles): ssh options that run a
+    command (or load a library) on this machine are refused there, in one line naming file,
+    line and key, and accepted from the user's own config directory."""
+    shared = profile_dir(tmp_path, '\n[host.lab1]\naddress = "lab1"\n'
+                                   f'ssh_options = ["ProxyJump=b", {_toml(option)}]\n')
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    with pytest.raises(HotloopError) as e:
+        catalog.load([shared])
+    message = str(e.value)
+    assert "\n" not in message
+    assert message.startswith(f"{shared / 'p.toml'}:4: [host.lab1] ssh_options: "), message
+    assert "runs a command on this machine" in message and "~/.ssh/config" in message
+    mine = tmp_path / "config" / "hotloop"
+    mine.mkdir(parents=True)
+    (mine / "hosts.toml").write_text((shared / "p.toml").read_text())
+    cat = catalog.load([])
+    assert option in cat.hosts["lab1"].ssh_options
+
+
+def _toml(s: str) -> str:
+    return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'

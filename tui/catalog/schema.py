@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from hotloop import paths
 from hotloop.catalog.model import (
     METRICS,
     RUN_LIMITS,
@@ -263,7 +264,38 @@ def _plan(where: Where, name: str, t: dict) -> Plan:
     return Plan(name=name, params=dict(t.get("params", {})), origin=str(where.path), **fields)
 
 
+# ssh options that run a command (or load a library) on this machine, as -o or in a Match:
+# a profile may come from a shared repository, so only the user's own directory may say them
+LOCAL_EXEC = {"proxycommand", "localcommand", "permitlocalcommand", "knownhostscommand",
+              "match", "pkcs11provider", "securitykeyprovider"}
+
+
+def _runs_locally(option: str) -> str | None:
+    """The key of an ssh option that runs something on this machine, else None."""
+    m = re.match(r"\s*([A-Za-z][A-Za-z0-9]*)\s*[= ]\s*(.*)", option)
+    if m is None or m.group(1).lower() not in LOCAL_EXEC:
+        return None
+    if m.group(1).lower() == "permitlocalcommand" and m.group(2).strip().lower() == "no":
+        return None
+    return m.group(1)
+
+
+def _own(path: Path) -> bool:
+    """A file in the user's own config directory (not a --profiles one, not bundled)."""
+    try:
+        return path.resolve().is_relative_to(paths.config_dir().resolve())
+    except OSError:
+        return False
+
+
 def _host(where: Where, name: str, t: dict) -> Host:
+    if not _own(where.path):
+        for option in t.get("ssh_options", ()):
+            if key := _runs_locally(option):
+                raise where.error("host", name, "ssh_options", (
+                    f"{option!r}: {key} runs a command on this machine, accepted only from "
+                    f"your own config directory ({paths.config_dir()}), not from {where.path}: "
+                    f"put it there, or in ~/.ssh/config"))
     return Host(name, t["address"], t.get("user", ""), t.get("port"), t.get("identity_file", ""),
                 t.get("ssh_config", ""), tuple(t.get("ssh_options", ())), t.get("hotloop", ""),
                 t.get("directory", ""), t.get("label", ""), t.get("summary", ""),

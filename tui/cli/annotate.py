@@ -77,7 +77,10 @@ def _annotate(res: Result, files: list[Path], symbol: str, vmlinux: str | None) 
         return annotate(files, symbol, vmlinux, dso=hot.dso if hot else "",
                         kernel=hot.kernel if hot else None,
                         build_ids=res.session_symbols.build_ids if res.session_symbols
-                        else None)
+                        else None,
+                        binaries=res.session_symbols.binaries if res.session_symbols else None,
+                        pids=res.session_symbols.pids if res.session_symbols else (),
+                        comms=res.session_symbols.comms if res.session_symbols else ())
     except NoSamples:
         # the run sampled it (its hot symbols say so): perf cannot place the samples
         where = f"{hot.dso} ({hot.percent:.1f}% of the run)" if hot else "its binary"

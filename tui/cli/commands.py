@@ -7,6 +7,7 @@ import asyncio
 import json
 import math
 import sys
+import time
 from pathlib import Path
 
 import shtab
@@ -221,10 +222,11 @@ def cmd_list(args: argparse.Namespace) -> int:
         for k in cat.kernels.values():
             print(f"  {k.name:<16} label {k.label!r:<20} {visible(k.summary)}")
     if what in (None, "plans"):
+        measured = last_measured(set(cat.plans))
         print("plans")
         for plan in cat.plans.values():
             print(f"  {plan.name:<18} {plan.workload:<12} {visible(plan.summary)}".rstrip())
-            print(f"  {'':<18} {plan_duration(plan, len(cat.variants(plan)))}")
+            print(f"  {'':<18} {plan_duration(plan, len(cat.variants(plan)), measured.get(plan.name))}")
     if what == "hosts" or what is None and cat.hosts:
         print("hosts")
         for h in cat.hosts.values():
@@ -234,10 +236,46 @@ def cmd_list(args: argparse.Namespace) -> int:
     return 0
 
 
-def plan_duration(plan: Plan, variants: int = 1) -> str:
+RECENT = 200                            # result files `list plans` looks through, newest first
+
+
+def last_measured(plans: set[str], directory: Path = Path("results")) -> dict[str, str]:
+    """{plan: "~T each (last measured DATE, FILE)"}: the median time of a repetition's
+    measured section in the newest result of each plan under `directory` (results/ here,
+    where runs write them), for those that ran here."""
+    out: dict[str, str] = {}
+    try:
+        found = sorted(((f.stat().st_mtime, f) for f in directory.rglob("*.jsonl")
+                        if f.is_file()), reverse=True)[:RECENT]
+    except OSError:
+        return out
+    for _, f in found:
+        if out.keys() >= plans:
+            break
+        try:
+            with open(f, encoding="utf-8", errors="replace") as fh:
+                first = json.loads(fh.readline(1 << 20))
+            name = first["header"]["plan"]["name"]
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        if not isinstance(name, str) or name not in plans or name in out:
+            continue
+        try:
+            runs = sorted(r.ns for r in results.read(f).runs)
+        except HotloopError:
+            continue
+        if runs:
+            when = time.strftime("%Y-%m-%d", time.localtime(f.stat().st_mtime))
+            out[name] = (f"~{si(runs[len(runs) // 2] / 1e9, 's')} each (last measured "
+                         f"{when}, {visible(str(f))})")
+    return out
+
+
+def plan_duration(plan: Plan, variants: int = 1, measured: str | None = None) -> str:
     """How long a plan takes, as far as the catalogue knows: its repetitions (runs, plus a
-    warmup in each worker process, per variant) times a cost no file records, so "~?",
-    and the bound its timeout sets.  A summary may say more ("about 10 s")."""
+    warmup in each worker process, per variant) times what one took the last time the plan
+    ran here (`measured`, from its newest result), else "~?" rather than a guess, and the
+    bound its timeout sets.  A summary may say more ("about 10 s")."""
     reps = plan.runs + plan.warmup * plan.processes
     runs = f"{'up to ' if plan.until_ci else ''}{plan.runs} run{'' if plan.runs == 1 else 's'}"
     if plan.until_ci:
@@ -248,7 +286,7 @@ def plan_duration(plan: Plan, variants: int = 1) -> str:
     procs = f", {plan.processes} processes" if plan.processes > 1 else ""
     total = reps * variants
     times = f"{variants} variants x {reps} = {total}" if variants > 1 else f"{total}"
-    return (f"{runs}{warm}{procs}: {times} repetitions x ~? each (at most "
+    return (f"{runs}{warm}{procs}: {times} repetitions x {measured or '~? each'} (at most "
             f"{duration(total * plan.timeout)} at the {plan.timeout:g} s timeout)")
 
 

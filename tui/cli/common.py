@@ -66,6 +66,24 @@ def _cancel(signum: int, task: asyncio.Task[Any], sessions: Sequence[Runnable] =
     task.cancel()
 
 
+CLOSED_OUTPUT = "its standard output was closed (EPIPE)"
+_output_closed = False
+
+
+def _cancel_closed_output(task: asyncio.Task[Any], sessions: Sequence[Runnable] = ()) -> None:
+    """The reader of standard output gone (`| head`, a remote session's connection): the
+    run stops as on a hangup, and says so; no signal came, so none is recorded."""
+    global _output_closed
+    _output_closed = True
+    for s in sessions:
+        s.interrupted_by = ""
+        if hasattr(s, "stopped_because"):
+            s.stopped_because = CLOSED_OUTPUT
+    build.CANCEL.set()
+    task.cancel()
+
+
 def interrupted_status() -> int:
-    """128 + the signal, as a shell reports it: 130 for Ctrl-C, 143 for SIGTERM."""
-    return 128 + int(_signal_received)
+    """128 + the signal, as a shell reports it: 130 for Ctrl-C, 143 for SIGTERM; 1 when
+    standard output was closed (the output could not be written)."""
+    return 1 if _output_closed else 128 + int(_signal_received)

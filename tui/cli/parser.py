@@ -63,6 +63,17 @@ def _profiles_option(p: argparse.ArgumentParser, dest: str = "profiles") -> None
               shtab.DIRECTORY)
 
 
+def _positive(text: str) -> int:
+    """A count of at least 1 (`--top -1` would take all but the last)."""
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return n
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:      # one line, exit 2
         raise HotloopError(f"{self.prog.removeprefix('hotloop').strip() or 'usage'}: "
@@ -127,6 +138,42 @@ class _Version(argparse.Action):
         parser.exit()
 
 
+# Each subcommand's --help ends with these.
+_EXAMPLES = {
+    "run": ["hotloop run quick                         the default plan",
+            "hotloop run seqpacket --runs 20 --param msg_size=64",
+            "hotloop run seqpacket --cpu same-core --cpu split --interleave   A/B",
+            "hotloop run zero_null --until-ci 0.5 --runs 500",
+            "hotloop run page-pool --host lab1 --host lab2   over SSH, then compared"],
+    "show": ["hotloop show results/FILE.jsonl           summary, histogram, hot symbols",
+             "hotloop show results/FILE.jsonl --runs    ... and every run",
+             "hotloop show results/FILE.jsonl --format csv --svg report.svg"],
+    "compare": ["hotloop compare stock.jsonl patched.jsonl",
+                "hotloop compare results/stock/ results/patched/ --format org",
+                "hotloop compare a.jsonl,b.jsonl c.jsonl --svg cmp.svg"],
+    "annotate": ["hotloop annotate results/FILE.jsonl hl_run",
+                 "hotloop annotate results/FILE.jsonl --top 5 --sort share",
+                 "hotloop annotate stock.jsonl patched.jsonl hl_run   side by side"],
+    "calibrate": ["hotloop calibrate quick --sessions 8",
+                  "hotloop calibrate results/a-a/          A/A files already run",
+                  "hotloop calibrate --list"],
+    "list": ["hotloop list                              everything",
+             "hotloop list plans                        runs, warmups, the last time taken",
+             "hotloop list hosts --profiles lab/"],
+    "doctor": ["hotloop doctor", "hotloop doctor --profiles lab/"],
+    "save": ["hotloop save mine --workload zero_null --cpu split --param count=100000",
+             "hotloop save ab --workload seqpacket --runs 30 --processes 3 --no-perf"],
+    "host": ["hotloop host check lab1", "hotloop host setup lab1"],
+    "restore": ["hotloop restore"],
+    "completion": ["source <(hotloop completion bash)",
+                   "hotloop completion zsh > ~/.zfunc/_hotloop"],
+}
+
+
+def _examples(name: str) -> str:
+    return "examples:\n" + "\n".join(f"  {e}" for e in _EXAMPLES[name])
+
+
 def version_line() -> str:
     return f"hotloop {__version__} (source {paths.source_digest()})"
 
@@ -137,12 +184,19 @@ def parser() -> argparse.ArgumentParser:
                               "With no arguments, hotloop opens the console (a terminal UI) on "
                               "the quick plan:\npress r to run it, q to quit.",
                   epilog=EXAMPLES)
-    top.add_argument("--version", action=_Version, nargs=0,
+    top.add_argument("-V", "--version", action=_Version, nargs=0,
                      help="the version, and a digest of the sources it was installed from")
     _profiles_option(top, dest="top_profiles")     # before the subcommand, or after it
     sub = top.add_subparsers(dest="command", parser_class=_Parser)
 
-    run = sub.add_parser("run", help="run plans or workloads headless")
+    def _sub(name: str, help: str,  # noqa: A002 - argparse's word
+             description: str = "") -> argparse.ArgumentParser:
+        """A subcommand whose --help says what it does first and ends with examples."""
+        return sub.add_parser(name, help=help, description=description or help,
+                              epilog=_examples(name),
+                              formatter_class=argparse.RawDescriptionHelpFormatter)
+
+    run = _sub("run", help="run plans or workloads headless")
     _complete(run.add_argument("names", nargs="+", metavar="NAME",
                                help="plan or workload name; several run as a batch and are "
                                     "compared"), _names("plan"))
@@ -173,8 +227,8 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--plan-name", help=argparse.SUPPRESS)
     _plan_options(run, several=True)
 
-    show = sub.add_parser("show", help="summary, histogram and hot symbols of a result file")
-    _complete(show.add_argument("file", type=Path), shtab.FILE)
+    show = _sub("show", help="summary, histogram and hot symbols of a result file")
+    _complete(show.add_argument("file", type=Path, help="a result file (.jsonl)"), shtab.FILE)
     show.add_argument("--format", choices=("text", "json", "csv"), default="text",
                       help="text (default), json, or csv: the runs, one row each")
     show.add_argument("--runs", action="store_true",
@@ -184,12 +238,13 @@ def parser() -> argparse.ArgumentParser:
                                      "picture"), shtab.FILE)
     _profiles_option(show)
 
-    cmp = sub.add_parser("compare", help="compare results; the first side is the baseline")
+    cmp = _sub("compare", help="compare results; the first side is the baseline")
     _complete(cmp.add_argument("files", nargs="+", metavar="SIDE",
                                help="a result file, a directory of them, or files joined by "
                                     "commas: each one side, its files that side's sessions"),
               shtab.FILE)
-    cmp.add_argument("--format", choices=("text", "md", "org", "csv", "json"), default="text")
+    cmp.add_argument("--format", choices=("text", "md", "org", "csv", "json"), default="text",
+                     help="text (default), md or org tables, csv or json")
     _complete(cmp.add_argument("--noise", type=Path, metavar="FILE",
                                help="the noise profile to use (default: the stored one that "
                                     "matches)"), shtab.FILE)
@@ -204,25 +259,27 @@ def parser() -> argparse.ArgumentParser:
                      help="with --fail-on: ignore significant changes smaller than PCT %%")
     _profiles_option(cmp)
 
-    ann = sub.add_parser("annotate", help="a hot symbol's instructions from a result's kept "
+    ann = _sub("annotate", help="a hot symbol's instructions from a result's kept "
                                           "perf data; two results side by side")
     _complete(ann.add_argument("what", nargs="+", metavar="FILE|SYMBOL",
                                help="one or two result files (their perf data kept), "
                                     "then the symbol"), shtab.FILE)
-    ann.add_argument("--top", type=int, metavar="N", help="annotate the N hottest symbols")
+    ann.add_argument("--top", type=_positive, metavar="N",
+                     help="annotate the N hottest symbols (N >= 1)")
     ann.add_argument("--sort", choices=("address", "share", "percent"), default="address",
                      help="address (default): the code in order; share (or percent): "
                           "hottest first")
-    ann.add_argument("--format", choices=("text", "json"), default="text")
+    ann.add_argument("--format", choices=("text", "json"), default="text",
+                     help="text (default) or json")
     _complete(ann.add_argument("--vmlinux", type=Path, metavar="PATH",
                                help="the running kernel's vmlinux, for kernel symbols"),
               shtab.FILE)
 
-    cal = sub.add_parser("calibrate", help="measure the session-to-session noise of a plan",
-                         description="Measure the session-to-session noise of a plan: at "
-                                     "least 8 sessions of at least 5 runs each (fewer give "
-                                     "a noise too uncertain to trust), run here or read from "
-                                     "A/A result files (each content counted once).")
+    cal = _sub("calibrate", help="measure the session-to-session noise of a plan",
+               description="Measure the session-to-session noise of a plan: at least 8 "
+                           "sessions of at least 5 runs each (fewer give a noise too uncertain "
+                           "to trust), run here or read from A/A result files (each content "
+                           "counted once).")
     _complete(cal.add_argument("names", nargs="*", metavar="PLAN|PATH",
                                help="a plan or workload to run K sessions of, or A/A result "
                                     "files or directories to read"), _names("plan"))
@@ -236,14 +293,15 @@ def parser() -> argparse.ArgumentParser:
               _names("host"))
     _plan_options(cal)
 
-    lst = sub.add_parser("list", help="list workloads, CPU and kernel profiles, plans")
-    lst.add_argument("what", nargs="?", choices=("workloads", "cpu", "kernel", "plans", "hosts"))
+    lst = _sub("list", help="list workloads, CPU and kernel profiles, plans")
+    lst.add_argument("what", nargs="?", choices=("workloads", "cpu", "kernel", "plans", "hosts"),
+                     help="what to list (default: all of it)")
     _profiles_option(lst)
 
-    doctor = sub.add_parser("doctor", help="what this machine allows")
+    doctor = _sub("doctor", help="what this machine allows")
     _profiles_option(doctor)
 
-    save = sub.add_parser("save", help="save a plan to your profile directory")
+    save = _sub("save", help="save a plan to your profile directory")
     save.add_argument("name", help="the plan's name")
     _complete(save.add_argument("--workload", required=True, help="the workload it runs"),
               _names("workload"))
@@ -262,20 +320,22 @@ def parser() -> argparse.ArgumentParser:
     save.add_argument("--force", action="store_true", help="replace a plan saved before")
     _profiles_option(save)
 
-    host = sub.add_parser("host", help="check a [host.NAME] over SSH, or install this "
+    host = _sub("host", help="check a [host.NAME] over SSH, or install this "
                                        "hotloop there")
     host.add_argument("action", choices=("check", "setup"),
                       help="check: reachable, same hotloop, what it allows; setup: install "
                            "this version there (a venv in its ~/.cache/hotloop)")
-    _complete(host.add_argument("name", metavar="NAME"), _names("host"))
+    _complete(host.add_argument("name", metavar="NAME", help="the [host.NAME] of the "
+                                                              "profiles"), _names("host"))
     _profiles_option(host)
 
-    restore = sub.add_parser("restore", help="put back system settings a killed run left")
+    restore = _sub("restore", help="put back system settings a killed run left")
     _profiles_option(restore)
 
-    comp = sub.add_parser("completion", help="print a shell completion script: "
+    comp = _sub("completion", help="print a shell completion script: "
                                              "source <(hotloop completion bash)")
-    comp.add_argument("shell", nargs="?", choices=("bash", "zsh"))
+    comp.add_argument("shell", nargs="?", choices=("bash", "zsh"),
+                      help="the shell the script is for")
     comp.add_argument("--names", choices=NAME_KINDS, help=argparse.SUPPRESS)
     _profiles_option(comp)
     return top

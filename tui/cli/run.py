@@ -31,7 +31,13 @@ from hotloop import events as ev
 from hotloop.catalog import Catalog, ParamSetting, Plan
 from hotloop.catalog.loader import did_you_mean
 from hotloop.catalog.schema import NAME
-from hotloop.cli.common import _cancel, _interrupt, _warn_skipped, interrupted_status
+from hotloop.cli.common import (
+    _cancel,
+    _cancel_closed_output,
+    _interrupt,
+    _warn_skipped,
+    interrupted_status,
+)
 from hotloop.errors import HotloopError, RunFailed
 from hotloop.render import report
 from hotloop.render.units import si
@@ -170,6 +176,14 @@ async def _run_sessions(sessions: Sequence[Runnable], fmt: str, interleaved: boo
     signals = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
     for sig in signals:
         loop.add_signal_handler(sig, _cancel, sig, main, sessions)
+    global _closed_output
+    if control == "stdin":
+        # a remote session: its stdout closed is the connection gone, a hangup
+        _closed_output = lambda: loop.call_soon(_cancel, signal.SIGHUP, main,  # noqa: E731
+                                                sessions)
+    else:
+        _closed_output = lambda: loop.call_soon(_cancel_closed_output, main,  # noqa: E731
+                                                sessions)
     if control == "stdin":
         _follow_stdin(loop, main, sessions)
     try:
@@ -183,6 +197,7 @@ async def _run_sessions(sessions: Sequence[Runnable], fmt: str, interleaved: boo
             signal.signal(sig, _interrupt)
         if control == "stdin":
             loop.remove_reader(sys.stdin.fileno())
+        _closed_output = None
 
 
 def _follow_stdin(loop: asyncio.AbstractEventLoop, main: asyncio.Task[Any],
@@ -207,6 +222,9 @@ def _follow_stdin(loop: asyncio.AbstractEventLoop, main: asyncio.Task[Any],
     loop.add_reader(fd, readable)
 
 
+_closed_output: Callable[[], Any] | None = None     # the run's stop when stdout is closed
+
+
 def emit(event: ev.Event) -> None:
     """--format events: each line of the result file on stdout too, as it is written (the
     lines a cancel leaves included: a remote session's restore, its "interrupted")."""
@@ -214,10 +232,12 @@ def emit(event: ev.Event) -> None:
         sys.stdout.write(encode_line(event))
         sys.stdout.flush()
     except OSError:
-        # The reader is gone (the connection of a remote session): a hangup, so the run
-        # stops as it does on one; what comes after goes nowhere.
+        # The reader is gone (`| head`, the connection of a remote session): the run stops
+        # as on a hangup, and its last line says why (EPIPE, not a signal); what comes
+        # after goes nowhere.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        os.kill(os.getpid(), signal.SIGHUP)
+        if _closed_output is not None:
+            _closed_output()
 
 
 async def _drive(sessions: Sequence[Runnable], fmt: str, interleaved: bool, gap: float,

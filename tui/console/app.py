@@ -439,7 +439,9 @@ class HotloopApp(App[None]):
             and self.live.running else None
         self.push_screen(AnnotationScreen(sym, perf_dir(Path(self.live.result_file)),
                                           whole_run=hot.scope == "session",
-                                          build_ids=hot.build_ids, background=background,
+                                          build_ids=hot.build_ids, binaries=hot.binaries,
+                                          pids=hot.pids, comms=hot.comms,
+                                          background=background,
                                           unavailable=unavailable))
 
     def on_session_ended(self, message: SessionEnded) -> None:

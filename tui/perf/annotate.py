@@ -19,9 +19,10 @@ import itertools
 import os
 import platform
 import re
-import shutil
 import subprocess
 import tempfile
+import threading
+import zlib
 from collections import Counter
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -37,6 +38,12 @@ from hotloop.perf.probe import PERF_MISSING, find_perf
 
 ANNOTATE_TIMEOUT_S = 120.0
 PARALLEL = 4                            # perf annotate processes at once
+# perf data gzips to about a ninth of its size (kept runs here): a window that unpacks to
+# far more than its size on disk is not what hotloop kept (a gzip bomb), and is cut off
+# before it fills $TMPDIR; small windows may always take the floor
+EXPANSION = 32
+EXPANSION_FLOOR = 32 << 20
+CHUNK = 1 << 20                         # unpacked a chunk at a time: a stop is seen between
 # perf looks for a vmlinux of the running kernel in these (and /proc/kcore first)
 VMLINUX_PLACES = ("/usr/lib/debug/boot/vmlinux-{r}", "/usr/lib/debug/lib/modules/{r}/vmlinux",
                   "/boot/vmlinux-{r}", "/lib/modules/{r}/build/vmlinux",
@@ -113,10 +120,11 @@ def parse(text: str) -> tuple[str, list[Instruction]]:
     return dso, out
 
 
-# "    7fed744f34f7 __GI___getppid+0x7 (/usr/lib/x86_64-linux-gnu/libc.so.6)"
-_SAMPLE = re.compile(r"^\s*[0-9a-f]+\s+(.+)\+0x([0-9a-f]+)\s+\((.+)\)\s*$")
+# "hl2555-spin  2555  7fed744f34f7 __GI___getppid+0x7 (/usr/lib/x86_64-linux-gnu/libc.so.6)":
+# the process's name and pid, the address, the symbol and offset, the DSO
+_SAMPLE = re.compile(r"^\s*(.*?)\s+(\d+)\s+[0-9a-f]+\s+(.+)\+0x([0-9a-f]+)\s+\((.+)\)\s*$")
 # the same, where perf cannot name the symbol: the DSO is still known
-_UNNAMED = re.compile(r"^\s*[0-9a-f]+\s+\[unknown\]\s+\((.+)\)\s*$")
+_UNNAMED = re.compile(r"^\s*(.*?)\s+(\d+)\s+[0-9a-f]+\s+\[unknown\]\s+\((.+)\)\s*$")
 
 
 class NoSamples(HotloopError):
@@ -126,6 +134,10 @@ class NoSamples(HotloopError):
 
 class KernelCodeMissing(HotloopError):
     """A kernel symbol, and neither /proc/kcore nor a vmlinux to disassemble it from."""
+
+
+class _Stopped(Exception):
+    """A perf thread's work abandoned: annotate was interrupted, or another file failed."""
 
 
 @dataclass
@@ -148,56 +160,102 @@ class _Perf:
         self._names = itertools.count()       # the decompressed files' (threads share it)
         # the CPUs the workload leaves free (none free: all of them, at idle priority)
         self.cpus = set(os.sched_getaffinity(0)) - background if background else None
+        self.stopped = threading.Event()
+        self._lock = threading.Lock()
+        self._procs: set[subprocess.Popen[str]] = set()
 
     @contextlib.contextmanager
     def plain(self, data: Path) -> Iterator[Path]:
         """The file perf reads: a kept one is gzipped once the run is over, and is unpacked
-        for as long as perf reads it (all of a run's at once could be gigabytes)."""
+        for as long as perf reads it (all of a run's at once could be gigabytes), up to
+        EXPANSION times its size."""
         if data.suffix != ".gz":
             yield data
             return
         plain = Path(self.tmp) / f"{next(self._names)}-{data.stem}"
         try:
             try:
+                limit = max(EXPANSION_FLOOR, EXPANSION * data.stat().st_size)
                 with gzip.open(data, "rb") as src, open(plain, "wb") as dst:
-                    shutil.copyfileobj(src, dst)
-            except (OSError, EOFError, gzip.BadGzipFile) as e:
+                    written = 0
+                    while chunk := src.read(CHUNK):
+                        self._check()
+                        written += len(chunk)
+                        if written > limit:
+                            raise HotloopError(
+                                f"{data}: expands beyond {limit >> 20} MB, {EXPANSION} times "
+                                f"its size (perf data gzips to about a ninth): not the perf "
+                                f"data hotloop kept; not unpacked further")
+                        dst.write(chunk)
+            except (OSError, EOFError, gzip.BadGzipFile, zlib.error) as e:
                 raise HotloopError(f"{data}: cannot decompress: {e}") from None
             yield plain
         finally:
             plain.unlink(missing_ok=True)
 
+    def _check(self) -> None:
+        if self.stopped.is_set():
+            raise _Stopped()
+
+    def stop(self) -> None:
+        """End every perf and unpacking under way (annotate interrupted, or failed)."""
+        self.stopped.set()
+        with self._lock:
+            for proc in self._procs:
+                with contextlib.suppress(OSError):
+                    proc.kill()
+
     def run(self, argv: list[str], data: Path) -> subprocess.CompletedProcess[str]:
         if self.vmlinux:
             argv = [*argv, "--vmlinux", self.vmlinux]
         try:
-            return subprocess.run(
-                [self.perf, *argv], capture_output=True, text=True, errors="replace",
-                timeout=ANNOTATE_TIMEOUT_S, stdin=subprocess.DEVNULL,
-                preexec_fn=child_setup(os.getpid(), self.idle, self.cpus or None))
-        except subprocess.TimeoutExpired:
-            raise HotloopError(f"{data}: perf {argv[0]} took over "
-                               f"{ANNOTATE_TIMEOUT_S:g} s") from None
+            with self._lock:
+                self._check()
+                proc = subprocess.Popen(
+                    [self.perf, *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                    text=True, errors="replace", stdin=subprocess.DEVNULL,
+                    preexec_fn=child_setup(os.getpid(), self.idle, self.cpus or None))
+                self._procs.add(proc)
         except OSError as e:            # no fork, no memory: one line, never a traceback
             raise HotloopError(f"{data}: cannot start perf {argv[0]}: "
                                f"{e.strerror or e}") from None
+        try:
+            out, err = proc.communicate(timeout=ANNOTATE_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+            raise HotloopError(f"{data}: perf {argv[0]} took over "
+                               f"{ANNOTATE_TIMEOUT_S:g} s") from None
+        finally:
+            with self._lock:
+                self._procs.discard(proc)
+        self._check()                   # killed by stop(): its output is not an answer
+        return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
-    def count(self, data: Path, symbol: str, kernel: bool | None) -> _Counts:
-        """The samples of `symbol` in one file, by address.  A user-space symbol is counted
-        without the kernel's symbol table (/proc/kallsyms: most of perf's time per file)."""
-        argv = ["script", "-F", "ip,sym,symoff,dso", "-G"]
+    def count(self, data: Path, symbol: str, kernel: bool | None,
+              run: tuple[frozenset[int], frozenset[str]]) -> _Counts:
+        """The samples of `symbol` in one file, by address, of the run's processes: its
+        workers' pids, or their names (inherited by what they fork per run); all when
+        neither is known (the whole CPUs perf sampled may have run another user's copy of
+        the workload).  A user-space symbol is counted without the kernel's symbol table
+        (/proc/kallsyms: most of perf's time per file)."""
+        pids, comms = run
+        argv = ["script", "-F", "comm,pid,ip,sym,symoff,dso", "-G"]
         if kernel is False:
             argv += ["--kallsyms", os.devnull]
         with self.plain(data) as plain:
             done = self.run([*argv, "-i", str(plain)], data)
         counts = _Counts()
         for line in done.stdout.splitlines():
+            if (m := _SAMPLE.match(line) or _UNNAMED.match(line)) and (pids or comms) \
+                    and int(m.group(2)) not in pids and m.group(1) not in comms:
+                continue
             if m := _SAMPLE.match(line):
-                counts.seen.add(m.group(3))
-                if m.group(1) == symbol:
-                    counts.hits[(m.group(3), int(m.group(2), 16))] += 1
+                counts.seen.add(m.group(5))
+                if m.group(3) == symbol:
+                    counts.hits[(m.group(5), int(m.group(4), 16))] += 1
             elif m := _UNNAMED.match(line):
-                counts.seen.add(m.group(1))
+                counts.seen.add(m.group(3))
         if done.returncode != 0 and not counts.hits:
             said = [ln.strip() for ln in done.stderr.splitlines() if ln.strip()]
             raise HotloopError(f"{data}: perf cannot read it: "
@@ -226,10 +284,12 @@ def _short(dso: str) -> str:
     return dso if dso.startswith("[") else os.path.basename(dso)
 
 
-def _check_build(dso: str, recorded: dict[str, str], vmlinux: str | None) -> None:
+def _check_build(dso: str, recorded: dict[str, str], vmlinux: str | None,
+                 binaries: dict[str, str] | None = None) -> None:
     """The binary perf would disassemble is the build the run sampled, or one line saying
-    which is not (a rebuilt library, another kernel booted since)."""
-    then = recorded.get(_short(dso))
+    which is not (a rebuilt library, another kernel booted since).  `binaries`: {path:
+    build id} as the workers mapped them, else `recorded` by perf's name of the DSO."""
+    then = (binaries or {}).get(dso) or recorded.get(_short(dso))
     if not then:
         return
     if dso.startswith("[") and dso != KERNEL_DSO:     # a module, [nf_tables]
@@ -261,13 +321,17 @@ def _check_build(dso: str, recorded: dict[str, str], vmlinux: str | None) -> Non
 
 def annotate(files: list[Path], symbol: str, vmlinux: str | None = None, *, dso: str = "",
              kernel: bool | None = None, build_ids: dict[str, str] | None = None,
-             background: set[int] | None = None) -> Annotation:
+             binaries: dict[str, str] | None = None, pids: tuple[int, ...] = (),
+             comms: tuple[str, ...] = (), background: set[int] | None = None) -> Annotation:
     """The symbol's instructions with their samples summed over `files`; HotloopError (one
     line) when perf is missing, a file cannot be read, no file has samples of it, or its
     binary is not the build the run sampled (`build_ids`, recorded with its hot symbols).
 
     `dso` and `kernel` say where the run's hot symbols put it, when known: a user-space
     symbol is then counted without loading the kernel's symbols, several times faster.
+    `binaries` ({path: build id}), `pids` and `comms`, recorded when the run's workers were
+    set up, say which copy of `dso` is the run's and whose samples count (perf samples
+    whole CPUs): the workers', and those of the processes they fork, named after them.
     `background`: the CPUs the running workload uses; perf then keeps off them, at idle
     priority.  Each file's samples are counted with `perf script`, and one `perf annotate`
     (of the file with most of them) gives the instructions: not one per window."""
@@ -275,41 +339,57 @@ def annotate(files: list[Path], symbol: str, vmlinux: str | None = None, *, dso:
     if perf is None:
         raise HotloopError(PERF_MISSING)
     try:
-        return _annotate(perf, files, symbol, vmlinux, dso, kernel, build_ids, background)
+        return _annotate(perf, files, symbol, vmlinux, dso, kernel, build_ids or {},
+                         binaries or {}, (frozenset(pids), frozenset(comms)), background)
     except OSError as e:                # no room in $TMPDIR, a file unreadable: one line
         raise HotloopError(f"annotate {symbol}: {e.strerror or e}"
                            + (f": {e.filename}" if e.filename else "")) from None
 
 
 def _annotate(perf: str, files: list[Path], symbol: str, vmlinux: str | None, dso: str,
-              kernel: bool | None, build_ids: dict[str, str] | None,
+              kernel: bool | None, build_ids: dict[str, str], binaries: dict[str, str],
+              run: tuple[frozenset[int], frozenset[str]],
               background: set[int] | None) -> Annotation:
+    # the run's own copy of the DSO, where the run recorded its path: another with the
+    # same name (another user's build of the same workload) is not it
+    own = {p for p in binaries if _short(p) == dso} if dso else set()
+
+    def ours(path: str) -> bool:
+        return path in own if own else not dso or _short(path) == dso
+
     with tempfile.TemporaryDirectory(prefix="hotloop-annotate-") as tmp:
         runner = _Perf(perf, tmp, vmlinux, background)
-        with ThreadPoolExecutor(PARALLEL) as pool:
-            counted = list(pool.map(lambda f: runner.count(f, symbol, kernel), files))
+        pool = ThreadPoolExecutor(PARALLEL)
+        try:
+            counted = list(pool.map(lambda f: runner.count(f, symbol, kernel, run), files))
+        except BaseException:
+            # a signal (KeyboardInterrupt) or a file that failed: the threads' perf and
+            # unpacking end now, not when each is done with its window
+            runner.stop()
+            raise
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
         by_dso: Counter[str] = Counter()
         for c in counted:
             for (path, _), n in c.hits.items():
-                if not dso or _short(path) == dso:  # the DSO the run's hot symbols name
+                if ours(path):          # the DSO the run's hot symbols name
                     by_dso[path] += n
         if not by_dso:
             # its binary may be gone or rebuilt (perf then names no symbol, or others there)
-            for path in sorted({p for c in counted for p in c.seen
-                                if dso and _short(p) == dso}):
+            for path in sorted({p for c in counted for p in c.seen if dso and ours(p)}):
                 if not path.startswith("[") and not os.path.exists(path):
                     raise HotloopError(f"{path} is gone, the binary the run sampled {symbol} "
                                        f"in: annotate where the run ran, or rebuild it the "
                                        f"same way")
-                _check_build(path, build_ids or {}, vmlinux)    # rebuilt, another kernel
+                _check_build(path, build_ids, vmlinux, binaries)    # rebuilt, another kernel
                 if path == KERNEL_DSO:
                     raise KernelCodeMissing(f"{symbol}: perf cannot name the kernel's "
                                             f"samples here (kptr_restrict, or no kernel "
                                             f"symbols): {KERNEL_FIXES}")
             raise NoSamples(f"no samples of {symbol} in the perf data ({len(files)} files)")
         where = by_dso.most_common(1)[0][0]
-        if build_ids:
-            _check_build(where, build_ids, vmlinux)
+        if build_ids or binaries:
+            _check_build(where, build_ids, vmlinux, binaries)
         # the file with the most samples of it: its annotation lists every instruction
         best = max(range(len(files)), key=lambda i: sum(
             n for (p, _), n in counted[i].hits.items() if p == where))

@@ -138,3 +138,10 @@ def build_ids(dsos: Iterable[str], mapped: Mapping[str, str]) -> dict[str, str]:
         if found:
             out[dso] = found
     return out
+
+
+def binaries(dsos: Iterable[str], mapped: Mapping[str, str]) -> dict[str, str]:
+    """{path: build id} of the mapped files perf names among `dsos` (by base name): which
+    copy of a binary the run sampled, where several have the same name."""
+    names = set(dsos)
+    return {p: i for p, i in sorted(mapped.items()) if os.path.basename(p) in names}

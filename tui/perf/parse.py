@@ -139,8 +139,13 @@ def report_argv(perf: str, path: str, comm: str | None = None) -> list[str]:
     """The `perf report` command `parse_report` is built for; `comm` keeps only the
     samples of processes with that name (system-wide recordings), in % of those."""
     only = ["--comm", comm, "--percentage", "relative"] if comm else []
+    # with --comm, comm is a sort key too: otherwise perf files every process's samples of
+    # a symbol under the first process sampled in it, and keeps or drops them all by that
+    # one's comm (another run of the same workload on the CPUs: its counts, or none).  perf
+    # leaves the column out when one comm is kept.
+    keys = "comm,dso,sym" if comm else "dso,sym"
     return [perf, "report", "-i", path, "--stdio", "--no-children", "-g", "none",
-            "--sort", "dso,sym", "-F", "overhead,sample,dso,sym",
+            "--sort", keys, "-F", "overhead,sample," + keys,
             f"--field-separator={SEP}", "--percent-limit", "0", *only]
 
 

@@ -33,6 +33,15 @@ FORMATS = ("text", "md", "org", "csv", "json")
 
 # --------------------------------------------------------------------------- rendering helpers
 
+def _md(text: str) -> str:
+    """Text from a file in a md table or line: one line, a bar its own (not a new cell)."""
+    return visible(text).replace("|", "\\|")
+
+
+def _org(text: str) -> str:
+    """The same for org, whose cells cannot escape a bar but take the entity \\vert{}."""
+    return visible(text).replace("|", "\\vert{}")
+
 
 
 
@@ -64,7 +73,7 @@ def _runs_text(s: Side) -> str:
 def _side_line(s: Side, baseline: bool) -> str:
     tag = "baseline" if baseline else f"[{s.index}]"
     line = (f"  {tag:<8}  {s.name}  label {s.label or '-'}  kernel {s.kernel}  "
-            f"{_runs_text(s)}  {s.file}")
+            f"{_runs_text(s)}  {visible(s.file)}")
     return line + ("  PARTIAL" if s.partial else "")
 
 
@@ -207,15 +216,16 @@ def _result_cell(s: Side) -> str:
 
 
 def render_md(comp: Comparison) -> str:
-    lines = [f"**{comp.workload}** {comp.metric} ({_direction(comp.higher_is_better)}); "
-             f"baseline: `{comp.baseline.name}` ({comp.baseline.file})", ""]
+    lines = [f"**{_md(comp.workload)}** {_md(comp.metric)} "
+             f"({_direction(comp.higher_is_better)}); "
+             f"baseline: `{_md(comp.baseline.name)}` ({_md(comp.baseline.file)})", ""]
     if comp.single:
         s = comp.baseline.summary
         lines += ["| result | n | median | mean | stdev | CV | min | max |",
                   "|---|---:|---:|---:|---:|---:|---:|---:|"]
         if s:
             u = comp.unit
-            lines.append(f"| {_result_cell(comp.baseline)} | {s.n} | {si(s.median, u)} | "
+            lines.append(f"| {_md(_result_cell(comp.baseline))} | {s.n} | {si(s.median, u)} | "
                          f"{si(s.mean, u)} | {si(s.stdev, u)} | {100 * s.cv:.2f}% | "
                          f"{si(s.min, u)} | {si(s.max, u)} |")
     else:
@@ -225,14 +235,14 @@ def render_md(comp: Comparison) -> str:
             k = f"{p.baseline.sessions} vs {p.new.sessions}"
             for m, row in zip(p.metrics, _text_rows(p)[1:]):
                 verdict = f"**{row[-1]}**" if m.test.verdict.called else row[-1]
-                lines.append("| " + " | ".join([_result_cell(p.new), k] + row[:-1] + [verdict])
-                             + " |")
+                lines.append("| " + " | ".join(_md(c) for c in [_result_cell(p.new), k]
+                                               + row[:-1] + [verdict]) + " |")
         if noise_line(comp):
             lines += ["", noise_line(comp)]
     if comp.warnings or _notes(comp):
         lines.append("")
-        lines += [f"> note: {n}" for n in _notes(comp)]
-        lines += [f"> warning: {w}" for w in comp.warnings]
+        lines += [f"> note: {visible(n)}" for n in _notes(comp)]
+        lines += [f"> warning: {visible(w)}" for w in comp.warnings]
     return "\n".join(lines) + "\n"
 
 
@@ -242,6 +252,7 @@ ORG_HEAD = ["result", "sessions", "metric", "unit", "baseline", "new", "diff", "
 
 def _org_table(rows: list[list[str]], groups: list[int]) -> list[str]:
     """Aligned org table; a `|-+-|` rule after the header and before each group start."""
+    rows = [[_org(c) for c in r] for r in rows]
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     rule = "|" + "+".join("-" * (w + 2) for w in widths) + "|"
     out = []
@@ -253,8 +264,9 @@ def _org_table(rows: list[list[str]], groups: list[int]) -> list[str]:
 
 
 def render_org(comp: Comparison) -> str:
-    lines = [f"#+CAPTION: {comp.workload} {comp.metric} ({_direction(comp.higher_is_better)}), "
-             f"baseline {comp.baseline.name} ({comp.baseline.file})"]
+    lines = [f"#+CAPTION: {visible(comp.workload)} {visible(comp.metric)} "
+             f"({_direction(comp.higher_is_better)}), "
+             f"baseline {visible(comp.baseline.name)} ({visible(comp.baseline.file)})"]
     if comp.single:
         s = comp.baseline.summary
         rows = [["result", "unit", "n", "median", "mean", "stdev", "CV %", "min", "max"]]
@@ -281,8 +293,8 @@ def render_org(comp: Comparison) -> str:
         lines += _org_table(rows, groups)
         if noise_line(comp):
             lines.append(f"# {noise_line(comp)}")
-    lines += [f"# note: {n}" for n in _notes(comp)]
-    lines += [f"# warning: {w}" for w in comp.warnings]
+    lines += [f"# note: {visible(n)}" for n in _notes(comp)]
+    lines += [f"# warning: {visible(w)}" for w in comp.warnings]
     return "\n".join(lines) + "\n"
 
 

@@ -29,13 +29,9 @@ from hotloop.visible import visible
 
 
 def default_path(plan_name: str, directory: Path = Path("results")) -> Path:
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    path = directory / f"{stamp}-{plan_name}.jsonl"
-    n = 1
-    while path.exists():                # two sessions in the same second
-        n += 1
-        path = directory / f"{stamp}-{plan_name}-{n}.jsonl"
-    return path
+    """results/TIME-PLAN.jsonl.  Taken (two sessions in the same second), the Writer numbers
+    it as it creates the file (-2, -3...): numbered here too, it would read NAME-2-2."""
+    return directory / f"{time.strftime('%Y%m%d-%H%M%S')}-{plan_name}.jsonl"
 
 
 def _finite(obj: Any) -> Any:

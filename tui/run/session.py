@@ -32,7 +32,7 @@ from hotloop.host.changes import (
 from hotloop.host.facts import kernel_facts
 from hotloop.host.sysfs import SystemSettingError
 from hotloop.paths import source_digest
-from hotloop.perf.buildid import build_ids, mapped_files, read_ids
+from hotloop.perf.buildid import binaries, build_ids, mapped_files, read_ids
 from hotloop.perf.probe import find_perf, recording_warnings
 from hotloop.perf.recorder import PerfRecorder, PerfResult, merge
 from hotloop.record import Batch, Stop, Summary, SysctlState
@@ -77,10 +77,13 @@ class Session:
         self._windows = 0                # perf windows of earlier workers, to number on
         self._perf_said: set[str] = set()
         self._mapped: dict[str, str] = {}   # {path: build id} of what the workers mapped
+        self._all_pids: list[int] = []      # every worker's and helper's, for annotate
+        self._comms: list[str] = []         # and their names, which what they fork inherits
         self._tearing_down = False       # the worker is past its last run
         self._worker: WorkerProcess | None = None
         self._stopping = False
         self.interrupted_by = ""         # the signal that cancelled the session, if one did
+        self.stopped_because = ""        # what did, when no signal (its output closed)
         # The end of the session (restore, last line) happens once, on the event loop
         # or in abandon() from another thread, whichever comes first: both hold _end,
         # and nothing is written once _over.
@@ -251,7 +254,8 @@ class Session:
             self._kill()
             for message in [*preflight.changed_during(during), *self._put_back()]:
                 note(message, quiet=True)
-            self._write(ev.Failed("interrupted", run=len(runs), signal=self.interrupted_by,
+            self._write(ev.Failed(f"interrupted: {self.stopped_because}" if self.stopped_because
+                                  else "interrupted", run=len(runs), signal=self.interrupted_by,
                                   interrupted=True, variant=v),
                         last=True, quiet=True)
             raise
@@ -336,7 +340,10 @@ class Session:
             return []
         events, self.counters = merge(done, self.variant, WINDOW_TOP, SESSION_TOP)
         return [dataclasses.replace(e, build_ids=build_ids(
-                    (s.dso for s in e.symbols), self._mapped))
+                    (s.dso for s in e.symbols), self._mapped),
+                    binaries=binaries((s.dso for s in e.symbols), self._mapped),
+                    pids=tuple(dict.fromkeys(self._all_pids)),
+                    comms=tuple(dict.fromkeys(self._comms)))
                 if isinstance(e, ev.HotSymbols) and e.scope == "session" else e
                 for e in events]
 
@@ -485,6 +492,8 @@ class Session:
                             deadline = loop.time() + rp.plan.timeout
                     case protocol.Ready():
                         self.pids = [msg.pid, *msg.pids]
+                        self._all_pids += self.pids
+                        self._comms.append(msg.comm)
                         self.comm = msg.comm
                         # set up: the binaries its samples will be in, as they are now
                         mapped = {p for pid in self.pids for p in mapped_files(pid)}

@@ -37,11 +37,14 @@ class AnnotationScreen(Screen[None]):
 
     def __init__(self, hot: HotSymbol, perf_dir: Path | None, whole_run: bool,
                  build_ids: dict[str, str] | None = None, background: set[int] | None = None,
-                 unavailable: str = "") -> None:
+                 unavailable: str = "", binaries: dict[str, str] | None = None,
+                 pids: tuple[int, ...] = (), comms: tuple[str, ...] = ()) -> None:
         super().__init__()
         self.hot, self.symbol = hot, hot.symbol
         self.perf_dir, self.whole_run = perf_dir, whole_run
         self.build_ids = build_ids      # the whole run's, recorded with its hot symbols
+        # its workers': their copy of the binaries, their samples (and their children's)
+        self.binaries, self.pids, self.comms = binaries, pids, comms
         self.background = background    # the running workload's CPUs: perf keeps off them
         self.unavailable = unavailable  # why there is nothing to annotate here, if so
         self.result: Annotation | None = None
@@ -78,7 +81,9 @@ class AnnotationScreen(Screen[None]):
                 raise HotloopError("no perf data here yet: the first window comes within "
                                    "about a second of the first run")
             result = annotate(files, self.symbol, dso=self.hot.dso, kernel=self.hot.kernel,
-                              build_ids=self.build_ids, background=self.background)
+                              build_ids=self.build_ids, binaries=self.binaries,
+                              pids=self.pids, comms=self.comms,
+                              background=self.background)
         except (HotloopError, OSError) as e:   # the panel's one line, never "perf…" for good
             self.app.call_from_thread(self._show, visible(str(e)))
             return
