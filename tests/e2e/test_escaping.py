@@ -59,7 +59,7 @@ ESC_TOML = """
 source = "esc.c"
 params.at = { default = 3, min = 1 }
 
-[plan.esc]
+[plan.esc-5]
 workload = "esc"
 runs = 5
 warmup = 0
@@ -82,7 +82,7 @@ def profiles(tmp_path: Path) -> Path:
 def test_a_workload_error_with_escapes_is_one_visible_line_everywhere(tmp_path, leftovers, cli):
     d = profiles(tmp_path)
     out = tmp_path / "e.jsonl"
-    p = hotloop("run", "esc", "--profiles", str(d), "--out", str(out))
+    p = hotloop("run", "esc-5", "--profiles", str(d), "--out", str(out))
     assert p.returncode == 1
     assert len(p.stderr.strip().splitlines()) == 1, p.stderr
     assert f"run 3: {SHOWN}" in p.stderr
@@ -100,7 +100,7 @@ def test_a_workload_error_with_escapes_is_one_visible_line_everywhere(tmp_path, 
 
 def test_a_warning_naming_a_profile_table_keeps_its_brackets(tmp_path):
     d = profiles(tmp_path)
-    p = hotloop("run", "esc", "--profiles", str(d), "--cpu", "c", "--param", "at=100",
+    p = hotloop("run", "esc-5", "--profiles", str(d), "--cpu", "c", "--param", "at=100",
                 "--runs", "2")
     assert p.returncode == 0, p.stderr
     assert "warning: [cpu.c] cpus: " in p.stderr
@@ -114,8 +114,8 @@ def test_the_console_logs_a_workload_error_with_escapes_as_one_visible_line(isol
         app = HotloopApp(profiles=[d], results_dir=isolated / "results")
         async with app.run_test(size=SIZE) as pilot:
             await wait_for(pilot, lambda: app.form.base is not None, 10)
-            await app.pick("plan", "esc")
-            await wait_for(pilot, lambda: app.form.base.name == "esc", 5, "esc loaded")
+            await app.pick("plan", "esc-5")
+            await wait_for(pilot, lambda: app.form.base.name == "esc-5", 5, "esc-5 loaded")
             await pilot.press("r")
             await wait_for(pilot, lambda: app.live is not None and app.live.state == "failed",
                            60, "the run failed")
