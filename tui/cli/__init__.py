@@ -55,6 +55,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return e.exit_code
     except KeyboardInterrupt:
         return interrupted_status()
+    except MemoryError as e:            # `ulimit -v`: even loading a module may not fit
+        print(f"hotloop: out of memory{f': {e}' if str(e) else ''} (a ulimit -v too low?)",
+              file=sys.stderr)
+        return 1
+    except ImportError as e:            # a library that cannot be mapped (ulimit -v) or is gone
+        print(f"hotloop: cannot load {e.name or 'a module'}: {visible(str(e))} (out of memory, "
+              f"or a broken installation)", file=sys.stderr)
+        return 1
     except BrokenPipeError:             # `hotloop list | head`: the reader has gone
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0

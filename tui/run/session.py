@@ -372,7 +372,12 @@ class Session:
         rp, v = self.rp, self.variant
         first = len(runs)
         loop = asyncio.get_running_loop()
-        worker = await self._spawn(built, share, first)
+        try:
+            worker = await self._spawn(built, share, first)
+        except OSError as e:            # out of file descriptors or processes: the run's end
+            yield ev.Failed(f"run {len(runs) + 1}: cannot start the worker process: "
+                            f"{e.strerror or e}", run=len(runs), variant=v)
+            return
         self._tearing_down = False
         # One inbox for the worker's lines and perf's windows: both reach the
         # consumer as they come; only the worker's lines reset the timeout.
