@@ -18,6 +18,8 @@ from hotloop.host.journal import (
     finish_journal,
     journal_owner,
     journal_path,
+    live_owner,
+    process_start,
     recover,
     restore_entries,
     write_journal,
@@ -210,6 +212,7 @@ def _journal_data(entries: list[dict[str, Any]]) -> dict[str, Any]:
     return {
         "version": JOURNAL_VERSION,
         "pid": os.getpid(),
+        "pid_start": process_start(os.getpid()),    # who the pid is: owner_alive()
         "boot_id": boot_id(),
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "entries": entries,
@@ -249,7 +252,7 @@ def apply(changes: Iterable[Change]) -> Applied:
     except OSError as e:
         raise SystemSettingError(f"cannot create the restore journal in {path.parent}: "
                                  f"{e.strerror}") from None
-    if not lock.try_acquire():
+    if not lock.try_acquire() or live_owner(path):
         owner = journal_owner(path)
         lock.release()
         raise SystemSettingError(f"another hotloop ({owner}) has system settings applied; wait for it to end")

@@ -194,13 +194,44 @@ def _load_journal(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]], lis
             bad.append((i, entry, why))
         else:
             good.append(entry)
-    header = {k: data[k] for k in ("version", "pid", "boot_id", "created") if k in data}
+    header = {k: data[k] for k in ("version", "pid", "pid_start", "boot_id", "created")
+              if k in data}
     return header, good, bad
 
 
 def _pid(header: Mapping[str, Any]) -> int | None:
     pid = header.get("pid")
     return pid if isinstance(pid, int) and not isinstance(pid, bool) and pid > 0 else None
+
+
+def process_start(pid: int) -> int | None:
+    """When process `pid` started (clock ticks after boot, field 22 of /proc/PID/stat), or None
+    when there is no such process: with the pid, who a process is (a pid is reused)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return int(f.read().rsplit(b")", 1)[1].split()[19])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def owner_alive(header: Mapping[str, Any]) -> bool:
+    """Whether the process that wrote this journal, another than this one, still runs: its pid
+    started when the journal says, in this boot.  The lock says the same while its file is
+    there; this holds when the lock file was removed (and another created) under a live run.
+    A journal without a start time (an older hotloop's) is left to the lock."""
+    pid, start = _pid(header), header.get("pid_start")
+    if pid is None or pid == os.getpid() or not isinstance(start, int) \
+            or header.get("boot_id") != boot_id():
+        return False
+    return process_start(pid) == start
+
+
+def live_owner(path: Path) -> bool:
+    """Whether the journal at `path` belongs to another process that still runs."""
+    try:
+        return owner_alive(_load_journal(path)[0])
+    except (OSError, ValueError):
+        return False
 
 
 def journal_owner(path: Path) -> str:
@@ -314,6 +345,11 @@ def recover(force: bool = False) -> list[str]:
                 aside = path
             return [f"restore journal {path} unreadable ({e}); moved to {aside}: "
                     f"check its values by hand"]
+        if owner_alive(header):   # its lock file replaced under it: still its own
+            pid = _pid(header)
+            return [f"system settings changed by a running hotloop "
+                    f"({f'pid {pid}' if pid else 'another process'}) left in place; they are "
+                    f"restored when it ends"]
         then, now = header.get("boot_id"), boot_id()
         if isinstance(then, str) and then and now and then != now:
             return [_earlier_boot(path, header, len(entries) + len(bad))]
@@ -365,13 +401,14 @@ def held_elsewhere(sysctls: Iterable[str] = (), governor: bool = False, boost: b
     except OSError:
         return "", []
     try:
-        if lock.try_acquire():
-            return "", []
+        free = lock.try_acquire()
         header, entries, _ = _load_journal(path)
     except (OSError, ValueError):
         return "", []
     finally:
         lock.release()
+    if free and not owner_alive(header):
+        return "", []
     files: set[str] = set()
     for name in sysctls:
         try:
