@@ -5,10 +5,11 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
-from conftest import POLL, hotloop, needs_root_sysctl
+from conftest import POLL, ROOT, hotloop, needs_root_sysctl
 from faulty import FAULTY_C, FAULTY_TOML
 from faulty import start as _start
 from faulty import wait_for_runs as _wait_for_runs
@@ -67,3 +68,100 @@ def test_restore_by_hand_leaves_a_live_runs_settings_alone(prof, busy_poll, lock
     finally:
         end(proc)
     assert read_sysctl(POLL) == busy_poll and not journal_path().exists()
+
+
+def elsewhere(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """The real command line as another user of root would run it: another HOME, another
+    XDG_STATE_HOME; the machine-wide place (the test's own, HOTLOOP_SYSTEM_DIR) is the same."""
+    home = tmp_path / "other-home"
+    home.mkdir(exist_ok=True)
+    env = dict(os.environ, HOME=str(home), XDG_STATE_HOME=str(home / "state"),
+               PYTHONPATH=str(ROOT))
+    return subprocess.run([sys.executable, "-m", "hotloop", *args], capture_output=True,
+                          text=True, timeout=120, env=env)
+
+
+def test_a_run_of_another_state_dir_neither_rides_on_nor_reverts_a_held_setting(
+        prof, busy_poll, tmp_path):
+    (prof / "k2.toml").write_text(f'[kernel.poll78]\nsysctl = {{ "{POLL}" = 78 }}\n')
+    proc = holder(prof, "a.jsonl")
+    try:
+        run = ["run", "faulty", "--profiles", str(prof), "--runs", "2", "--no-perf"]
+        rides = elsewhere(tmp_path, *run, "--kernel", "poll", "--out", "b.jsonl")
+        assert rides.returncode == 2, rides.stderr
+        assert f"held by a running hotloop (pid {proc.pid})" in rides.stderr
+        assert not Path("b.jsonl").exists()
+        clobbers = elsewhere(tmp_path, *run, "--kernel", "poll78", "--apply-system",
+                             "--out", "c.jsonl")
+        assert clobbers.returncode == 2, clobbers.stderr
+        assert f"pid {proc.pid}" in clobbers.stderr and read_sysctl(POLL) == "77"
+        restore = elsewhere(tmp_path, "restore")
+        assert restore.returncode == 1 and f"pid {proc.pid}" in restore.stdout
+        assert read_sysctl(POLL) == "77"
+    finally:
+        end(proc)
+    assert read_sysctl(POLL) == busy_poll
+
+
+def test_a_run_killed_is_restored_by_the_next_hotloop_of_any_state_dir(prof, busy_poll,
+                                                                        tmp_path):
+    proc = holder(prof, "k.jsonl")
+    proc.kill()
+    proc.communicate(timeout=30)
+    assert read_sysctl(POLL) == "77"
+    p = elsewhere(tmp_path, "list", "plans")
+    assert p.returncode == 0 and f"restored {POLL} to {busy_poll}" in p.stderr, p.stderr
+    assert read_sysctl(POLL) == busy_poll
+
+
+def test_roots_journal_is_one_for_the_machine(monkeypatch, tmp_path):
+    from hotloop.host import journal
+    monkeypatch.delenv("HOTLOOP_SYSTEM_DIR", raising=False)
+    assert journal.journal_path() == Path("/run/hotloop/restore.json")
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "elsewhere"))
+    assert journal.journal_path() == Path("/run/hotloop/restore.json")
+    monkeypatch.setenv("HOTLOOP_SYSTEM_DIR", "relative/dir")     # not honoured
+    assert journal.journal_path() == Path("/run/hotloop/restore.json")
+    monkeypatch.setenv("HOTLOOP_SYSTEM_DIR", str(tmp_path / "private"))
+    assert journal.journal_path() == tmp_path / "private" / "restore.json"
+
+
+def test_a_moved_machine_place_still_honours_what_the_real_one_holds(tmp_path, monkeypatch,
+                                                                     fake_cpufreq):
+    """HOTLOOP_SYSTEM_DIR moves where this run keeps its journal, never what it sees: a run
+    holding a setting in the real place (here a stand-in for /run/hotloop) refuses it."""
+    import textwrap
+
+    from hotloop.host import journal
+    from hotloop.host.changes import Change, apply
+    from hotloop.host.sysfs import SystemSettingError
+    real = tmp_path / "real-run"
+    code = textwrap.dedent(f"""
+        import time
+        from pathlib import Path
+        from hotloop.host import journal, sysfs
+        from hotloop.host.changes import Change, apply
+        sysfs.CPU_SYS = Path({str(fake_cpufreq)!r})
+        journal.SYSTEM_DIR = Path({str(real)!r})
+        applied = apply([Change("governor", "cpu0", "performance")])
+        print("applied", flush=True)
+        time.sleep(60)
+    """)
+    env = {k: v for k, v in os.environ.items() if k != "HOTLOOP_SYSTEM_DIR"}
+    child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
+                             env={**env, "PYTHONPATH": str(ROOT)})
+    try:
+        assert child.stdout.readline().strip() == "applied"
+        assert (real / "restore.json").exists()
+        monkeypatch.setattr(journal, "SYSTEM_DIR", real)
+        assert journal.journal_path() != real / "restore.json"     # moved: elsewhere
+        owner, held = journal.held_elsewhere(governor=True, cpus=[1])
+        assert owner == f"pid {child.pid}" and [c.target for c in held] == ["cpu0"]
+        with pytest.raises(SystemSettingError, match=f"held by a running hotloop "
+                                                     f"\\(pid {child.pid}\\)"):
+            apply([Change("governor", "cpu0", "powersave")])
+        assert (fake_cpufreq / "cpufreq/policy0/scaling_governor").read_text() == "performance"
+    finally:
+        child.kill()
+        child.wait()
+        child.stdout.close()

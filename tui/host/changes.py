@@ -15,7 +15,10 @@ from hotloop.host.journal import (
     JOURNAL_VERSION,
     RestoreLock,
     boot_id,
+    describe_held,
     finish_journal,
+    held_in,
+    holder_dirs,
     journal_owner,
     journal_path,
     live_owner,
@@ -256,6 +259,13 @@ def apply(changes: Iterable[Change]) -> Applied:
         owner = journal_owner(path)
         lock.release()
         raise SystemSettingError(f"another hotloop ({owner}) has system settings applied; wait for it to end")
+    # A live run of another place (the real machine-wide one, for a moved one; root's, for a
+    # user) holding one of these: its restore would undo this run's value half-way.
+    owner, held = held_in({os.path.realpath(c.file()) for c in changes},
+                          [d for d in holder_dirs() if d != path.parent])
+    if held:
+        lock.release()
+        raise SystemSettingError(describe_held(owner, held))
     try:
         recovered = recover(force=True) if os.path.lexists(path) else []
         # Re-read originals now: the plan may be minutes old (a TUI confirmation).
