@@ -6,6 +6,7 @@ import errno
 import fcntl
 import json
 import os
+import re
 import stat
 import time
 from collections.abc import Iterable, Mapping
@@ -103,6 +104,39 @@ def write_journal(path: Path, data: dict[str, Any]) -> None:
         os.close(fd)
     os.replace(tmp, path)
     fsync_dir(path.parent)
+
+
+# write_journal's temp file, of the journal or of a copy set aside beside it
+_TEMP = re.compile(r"\.restore\.json(\.[A-Za-z0-9-]+)?\.(?P<pid>[0-9]{1,9})\.tmp")
+
+
+def sweep_temps(directory: Path) -> None:
+    """Remove the temp files of journal writes whose process is gone (killed mid-write), in a
+    journal directory that is this user's alone; nothing else, no symlink followed."""
+    if state_dir_problem(directory):
+        return
+    try:
+        names = [e.name for e in os.scandir(directory) if e.name.startswith(".restore.json")]
+    except OSError:
+        return
+    for name in names:
+        m = _TEMP.fullmatch(name)
+        if m is None:
+            continue
+        try:
+            os.kill(int(m["pid"]), 0)
+            continue                    # its writer runs
+        except ProcessLookupError:
+            pass
+        except OSError:
+            continue
+        path = directory / name
+        try:
+            st = os.lstat(path)
+            if stat.S_ISREG(st.st_mode) and st.st_uid == os.geteuid():
+                path.unlink()
+        except OSError:
+            pass
 
 
 def remove_journal(path: Path) -> None:
@@ -349,6 +383,7 @@ def recover(force: bool = False) -> list[str]:
     restored. An entry that fails the checks (`_entry_problem`) is set aside in
     a file beside the journal, one message each, and the others are restored.
     """
+    sweep_temps(journal_dir())          # what a journal write killed half-way left
     msgs = _recover(journal_path(), force)
     # Root's journal before it was the machine's, in its state directory: restored only while
     # no run holds the machine's (whose settings it might name).

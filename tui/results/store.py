@@ -13,6 +13,7 @@ import hashlib
 import json
 import math
 import os
+import re
 import shutil
 import stat
 import tempfile
@@ -72,6 +73,51 @@ class WriteFailed(RunFailed):
 
 
 ON_EXISTS = ("rename", "refuse", "replace")
+# Writer._replacing's hidden file: .NAME.PID.XXXXXXXX.tmp (mkstemp's 8 characters)
+_TEMP = re.compile(r"\.(?P<target>.+)\.(?P<pid>[0-9]{1,9})\.[a-z0-9_]{8}\.tmp")
+
+
+def _gone(pid: int) -> bool:
+    """Whether no process has this pid (another user's process counts as there)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except OSError:
+        return False
+    return False
+
+
+def sweep_temps(directory: Path) -> None:
+    """Remove what --force runs killed before their first run left in `directory`: only
+    hotloop's hidden files (their naming, a pid that is gone, no lock on them, a regular file
+    of this user's holding nothing or a result's first line), never through a symlink."""
+    try:
+        found = [e.name for e in os.scandir(directory) if e.name.startswith(".")]
+    except OSError:
+        return
+    for name in found:
+        m = _TEMP.fullmatch(name)
+        if m is None or not _gone(int(m["pid"])):
+            continue
+        path = directory / name
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        except OSError:                 # a symlink (ELOOP), gone meanwhile
+            continue
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or not _lock(fd):
+                continue
+            head = os.read(fd, 64)
+            if head and not head.startswith(b'{"type":"started"'):
+                continue
+            if os.path.samestat(st, os.lstat(path)):     # still the file looked at
+                path.unlink()
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
 _MAX_NAMES = 10_000
 
 
@@ -111,6 +157,7 @@ class Writer:
         self._old = -1                          # "replace": the old file, locked meanwhile
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
+            sweep_temps(path.parent)
             self._fd = self._create(path, on_exists)
         except (OSError, HotloopError) as e:
             if self._old >= 0:              # --force half way: the old file as it was
@@ -176,7 +223,8 @@ class Writer:
             os.close(old)               # another run replaced it meanwhile: look again
         else:
             raise HotloopError(f"{target}: in use by another hotloop run")
-        fd, temp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp",
+        # the pid in its name: a later run there removes it once this process is gone
+        fd, temp = tempfile.mkstemp(prefix=f".{target.name}.{os.getpid()}.", suffix=".tmp",
                                     dir=target.parent)
         self._temp = Path(temp)
         # the new file keeps the old one's permissions
