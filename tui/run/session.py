@@ -35,7 +35,7 @@ from hotloop.perf.buildid import build_ids, mapped_files, read_ids
 from hotloop.perf.probe import find_perf, recording_warnings
 from hotloop.perf.recorder import PerfRecorder, PerfResult, merge
 from hotloop.results import Writer
-from hotloop.results.store import perf_dir, prune_perf_data
+from hotloop.results.store import claim_perf_dir, perf_dir, prune_perf_data
 from hotloop.run import build, preflight, protocol
 from hotloop.run.process import REAP_S, WorkerProcess
 from hotloop.run.protocol import WorkerSpec
@@ -196,6 +196,10 @@ class Session:
         # HotloopError if it cannot be created; the name it got (another when taken)
         writer = Writer(self.result_file, self.on_exists)
         self.result_file = writer.path
+        kept = None
+        if self.keep_perf and rp.plan.perf:
+            kept = claim_perf_dir(writer.path, create=False)   # a directory of hotloop's
+            self.keep_perf = kept is None
         names = list(rp.kernel.sysctl)
         before = kernel_facts(names)["sysctl"]
         with self._end:                     # abandon() sees the changes with their restore
@@ -227,6 +231,7 @@ class Session:
             self._write(started)
             yield started
             for message in [*applied.recovered, *rp.warnings, *pre.warnings,
+                            *([f"perf data not kept: {kept}"] if kept else []),
                             *(f"perf: {m}" for m in perf_notes),
                             *(f"applied {c.describe()}" for c in applied.changes)]:
                 yield note(message)
@@ -306,6 +311,10 @@ class Session:
 
     def _start_perf(self, inbox: asyncio.Queue[tuple[str, Any]]) -> PerfRecorder:
         plan = self.rp.plan
+        why = claim_perf_dir(self.result_file) if self.keep_perf else None
+        if why:                         # taken since the session started
+            self.keep_perf = False
+            inbox.put_nowait(("warning", f"data not kept: {why}"))
         keep = perf_dir(self.result_file) if self.keep_perf else None
         return PerfRecorder(
             self.pids, frequency=plan.perf_freq, call_graph=plan.call_graph, keep_dir=keep,
