@@ -1,10 +1,12 @@
-"""Kept perf data: pruned only where hotloop provably wrote it."""
+"""Kept perf data: pruned only where hotloop provably wrote it, and never created beside what is
+not a regular file (a device, a pipe)."""
 from __future__ import annotations
 
 import json
 import os
 from pathlib import Path
 
+import pytest
 from conftest import hotloop, profile_dir
 from test_perf import needs_perf
 
@@ -91,3 +93,31 @@ def test_a_users_directory_named_as_the_perf_data_is_not_written_into(tmp_path):
     assert len(said) == 1 and "mine.perf" in said[0], p.stderr
     header = json.loads((tmp_path / "mine.jsonl").read_text().splitlines()[0])["header"]
     assert "perf_data" not in header
+
+
+@pytest.mark.skipif(not os.access("/dev", os.W_OK), reason="needs /dev writable (root)")
+def test_nothing_is_created_beside_a_device(tmp_path):
+    assert not Path("/dev/null.perf").exists(), "a previous run left /dev/null.perf"
+    try:
+        p = run(tmp_path, Path("/dev/null"), "--force")
+        assert not Path("/dev/null.perf").exists()
+        said = [ln for ln in p.stderr.splitlines() if "perf data not kept" in ln]
+        assert len(said) == 1 and "/dev/null" in said[0], p.stderr
+    finally:
+        if Path("/dev/null.perf").is_dir():         # the defect: clean up after it
+            for f in Path("/dev/null.perf").iterdir():
+                f.unlink()
+            Path("/dev/null.perf").rmdir()
+
+
+def test_nothing_is_created_beside_a_pipe(tmp_path):
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    import subprocess
+    reader = subprocess.Popen(["cat", str(fifo)], stdout=subprocess.DEVNULL)
+    try:
+        p = run(tmp_path, fifo, "--force")
+    finally:
+        reader.wait(30)
+    assert not (tmp_path / "fifo.perf").exists()
+    assert sum("perf data not kept" in ln for ln in p.stderr.splitlines()) == 1

@@ -198,7 +198,9 @@ class Session:
         self.result_file = writer.path
         kept = None
         if self.keep_perf and rp.plan.perf:
-            kept = claim_perf_dir(writer.path, create=False)   # a directory of hotloop's
+            # beside a regular file only (never /dev/null.perf), in a directory of hotloop's
+            kept = claim_perf_dir(writer.path, create=False) if writer.regular else \
+                f"{writer.path} is not a regular file"
             self.keep_perf = kept is None
         names = list(rp.kernel.sysctl)
         before = kernel_facts(names)["sysctl"]
