@@ -70,6 +70,21 @@ def test_restore_by_hand_leaves_a_live_runs_settings_alone(prof, busy_poll, lock
     assert read_sysctl(POLL) == busy_poll and not journal_path().exists()
 
 
+def test_a_killed_run_not_yet_reaped_holds_nothing(prof, busy_poll):
+    """Its zombie keeps the pid and start time, but holds no lock and restores nothing."""
+    proc = holder(prof, "z.jsonl")
+    proc.kill()
+    stat = Path(f"/proc/{proc.pid}/stat")
+    while stat.read_text().rsplit(")", 1)[1].split()[0] != "Z":
+        pass
+    try:
+        p = hotloop("restore")
+        assert p.returncode == 0 and f"restored {POLL} to {busy_poll}" in p.stdout, p.stdout
+        assert read_sysctl(POLL) == busy_poll
+    finally:
+        proc.communicate(timeout=30)
+
+
 def elsewhere(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """The real command line as another user of root would run it: another HOME, another
     XDG_STATE_HOME; the machine-wide place (the test's own, HOTLOOP_SYSTEM_DIR) is the same."""

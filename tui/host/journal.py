@@ -210,9 +210,11 @@ def _entry_problem(entry: Any) -> str | None:
     return None
 
 
-def _load_journal(path: Path, owners: frozenset[int] = frozenset()) -> tuple[dict[str, Any], list[dict[str, Any]], list[tuple[int, Any, str]]]:
+def _load_journal(path: Path, owners: frozenset[int] = frozenset()
+                  ) -> tuple[dict[str, Any], list[dict[str, Any]], list[tuple[int, Any, str]]]:
     """Read and check a journal: (its header fields, entries to restore, entries set aside:
-    (1-based number, entry, why)).
+    (1-based number, entry, why)).  It must be this user's, or one of `owners`' (root's, read
+    by a user).
 
     ValueError when it cannot be read as a journal at all; FileNotFoundError
     passes through (its owner finished meanwhile).
@@ -271,10 +273,12 @@ def _pid(header: Mapping[str, Any]) -> int | None:
 
 def process_start(pid: int) -> int | None:
     """When process `pid` started (clock ticks after boot, field 22 of /proc/PID/stat), or None
-    when there is no such process: with the pid, who a process is (a pid is reused)."""
+    when there is no such process, or only its zombie (killed, not yet reaped: it holds
+    nothing): with the pid, who a process is (a pid is reused)."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
-            return int(f.read().rsplit(b")", 1)[1].split()[19])
+            fields = f.read().rsplit(b")", 1)[1].split()
+        return None if fields[0] in (b"Z", b"X") else int(fields[19])
     except (OSError, ValueError, IndexError):
         return None
 
