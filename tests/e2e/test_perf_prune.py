@@ -121,3 +121,14 @@ def test_nothing_is_created_beside_a_pipe(tmp_path):
         reader.wait(30)
     assert not (tmp_path / "fifo.perf").exists()
     assert sum("perf data not kept" in ln for ln in p.stderr.splitlines()) == 1
+
+
+def test_a_results_directory_reached_through_a_symlink_is_pruned_as_any(tmp_path):
+    """The directory the user named may be a symlink; nothing inside it is followed."""
+    real = tmp_path / "data"
+    real.mkdir()
+    (tmp_path / "results").symlink_to(real)
+    run(tmp_path, tmp_path / "results" / "old.jsonl", plan="roomy")
+    age(real / "old.perf", 1000)
+    run(tmp_path, tmp_path / "results" / "new.jsonl")
+    assert not (real / "old.perf").exists() and (real / "new.perf").is_dir()

@@ -566,8 +566,8 @@ def prune_perf_data(directory: Path, budget: int, keep: Path) -> list[Path]:
     hotloop provably wrote: NAME.perf named by the header of the result file NAME.jsonl beside
     it (not a run still writing), holding hotloop's mark and nothing but hotloop's files, no
     symlink followed on the way."""
-    try:
-        parent = _open_dir(directory)
+    try:                                # the results directory may be a symlink: the user's
+        parent = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     except OSError:
         return []
     try:
