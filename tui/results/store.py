@@ -72,6 +72,7 @@ class WriteFailed(RunFailed):
 
 
 ON_EXISTS = ("rename", "refuse", "replace")
+_MAX_NAMES = 10_000
 # Writer._replacing's hidden file: .NAME.PID.XXXXXXXX.tmp (mkstemp's 8 characters)
 _TEMP = re.compile(r"\.(?P<target>.+)\.(?P<pid>[0-9]{1,9})\.[a-z0-9_]{8}\.tmp")
 
@@ -117,7 +118,6 @@ def sweep_temps(directory: Path) -> None:
             pass
         finally:
             os.close(fd)
-_MAX_NAMES = 10_000
 
 
 def _lock(fd: int) -> bool:
