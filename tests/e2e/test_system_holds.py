@@ -180,3 +180,39 @@ def test_a_moved_machine_place_still_honours_what_the_real_one_holds(tmp_path, m
         child.kill()
         child.wait()
         child.stdout.close()
+
+
+def test_another_users_run_sees_what_root_holds(prof, busy_poll, monkeypatch):
+    """A user's run cannot open root's lock (0600: nobody may block root's runs), and still
+    sees the hold: root's journal is readable by all, its owner known by pid and start time."""
+    import json
+    import shutil
+    import tempfile
+    shared = Path(tempfile.mkdtemp(prefix="hotloop-system-"))    # a place nobody reaches
+    shared.chmod(0o755)
+    monkeypatch.setenv("HOTLOOP_SYSTEM_DIR", str(shared))
+    try:
+        proc = holder(prof, "a.jsonl")
+        try:
+            r, w = os.pipe()
+            pid = os.fork()
+            if pid == 0:                # the user: nobody, without a state directory
+                try:
+                    os.close(r)
+                    os.environ["XDG_STATE_HOME"] = "/nonexistent-hotloop-test-state"
+                    os.setgid(65534)
+                    os.setuid(65534)
+                    from hotloop.host.journal import held_elsewhere
+                    owner, held = held_elsewhere(sysctls=[POLL])
+                    os.write(w, json.dumps([owner, [c.value for c in held]]).encode())
+                finally:
+                    os._exit(0)
+            os.close(w)
+            with os.fdopen(r, "rb") as f:
+                got = json.loads(f.read() or b"null")
+            os.waitpid(pid, 0)
+            assert got == [f"pid {proc.pid}", ["77"]]
+        finally:
+            end(proc)
+    finally:
+        shutil.rmtree(shared)

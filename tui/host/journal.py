@@ -94,8 +94,9 @@ def write_journal(path: Path, data: dict[str, Any]) -> None:
     # Write-fsync-rename-fsync(dir): after a power cut the journal is either the
     # old one or the new one, never half a file.
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    # The machine's journal is readable by all: other users' runs must see what root holds.
-    mode = 0o644 if path.parent == SYSTEM_DIR else 0o600
+    # The machine's journal is readable by all: other users' runs must see what root holds
+    # (moved, its directory's mode says who may look).
+    mode = 0o644 if path.parent == system_dir() else 0o600
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
     try:
         os.write(fd, (json.dumps(data, indent=2) + "\n").encode())
