@@ -216,3 +216,21 @@ def test_another_users_run_sees_what_root_holds(prof, busy_poll, monkeypatch):
             end(proc)
     finally:
         shutil.rmtree(shared)
+
+
+def test_a_journal_root_left_in_its_state_dir_before_is_still_restored(busy_poll, tmp_path,
+                                                                       monkeypatch):
+    """An older hotloop kept root's journal in the state directory: the next command still
+    puts its settings back (while no run holds the machine's place), once."""
+    import json
+
+    from hotloop.host.journal import recover
+    monkeypatch.setenv("HOTLOOP_SYSTEM_DIR", str(tmp_path / "machine"))
+    legacy = tmp_path / "state" / "hotloop" / "restore.json"
+    legacy.parent.mkdir(parents=True, mode=0o700)
+    legacy.write_text(json.dumps({"version": 1, "pid": 999999, "entries": [
+        {"kind": "sysctl", "target": POLL, "original": busy_poll, "value": "77"}]}))
+    sysctl_path(POLL).write_text("77")
+    assert recover() == [f"hotloop (pid 999999) did not finish: restored {POLL} to {busy_poll}"]
+    assert read_sysctl(POLL) == busy_poll and not legacy.exists()
+    assert recover() == []
