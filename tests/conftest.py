@@ -127,6 +127,9 @@ def cache_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def isolated(tmp_path: Path, cache_home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    # root's restore journal is the machine's (/run/hotloop): each test keeps its own, in its
+    # state directory, so tests beside each other and beside real runs do not meet there
+    monkeypatch.setenv("HOTLOOP_SYSTEM_DIR", str(tmp_path / "state" / "hotloop"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(cache_home))
     monkeypatch.setenv(TAG, uuid.uuid4().hex)
     monkeypatch.setenv("COLUMNS", "100")

@@ -37,7 +37,8 @@ AVAILABLE = (os.access(SSHD, os.X_OK) and shutil.which("ssh-keygen") is not None
 needs_sshd = pytest.mark.skipif(not AVAILABLE, reason="needs OpenSSH: /usr/sbin/sshd, ssh, ssh-keygen")
 
 # The variables the client sends and the server accepts (the tests' isolation).
-ENV = ("HOTLOOP_TEST_TAG", "XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_STATE_HOME")
+ENV = ("HOTLOOP_TEST_TAG", "XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_STATE_HOME",
+       "HOTLOOP_SYSTEM_DIR")
 START_TIMEOUT = 10.0
 STOP_TIMEOUT = 5.0
 

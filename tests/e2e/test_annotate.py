@@ -293,8 +293,12 @@ def test_a_binary_rebuilt_since_the_run_is_refused(kept, tmp_path, cli):
 @needs_perf
 def test_kept_data_is_gzipped_and_annotates_as_the_plain_files_do(kept, tmp_path):
     """Kept data is gzipped once the run is over; the same files plain annotate the same."""
-    gz = sorted(kept.with_suffix(".perf").iterdir())
+    gz = sorted(kept.with_suffix(".perf").glob("perf.data.*"))
     assert gz and all(f.suffix == ".gz" for f in gz)
+    # beside them only hotloop's mark, naming the result file
+    assert sorted(f.name for f in kept.with_suffix(".perf").iterdir()) == sorted(
+        [".hotloop-perf", *(f.name for f in gz)])
+    assert (kept.with_suffix(".perf") / ".hotloop-perf").read_text() == f"{kept.name}\n"
     copy = tmp_path / "g.jsonl"
     shutil.copy(kept, copy)
     (tmp_path / "g.perf").mkdir()

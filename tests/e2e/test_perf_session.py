@@ -124,8 +124,11 @@ def test_the_oldest_perf_data_goes_beyond_the_plans_budget_never_a_result(tmp_pa
     res = tmp_path / "results"
     res.mkdir()
     for i, name in enumerate(("old", "older", "oldest")):
-        (res / f"{name}.jsonl").write_text("{}\n")
+        # as hotloop leaves them: the header names the directory, which holds hotloop's mark
+        (res / f"{name}.jsonl").write_text(json.dumps(
+            {"type": "started", "header": {"perf_data": f"{name}.perf"}}) + "\n")
         (res / f"{name}.perf").mkdir()
+        (res / f"{name}.perf" / ".hotloop-perf").write_text(f"{name}.jsonl\n")
         with open(res / f"{name}.perf" / "perf.data.1", "wb") as f:
             f.truncate(600_000)                 # 0.6 MB each, sparse
         os.utime(res / f"{name}.perf", (1000 - i * 100, 1000 - i * 100))

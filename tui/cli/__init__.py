@@ -55,6 +55,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         return e.exit_code
     except KeyboardInterrupt:
         return interrupted_status()
+    except (MemoryError, ImportError) as e:     # `ulimit -v`: a library may not even load
+        print(f"hotloop: {_short_of_memory(e)}", file=sys.stderr)
+        return 1
     except BrokenPipeError:             # `hotloop list | head`: the reader has gone
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+
+
+def _short_of_memory(e: BaseException) -> str:
+    """One short line for a module that could not load: the innermost cause's first line (numpy
+    wraps the loader's error in a page of advice)."""
+    while isinstance(e.__cause__ or e.__context__, (ImportError, MemoryError, OSError)):
+        e = e.__cause__ or e.__context__            # type: ignore[assignment]
+    first = (str(e).strip().splitlines() or [""])[0]
+    if isinstance(e, MemoryError):
+        return f"out of memory{f': {first}' if first else ''} (a ulimit -v too low?)"
+    what = getattr(e, "name", None) or "a module"
+    return (f"cannot load {what}: {visible(first[:200])} (out of memory, or a broken "
+            f"installation)")
+

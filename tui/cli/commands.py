@@ -331,7 +331,7 @@ def cmd_restore(args: argparse.Namespace) -> int:
     """0 when everything is back (or nothing was changed); 1 when a value is still changed
     or its journal had to be set aside: the messages say which, for a look by hand."""
     before = journal.left_behind()
-    messages = journal.recover(force=True)
+    messages = journal.recover()        # a live run's journal is its own: left in place, exit 1
     print("\n".join(visible(m) for m in messages) if messages else "nothing to restore")
     after = journal.left_behind()
     return 1 if journal.journal_path() in after or after - before else 0

@@ -19,5 +19,7 @@ The safety contract for changes (sysctl, governor, boost):
 
 A lock file held for the lifetime of an `Applied` (flock, released by the kernel when the
 process dies) tells a crashed owner from one still running, so a second hotloop started during
-a run does not "restore" the first one's settings.
+a run does not "restore" the first one's settings; the journal's pid and its start time say
+the same when the lock file was removed.  Root's journal and lock are the machine's
+(/run/hotloop), whatever HOME or XDG_STATE_HOME a run has: the settings are the machine's.
 """

@@ -15,9 +15,14 @@ from hotloop.host.journal import (
     JOURNAL_VERSION,
     RestoreLock,
     boot_id,
+    describe_held,
     finish_journal,
+    held_in,
+    holder_dirs,
     journal_owner,
     journal_path,
+    live_owner,
+    process_start,
     recover,
     restore_entries,
     write_journal,
@@ -210,6 +215,7 @@ def _journal_data(entries: list[dict[str, Any]]) -> dict[str, Any]:
     return {
         "version": JOURNAL_VERSION,
         "pid": os.getpid(),
+        "pid_start": process_start(os.getpid()),    # who the pid is: owner_alive()
         "boot_id": boot_id(),
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "entries": entries,
@@ -249,10 +255,17 @@ def apply(changes: Iterable[Change]) -> Applied:
     except OSError as e:
         raise SystemSettingError(f"cannot create the restore journal in {path.parent}: "
                                  f"{e.strerror}") from None
-    if not lock.try_acquire():
+    if not lock.try_acquire() or live_owner(path):
         owner = journal_owner(path)
         lock.release()
         raise SystemSettingError(f"another hotloop ({owner}) has system settings applied; wait for it to end")
+    # A live run of another place (the real machine-wide one, for a moved one; root's, for a
+    # user) holding one of these: its restore would undo this run's value half-way.
+    owner, held = held_in({os.path.realpath(c.file()) for c in changes},
+                          [d for d in holder_dirs() if d != path.parent])
+    if held:
+        lock.release()
+        raise SystemSettingError(describe_held(owner, held))
     try:
         recovered = recover(force=True) if os.path.lexists(path) else []
         # Re-read originals now: the plan may be minutes old (a TUI confirmation).

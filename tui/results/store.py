@@ -13,7 +13,7 @@ import hashlib
 import json
 import math
 import os
-import shutil
+import re
 import stat
 import tempfile
 import time
@@ -68,6 +68,51 @@ class WriteFailed(RunFailed):
 
 ON_EXISTS = ("rename", "refuse", "replace")
 _MAX_NAMES = 10_000
+# Writer._replacing's hidden file: .NAME.PID.XXXXXXXX.tmp (mkstemp's 8 characters)
+_TEMP = re.compile(r"\.(?P<target>.+)\.(?P<pid>[0-9]{1,9})\.[a-z0-9_]{8}\.tmp")
+
+
+def _gone(pid: int) -> bool:
+    """Whether no process has this pid (another user's process counts as there)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except OSError:
+        return False
+    return False
+
+
+def sweep_temps(directory: Path) -> None:
+    """Remove what --force runs killed before their first run left in `directory`: only
+    hotloop's hidden files (their naming, a pid that is gone, no lock on them, a regular file
+    of this user's holding nothing or a result's first line), never through a symlink."""
+    try:
+        found = [e.name for e in os.scandir(directory) if e.name.startswith(".")]
+    except OSError:
+        return
+    for name in found:
+        m = _TEMP.fullmatch(name)
+        if m is None or not _gone(int(m["pid"])):
+            continue
+        path = directory / name
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        except OSError:                 # a symlink (ELOOP), gone meanwhile
+            continue
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or not _lock(fd):
+                continue
+            head = os.read(fd, 64)
+            if head and not head.startswith(b'{"type":"started"'):
+                continue
+            if os.path.samestat(st, os.lstat(path)):     # still the file looked at
+                path.unlink()
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
 
 
 def _lock(fd: int) -> bool:
@@ -106,6 +151,7 @@ class Writer:
         self._old = -1                          # "replace": the old file, locked meanwhile
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
+            sweep_temps(path.parent)
             self._fd = self._create(path, on_exists)
         except (OSError, HotloopError) as e:
             if self._old >= 0:              # --force half way: the old file as it was
@@ -116,6 +162,11 @@ class Writer:
                 raise
             raise HotloopError(f"{self.path}: cannot write the result file: "
                                f"{e.strerror or e}") from None
+
+    @property
+    def regular(self) -> bool:
+        """Whether the result file is a regular file (not a device or pipe written as it is)."""
+        return self._regular
 
     def _create(self, path: Path, on_exists: str) -> int:
         for n in range(1, _MAX_NAMES):
@@ -171,7 +222,8 @@ class Writer:
             os.close(old)               # another run replaced it meanwhile: look again
         else:
             raise HotloopError(f"{target}: in use by another hotloop run")
-        fd, temp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp",
+        # the pid in its name: a later run there removes it once this process is gone
+        fd, temp = tempfile.mkstemp(prefix=f".{target.name}.{os.getpid()}.", suffix=".tmp",
                                     dir=target.parent)
         self._temp = Path(temp)
         # the new file keeps the old one's permissions
@@ -348,14 +400,106 @@ def perf_dir(path: Path) -> Path:
     return path.with_suffix(".perf")
 
 
-def _size(d: Path) -> int:
-    total = 0
-    for f in d.rglob("*"):
+PERF_MARK = ".hotloop-perf"             # in each perf directory hotloop made: its result's name
+# what perf and hotloop write there: perf.data.<time> windows, gzipped once the run is over
+_PERF_FILE = re.compile(r"perf\.data(\.[0-9]+)?(\.old)?(\.gz)?")
+_HEADER_READ = 1 << 20                  # a header line is a few KB; more is not a header
+
+
+def _perf_files(dfd: int) -> dict[str, int] | None:
+    """{name: size} of an open perf directory's files, or None when it holds anything that is
+    not a regular file of hotloop's names (another's file, a subdirectory, a symlink)."""
+    files: dict[str, int] = {}
+    try:
+        with os.scandir(dfd) as entries:
+            for e in entries:
+                st = e.stat(follow_symlinks=False)
+                if not stat.S_ISREG(st.st_mode) or not (
+                        e.name == PERF_MARK or _PERF_FILE.fullmatch(e.name)):
+                    return None
+                files[e.name] = st.st_size
+    except OSError:
+        return None
+    return files
+
+
+def _open_dir(d: Path, parent: int | None = None) -> int:
+    """A directory opened without following a symlink (OSError otherwise)."""
+    return os.open(d.name if parent is not None else d,
+                   os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=parent)
+
+
+def claim_perf_dir(result: Path, create: bool = True) -> str | None:
+    """Make the perf directory beside `result` hotloop's: created with its mark, or one that
+    already holds only hotloop's files (an earlier run's, --force) marked again; or why not
+    (one line), when the data is not to be kept there.  Not `create`: only whether it could
+    be (nothing made yet for a run that may never start)."""
+    d = perf_dir(result)
+    if not create and not os.path.lexists(d):
+        return None
+    try:
+        os.mkdir(d, 0o755)
+    except FileExistsError:
+        pass
+    except OSError as e:
+        return f"{d}: {e.strerror}"
+    try:
+        dfd = _open_dir(d)
+    except OSError:
+        return f"{d} is there and is not a directory hotloop made"
+    try:
+        if _perf_files(dfd) is None:
+            return f"{d} holds files that are not hotloop's"
+        if not create:
+            return None
+        fd = os.open(PERF_MARK, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW
+                     | os.O_CLOEXEC, 0o644, dir_fd=dfd)
         try:
-            total += f.lstat().st_size if f.is_file() else 0
-        except OSError:
-            pass
-    return total
+            os.write(fd, (result.name + "\n").encode())
+        finally:
+            os.close(fd)
+    except OSError as e:
+        return f"{d}: {e.strerror}"
+    finally:
+        os.close(dfd)
+    return None
+
+
+def _names_perf_dir(path: Path) -> bool:
+    """Whether `path` is a result file (a regular one, not through a symlink) whose header
+    names the perf directory beside it: the first of what makes that directory hotloop's."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return False
+        with os.fdopen(os.dup(fd), "rb") as f:
+            line = f.readline(_HEADER_READ)
+        obj = json.loads(line)
+        return (isinstance(obj, dict) and obj.get("type") == "started"
+                and isinstance(obj.get("header"), dict)
+                and obj["header"].get("perf_data") == perf_dir(path).name)
+    except (OSError, ValueError, RecursionError):
+        return False
+    finally:
+        os.close(fd)
+
+
+def _marked(dfd: int, result: str) -> bool:
+    """Whether the open perf directory holds hotloop's mark naming `result`."""
+    try:
+        fd = os.open(PERF_MARK, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
+                     dir_fd=dfd)
+    except OSError:
+        return False
+    try:
+        return os.read(fd, 4096) == (result + "\n").encode()
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
 
 
 def _in_use(path: Path) -> bool:
@@ -375,26 +519,70 @@ def _in_use(path: Path) -> bool:
     return False
 
 
+def _remove_perf_dir(d: Path, parent: int) -> bool:
+    """Remove a perf directory hotloop made, file by file, all through the directory's fd (a
+    name swapped for a symlink meanwhile is not followed); True once it is gone.  Anything of
+    another's found in it now: left whole."""
+    try:
+        dfd = _open_dir(d, parent)
+    except OSError:
+        return False
+    try:
+        files = _perf_files(dfd)
+        if files is None:
+            return False
+        for name in sorted(files, key=lambda n: n == PERF_MARK):     # the mark last
+            os.unlink(name, dir_fd=dfd)
+        os.rmdir(d.name, dir_fd=parent)     # fails if anything came in meanwhile
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(dfd)
+
+
 def prune_perf_data(directory: Path, budget: int, keep: Path) -> list[Path]:
-    """Remove the oldest kept perf data (NAME.perf beside a NAME.jsonl) of `directory` until
-    all of it fits in `budget` bytes, never `keep` (this run's) and never a result file; the
-    directories removed.  Only those a result file owns: nothing else in the directory."""
-    dirs = [d for d in directory.glob("*.perf")
-            if d.is_dir() and not d.is_symlink() and d.with_suffix(".jsonl").is_file()
-            and not _in_use(d.with_suffix(".jsonl"))]
-    sizes = {d: _size(d) for d in dirs}
-    total = sum(sizes.values())
-    removed = []
-    for d in sorted(dirs, key=lambda d: d.stat().st_mtime):
-        if total <= budget:
-            break
-        if d.resolve() == keep.resolve():
-            continue
-        shutil.rmtree(d, ignore_errors=True)
-        if not d.exists():
-            total -= sizes[d]
-            removed.append(d)
-    return removed
+    """Remove the oldest kept perf data of `directory` until all of it fits in `budget` bytes,
+    never `keep` (this run's) and never a result file; the directories removed.  Only what
+    hotloop provably wrote: NAME.perf named by the header of the result file NAME.jsonl beside
+    it (not a run still writing), holding hotloop's mark and nothing but hotloop's files, no
+    symlink followed on the way."""
+    try:                                # the results directory may be a symlink: the user's
+        parent = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError:
+        return []
+    try:
+        found: list[tuple[float, Path, int]] = []
+        with os.scandir(parent) as entries:
+            names = [e.name for e in entries if e.name.endswith(".jsonl")]
+        for name in names:
+            result = directory / name
+            d = perf_dir(result)
+            if not _names_perf_dir(result) or (_in_use(result) and d.name != keep.name):
+                continue
+            try:
+                dfd = _open_dir(d, parent)
+            except OSError:             # none, or a symlink
+                continue
+            try:
+                files = _perf_files(dfd)
+                if files is not None and _marked(dfd, name):
+                    found.append((os.fstat(dfd).st_mtime, d, sum(files.values())))
+            except OSError:
+                pass
+            finally:
+                os.close(dfd)
+        total = sum(size for _, _, size in found)       # this run's counts, and stays
+        removed = []
+        for _, d, size in sorted(found):
+            if total <= budget:
+                break
+            if d.name != keep.name and _remove_perf_dir(d, parent):
+                total -= size
+                removed.append(d)
+        return removed
+    finally:
+        os.close(parent)
 
 
 class NotJson(ValueError):

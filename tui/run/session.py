@@ -37,7 +37,7 @@ from hotloop.perf.probe import find_perf, recording_warnings
 from hotloop.perf.recorder import PerfRecorder, PerfResult, merge
 from hotloop.record import Batch, Stop, Summary, SysctlState
 from hotloop.results import Writer
-from hotloop.results.store import perf_dir, prune_perf_data
+from hotloop.results.store import claim_perf_dir, perf_dir, prune_perf_data
 from hotloop.run import build, preflight, protocol
 from hotloop.run.process import REAP_S, WorkerProcess
 from hotloop.run.protocol import WorkerSpec
@@ -200,6 +200,12 @@ class Session:
         # HotloopError if it cannot be created; the name it got (another when taken)
         writer = Writer(self.result_file, self.on_exists)
         self.result_file = writer.path
+        kept = None
+        if self.keep_perf and rp.plan.perf:
+            # beside a regular file only (never /dev/null.perf), in a directory of hotloop's
+            kept = claim_perf_dir(writer.path, create=False) if writer.regular else \
+                f"{writer.path} is not a regular file"
+            self.keep_perf = kept is None
         names = list(rp.kernel.sysctl)
         before = kernel_facts(names)["sysctl"]
         with self._end:                     # abandon() sees the changes with their restore
@@ -231,6 +237,7 @@ class Session:
             self._write(started)
             yield started
             for message in [*applied.recovered, *rp.warnings, *pre.warnings,
+                            *([f"perf data not kept: {kept}"] if kept else []),
                             *(f"perf: {m}" for m in perf_notes),
                             *(f"applied {c.describe()}" for c in applied.changes)]:
                 yield note(message)
@@ -311,6 +318,10 @@ class Session:
 
     def _start_perf(self, inbox: asyncio.Queue[tuple[str, Any]]) -> PerfRecorder:
         plan = self.rp.plan
+        why = claim_perf_dir(self.result_file) if self.keep_perf else None
+        if why:                         # taken since the session started
+            self.keep_perf = False
+            inbox.put_nowait(("warning", f"data not kept: {why}"))
         keep = perf_dir(self.result_file) if self.keep_perf else None
         return PerfRecorder(
             self.pids, frequency=plan.perf_freq, call_graph=plan.call_graph, keep_dir=keep,
@@ -386,7 +397,12 @@ class Session:
         rp, v = self.rp, self.variant
         first = len(runs)
         loop = asyncio.get_running_loop()
-        worker = await self._spawn(built, share, first)
+        try:
+            worker = await self._spawn(built, share, first)
+        except OSError as e:            # out of file descriptors or processes: the run's end
+            yield ev.Failed(f"run {len(runs) + 1}: cannot start the worker process: "
+                            f"{e.strerror or e}", run=len(runs), variant=v)
+            return
         self._tearing_down = False
         # One inbox for the worker's lines and perf's windows: both reach the
         # consumer as they come; only the worker's lines reset the timeout.

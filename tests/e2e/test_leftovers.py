@@ -1,0 +1,72 @@
+"""What a SIGKILLed hotloop leaves behind (a --force run's hidden new file, a journal's temp
+file) is cleaned up by the next hotloop: only files of hotloop's own temp naming, whose
+process is dead; nothing of a live run's, nothing that only looks like one."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+from conftest import hotloop
+from faulty import start as _start
+
+from hotloop.host.journal import journal_path
+
+
+def dead_pid() -> int:
+    """The pid of a process that has ended."""
+    p = subprocess.Popen([sys.executable, "-c", "pass"])
+    p.wait()
+    return p.pid
+
+
+def test_a_force_runs_hidden_file_is_removed_by_the_next_run_there(faulty, tmp_path,
+                                                                    leftovers):
+    out = tmp_path / "r.jsonl"
+    args = ["run", "faulty", "--profiles", str(faulty), "--no-perf", "--runs", "2"]
+    assert hotloop(*args, "--out", str(out)).returncode == 0
+    before = out.read_bytes()
+    # the new file replaces the old one with its first run: hung before it, it stays hidden
+    proc = _start([*args, "--param", "fault=hang", "--param", "at=1", "--timeout", "600",
+                   "--out", str(out), "--force"])
+    deadline = time.monotonic() + 60
+    while not (hidden := list(tmp_path.glob(".r.jsonl.*.tmp"))) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert hidden, "the --force run wrote no hidden file"
+    time.sleep(0.5)
+    proc.kill()
+    proc.communicate()
+    assert leftovers(grace=5) == []
+    assert hidden[0].exists() and out.read_bytes() == before
+    # Look-alikes: a live process's, a dead one's with what hotloop never writes, a symlink,
+    # a directory: all kept.
+    live = tmp_path / f".r.jsonl.{os.getpid()}.abcd1234.tmp"
+    live.write_text('{"type":"started"}\n')
+    notes = tmp_path / f".thesis.jsonl.{dead_pid()}.abcd1234.tmp"
+    notes.write_text("my notes\n")
+    link = tmp_path / f".x.jsonl.{dead_pid()}.abcd1234.tmp"
+    link.symlink_to(out)
+    folder = tmp_path / f".y.jsonl.{dead_pid()}.abcd1234.tmp"
+    folder.mkdir()
+    p = hotloop(*args, "--out", str(tmp_path / "next.jsonl"))
+    assert p.returncode == 0, p.stderr
+    assert not hidden[0].exists()
+    assert live.exists() and notes.read_text() == "my notes\n" and link.is_symlink() \
+        and folder.is_dir()
+    assert out.read_bytes() == before
+
+
+def test_a_journals_temp_file_of_a_dead_hotloop_is_removed_by_the_next_command():
+    d = journal_path().parent
+    d.mkdir(parents=True, mode=0o700)
+    dead = d / f".restore.json.{dead_pid()}.tmp"
+    dead.write_text('{"version": 1, "entries": []}')
+    live = d / f".restore.json.{os.getpid()}.tmp"
+    live.write_text('{"version": 1, "entries": []}')
+    other = d / "notes.txt"
+    other.write_text("mine")
+    p = hotloop("list", "plans")
+    assert p.returncode == 0, p.stderr
+    assert not dead.exists()
+    assert live.exists() and other.exists()
