@@ -416,14 +416,21 @@ BAD_ENTRIES = {
                          + [(b, "list") for b in ("original-0", "original-null", "path-null")])
 def test_a_bad_journal_entry_is_set_aside_in_one_line_and_blocks_nothing(state_home, bad,
                                                                           command):
-    from conftest import hotloop
-    poll0 = cur(POLL)
+    poll0, read0 = cur(POLL), cur(READ)
     value = other_value(POLL)
     POLL_FILE.write_text(value)
     write_journal(state_home, [
         {"kind": "sysctl", "target": POLL, "path": str(POLL_FILE), "original": poll0, "value": value},
         BAD_ENTRIES[bad]])
     READ_FILE.write_text("1")
+    try:
+        _bad_entry_set_aside(state_home, command, poll0)
+    finally:
+        READ_FILE.write_text(read0)         # the machine as the test found it
+
+
+def _bad_entry_set_aside(state_home: Path, command: str, poll0: str) -> None:
+    from conftest import hotloop
     p = hotloop(*(["list", "plans"] if command == "list" else [command]))
     # restore says by its status that an entry needs a look by hand; other commands go on
     assert p.returncode == (1 if command == "restore" else 0), p.stderr
