@@ -5,6 +5,7 @@ import json
 import os
 import subprocess
 import sys
+import textwrap
 import time
 from pathlib import Path
 
@@ -111,3 +112,30 @@ def wait_for_runs(path: Path, n: int, timeout: float = 60) -> None:
             return
         time.sleep(0.05)
     raise AssertionError(f"{path}: fewer than {n} runs after {timeout}s")
+
+
+# Bounds and bad input: a workload of this C whose TOML each test writes.
+BIG = "100_000_000_000_000_000_000_000_000"      # 10^26: TOML parses it, C cannot take it
+
+
+def profiles(tmp_path: Path, toml: str) -> Path:
+    """A --profiles directory: the faulty C as faulty.c and `toml` as w.toml."""
+    d = tmp_path / "prof"
+    d.mkdir(exist_ok=True)
+    (d / "faulty.c").write_text(FAULTY_C)
+    (d / "w.toml").write_text(textwrap.dedent(toml))
+    return d
+
+
+UNBOUNDED = """
+[workload.w]
+source = "faulty.c"
+params.n = { default = 1, help = "no min, no max: only int64 bounds it" }
+"""
+
+
+def one_line_exit_2(p) -> str:
+    assert p.returncode == 2, p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1, p.stderr
+    assert "Traceback" not in p.stderr
+    return p.stderr

@@ -5,35 +5,8 @@ hl_param_int() hands C an int64_t: what is beyond it is refused where it is type
 """
 from __future__ import annotations
 
-import textwrap
-from pathlib import Path
-
 from conftest import hotloop
-from faulty import FAULTY_C
-
-BIG = "100_000_000_000_000_000_000_000_000"      # 10^26: TOML parses it, C cannot take it
-
-
-def profiles(tmp_path: Path, toml: str) -> Path:
-    d = tmp_path / "prof"
-    d.mkdir(exist_ok=True)
-    (d / "faulty.c").write_text(FAULTY_C)
-    (d / "w.toml").write_text(textwrap.dedent(toml))
-    return d
-
-
-UNBOUNDED = """
-[workload.w]
-source = "faulty.c"
-params.n = { default = 1, help = "no min, no max: only int64 bounds it" }
-"""
-
-
-def one_line_exit_2(p) -> str:
-    assert p.returncode == 2, p.stderr
-    assert len(p.stderr.strip().splitlines()) == 1, p.stderr
-    assert "Traceback" not in p.stderr
-    return p.stderr
+from faulty import UNBOUNDED, profiles
 
 
 def test_the_int64_limits_themselves_are_accepted(tmp_path, leftovers):

@@ -10,38 +10,9 @@ themselves reach a real worker is tests/e2e/test_bounds.py's.
 """
 from __future__ import annotations
 
-import textwrap
-from pathlib import Path
-
 import pytest
 from conftest import profile_dir
-from faulty import FAULTY_C
-
-BIG = "100_000_000_000_000_000_000_000_000"      # 10^26: TOML parses it, C cannot take it
-
-
-def profiles(tmp_path: Path, toml: str) -> Path:
-    d = tmp_path / "prof"
-    d.mkdir(exist_ok=True)
-    (d / "faulty.c").write_text(FAULTY_C)
-    (d / "w.toml").write_text(textwrap.dedent(toml))
-    return d
-
-
-UNBOUNDED = """
-[workload.w]
-source = "faulty.c"
-params.n = { default = 1, help = "no min, no max: only int64 bounds it" }
-"""
-
-
-def one_line_exit_2(p) -> str:
-    assert p.returncode == 2, p.stderr
-    assert len(p.stderr.strip().splitlines()) == 1, p.stderr
-    assert "Traceback" not in p.stderr
-    return p.stderr
-
-
+from faulty import BIG, UNBOUNDED, one_line_exit_2, profiles
 
 
 def test_bad_input_on_the_command_line_exits_2_with_one_line_and_runs_nothing(tmp_path, cli):
