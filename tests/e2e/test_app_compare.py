@@ -136,12 +136,14 @@ def test_compare_two_files_verdict_histogram_and_back(isolated: Path,
 def test_sessions_marked_into_sides(isolated: Path, made: dict[str, Path]) -> None:
     """Two sessions a side: space starts a side, `a` adds a session to the last one."""
     async def go() -> None:
-        copies = []
-        for name in ("small", "big"):
-            twin = isolated / f"{made[name].stem}-again.jsonl"
-            shutil.copyfile(made[name], twin)
-            copies += [made[name], twin]
-        out = results_dir(isolated, copies)
+        sessions = []
+        small = forge.NS_512 * 3000 // 20000
+        for name, ns, bs in (("small", small, 512), ("big", small * 8, 16384)):
+            # a second session 1% apart (a copy would count once: the same session)
+            again = forge.zero_null(isolated / f"{made[name].stem}-again.jsonl",
+                                    ns * 101 // 100, count=3000, n=5, block_size=bs)
+            sessions += [made[name], again]
+        out = results_dir(isolated, sessions)
         app = HotloopApp(results_dir=out)
         async with app.run_test(size=SIZE) as pilot:
             screen = await open_compare(pilot, app, 4)

@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import forge
 import pytest
 from conftest import POLL, ROOT, needs_root_sysctl
 
@@ -58,7 +59,8 @@ def test_too_few_file_descriptors_fail_the_run_in_one_line(tmp_path, busy_poll, 
 
 
 @pytest.mark.parametrize("kib", [60_000, 200_000, 300_000])
-def test_too_little_address_space_for_compare_is_one_line(good: Path, kib):
+def test_too_little_address_space_for_compare_is_one_line(tmp_path: Path, kib):
+    good = forge.zero_null(tmp_path / "good.jsonl", forge.NS_512)
     p = limited(kib * 1024, resource.RLIMIT_AS, "compare", str(good), str(good))
     assert "Traceback" not in p.stderr, p.stderr
     if p.returncode != 0:
