@@ -41,7 +41,8 @@ needs_root_sysctl = pytest.mark.skipif(
 # net.core.busy_poll and busy_read, which they set, record in headers and expect back as they
 # were.  Each holds SYSCTL_LOCK, a lock every hotloop test run on this machine takes (another
 # checkout's suite, another pytest-xdist worker), so none sees another's value.
-SYSCTLS = {"test_system.py", "test_profiles.py", "test_hangup.py", "test_result_files.py",
+SYSCTLS = {"test_system.py", "test_system_holds.py", "test_limits.py", "test_profiles.py",
+           "test_hangup.py", "test_result_files.py",
            "test_app.py::test_system_changes_ask_first_no_then_yes",
            "test_hosts.py::test_a_system_change_there_needs_consent_and_the_refusal_names_the_host"}
 SYSCTL_LOCK = Path("/tmp/hotloop-tests-sysctls.lock")
