@@ -547,9 +547,11 @@ def test_a_silent_remote_is_cut_off_after_a_repetitions_timeout(tmp_path, hosts,
 
 
 def test_a_remote_that_stays_after_its_last_line_is_let_go(tmp_path, hosts, sshd_server,
-                                                           leftovers):
+                                                           monkeypatch, leftovers):
     # its session is whole: nothing is waited for beyond the time a stop may take
-    from hotloop.run.remote import STOP_WAIT_S
+    from hotloop.run import remote
+    monkeypatch.setattr(remote, "STOP_WAIT_S", 1.0)     # 10 s: the same rule, sooner
+    STOP_WAIT_S = remote.STOP_WAIT_S
     began = time.monotonic()
     events = drive_fake(tmp_path, hosts, f"cat {OLD_SESSION}", sshd_server, runs=6)
     assert isinstance(events[-1], ev.Finished)
