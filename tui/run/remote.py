@@ -233,6 +233,7 @@ class RemoteSession:
         self._deadline: asyncio.TimerHandle | None = None
         self._stderr: collections.deque[str] = collections.deque(maxlen=ERROR_LINES)
         self._turns = 0                 # tokens passed to a gated remote: its repetitions
+        self._reps = 0                  # repetitions (warmups too) it has sent
         self._ended = False             # its last line (finished, failed) came
         self._heard = 0.0               # when it last sent a line or was given a turn
 
@@ -330,6 +331,7 @@ class RemoteSession:
             nonlocal ended
             assert result is not None
             ended = self._ended = ended or isinstance(event, (ev.Finished, ev.Failed))
+            self._reps += isinstance(event, ev.RunSample)
             if not isinstance(event, ev.Started):
                 result.add(event)
             writer.write(event)
@@ -452,6 +454,9 @@ class RemoteSession:
             except asyncio.TimeoutError:
                 if loop.time() < self._heard + limit:
                     continue            # given a turn meanwhile: its clock started again
+                if self.gate is not None and not header and self._reps >= self._turns:
+                    self._heard = loop.time()   # waiting for its turn: the others' runs
+                    continue
                 yield _Silent(f"sent nothing for {limit:g} s (a repetition's timeout is "
                               f"{self.bounds.timeout:g} s)")
                 return
