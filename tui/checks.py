@@ -40,8 +40,8 @@ def map_of(value: Check) -> Check:
             return f"expected an object, got {show(v)}"
         for k, x in v.items():
             bad = value(x)
-            if bad:
-                return f"{k}: {bad}"
+            if bad:                     # a key as an error quotes it: short (a forged one may
+                return f"{k if len(str(k)) <= 40 else str(k)[:37] + '...'}: {bad}"   # be huge)
         return None
     return check
 

@@ -288,7 +288,7 @@ def _decode(tp: Any, v: Any, most: int = TEXT_MAX) -> Any:
             try:
                 out[cut(k, NAME["max"])] = _decode(args[1], x)
             except ValueError as e:
-                raise ValueError(f"{k}: {e}") from None
+                raise ValueError(f"{cut(k, 40)}: {e}") from None
         return out
     if origin in (list, tuple):
         if not isinstance(v, list):

@@ -143,3 +143,14 @@ def test_a_forged_huge_label_reads_as_a_bounded_one(tmp_path):
     assert all(len(k) <= 200 for k in r.runs[0].extra)
     out = render(load_and_compare(paths), "text")
     assert len(out) < 50_000
+
+
+def test_a_huge_key_with_a_bad_value_is_quoted_short():
+    # the one line that names what is wrong must not carry the forged key whole
+    huge = "k" * 100_000
+    for line in ({"type": "run", "index": 0, "value": 1.0, "ops": 1, "bytes": 0, "ns": 1,
+                  "cycles": 0, "extra": {huge: "fast"}},
+                 {"type": "started", "header": {**FULL, "vulnerabilities": {huge: 5}}}):
+        with pytest.raises(ValueError) as e:
+            decode_line(json.dumps(line))
+        assert len(str(e.value)) < 200 and "expected" in str(e.value)
