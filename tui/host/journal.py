@@ -15,6 +15,7 @@ from typing import Any
 
 from hotloop.host import sysfs
 from hotloop.host.cpus import online_cpus
+from hotloop.host.procs import pid_gone
 from hotloop.host.settings import (
     CONTROL_CHARS,
     Change,
@@ -122,15 +123,8 @@ def sweep_temps(directory: Path) -> None:
         return
     for name in names:
         m = _TEMP.fullmatch(name)
-        if m is None:
-            continue
-        try:
-            os.kill(int(m["pid"]), 0)
-            continue                    # its writer runs
-        except ProcessLookupError:
-            pass
-        except OSError:
-            continue
+        if m is None or not pid_gone(int(m["pid"])):
+            continue                    # not ours, or its writer runs
         path = directory / name
         try:
             st = os.lstat(path)

@@ -94,3 +94,15 @@ def child_setup(parent: int, idle: bool = False,
             with contextlib.suppress(OSError):
                 os.nice(19)
     return setup
+
+
+def pid_gone(pid: int) -> bool:
+    """Whether no process has this pid (another user's process counts as there): the test
+    that a temp file named after its writer's pid was left by a dead one."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except OSError:
+        return False
+    return False

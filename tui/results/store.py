@@ -23,6 +23,7 @@ from typing import Any
 
 from hotloop import events as ev
 from hotloop.errors import HotloopError, RunFailed
+from hotloop.host.procs import pid_gone
 from hotloop.record import Header, NewerFormat, WorkloadInfo
 from hotloop.stats import Summary, summarize
 from hotloop.visible import visible
@@ -72,17 +73,6 @@ _MAX_NAMES = 10_000
 _TEMP = re.compile(r"\.(?P<target>.+)\.(?P<pid>[0-9]{1,9})\.[a-z0-9_]{8}\.tmp")
 
 
-def _gone(pid: int) -> bool:
-    """Whether no process has this pid (another user's process counts as there)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    except OSError:
-        return False
-    return False
-
-
 def sweep_temps(directory: Path) -> None:
     """Remove what --force runs killed before their first run left in `directory`: only
     hotloop's hidden files (their naming, a pid that is gone, no lock on them, a regular file
@@ -93,7 +83,7 @@ def sweep_temps(directory: Path) -> None:
         return
     for name in found:
         m = _TEMP.fullmatch(name)
-        if m is None or not _gone(int(m["pid"])):
+        if m is None or not pid_gone(int(m["pid"])):
             continue
         path = directory / name
         try:
