@@ -62,6 +62,14 @@ async def set_choice(pilot, app: HotloopApp, key: str, value: str) -> None:
     await pilot.pause()
 
 
+async def picked(pilot, app: HotloopApp, workload: str) -> None:
+    """The console up, `workload` loaded in the form, the catalogue focused again."""
+    await wait_for(pilot, lambda: app.form.base is not None, 10)
+    await app.pick("workload", workload)
+    await wait_for(pilot, lambda: app.form.base.workload == workload, 5, workload)
+    await pilot.press("escape")
+
+
 async def small_run(pilot, app: HotloopApp, msgs: str, runs: str) -> None:
     """Settings for a short, quiet run: seqpacket, no warmup, no perf."""
     await type_into(pilot, app, "param.msgs", msgs)
@@ -180,10 +188,7 @@ def test_saving_a_workloads_settings_proposes_a_name_no_workload_has(isolated: P
     async def go() -> None:
         app = HotloopApp()
         async with app.run_test(size=SIZE) as pilot:
-            await wait_for(pilot, lambda: app.form.base is not None, 10)
-            await app.pick("workload", "zero_null")
-            await wait_for(pilot, lambda: app.form.base.workload == "zero_null", 5)
-            await pilot.press("escape")
+            await picked(pilot, app, "zero_null")
             await pilot.press("w")
             await wait_for(pilot, lambda: isinstance(app.screen, SavePlanScreen), 5, "dialog")
             assert app.screen.query_one(Input).value == "zero_null-2"
@@ -394,10 +399,7 @@ def test_a_workload_that_does_not_build_is_said_and_nothing_waits(isolated: Path
     async def go() -> None:
         app = HotloopApp(results_dir=isolated / "results")
         async with app.run_test(size=SIZE) as pilot:
-            await wait_for(pilot, lambda: app.form.base is not None, 10)
-            await app.pick("workload", "broken")
-            await wait_for(pilot, lambda: app.form.base.workload == "broken", 5)
-            await pilot.press("escape")
+            await picked(pilot, app, "broken")
             await pilot.press("r")
             await wait_for(pilot, lambda: app.live is not None and not app.live.running, 120,
                            "the build failed")

@@ -412,6 +412,13 @@ def test_stdin_closing_stops_a_controlled_run(tmp_path, leftovers):
     assert leftovers() == []
 
 
+async def until_run_ends(pilot, app: HotloopApp) -> None:
+    deadline = time.monotonic() + 120
+    while app.live is None or app.live.running:
+        assert time.monotonic() < deadline, "the run on the host did not end"
+        await pilot.pause(0.1)
+
+
 def test_the_console_runs_on_a_host_like_here(tmp_path, hosts, leftovers):
     async def go() -> None:
         app = HotloopApp(profiles=[hosts], results_dir=tmp_path / "results")
@@ -425,10 +432,7 @@ def test_the_console_runs_on_a_host_like_here(tmp_path, hosts, leftovers):
                 app.form.fields[key].control.value = text
             await pilot.pause()
             await pilot.press("r")
-            deadline = time.monotonic() + 120
-            while app.live is None or app.live.running:
-                assert time.monotonic() < deadline
-                await pilot.pause(0.1)
+            await until_run_ends(pilot, app)
             assert app.live.state == "finished" and app.live.n == 3
             await pilot.pause(0.3)              # the next tick of the status line
             status = str(app.query_one("#status").content)
@@ -465,10 +469,7 @@ def test_every_key_of_a_plan_run_from_the_console_reaches_the_host(tmp_path, hos
             app.form.set_choice("host", "lab1")
             await pilot.pause()
             await pilot.press("r")
-            deadline = time.monotonic() + 120
-            while app.live is None or app.live.running:
-                assert time.monotonic() < deadline
-                await pilot.pause(0.1)
+            await until_run_ends(pilot, app)
             assert app.live.state == "finished", app.live.state
             await pilot.press("q")
     asyncio.run(go())
