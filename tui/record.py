@@ -130,7 +130,7 @@ class Remote:
 class Header:
     """A result file's first line: the machine, the kernel, the build and the plan a session
     ran with, written before its first run."""
-    format: int = FORMAT
+    format: int = field(default=FORMAT, metadata={"min": 1})
     hotloop: str = "?"
     hotloop_source: str = ""                # which sources, within one version
     time: str = field(default="", metadata=NAME)

@@ -70,6 +70,7 @@ def test_a_header_is_its_json_and_back():
     (lambda h: h["sysctl"]["net.core.busy_poll"].update(during=50),
      "header: sysctl: net.core.busy_poll: during: expected a string"),
     (lambda h: h.update(format="2"), "header: format: expected an integer"),
+    (lambda h: h.update(format=0), "header: format: 0 is below 1"),
 ])
 def test_a_header_field_of_the_wrong_type_is_named(edit, why):
     h = json.loads(json.dumps(FULL))
