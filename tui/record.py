@@ -23,7 +23,9 @@ from typing import Any, TypeVar
 
 from hotloop.checks import show
 
-FORMAT = 2              # this version's; 1: the files written before `format` existed
+# This version's.  1: the files written before `format` existed; 2: the typed record; 3: adds
+# the boot (boot_id), a session's place in a series (batch.session) and the VM it ran in (vm).
+FORMAT = 3
 # A string read from a file is cut to this many characters ("…" last): a forged 30 MB label
 # would otherwise be printed, drawn and diffed in full.  A path or a kernel command line fits;
 # a name shown in a table (NAME) is cut shorter.
@@ -115,6 +117,9 @@ class Batch:
     id: str | None = None
     interleaved: bool = False
     variants: int = field(default=0, metadata={"min": 0})       # how many
+    # In a series of sessions (run --sessions N), this session's number within its side, from
+    # 1: session i of one kernel ran beside session i of the other, so compare can pair them.
+    session: int | None = field(default=None, metadata={"min": 1})
 
 
 @dataclass(frozen=True)
@@ -124,6 +129,19 @@ class Remote:
     address: str = ""
     result_file: str = ""
     perf_data: str = ""
+
+
+@dataclass(frozen=True)
+class Vm:
+    """The virtual machine a session ran in: a kernel profile's image booted for it."""
+    accel: str = field(default="", metadata=NAME)     # "kvm", or "tcg": emulated
+    cpus: int = field(default=0, metadata={"min": 0})
+    memory: str = field(default="", metadata=NAME)
+    image: str = ""
+    image_sha256: str = field(default="", metadata=NAME)
+    append: str = ""
+    qemu: str = field(default="", metadata=NAME)      # qemu's version
+    why_not_kvm: str = ""                             # tcg: what the KVM probe said
 
 
 @dataclass(frozen=True)
@@ -145,6 +163,9 @@ class Header:
     vulnerabilities: dict[str, str] = field(default_factory=dict)
     sysctl: dict[str, SysctlState] = field(default_factory=dict)
     python: str = ""
+    # The boot the session ran in (/proc/sys/kernel/random/boot_id): sessions of one boot
+    # share whatever a boot fixes (memory layout, what ran since), sessions across boots not.
+    boot_id: str = field(default="", metadata=NAME)
     plan: PlanInfo = PlanInfo()
     workload: WorkloadInfo = WorkloadInfo()
     params: dict[str, Any] = field(default_factory=dict)
@@ -159,6 +180,7 @@ class Header:
     batch: Batch | None = None
     perf_data: str = ""                     # the kept perf data, beside the file: NAME.perf
     remote: Remote | None = None
+    vm: Vm | None = None
 
     def to_json(self) -> dict[str, Any]:
         return to_json(self)

@@ -21,6 +21,7 @@ from hotloop.record import (
     Stop,
     Summary,
     SysctlState,
+    Vm,
     WorkloadInfo,
 )
 from hotloop.results.store import decode_line, encode_line
@@ -58,6 +59,18 @@ def test_a_header_is_its_json_and_back():
     assert isinstance(back, ev.Started) and back.header == h and back.variant == ""
 
 
+def test_format_3_keeps_the_boot_the_series_session_and_the_vm_and_format_2_reads_without():
+    h = Header(boot_id="7f0c", batch=Batch("s1", False, 2, session=3),
+               vm=Vm("tcg", 2, "2G", "/boot/vmlinuz", "ab12", "quiet", "7.2", "no usable KVM"))
+    back = decode_line(encode_line(ev.Started(h, "r.jsonl")))
+    assert isinstance(back, ev.Started) and back.header == h
+    old = Header.from_json({**FULL, "format": 2})
+    assert (old.format, old.boot_id, old.vm, old.batch) == (2, "", None, Batch("abc", True, 2))
+    with pytest.raises(ValueError, match="header: batch: session: 0 is below 1"):
+        decode_line(json.dumps({"type": "started", "header": {
+            **FULL, "format": 3, "batch": {"id": "s", "session": 0}}}))
+
+
 @pytest.mark.parametrize("edit, why", [
     (lambda h: h.update(workload="zero_null"), "header: workload: expected an object"),
     (lambda h: h.update(params=[1]), "header: params: expected an object"),
@@ -71,6 +84,8 @@ def test_a_header_is_its_json_and_back():
      "header: sysctl: net.core.busy_poll: during: expected a string"),
     (lambda h: h.update(format="2"), "header: format: expected an integer"),
     (lambda h: h.update(format=0), "header: format: 0 is below 1"),
+    (lambda h: h.update(boot_id=7), "header: boot_id: expected a string, got 7"),
+    (lambda h: h.update(vm={"accel": "kvm", "cpus": -1}), "header: vm: cpus: -1 is below 0"),
 ])
 def test_a_header_field_of_the_wrong_type_is_named(edit, why):
     h = json.loads(json.dumps(FULL))

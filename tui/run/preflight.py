@@ -20,7 +20,7 @@ from hotloop.host.changes import Applied, Change, describe_changes, plan_changes
 from hotloop.host.cpus import format_cpu_list
 from hotloop.host.doctor import capabilities
 from hotloop.host.facts import check_expect, kernel_facts
-from hotloop.host.journal import describe_held, held_elsewhere
+from hotloop.host.journal import boot_id, describe_held, held_elsewhere
 from hotloop.host.settings import read_sysctl, show_original
 from hotloop.host.sysfs import SystemSettingError
 from hotloop.record import (
@@ -110,7 +110,7 @@ def header(rp: ResolvedPlan, built: build.Built, variant: str = "",
         arch=facts["machine"], cmdline=facts["cmdline"], cpu_model=facts["cpu_model"],
         cpus=os.cpu_count() or 1, mitigations=facts["mitigations"],
         vulnerabilities=facts["vulnerabilities"], sysctl=sysctl or {},
-        python=platform.python_version(),
+        python=platform.python_version(), boot_id=boot_id(),
         plan=_record(PlanInfo, rp.plan),
         workload=WorkloadInfo(w.name, str(w.source), w.summary, w.metric, w.unit,
                               w.higher_is_better, w.procs),
