@@ -230,3 +230,20 @@ def test_calibrate_records_the_boots_and_warns_when_there_is_one(tmp_path: Path,
     across = noise.estimate([results.read(p) for p in sorted(
         side(tmp_path / "bb", 8, rng, boots=[f"b{i}" for i in range(8)]).glob("*.jsonl"))])
     assert across.boot_spread == boots.ACROSS and calibration.boot_warnings(across) == []
+
+
+# --------------------------------------------------------------------------- the gate
+
+def test_strict_fails_the_gate_where_it_cannot_judge(tmp_path: Path, capsys):
+    a = one(tmp_path / "a.jsonl", 1e9, "boot-1")
+    b = one(tmp_path / "b.jsonl", 0.8e9, "boot-2", label="patched")
+    args = ["compare", str(a), str(b), "--fail-on", "worse"]
+    assert main(args) == 0                          # cannot judge: a pass, said on stderr
+    assert "no verdict for patched (cannot call" in capsys.readouterr().err
+    assert main([*args, "--strict"]) == 4
+    assert main([*args[:3], "--strict"]) == 2       # --strict alone: bad usage
+    assert "--strict needs --fail-on" in capsys.readouterr().err
+    c = one(tmp_path / "c.jsonl", 0.8e9, "boot-1", label="patched")
+    # judged (one boot): found worse is 3 with or without --strict; judged and fine is 0
+    assert main(["compare", str(a), str(c), "--fail-on", "worse", "--strict"]) == 3
+    assert main(["compare", str(a), str(c), "--fail-on", "better", "--strict"]) == 0

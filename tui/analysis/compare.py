@@ -127,8 +127,10 @@ class Verdict(enum.Enum):
 
     @property
     def judged(self) -> bool:
-        """A test was made: a change found, or none beyond the noise."""
-        return self.called or self in (Verdict.WITHIN_NOISE, Verdict.NO_CHANGE)
+        """A test was made: a change found, or none beyond the noise (or none once
+        corrected for the number of sides).  What compare --fail-on --strict asks."""
+        return self.called or self in (Verdict.WITHIN_NOISE, Verdict.NO_CHANGE,
+                                       Verdict.NOT_AFTER_CORRECTION)
 
 METHODS = {
     "sessions": "sessions as replicates: t interval on session log-medians, session noise "
