@@ -82,6 +82,7 @@ from hotloop.stats import (
     ASSUMED_PER_WITHIN,
     ASSUMED_SESSION_NOISE,
     MIN_RUNS,
+    TOO_NOISY_PCT,
     Bucket,
     Summary,
     edges,
@@ -89,13 +90,10 @@ from hotloop.stats import (
 )
 from hotloop.visible import visible
 
-__all__ = ["RESOURCE", "SPEED", "UNDIRECTED", "extra_kind", "compare", "compare_sides"]
+__all__ = ["RESOURCE", "SPEED", "TOO_NOISY_PCT", "UNDIRECTED", "extra_kind", "compare",
+           "compare_sides"]
 
 TOP_SYMBOLS = 15
-# An interval this wide (half width, %) that holds 0 is no verdict: a change it could call
-# would be half the value again (the assumed noise of runs spread 35% was ±214%).  Saying
-# "within noise (±214%)" told a newcomer nothing; this says what to do.
-TOO_NOISY_PCT = 50.0
 UNSTABLE_CV = 0.10                      # a session's runs above this CV: pyperf's "unstable"
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 from hotloop.analysis.compare import MetricDelta, Verdict
 from hotloop.analysis.metrics import RESOURCE, SPEED, UNDIRECTED
 from hotloop.analysis.significance import MIN_PROCESSES, MIN_ROUNDS
+from hotloop.render.units import too_noisy
 from hotloop.stats import MIN_RUNS
 
 WORDS = {SPEED: ("faster", "slower"), RESOURCE: ("better", "worse"),
@@ -36,9 +37,7 @@ def word(m: MetricDelta, short: bool = False) -> str:
         width = f"±{t.half_width_pct:.1f}%" if t.half_width_pct is not None else "±?"
         return f"{kind} noise {width}" if short else f"within {kind} noise ({width})"
     if v is Verdict.TOO_NOISY:
-        spread = f"{t.spread_pct:.0f}%" if t.spread_pct is not None else "widely"
-        return (f"too noisy: runs spread {spread}" if short else
-                f"too noisy to call: runs spread {spread}; calibrate or run more")
+        return too_noisy(t.spread_pct, short)
     if v is Verdict.ACROSS_BOOTS:
         return across_boots(m, short)
     if v is Verdict.NOT_AFTER_CORRECTION:
