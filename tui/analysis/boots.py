@@ -76,17 +76,27 @@ def _groups(keys: Sequence[str], by_boot: bool) -> list[list[int]]:
 def of_sides(base: Sequence[Result], new: Sequence[Result]) -> Boots:
     """The boots of two sides.  Two kernels are two boots whatever the files say (a boot_id
     shared by two kernels is forged or broken)."""
-    a = tuple(boot_of(r) for r in base)
-    b = tuple(boot_of(r) for r in new)
-    every = set(a) | set(b)
     kernels = {r.header.kernel_release for r in (*base, *new)}
+    return of_keys([boot_of(r) for r in base], [boot_of(r) for r in new], len(kernels) > 1)
+
+
+def of_keys(base: Sequence[str], new: Sequence[str], kernels_differ: bool = False) -> Boots:
+    """The boots of two sides from their sessions' keys ("" unknown)."""
+    every = set(base) | set(new)
     if "" in every:
         relation = UNKNOWN
-    elif len(every) == 1 and len(kernels) == 1 and not every.pop().startswith("vm:"):
+    elif len(every) == 1 and not kernels_differ and not next(iter(every)).startswith("vm:"):
         relation = ONE
     else:
         relation = ACROSS
-    return Boots(a, b, relation)
+    return Boots(tuple(base), tuple(new), relation)
+
+
+def calibration_fits(pair: Boots, calibration_spread: str) -> bool:
+    """Whether a calibration whose sessions spread over boots so (`spread`) may stand in for
+    the replicates of these sides: across boots only one that had a boot a session measured
+    what a reboot moves; within one boot any does (one across boots is only wider)."""
+    return not pair.across or calibration_spread == ACROSS
 
 
 def spread(keys: Sequence[str]) -> str:

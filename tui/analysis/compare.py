@@ -40,6 +40,10 @@ Decisions (documented here because every format shows their outcome):
   every format says so.  `gate` (compare --fail-on) reads the corrected primary rows only.
 * An interval that holds 0 and is wider than TOO_NOISY_PCT either way is TOO_NOISY ("too
   noisy to call"), not WITHIN_NOISE: no change anyone looks for could be told there.
+* Across boots the boot is the replicate (`analysis.boots`): a boot's sessions are averaged
+  into one, and with one boot a side and nothing that measured a reboot (no second boot, no
+  calibration of one session a boot) the verdict is ACROSS_BOOTS ("cannot call"), never a
+  call on an assumed noise.  A calibration within one boot is used within one boot only.
 * A session is its content (`Result.digest`): copies count once (`distinct`).
 * perf counters are one number per session: with one session a side and no calibration of
   them they are shown with their difference and % change but no test (NO_TEST); with several
@@ -708,7 +712,7 @@ def compare_sides(sides: Sequence[Sequence[Result]], given: Sequence[str] | None
         # A calibration stands in for the sides' own replicates only if it measured what
         # they differ by: taken within one boot, it measured no reboot.
         unfit = (f"its {profile.sessions} sessions: {spread}" if profile is not None
-                 and boots.across and spread != boots_mod.ACROSS else None)
+                 and not boots_mod.calibration_fits(boots, spread) else None)
         if unfit and profile is not None:
             comp.warnings.append(
                 f"{side.name}: noise profile not used ({unfit}): {side.name} and "
@@ -773,9 +777,9 @@ def compare_sides(sides: Sequence[Sequence[Result]], given: Sequence[str] | None
            for p in comp.pairs for m in p.metrics):
         comp.warnings.append(
             "one session a side: nothing here can check that the calibration describes these "
-            "sessions, so the verdict holds only if both were taken the same way (both across "
-            "reboots, or both back to back): a calibration taken back to back and compared "
-            "across reboots called about 40% of synthetic A/A pairs")
+            "sessions (its boots fit theirs: within one boot, or one session a boot across "
+            "boots), so the verdict holds only if the machine was as it was when calibrated "
+            "(the same load, the same setup)")
     rule = (f"the larger of {100 * ASSUMED_SESSION_NOISE:g}% and "
             f"{ASSUMED_PER_WITHIN:g} times the runs' own spread")
     if assumed and profile is None:

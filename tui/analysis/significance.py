@@ -23,7 +23,10 @@ Two methods, chosen by how the runs were taken:
   - from this machine's calibration (`hotloop calibrate`): the variance of its sessions' y
     (df = its sessions - 1), moved to the runs compared here through v's 1/n_i, session by
     session (`MetricNoise.runs_for`), and never below what it measured;
-  pooled by degrees of freedom when there are both.  With neither (one session a side, no
+  pooled by degrees of freedom when there are both.  Where the sides ran in different boots
+  the replicate is the boot (`units`: a boot's sessions averaged into one y; analysis.boots
+  says why), and with one a side and no calibration nothing is assumed (`assume`): no test.
+  With neither (one session a side within one boot, no
   calibration) sigma_b is assumed, with a normal quantile: the larger of
   `ASSUMED_SESSION_NOISE` and `ASSUMED_PER_WITHIN` times the spread of the sessions' runs,
   because on this project's machine sessions differed by up to that much (README, "How small a
