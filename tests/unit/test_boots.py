@@ -121,6 +121,8 @@ def test_sessions_of_one_boot_are_one_replicate_across_boots(tmp_path: Path):
         assert "cannot call: one boot a side, a reboot between" in \
             compare_formats.render(comp, fmt)
     assert any("one boot a side (3 and 3 sessions)" in w for w in comp.warnings)
+    assert "patched vs stock (baseline), boots as replicates (1 vs 1)" in \
+        compare_formats.render(comp)
     c = side(tmp_path / "c", 3, rng, boots=["c1", "c2", "c3"])
     d = side(tmp_path / "d", 3, rng, change=-0.10, boots=["d1", "d2", "d3"], label="patched")
     row = primary(compare.load_and_compare([c, d]))

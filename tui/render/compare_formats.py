@@ -135,6 +135,9 @@ def _differs(p: Pair) -> str:
 
 
 def _method_text(p: Pair) -> str:
+    first = next((m.test for m in p.metrics if m.primary), None)
+    if p.method == "sessions" and first is not None and first.boots not in ("", "one boot"):
+        return f"boots as replicates ({first.boots_baseline} vs {first.boots_new})"
     return {"paired": "paired rounds (interleaved)", "exact": "identical",
             "sessions": "sessions as replicates", "none": "no test"}.get(p.method, p.method)
 
