@@ -21,17 +21,18 @@ compared round by round (the paired test), on the first N/5 rounds of every proc
 for each N in `--rounds`.
 
 Synthetic (`--simulate WITHIN,BETWEEN`): lognormal sessions with these CVs in percent, no runs:
-checks the statistics against known noise.  With `--modes`, the table of A/A false positives
-and power per mode the README shows (unequal runs, quieter or thin calibrations, copies,
-outliers, 4 sides against one baseline), each judged as compare judges it (deduplicated,
-corrected for the number of sides).
+checks the statistics against known noise.  With `--modes` (`--simulate WITHIN,SESSION,BOOT`:
+runs, sessions within one boot, boots), the table of A/A false positives and power per mode
+the README shows (sessions within one boot or across boots, calibrations from one boot or one
+a boot, unequal runs, thin calibrations, copies, outliers, 4 sides against one baseline),
+each judged as compare judges it (boots, deduplicated, corrected for the number of sides).
 
     python benchmarks/sensitivity.py [--workload zero_null] [--param count=100000]
         [--cpu same-core] [--runs 30] [--pool 30] [--calibration 8] [--trials 40]
         [--slowdown 5] [--markdown]
     python benchmarks/sensitivity.py --interleaved --slowdowns 1,2 --rounds 10,20,40,80
     python benchmarks/sensitivity.py --simulate 2,2.5 --runs 30 --trials 400
-    python benchmarks/sensitivity.py --simulate 2,2.5 --modes --trials 1000
+    python benchmarks/sensitivity.py --simulate 2,1.5,2 --modes --trials 1000
 """
 from __future__ import annotations
 
@@ -43,13 +44,14 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 from scipy import stats as sps
 
 from hotloop import catalog, results
+from hotloop.analysis import boots as boots_mod
 from hotloop.analysis import compare as compare_mod
 from hotloop.analysis import significance
 from hotloop.analysis.compare import Verdict, compare_samples, test_metric
@@ -152,121 +154,199 @@ def separate(pool_a: list[list[float]], pool_b: list[list[float]],
 
 # --------------------------------------------------------------------------- synthetic modes
 
-def _session(rng: np.random.Generator, runs: int, within: float, between: float,
+def _session(rng: np.random.Generator, runs: int, within: float, offset: float,
              effect: float = 0.0, outliers: float = 0.0) -> list[float]:
-    """One synthetic session of a rate (higher is better): lognormal runs around a session
-    offset; `outliers`, a share of runs 3x slower (a third of the rate)."""
-    off = rng.normal(0, between)
-    x = np.exp(rng.normal(off + np.log1p(effect), within, runs))
+    """One synthetic session of a rate (higher is better): lognormal runs around `offset`
+    (its boot's and its own); `outliers`, a share of runs 3x slower (a third of the rate)."""
+    x = np.exp(rng.normal(offset + np.log1p(effect), within, runs))
     if outliers:
         x = np.where(rng.random(runs) < outliers, x * 3, x)
     return (1 / x).tolist()
 
 
-def _calibration(rng: np.random.Generator, k: int, runs: int, within: float,
-                 between: float) -> MetricNoise | None:
-    """A calibration of `k` sessions, or None where hotloop refuses one that thin (a profile
-    of fewer than noise.MIN_SESSIONS sessions is not used)."""
-    from hotloop.analysis import noise
-    if k < noise.MIN_SESSIONS:
-        return None
-    return metric_noise([_session(rng, runs, within, between) for _ in range(k)])
+@dataclass(frozen=True)
+class Noise:
+    """A synthetic machine, as fractions: runs within a session, sessions within one boot,
+    boots (what a reboot moves)."""
+    within: float
+    session: float
+    boot: float
 
 
-def _distinct(side: list[list[float]]) -> list[list[float]]:
+# How a mode's sessions spread over boots: "own" every session a boot of its own (a reboot
+# between every two, or a VM booted for each); "one" every session of every side in one boot;
+# "side" each side's sessions in one boot of that side's (two kernels, a reboot between them
+# only); "pairs" each side's sessions two to a boot.
+LAYOUTS = ("own", "one", "side", "pairs")
+
+
+def _boot_keys(layout: str, side: int, k: int) -> list[str]:
+    if layout == "own":
+        return [f"{side}.{i}" for i in range(k)]
+    if layout == "one":
+        return ["shared"] * k
+    if layout == "side":
+        return [f"{side}"] * k
+    return [f"{side}.{i // 2}" for i in range(k)]
+
+
+def _offsets(rng: np.random.Generator, keys: list[str], noise: Noise,
+             boots: dict[str, float]) -> list[float]:
+    """Each session's offset: its boot's (drawn once a boot, shared by the trial's sides
+    where they share it) plus its own."""
+    return [boots.setdefault(key, rng.normal(0, noise.boot)) + rng.normal(0, noise.session)
+            for key in keys]
+
+
+def _calibration(rng: np.random.Generator, k: int, runs: int, noise: Noise,
+                 layout: str) -> tuple[MetricNoise | None, str]:
+    """A calibration of `k` sessions laid out over boots so, and its boots' spread; None
+    where hotloop refuses one that thin (fewer than noise.MIN_SESSIONS sessions)."""
+    from hotloop.analysis import noise as noise_mod
+    keys = _boot_keys(layout, 9, k)
+    if k < noise_mod.MIN_SESSIONS:
+        return None, ""
+    offsets = _offsets(rng, keys, noise, {})
+    return (metric_noise([_session(rng, runs, noise.within, o) for o in offsets]),
+            boots_mod.spread(keys))
+
+
+def _distinct(side: list[list[float]], keys: list[str]) -> tuple[list[list[float]], list[str]]:
     """A side's sessions, each content once: what compare does with copied files (by their
-    sha256, `compare.distinct`)."""
+    sha256, `compare.distinct`); a copy ran in its original's boot."""
     seen: list[list[float]] = []
-    for s in side:
+    kept: list[str] = []
+    for s, k in zip(side, keys):
         if s not in seen:
             seen.append(s)
-    return seen
+            kept.append(k)
+    return seen, kept
 
 
-def _called(base: list[list[float]], sides: list[list[list[float]]],
-            cal: MetricNoise | None) -> tuple[list[Verdict | None], list[bool]]:
+def _called(base: tuple[list[list[float]], list[str]],
+            sides: list[tuple[list[list[float]], list[str]]],
+            cal: tuple[MetricNoise | None, str], ignore_boots: bool = False
+            ) -> tuple[list[Verdict | None], list[bool]]:
     """Each later side against the baseline, as compare judges the primary metric: the
     verdicts (None: compare refuses the side, nothing but copies of one session), and
-    whether each is called after the correction for the number of sides."""
-    if any(len(_distinct(s)) == 1 < len(s) for s in [base, *sides]):
+    whether each is called after the correction for the number of sides.  `ignore_boots`:
+    as compare did before sessions said their boot (sessions the replicates, any calibration
+    used)."""
+    if any(len(_distinct(*s)[0]) == 1 < len(s[0]) for s in [base, *sides]):
         return [None] * len(sides), [False] * len(sides)
-    base = _distinct(base)
-    tests = [test_metric([series(s, True) for s in base],
-                         [series(s, True) for s in _distinct(side)], calibrated=cal)
-             for side in sides]
+    b_runs, b_keys = _distinct(*base)
+    tests = []
+    for side in sides:
+        n_runs, n_keys = _distinct(*side)
+        pair = boots_mod.of_keys(b_keys, n_keys)
+        fits = ignore_boots or boots_mod.calibration_fits(pair, cal[1])
+        tests.append(test_metric([series(s, True) for s in b_runs],
+                                 [series(s, True) for s in n_runs],
+                                 calibrated=cal[0] if fits else None,
+                                 boots=None if ignore_boots else pair))
     tests = compare_mod.correct_sides(tests)
     return [t.verdict for t in tests], [t.significant for t in tests]
 
 
-# mode: (label, sessions a side, runs of each compared session (cycled), calibration
-# sessions (0: none), calibration runs, calibration between-noise factor, copies a session,
-# outlier share, later sides, effect (%) for the power column; and where the mode needs its
-# own noise, (within, between) CVs in %: unequal runs matter where the runs' part of a
-# session's variance is large, noisy runs and quiet sessions)
+@dataclass(frozen=True)
+class Mode:
+    label: str
+    k: int                              # sessions a side
+    layout: str = "own"                 # LAYOUTS: the compared sessions' boots
+    cal: int = 0                        # calibration sessions (0: none)
+    cal_layout: str = "own"             # ...and their boots
+    runs: tuple[int, ...] = (30,)       # runs of each compared session (cycled: the
+                                        # baseline from the first, a later side the second)
+    cal_runs: int = 30
+    copies: int = 1                     # the first session of a side given this many times
+    outliers: float = 0.0               # a share of runs 3x slower
+    sides: int = 1                      # later sides against the one baseline
+    effect: float = 10.0                # % for the power column
+    noise: tuple[float, float, float] | None = None    # its own (within, session, boot) %
+
+
+# Unequal runs matter where the runs' part of a session's variance is large: noisy runs,
+# quiet sessions (10%, 1%, 0).  "Quieter" calibrations are those taken in one boot, where
+# boots move more than sessions within one do.
 MODES = [
-    ("1 a side, assumed noise", 1, (30,), 0, 30, 1.0, 1, 0.0, 1, 10.0),
-    ("1 a side, assumed noise, sessions 6% apart (beyond what it assumes)", 1, (30,), 0, 30,
-     1.0, 1, 0.0, 1, 10.0, (2, 6)),
-    ("1 a side, calibrated (8)", 1, (30,), 8, 30, 1.0, 1, 0.0, 1, 10.0),
-    ("3 a side, measured", 3, (30,), 0, 30, 1.0, 1, 0.0, 1, 5.0),
-    ("3 a side, calibrated (8)", 3, (30,), 8, 30, 1.0, 1, 0.0, 1, 5.0),
-    ("5 a side, calibrated (8)", 5, (30,), 8, 30, 1.0, 1, 0.0, 1, 5.0),
-    ("unequal runs: 10 vs 200, calibrated at 30 (runs 10%, sessions 1%)", 1, (10, 200), 8,
-     30, 1.0, 1, 0.0, 1, 10.0, (10, 1)),
-    ("unequal runs: 3 a side of 10/200/10, calibrated at 30 (10%, 1%)", 3, (10, 200, 10), 8,
-     30, 1.0, 1, 0.0, 1, 5.0, (10, 1)),
-    ("200 runs, calibrated at 30 (10%, 1%)", 1, (200,), 8, 30, 1.0, 1, 0.0, 1, 10.0, (10, 1)),
-    ("quieter calibration (1/3 the session noise), 1 a side", 1, (30,), 8, 30, 1 / 3, 1, 0.0,
-     1, 10.0),
-    ("quieter calibration, 3 a side", 3, (30,), 8, 30, 1 / 3, 1, 0.0, 1, 5.0),
-    ("thin calibration (4 sessions), 1 a side", 1, (30,), 4, 30, 1.0, 1, 0.0, 1, 10.0),
-    ("copies: 2 copies of 1 session a side", 1, (30,), 0, 30, 1.0, 2, 0.0, 1, 10.0),
-    ("copies: 2 sessions a side, one of them given 3 times, calibrated", 2, (30,), 8, 30,
-     1.0, 3, 0.0, 1, 10.0),
-    ("outliers: 5% of runs 3x slower, 1 a side", 1, (30,), 0, 30, 1.0, 1, 0.05, 1, 10.0),
-    ("outliers, 3 a side", 3, (30,), 0, 30, 1.0, 1, 0.05, 1, 10.0),
-    ("4 sides against one baseline, 3 a side (family-wise)", 3, (30,), 0, 30, 1.0, 1, 0.0, 4,
-     5.0),
-    ("4 sides, 3 a side, calibrated (family-wise)", 3, (30,), 8, 30, 1.0, 1, 0.0, 4, 5.0),
+    Mode("1 a side, one boot, assumed noise", 1, "one"),
+    Mode("1 a side, one boot, sessions 6% apart within it (beyond what it assumes)", 1, "one",
+         noise=(2, 6, 0)),
+    Mode("1 a side, across boots, no calibration", 1, "own"),
+    Mode("1 a side, across boots 6% apart, no calibration", 1, "own", noise=(2, 1.5, 5.8)),
+    Mode("1 a side, across boots, calibrated one a boot", 1, "own", 8),
+    Mode("1 a side, across boots, calibrated in one boot (3x quieter)", 1, "own", 8, "one",
+         noise=(2, 0.83, 2.36)),
+    Mode("1 a side, one boot, calibrated in one boot", 1, "one", 8, "one"),
+    Mode("3 a side, one boot, measured", 3, "one", effect=5.0),
+    Mode("3 a side, a boot each, measured", 3, "own", effect=5.0),
+    Mode("3 a side, a boot each, calibrated one a boot", 3, "own", 8, effect=5.0),
+    Mode("3 a side, a boot each, calibrated in one boot (3x quieter)", 3, "own", 8, "one",
+         effect=5.0, noise=(2, 0.83, 2.36)),
+    Mode("5 a side, a boot each, calibrated one a boot", 5, "own", 8, effect=5.0),
+    Mode("3 a side, one boot a side (two kernels, one reboot), no calibration", 3, "side",
+         effect=5.0),
+    Mode("3 a side, one boot a side, calibrated one a boot", 3, "side", 8, effect=5.0),
+    Mode("4 a side, two boots a side of 2 sessions, measured", 4, "pairs", effect=5.0),
+    Mode("a VM series, 4 a side (each session a fresh boot), measured", 4, "own",
+         effect=5.0),
+    Mode("unequal runs: 10 vs 200, calibrated at 30 (runs 10%, sessions 1%)", 1, "own", 8,
+         runs=(10, 200), noise=(10, 1, 0)),
+    Mode("unequal runs: 3 a side of 10/200/10, calibrated at 30 (10%, 1%)", 3, "own", 8,
+         runs=(10, 200, 10), effect=5.0, noise=(10, 1, 0)),
+    Mode("200 runs, calibrated at 30 (10%, 1%)", 1, "own", 8, runs=(200,), noise=(10, 1, 0)),
+    Mode("thin calibration (4 sessions), 1 a side across boots", 1, "own", 4),
+    Mode("copies: 2 copies of 1 session a side", 1, "own", copies=2),
+    Mode("copies: 2 sessions a side, one given 3 times, calibrated", 2, "own", 8, copies=3),
+    Mode("outliers: 5% of runs 3x slower, 1 a side, one boot", 1, "one", outliers=0.05),
+    Mode("outliers, 3 a side, a boot each", 3, "own", outliers=0.05),
+    Mode("4 sides against one baseline, 3 a side (family-wise)", 3, "own", sides=4,
+         effect=5.0),
+    Mode("4 sides, 3 a side, calibrated (family-wise)", 3, "own", 8, sides=4, effect=5.0),
 ]
 
 
-def simulate_modes(base_w: float, base_b: float, trials: int,
-                   rng: np.random.Generator) -> list[list[str]]:
+def simulate_modes(base: Noise, trials: int, rng: np.random.Generator) -> list[list[str]]:
     """For each mode, `trials` A/A comparisons (any call is a false positive; with several
     sides, any call among them: the family-wise rate) and as many with the effect in the
-    first later side (found: called the right way).  Fresh sessions and a fresh calibration
-    every trial.  The last column is the share of A/A trials hotloop gave no verdict on
-    (too noisy to call, too few runs, a side of nothing but copies refused): where it cannot
-    call, it says so."""
+    first later side (found: called the right way).  Fresh sessions, boots and calibration
+    every trial.  "no verdict" is the share of A/A trials hotloop gave none on (too noisy,
+    too few runs, cannot call across boots, a side of nothing but copies refused): where it
+    cannot call, it says so.  "boots ignored": the same trials judged as compare did before
+    sessions said their boot."""
     out = []
-    for label, k, runs, k_cal, cal_runs, cal_factor, copies, outl, n_sides, effect, *own \
-            in MODES:
-        within, between = (own[0][0] / 100, own[0][1] / 100) if own else (base_w, base_b)
-        aa = found = silent = 0
-        def side(eff: float = 0.0, later: int = 1, k: int = k, runs: tuple[int, ...] = runs,
-                 outl: float = outl, copies: int = copies, within: float = within,
-                 between: float = between) -> list[list[float]]:
-            # the run counts cycle: the baseline from the first, a later side from the second
-            one = [_session(rng, runs[(i + later) % len(runs)], within, between, eff, outl)
-                   for i in range(k)]
-            return one[:1] * copies + one[1:]      # the first session given `copies` times
+    silent_verdicts = (None, Verdict.TOO_FEW_RUNS, Verdict.TOO_NOISY, Verdict.ACROSS_BOOTS)
+    for m in MODES:
+        noise = Noise(*(x / 100 for x in m.noise)) if m.noise else base
+        aa = found = silent = ignored = 0
+
+        def side(index: int, shared: dict[str, float], eff: float = 0.0, m: Mode = m,
+                 noise: Noise = noise) -> tuple[list[list[float]], list[str]]:
+            keys = _boot_keys(m.layout, index, m.k)
+            offsets = _offsets(rng, keys, noise, shared)
+            runs = m.runs[min(index, 1) % len(m.runs):] + m.runs[:min(index, 1) % len(m.runs)]
+            one = [_session(rng, runs[i % len(runs)], noise.within, o, eff, m.outliers)
+                   for i, o in enumerate(offsets)]
+            # the first session given `copies` times (a copy ran in its original's boot)
+            return one[:1] * m.copies + one[1:], keys[:1] * m.copies + keys[1:]
         for _ in range(trials):
-            cal = _calibration(rng, k_cal, cal_runs, within, between * cal_factor) \
-                if k_cal else None
-            base = side(later=0)
-            verdicts, called = _called(base, [side() for _ in range(n_sides)], cal)
+            cal = _calibration(rng, m.cal, m.cal_runs, noise, m.cal_layout) if m.cal \
+                else (None, "")
+            shared: dict[str, float] = {}
+            base_side = side(0, shared)
+            later = [side(1 + j, shared) for j in range(m.sides)]
+            verdicts, called = _called(base_side, later, cal)
             aa += any(called)
-            silent += verdicts[0] in (None, Verdict.TOO_FEW_RUNS, Verdict.TOO_NOISY)
-            verdicts, called = _called(base, [side(effect / 100)]
-                                       + [side() for _ in range(n_sides - 1)], cal)
+            silent += verdicts[0] in silent_verdicts
+            ignored += any(_called(base_side, later, cal, ignore_boots=True)[1])
+            later = [side(1, shared, m.effect / 100)] + later[1:]
+            verdicts, called = _called(base_side, later, cal)
             found += called[0] and verdicts[0] is Verdict.BAD
         err = 100 * 2 * (0.05 * 0.95 / trials) ** 0.5
-        out.append([label, f"{100 * aa / trials:.1f}%", f"±{err:.1f}",
-                    f"+{effect:g}%: {100 * found / trials:.0f}%",
-                    f"{100 * silent / trials:.0f}%"])
+        out.append([m.label, f"{100 * aa / trials:.1f}%", f"±{err:.1f}",
+                    f"+{m.effect:g}%: {100 * found / trials:.0f}%",
+                    f"{100 * silent / trials:.0f}%", f"{100 * ignored / trials:.1f}%"])
     return out
-
 
 
 PROCESSES = 5                           # interleaved: worker processes a variant (the default)
@@ -350,14 +430,18 @@ def main() -> None:
     t0 = time.monotonic()
 
     if args.simulate:
-        within, between = (float(x) / 100 for x in args.simulate.split(","))
+        figures = [float(x) / 100 for x in args.simulate.split(",")]
         if args.modes:
-            print(f"synthetic: within-session CV {100 * within:g}%, session-to-session "
-                  f"{100 * between:g}%, {args.trials} trials a cell ({time.monotonic() - t0:.0f}s)")
+            w, sess, boot = (figures + [0.0])[:3]
+            print(f"synthetic: runs within a session CV {100 * w:g}%, sessions within a boot "
+                  f"{100 * sess:g}%, boots {100 * boot:g}% (a session a boot: "
+                  f"{100 * (sess ** 2 + boot ** 2) ** 0.5:.2g}%), {args.trials} trials a cell")
             print(table(["mode", "A/A called", "2 x sim. error at 5%", "found",
-                         "A/A: no verdict"], simulate_modes(within, between, args.trials, rng)))
+                         "A/A: no verdict", "A/A, boots ignored"],
+                        simulate_modes(Noise(w, sess, boot), args.trials, rng)))
             print(f"{time.monotonic() - t0:.0f}s", file=sys.stderr)
             return
+        within, between = figures[:2]
 
         def one(effect: float = 0.0) -> list[float]:
             off = rng.normal(0, between)

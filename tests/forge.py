@@ -27,10 +27,15 @@ SYSCALL = {"name": "syscall", "source": "/forged/csrc/syscall.c",
            "unit": "ns/op", "higher_is_better": False, "procs": 1}
 
 
+# The boot forged sessions ran in unless a test says otherwise: one boot, so that sessions
+# are the replicates and one a side is judged (analysis.boots); a test of boots sets its own.
+BOOT = "f0f0f0f0-0000-4000-8000-00000000b001"
+
+
 def header(workload: dict[str, Any] = ZERO_NULL, params: dict[str, Any] | None = None,
            runs: int = 6, **changes: Any) -> dict[str, Any]:
     """A header as `hotloop run` writes it (run/preflight.py), on a made-up host; `changes`
-    replace or add top-level keys."""
+    replace or add top-level keys (boot_id="" or None: a file that does not say its boot)."""
     params = dict({"block_size": 512, "count": 20000, "spin": 0} if params is None else params)
     h: dict[str, Any] = {
         "hotloop": "0.1.0", "time": "2026-11-30T08:00:00+0000", "host": "forge",
@@ -49,9 +54,11 @@ def header(workload: dict[str, Any] = ZERO_NULL, params: dict[str, Any] | None =
         "kernel": {"name": "default", "summary": "the running kernel as it is",
                    "label": "stock", "sysctl": {}, "expect": {}, "origin": ""},
         "label": "stock", "variant": "", "compiler": "cc (forged) 12.2.0", "cflags": ["-O2"],
-        "source_sha256": "0" * 64, "batch": None,
+        "source_sha256": "0" * 64, "batch": None, "boot_id": BOOT,
     }
     h.update(changes)
+    if not h["boot_id"]:
+        del h["boot_id"]
     return h
 
 

@@ -109,6 +109,10 @@ def robust_spread(s: Sequence[float], log: bool = False) -> float:
 MIN_RUNS = 5                            # fewer runs in a session: no verdict, no calibration
 ASSUMED_SESSION_NOISE = 0.03            # session-to-session noise nothing measured: at least,
 ASSUMED_PER_WITHIN = 2.0                # or this times the spread of runs within a session
+# An interval this wide (half width, %) that holds 0 is no verdict: a change it could call
+# would be half the value again (the assumed noise of runs spread 35% was ±214%).  Saying
+# "within noise (±214%)" told a newcomer nothing; compare and the console say "too noisy".
+TOO_NOISY_PCT = 50.0
 
 
 def assumed_session_noise(within: float) -> float:

@@ -17,10 +17,23 @@ BYTES = 10_240_000
 OPS = 20_000
 
 
-def write(path: Path, values: Sequence[float], label: str = "stock") -> Path:
-    """A finished zero_null session whose runs have these bytes/s (about: ns is whole)."""
+# Synthetic sessions share one boot unless a test says otherwise (boot="": a file that does
+# not say its boot): sessions are then the replicates (hotloop.analysis.boots).
+BOOT = "5e5e5e5e-0000-4000-8000-00000000b001"
+
+
+def write(path: Path, values: Sequence[float], label: str = "stock", boot: str = BOOT,
+          kernel: str | None = None, vm: dict[str, object] | None = None) -> Path:
+    """A finished zero_null session whose runs have these bytes/s (about: ns is whole), run in
+    `boot` (of `kernel`, the data file's unless given)."""
     started = json.loads(DATA.read_text().splitlines()[0])
     started["header"]["label"] = label
+    if boot:
+        started["header"]["boot_id"] = boot
+    if kernel is not None:
+        started["header"]["kernel_release"] = kernel
+    if vm is not None:                  # a session in a VM booted for it
+        started["header"]["vm"] = vm
     lines = [json.dumps(started)]
     got = []
     for i, v in enumerate(values):
@@ -42,11 +55,13 @@ def write(path: Path, values: Sequence[float], label: str = "stock") -> Path:
 
 def side(directory: Path, sessions: int, rng: np.random.Generator, change: float = 0.0,
          within: float = 0.01, between: float = 0.005, runs: int = 20,
-         label: str = "stock") -> Path:
+         label: str = "stock", boots: Sequence[str] | None = None,
+         kernel: str | None = None) -> Path:
     """A directory of `sessions` sessions: lognormal runs around a session offset, the rate
-    scaled by 1 + change."""
+    scaled by 1 + change; session i in boots[i] (default: all in BOOT)."""
     for i in range(sessions):
         off = rng.normal(0, between)
         write(directory / f"s{i}.jsonl",
-              1e9 * (1 + change) * np.exp(rng.normal(off, within, runs)), label)
+              1e9 * (1 + change) * np.exp(rng.normal(off, within, runs)), label,
+              boot=BOOT if boots is None else boots[i], kernel=kernel)
     return directory

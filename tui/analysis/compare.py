@@ -40,6 +40,10 @@ Decisions (documented here because every format shows their outcome):
   every format says so.  `gate` (compare --fail-on) reads the corrected primary rows only.
 * An interval that holds 0 and is wider than TOO_NOISY_PCT either way is TOO_NOISY ("too
   noisy to call"), not WITHIN_NOISE: no change anyone looks for could be told there.
+* Across boots the boot is the replicate (`analysis.boots`): a boot's sessions are averaged
+  into one, and with one boot a side and nothing that measured a reboot (no second boot, no
+  calibration of one session a boot) the verdict is ACROSS_BOOTS ("cannot call"), never a
+  call on an assumed noise.  A calibration within one boot is used within one boot only.
 * A session is its content (`Result.digest`): copies count once (`distinct`).
 * perf counters are one number per session: with one session a side and no calibration of
   them they are shown with their difference and % change but no test (NO_TEST); with several
@@ -58,8 +62,10 @@ from pathlib import Path
 from typing import Any
 
 from hotloop import results
+from hotloop.analysis import boots as boots_mod
 from hotloop.analysis import noise as noise_mod
 from hotloop.analysis import significance
+from hotloop.analysis.boots import Boots
 from hotloop.analysis.metrics import (
     RESOURCE,
     SPEED,
@@ -80,6 +86,7 @@ from hotloop.stats import (
     ASSUMED_PER_WITHIN,
     ASSUMED_SESSION_NOISE,
     MIN_RUNS,
+    TOO_NOISY_PCT,
     Bucket,
     Summary,
     edges,
@@ -87,13 +94,10 @@ from hotloop.stats import (
 )
 from hotloop.visible import visible
 
-__all__ = ["RESOURCE", "SPEED", "UNDIRECTED", "extra_kind", "compare", "compare_sides"]
+__all__ = ["RESOURCE", "SPEED", "TOO_NOISY_PCT", "UNDIRECTED", "extra_kind", "compare",
+           "compare_sides"]
 
 TOP_SYMBOLS = 15
-# An interval this wide (half width, %) that holds 0 is no verdict: a change it could call
-# would be half the value again (the assumed noise of runs spread 35% was ±214%).  Saying
-# "within noise (±214%)" told a newcomer nothing; this says what to do.
-TOO_NOISY_PCT = 50.0
 UNSTABLE_CV = 0.10                      # a session's runs above this CV: pyperf's "unstable"
 
 
@@ -114,6 +118,9 @@ class Verdict(enum.Enum):
                                         # TOO_NOISY_PCT either way: no change could be told
     NOT_AFTER_CORRECTION = "not after correction"   # called alone, not once corrected for
                                                     # the number of sides (Holm)
+    ACROSS_BOOTS = "across boots"       # one boot a side, a reboot between, and nothing
+                                        # (no second boot, no calibration across reboots)
+                                        # measured what a reboot moves
 
     @property
     def called(self) -> bool:
@@ -122,8 +129,10 @@ class Verdict(enum.Enum):
 
     @property
     def judged(self) -> bool:
-        """A test was made: a change found, or none beyond the noise."""
-        return self.called or self in (Verdict.WITHIN_NOISE, Verdict.NO_CHANGE)
+        """A test was made: a change found, or none beyond the noise (or none once
+        corrected for the number of sides).  What compare --fail-on --strict asks."""
+        return self.called or self in (Verdict.WITHIN_NOISE, Verdict.NO_CHANGE,
+                                       Verdict.NOT_AFTER_CORRECTION)
 
 METHODS = {
     "sessions": "sessions as replicates: t interval on session log-medians, session noise "
@@ -202,6 +211,11 @@ class Test:
     family: int = 1                     # how many sides' tests were corrected together
     spread_pct: float | None = None     # the runs' robust spread within a session, %
     noise_check: dict[str, Any] | None = None   # the calibration against the sessions
+    boots: str = ""                     # analysis.boots: "one boot", "across boots",
+                                        # "boots unknown"; "" when nobody asked (samples)
+    boots_baseline: int = 0             # the replicates a side: boots across boots,
+    boots_new: int = 0                  # sessions within one
+    calibration: str | None = None      # why a profile was not used for this row, if so
 
 
 @dataclass(frozen=True)
@@ -297,6 +311,8 @@ def _verdict(o: Outcome, higher_is_better: bool | None, too_few: Verdict | None)
         return too_few
     if o.method == "exact":
         return Verdict.NO_CHANGE
+    if o.noise_source == "unmeasured":
+        return Verdict.ACROSS_BOOTS
     up = _direction(o) if o.significant else None
     if up is not None:
         if higher_is_better is None:
@@ -348,9 +364,24 @@ def correct_sides(tests: Sequence[Test]) -> list[Test]:
 
 def test_metric(base: Sequence[Series], new: Sequence[Series], *,
                 paired: Sequence[int] | None = None,
-                calibrated: noise_mod.MetricNoise | None = None) -> Test:
+                calibrated: noise_mod.MetricNoise | None = None,
+                boots: Boots | None = None) -> Test:
     """One metric, each side a list of sessions' series.  `paired`: the two sides are one
-    interleaved batch's variants, whose worker processes ran these many rounds each."""
+    interleaved batch's variants, whose worker processes ran these many rounds each.
+    `boots`: the sessions' boots; across boots the boot is the replicate, and one boot a side
+    with no calibration is ACROSS_BOOTS (None: sessions are replicates, as within one boot)."""
+    t = _test_metric(base, new, paired, calibrated, boots)
+    if boots is None or t.method == "paired":
+        return t
+    kb, kn = boots.count()
+    return dataclasses.replace(t, boots=boots.relation, boots_baseline=kb, boots_new=kn)
+
+
+def _test_metric(base: Sequence[Series], new: Sequence[Series],
+                 paired: Sequence[int] | None, calibrated: noise_mod.MetricNoise | None,
+                 boots: Boots | None) -> Test:
+    units = boots.units() if boots is not None and boots.across else None
+    assume = boots is None or not boots.across
     b0 = base[0]
     hib = b0.higher_is_better
     kb, kn = len(base), len(new)
@@ -358,12 +389,13 @@ def test_metric(base: Sequence[Series], new: Sequence[Series], *,
         # One value per session: the sessions are the samples.
         bv = [[s.values[0]] for s in base]
         nv = [[s.values[0]] for s in new]
-        if kb + kn - 2 <= 0 and calibrated is None:
+        ub, un = (len(units[0]), len(units[1])) if units else (kb, kn)
+        if ub + un - 2 <= 0 and calibrated is None:
             mb, mn = bv[0][0], nv[0][0]
             change = (mn / mb - 1.0) * 100.0 if mb else (0.0 if mn == mb else None)
             return Test(kb, kn, mb, mn, mn - mb, change, None, None, None, False,
                         Verdict.NO_TEST, "none", kb, kn)
-        o = significance.sessions_test(bv, nv, calibrated=calibrated)
+        o = significance.sessions_test(bv, nv, calibrated=calibrated, units=units)
         return _test(o, kb, kn, kb, kn, _verdict(o, hib, None), calibrated)
     nb = sum(len(s.values) for s in base)
     nn = sum(len(s.values) for s in new)
@@ -374,7 +406,7 @@ def test_metric(base: Sequence[Series], new: Sequence[Series], *,
             if o.processes < MIN_PROCESSES else None
         return _test(o, nb, nn, kb, kn, _verdict(o, hib, too_few), None)
     o = significance.sessions_test([s.values for s in base], [s.values for s in new],
-                                   calibrated=calibrated)
+                                   calibrated=calibrated, units=units, assume=assume)
     short = min(len(s.values) for s in [*base, *new]) < MIN_RUNS
     return _test(o, nb, nn, kb, kn,
                  _verdict(o, hib, Verdict.TOO_FEW_RUNS if short else None), calibrated)
@@ -665,16 +697,39 @@ def compare_sides(sides: Sequence[Sequence[Result]], given: Sequence[str] | None
     comp.warnings += copied + notes
     base_series = [series(r) for r in sides[0]]
     assumed: list[str] = []             # metrics whose session noise nothing measured
+    unknown = sum(not boots_mod.boot_of(r) for rs in sides for r in rs)
+    if unknown and len(sides) > 1:
+        comp.warnings.append(
+            f"{unknown} session{'s do' if unknown != 1 else ' does'} not say which boot "
+            f"{'they' if unknown != 1 else 'it'} ran in (result files before format 3): "
+            f"taken as possibly from another boot than the other side's, so one session a "
+            f"side cannot be called without a calibration across reboots; run them again "
+            f"with this hotloop to record their boots")
+    spread = profile.boot_spread if profile is not None else ""
     for side, rs in zip(out[1:], sides[1:]):
         paired = _interleaved_pair(sides[0], rs)
+        boots = boots_mod.of_sides(sides[0], rs)
+        # A calibration stands in for the sides' own replicates only if it measured what
+        # they differ by: taken within one boot, it measured no reboot.
+        unfit = (f"its {profile.sessions} sessions: {spread}" if profile is not None
+                 and not boots_mod.calibration_fits(boots, spread) else None)
+        if unfit and profile is not None:
+            comp.warnings.append(
+                f"{side.name}: noise profile not used ({unfit}): {side.name} and "
+                f"{out[0].name} ran in different boots ({boots.relation}), and a calibration "
+                f"measures a reboot only from sessions of one boot each; calibrate from A/A "
+                f"sessions one a boot: hotloop calibrate results/aa/")
         new_series = [series(r) for r in rs]
         rows = []
         for name, m in base_series[0].items():
             if not all(name in x for x in base_series + new_series):
                 continue
-            calibrated = profile.metrics.get(name) if profile else None
+            calibrated = profile.metrics.get(name) if profile and not unfit else None
             t = test_metric([x[name] for x in base_series], [x[name] for x in new_series],
-                            paired=paired, calibrated=calibrated)
+                            paired=paired, calibrated=calibrated,
+                            boots=None if paired is not None else boots)
+            if unfit:
+                t = dataclasses.replace(t, calibration=f"not used: {unfit}")
             rows.append(MetricDelta(m.name, m.unit, m.higher_is_better, t, m.kind,
                                     primary=m.name == metric))
             if t.noise_source == "assumed" and m.name not in assumed:
@@ -694,6 +749,19 @@ def compare_sides(sides: Sequence[Sequence[Result]], given: Sequence[str] | None
         meta = metadata_diff(base.header.to_json(), rs[0].header.to_json())
         comp.pairs.append(Pair(out[0], side, rows, meta, symbols,
                                rows[0].test.method if rows else "sessions"))
+        first_row = next((r for r in rows if r.primary), None)
+        if first_row is not None and first_row.test.verdict is Verdict.ACROSS_BOOTS:
+            t = first_row.test
+            maybe = "" if boots.relation == boots_mod.ACROSS else "possibly "
+            what = (f"one session a side, from {maybe}different boots"
+                    if t.sessions_baseline == t.sessions_new == 1 else
+                    f"one boot a side ({t.sessions_baseline} and {t.sessions_new} sessions): "
+                    f"sessions of one boot are not replicates of a reboot")
+            comp.warnings.append(
+                f"{side.name}: cannot call: {what}, and nothing measured how much a reboot "
+                f"moves {first_row.metric}; run sessions in several boots a side (a reboot "
+                f"between, or a VM booted for each), or calibrate across reboots (A/A "
+                f"sessions one a boot: hotloop calibrate results/aa/)")
         if rows and rows[0].test.verdict is Verdict.TOO_FEW_PROCESSES:
             comp.warnings.append(
                 f"{side.name} and {out[0].name} ran in fewer than {MIN_PROCESSES} worker "
@@ -709,9 +777,9 @@ def compare_sides(sides: Sequence[Sequence[Result]], given: Sequence[str] | None
            for p in comp.pairs for m in p.metrics):
         comp.warnings.append(
             "one session a side: nothing here can check that the calibration describes these "
-            "sessions, so the verdict holds only if both were taken the same way (both across "
-            "reboots, or both back to back): a calibration taken back to back and compared "
-            "across reboots called about 40% of synthetic A/A pairs")
+            "sessions (its boots fit theirs: within one boot, or one session a boot across "
+            "boots), so the verdict holds only if the machine was as it was when calibrated "
+            "(the same load, the same setup)")
     rule = (f"the larger of {100 * ASSUMED_SESSION_NOISE:g}% and "
             f"{ASSUMED_PER_WITHIN:g} times the runs' own spread")
     if assumed and profile is None:

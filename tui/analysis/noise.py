@@ -113,14 +113,24 @@ class NoiseProfile:
     kernels: list[str]
     files: list[str] = field(default_factory=list)
     digests: list[str] = field(default_factory=list)   # the sessions' sha256: copies too
+    # Each session's boot (analysis.boots.boot_of; "" unknown): a calibration within one boot
+    # measured no reboot, and compare does not use it for sides across boots.  Empty in
+    # profiles from before it was recorded: unknown.
+    boots: list[str] = field(default_factory=list)
     path: str = ""              # where it was read from or saved to
+
+    @property
+    def boot_spread(self) -> str:
+        """analysis.boots.spread of its sessions: "across boots" when each had its own."""
+        from hotloop.analysis import boots
+        return boots.spread(self.boots)
 
     def describe(self) -> str:
         k = self.key
         primary = next(iter(self.metrics.values()), None)
         noise = f"session noise {100 * primary.sigma_between:.2f}%" if primary else "no metrics"
         return (f"{noise} ({self.sessions} sessions of {k.get('workload')} on {k.get('host')}, "
-                f"{self.created[:10]})")
+                f"{self.boot_spread}, {self.created[:10]})")
 
 
 # --------------------------------------------------------------------------- keys and files
@@ -230,6 +240,7 @@ def load(path: Path) -> NoiseProfile:
             files=[str(f) for f in doc.get("files") or [] if isinstance(f, str)],
             digests=[d for d in doc.get("digests") or []
                      if isinstance(d, str) and re.fullmatch(r"[0-9a-f]{64}", d)],
+            boots=_boots(doc.get("boots"), sessions),
             path=str(path))
     except FileNotFoundError:
         raise NoiseError(f"{path}: no such noise profile") from None
@@ -237,6 +248,16 @@ def load(path: Path) -> NoiseProfile:
         raise NoiseError(f"{path}: cannot read: {getattr(e, 'strerror', None) or e}") from None
     except (ValueError, TypeError, AttributeError) as e:
         raise NoiseError(f"{path}: not a usable noise profile: {e}") from None
+
+
+def _boots(raw: Any, sessions: int) -> list[str]:
+    """A profile's boots, one a session: anything else (missing, forged, of another length)
+    is no knowledge, and unknown boots are never taken as across reboots."""
+    if not isinstance(raw, list) or len(raw) != sessions:
+        return []
+    if not all(isinstance(b, str) and len(b) <= 200 and b.isprintable() for b in raw):
+        return []
+    return list(raw)
 
 
 def _untrusted(path: Path) -> str | None:
@@ -319,7 +340,10 @@ def estimate(sessions: Sequence[Result], session_cost_s: float | None = None,
 
     Without measured costs (sessions given as files), a run costs its measured time and a
     session start is assumed to cost ASSUMED_SESSION_COST_S."""
-    from hotloop.analysis import significance  # numpy and scipy: only when calibrating
+    from hotloop.analysis import (
+        boots,
+        significance,  # numpy and scipy: only when calibrating
+    )
     if len(sessions) < MIN_SESSIONS:
         raise HotloopError(f"calibrate: {len(sessions)} session"
                            f"{'' if len(sessions) == 1 else 's'}; a calibration needs at least "
@@ -358,7 +382,8 @@ def estimate(sessions: Sequence[Result], session_cost_s: float | None = None,
         run_cost_s=float(run_cost_s), cost_measured=measured,
         created=time.strftime("%Y-%m-%dT%H:%M:%S%z"), hotloop=__version__,
         kernels=sorted({r.header.kernel_release for r in sessions}),
-        files=[str(r.path) for r in sessions], digests=[r.digest for r in sessions if r.digest])
+        files=[str(r.path) for r in sessions], digests=[r.digest for r in sessions if r.digest],
+        boots=[boots.boot_of(r) for r in sessions])
 
 
 # --------------------------------------------------------------------------- planning

@@ -23,7 +23,10 @@ Two methods, chosen by how the runs were taken:
   - from this machine's calibration (`hotloop calibrate`): the variance of its sessions' y
     (df = its sessions - 1), moved to the runs compared here through v's 1/n_i, session by
     session (`MetricNoise.runs_for`), and never below what it measured;
-  pooled by degrees of freedom when there are both.  With neither (one session a side, no
+  pooled by degrees of freedom when there are both.  Where the sides ran in different boots
+  the replicate is the boot (`units`: a boot's sessions averaged into one y; analysis.boots
+  says why), and with one a side and no calibration nothing is assumed (`assume`): no test.
+  With neither (one session a side within one boot, no
   calibration) sigma_b is assumed, with a normal quantile: the larger of
   `ASSUMED_SESSION_NOISE` and `ASSUMED_PER_WITHIN` times the spread of the sessions' runs,
   because on this project's machine sessions differed by up to that much (README, "How small a
@@ -97,7 +100,7 @@ class Outcome:
     significant: bool
     noise_pct: float | None = None          # sigma_b in % used (sessions method)
     noise_source: str | None = None         # "measured", "calibrated", "measured+calibrated",
-                                            # "assumed"
+                                            # "assumed"; "unmeasured": no test (see assume)
     half_width_pct: float | None = None     # the interval's half width: changes within it
                                             # are not told from noise
     spread_pct: float | None = None         # sessions: the runs' robust spread within a
@@ -172,14 +175,40 @@ def assumed_noise(sessions: Sequence[Sequence[float]], log: bool, scale: float =
     return assumed_session_noise(within_spread(sessions, log) / scale)
 
 
+def combine(ests: Sequence[SessionEstimate],
+            groups: Sequence[Sequence[int]] | None) -> list[SessionEstimate]:
+    """Sessions grouped into replicates (a boot's sessions, `analysis.boots`): each group's
+    mean centre, whose runs' part of the variance is the mean of its sessions' over their
+    number, as if from all their runs."""
+    if groups is None:
+        return list(ests)
+    out = []
+    for g in groups:
+        parts = [ests[i] for i in g]
+        out.append(SessionEstimate(sum(e.centre for e in parts) / len(parts),
+                                   sum(e.var for e in parts) / len(parts) ** 2,
+                                   sum(e.n for e in parts)))
+    return out
+
+
 def sessions_test(base: Sequence[Sequence[float]], new: Sequence[Sequence[float]],
-                  calibrated: MetricNoise | None = None) -> Outcome:
-    """Each side a list of sessions (a list of runs each).  See the module docstring."""
+                  calibrated: MetricNoise | None = None,
+                  units: tuple[Sequence[Sequence[int]], Sequence[Sequence[int]]] | None = None,
+                  assume: bool = True) -> Outcome:
+    """Each side a list of sessions (a list of runs each).  See the module docstring.
+
+    `units`: each side's sessions (indices) grouped into replicates, the sessions of one boot
+    together when the sides span boots.  `assume`: whether an assumed noise may stand in where
+    nothing measured the replicates' variance; without it (one boot a side, a reboot between:
+    nothing bounds what a reboot moves) the outcome has no interval and its noise_source is
+    "unmeasured"."""
     if not base or not new or not all(len(s) for s in [*base, *new]):
         raise ValueError("sessions_test needs at least one run in every session")
     log = positive(*base, *new)
     a = [session_estimate(s, log) for s in base]
     b = [session_estimate(s, log) for s in new]
+    if units is not None:
+        a, b = combine(a, units[0]), combine(b, units[1])
     ya = sum(e.centre for e in a) / len(a)
     yb = sum(e.centre for e in b) / len(b)
     centre_a = math.exp(ya) if log else ya
@@ -216,6 +245,10 @@ def sessions_test(base: Sequence[Sequence[float]], new: Sequence[Sequence[float]
                                                    ("calibrated", used_cal))
                           if used)
         q = float(sps.t.ppf(1 - ALPHA / 2, df))
+    elif not assume:
+        return Outcome("sessions", log, centre_a, centre_b, change, None, None, None, False,
+                       noise_source="unmeasured",
+                       spread_pct=100 * within_spread([*base, *new], log) / scale)
     else:
         sigma = assumed_noise([*base, *new], log, scale) * scale
         tau2 = sigma ** 2 + float(np.mean([e.var for e in ests]))

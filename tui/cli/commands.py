@@ -49,6 +49,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 GATE_FAILED = 3                         # compare --fail-on: the gate found the change
+GATE_BLIND = 4                          # compare --fail-on --strict: a side it cannot judge
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
@@ -56,6 +57,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from hotloop.render import (
         compare_formats,  # scipy: only when comparing (0.8 s to import)
     )
+    if args.strict and args.fail_on is None:
+        raise HotloopError("compare: --strict needs --fail-on (worse, better or change)")
     if args.threshold is not None:      # before reading anything: a typo is not a pass
         if args.fail_on is None:
             raise HotloopError("compare: --threshold needs --fail-on (worse, better or change)")
@@ -92,7 +95,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
             f"{names[id(m)]} ({verdicts.word(m)})" for m in blind), file=sys.stderr)
     failed = compare.gate(comp, args.fail_on, args.threshold or 0.0)
     if not failed:
-        return 0
+        # --strict: a side the gate could not see is no pass (a found change still wins: it
+        # is what the gate is for, and 3 says more than 4)
+        return GATE_BLIND if args.strict and blind else 0
     what = "; ".join(f"{names[id(m)]} {verdicts.word(m)}: {m.metric} "
                      f"{compare_formats.gate_text(m)}" for m in failed)
     limit = f", beyond {args.threshold:g}%" if args.threshold else ""

@@ -4,7 +4,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from hotloop.analysis import noise
+from hotloop.analysis import boots, noise
 from hotloop.render.units import duration
 
 
@@ -16,7 +16,8 @@ def report(profile: noise.NoiseProfile, saved: Path | None) -> str:
             + ("" if profile.cost_measured else " (assumed: sessions read from files)")
             + f", a run {duration(run) if run >= 0.1 else f'{1e3 * run:.1f} ms'}")
     lines = [f"calibrate {noise.describe_key(k)}",
-             f"{profile.sessions} sessions, kernel {', '.join(profile.kernels)}; {cost}", ""]
+             f"{profile.sessions} sessions, kernel {', '.join(profile.kernels)}; {cost}"]
+    lines += [f"warning: {w}" for w in boot_warnings(profile)] + [""]
     rows = [["metric", "within a session", "session to session", "(90% bound)"]]
     for name, m in profile.metrics.items():
         # The session noise is what the runs do not explain; from few sessions it can come
@@ -42,6 +43,21 @@ def report(profile: noise.NoiseProfile, saved: Path | None) -> str:
         lines += ["", f"saved {saved}: compare uses it for results of this host, workload, "
                       f"params, CPU profile and perf setting"]
     return "\n".join(lines)
+
+
+def boot_warnings(profile: noise.NoiseProfile) -> list[str]:
+    """What the calibration's boots make it good for: only one session a boot measures what
+    a reboot moves, and compare uses nothing else for sides that ran in different boots."""
+    spread = profile.boot_spread
+    if spread == boots.ACROSS:
+        return []
+    why = {boots.ONE: "its sessions ran in one boot, back to back",
+           boots.UNKNOWN: "its sessions' files do not all say their boot",
+           }.get(spread, "some of its sessions share a boot")
+    return [f"{why}: it measured no reboot, so compare uses it only for sides within one boot "
+            f"(two kernels are always two boots); for kernels, calibrate from A/A sessions "
+            f"one a boot (a reboot between, or a VM booted for each): hotloop calibrate "
+            f"results/aa/"]
 
 
 def listing() -> str:

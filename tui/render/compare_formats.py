@@ -88,6 +88,10 @@ def noise_line(comp: Comparison) -> str:
     if first is not None:
         figure = f" {first.noise_pct:.2g}%" if first.noise_pct else ""
         return f"session noise: not calibrated, assumed{figure} (hotloop calibrate measures it)"
+    if "unmeasured" in used:
+        unused = " (the noise profile measured no reboot)" if p is not None else ""
+        return (f"session noise: not measured: one boot a side, a reboot between, and no "
+                f"calibration across reboots{unused}")
     if any(pair.method == "sessions" for pair in comp.pairs):
         return "session noise: measured from the sides' own sessions (no calibration)"
     return ""
@@ -131,6 +135,9 @@ def _differs(p: Pair) -> str:
 
 
 def _method_text(p: Pair) -> str:
+    first = next((m.test for m in p.metrics if m.primary), None)
+    if p.method == "sessions" and first is not None and first.boots not in ("", "one boot"):
+        return f"boots as replicates ({first.boots_baseline} vs {first.boots_new})"
     return {"paired": "paired rounds (interleaved)", "exact": "identical",
             "sessions": "sessions as replicates", "none": "no test"}.get(p.method, p.method)
 
@@ -303,7 +310,8 @@ CSV_COLUMNS = ["file", "label", "name", "partial", "metric", "unit", "higher_is_
                "ci_high", "p_value", "significant", "verdict", "baseline_file", "method",
                "sessions_baseline", "sessions_new", "session_noise_pct", "noise_pct",
                "noise_source", "noise_profile", "differs", "p_adjusted", "correction",
-               "exploratory", "noise_check"]
+               "exploratory", "noise_check", "boots", "boots_baseline", "boots_new",
+               "calibration"]
 CSV_SUMMARY_COLUMNS = ["file", "label", "name", "partial", "metric", "unit", "n", "median",
                        "mean", "stdev", "cv", "min", "max"]
 
@@ -337,7 +345,10 @@ def rows(comp: Comparison) -> list[dict[str, Any]]:
                         "p_adjusted": _json_num(t.p_adjusted) if m.primary else None,
                         "correction": t.correction if m.primary else "none",
                         "exploratory": not m.primary,
-                        "noise_check": t.noise_check})
+                        "noise_check": t.noise_check,
+                        # analysis.boots: the replicates a side, and a profile not used
+                        "boots": t.boots or None, "boots_baseline": t.boots_baseline,
+                        "boots_new": t.boots_new, "calibration": t.calibration})
     return out
 
 
@@ -417,7 +428,7 @@ def document(comp: Comparison) -> dict[str, Any]:
                    "too_noisy_pct": compare.TOO_NOISY_PCT},
         "noise_profile": None if comp.noise is None else {
             "path": comp.noise.path, "key": comp.noise.key, "sessions": comp.noise.sessions,
-            "created": comp.noise.created,
+            "created": comp.noise.created, "boots": comp.noise.boot_spread,
             "session_noise_pct": {k: 100 * m.sigma_between
                                   for k, m in comp.noise.metrics.items()}},
     }

@@ -121,3 +121,14 @@ def duration(seconds: float) -> str:
         return f"{seconds:.0f}s" if seconds >= 10 else f"{seconds:.1f}s"
     m, s = divmod(int(seconds), 60)
     return f"{m}m{s:02d}s" if m < 60 else f"{m // 60}h{m % 60:02d}m"
+
+
+def too_noisy(spread_pct: float | None = None, short: bool = False) -> str:
+    """No verdict because the runs spread too widely for any change to be told (the
+    interval, or the smallest change that could be found, beyond stats.TOO_NOISY_PCT): the
+    words compare and the console both use, for a newcomer ("detect ≥432%" told nobody)."""
+    if spread_pct is None:
+        return "too noisy to call"
+    spread = f"{spread_pct:.0f}%"
+    return (f"too noisy: runs spread {spread}" if short else
+            f"too noisy to call: runs spread {spread}; calibrate or run more")

@@ -5,12 +5,15 @@ A speed gets "faster"/"slower" (the primary metric, ns/op, cycles/op, latencies)
 run consumes "better"/"worse" (CPU seconds, perf counters), a value nobody declared a direction
 for "higher"/"lower".  When the interval holds 0: "within session noise (±X%)" (X: the change
 that noise alone can make), "within assumed noise (±X%)" when nothing measured that noise.
+One boot a side, a reboot between and no calibration across reboots: "cannot call: one session a
+side, from different boots" (or "one boot a side"): nothing measured what a reboot moves.
 """
 from __future__ import annotations
 
 from hotloop.analysis.compare import MetricDelta, Verdict
 from hotloop.analysis.metrics import RESOURCE, SPEED, UNDIRECTED
 from hotloop.analysis.significance import MIN_PROCESSES, MIN_ROUNDS
+from hotloop.render.units import too_noisy
 from hotloop.stats import MIN_RUNS
 
 WORDS = {SPEED: ("faster", "slower"), RESOURCE: ("better", "worse"),
@@ -34,14 +37,28 @@ def word(m: MetricDelta, short: bool = False) -> str:
         width = f"±{t.half_width_pct:.1f}%" if t.half_width_pct is not None else "±?"
         return f"{kind} noise {width}" if short else f"within {kind} noise ({width})"
     if v is Verdict.TOO_NOISY:
-        spread = f"{t.spread_pct:.0f}%" if t.spread_pct is not None else "widely"
-        return (f"too noisy: runs spread {spread}" if short else
-                f"too noisy to call: runs spread {spread}; calibrate or run more")
+        return too_noisy(t.spread_pct, short)
+    if v is Verdict.ACROSS_BOOTS:
+        return across_boots(m, short)
     if v is Verdict.NOT_AFTER_CORRECTION:
         p = f", p adjusted {t.p_adjusted:.3f}" if t.p_adjusted is not None else ""
         return (f"not significant for {t.family} sides" if short else
                 f"not significant once corrected for {t.family} sides (Holm{p})")
     return FIXED[v]
+
+
+def across_boots(m: MetricDelta, short: bool = False) -> str:
+    """No call: one boot a side, a reboot (or, for files that do not say, maybe one) between,
+    and nothing measured how much a reboot moves the metric."""
+    t = m.test
+    if t.sessions_baseline == 1 and t.sessions_new == 1:
+        if t.boots == "boots unknown":
+            return "cannot call: boots unknown" if short else \
+                "cannot call: one session a side, boots unknown"
+        return "cannot call: 1 a side, 2 boots" if short else \
+            "cannot call: one session a side, from different boots"
+    return "cannot call: 1 boot a side" if short else \
+        "cannot call: one boot a side, a reboot between"
 
 
 def tone(m: MetricDelta) -> str | None:

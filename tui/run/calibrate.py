@@ -5,7 +5,10 @@ invocations of `hotloop run` would be), with an optional gap between them; their
 are kept in one directory (they are A/A sessions: `hotloop calibrate DIR` reads them again).
 hotloop.analysis.noise splits their variance and stores the profile that `compare` then uses;
 hotloop.render.calibration prints it with the cheapest sessions x runs a side for a 1%, 2%
-and 5% change.
+and 5% change.  Sessions run here, one after another, share one boot (a VM booted for each
+session is a boot of its own): the profile records each session's boot, and compare uses a
+calibration within one boot only for sides within one boot (it measured no reboot); the
+report says so.
 """
 from __future__ import annotations
 

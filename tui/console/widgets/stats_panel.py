@@ -1,5 +1,6 @@
 """The numbers: runs done, CV (prominent), how well the median is known, median, mean and
-stdev, range, the smallest change this session could detect, time left."""
+stdev, range, the smallest change this session could detect (or "too noisy to call" beyond
+stats.TOO_NOISY_PCT, as compare says it), time left."""
 from __future__ import annotations
 
 from textual.app import ComposeResult
@@ -8,7 +9,8 @@ from textual.content import Content
 from textual.widgets import ProgressBar, Static
 
 from hotloop.console.live import LiveRun
-from hotloop.render.units import duration, si, si_range
+from hotloop.render.units import duration, si, si_range, too_noisy
+from hotloop.stats import TOO_NOISY_PCT
 
 CV_GOOD, CV_FAIR = 0.02, 0.05          # below 2%: steady; above 5%: noisy
 
@@ -112,6 +114,8 @@ class StatsPanel(Vertical):
         found = live.detectable()
         if found is None:
             lines.append(row("detect", "–"))
+        elif found > TOO_NOISY_PCT:     # "≥4266%" told a newcomer nothing: say what it means
+            lines.append(row("detect", too_noisy()))
         else:                           # the smallest change compare would call vs another
             how = "calibrated" if live.noise is not None else "assumed noise"
             # no "3.6e+02": the line fits the narrow panel's 28 columns up to 9999%
