@@ -102,6 +102,12 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 def cmd_run(args: argparse.Namespace) -> int:
     cat = _catalog(args, warn=False)
+    if args.sessions is not None:
+        if args.host:
+            raise HotloopError("--sessions runs a series on this machine; --host runs one "
+                               "session on each host")
+        from hotloop.cli.series import run_series
+        return run_series(cat, args)
     return run_on_hosts(cat, args) if args.host else run_here(cat, args)
 
 
@@ -147,7 +153,8 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     cat = _catalog(args, warn=False)
     if args.host:                       # an unknown name: one line, before anything is made
         hosts_named(cat, [args.host])
-    plan = plan_to_run(cat, args, cat.plan_for(args.names[0]), args.cpu, args.param)
+    plan = plan_to_run(cat, args, cat.plan_for(args.names[0]), args.cpu, args.param,
+                       args.kernel)
     # the sessions are for their numbers: no perf data kept; each in a new directory
     chosen = start.Choices(apply_system=args.apply_system, keep_perf=False, on_exists="refuse")
     sessions_run: list[Session] | list[RemoteSession]
