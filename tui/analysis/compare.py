@@ -59,7 +59,7 @@ from typing import Any
 
 from hotloop import results
 from hotloop.analysis import noise as noise_mod
-from hotloop.analysis import significance
+from hotloop.analysis import series_pairs, significance
 from hotloop.analysis.metrics import (
     RESOURCE,
     SPEED,
@@ -130,6 +130,9 @@ METHODS = {
                 "from the sessions and the noise profile",
     "paired": "paired rounds of one interleaved batch: per worker process, the Hodges-Lehmann "
               "estimate of the per-round log ratios; a t interval over the processes",
+    # series: analysis.series_pairs
+    "pairs": "paired sessions of one series: session i of each side ran side by side; a t "
+             "interval on the per-pair differences of session log-medians",
     "exact": "identical samples",
     "none": "one value each, no test",
 }
@@ -302,9 +305,9 @@ def _verdict(o: Outcome, higher_is_better: bool | None, too_few: Verdict | None)
         if higher_is_better is None:
             return Verdict.UP if up else Verdict.DOWN
         return Verdict.GOOD if up == higher_is_better else Verdict.BAD
-    if o.method == "sessions" and o.half_width_pct is not None:
+    if o.method in ("sessions", "pairs") and o.half_width_pct is not None:
         return Verdict.TOO_NOISY if o.half_width_pct > TOO_NOISY_PCT else Verdict.WITHIN_NOISE
-    if o.method == "sessions" and o.ci_low is not None and o.half_width_pct is None:
+    if o.method in ("sessions", "pairs") and o.ci_low is not None and o.half_width_pct is None:
         return Verdict.TOO_NOISY        # an interval too wide to measure (overflow)
     return Verdict.NO_CHANGE
 
@@ -348,12 +351,22 @@ def correct_sides(tests: Sequence[Test]) -> list[Test]:
 
 def test_metric(base: Sequence[Series], new: Sequence[Series], *,
                 paired: Sequence[int] | None = None,
-                calibrated: noise_mod.MetricNoise | None = None) -> Test:
+                calibrated: noise_mod.MetricNoise | None = None,
+                pairs: Sequence[tuple[int, int]] | None = None) -> Test:
     """One metric, each side a list of sessions' series.  `paired`: the two sides are one
-    interleaved batch's variants, whose worker processes ran these many rounds each."""
+    interleaved batch's variants, whose worker processes ran these many rounds each.
+    `pairs`: the two sides are kernels of one series, these sessions side by side."""
     b0 = base[0]
     hib = b0.higher_is_better
     kb, kn = len(base), len(new)
+    if pairs:                           # a series: analysis.series_pairs
+        pb = [base[i].values for i, _ in pairs]
+        pn = [new[j].values for _, j in pairs]
+        o = series_pairs.pairs_test(pb, pn)
+        short = min(len(v) for v in [*pb, *pn]) < MIN_RUNS \
+            and not (b0.per_session or new[0].per_session)
+        return _test(o, sum(map(len, pb)), sum(map(len, pn)), len(pairs), len(pairs),
+                     _verdict(o, hib, Verdict.TOO_FEW_RUNS if short else None), None)
     if b0.per_session or new[0].per_session:
         # One value per session: the sessions are the samples.
         bv = [[s.values[0]] for s in base]
@@ -605,8 +618,11 @@ def _calibrate_hint(h: Header) -> str:
 
 
 def compare_sides(sides: Sequence[Sequence[Result]], given: Sequence[str] | None = None,
-                  noise_file: Path | None = None, batch: bool = False) -> Comparison:
-    """Compare every side with the first (the baseline); HotloopError for what cannot be."""
+                  noise_file: Path | None = None, batch: bool = False,
+                  pair_sessions: bool = True) -> Comparison:
+    """Compare every side with the first (the baseline); HotloopError for what cannot be.
+    `pair_sessions`: two sides that are kernels of one series are tested on their pairs
+    of sessions (analysis.series_pairs)."""
     if not sides or not all(sides):
         raise HotloopError("compare: no result files given")
     given = list(given) if given is not None else [str(rs[0].path) if len(rs) == 1 else
@@ -667,6 +683,11 @@ def compare_sides(sides: Sequence[Sequence[Result]], given: Sequence[str] | None
     assumed: list[str] = []             # metrics whose session noise nothing measured
     for side, rs in zip(out[1:], sides[1:]):
         paired = _interleaved_pair(sides[0], rs)
+        found = series_pairs.pairs(sides[0], rs) if pair_sessions and paired is None \
+            else None
+        if found is not None and (found.unmatched or not found.usable):
+            comp.warnings.append(found.describe(out[0].name, side.name))
+        by_pairs = found.index if found is not None and found.usable else None
         new_series = [series(r) for r in rs]
         rows = []
         for name, m in base_series[0].items():
@@ -674,7 +695,7 @@ def compare_sides(sides: Sequence[Sequence[Result]], given: Sequence[str] | None
                 continue
             calibrated = profile.metrics.get(name) if profile else None
             t = test_metric([x[name] for x in base_series], [x[name] for x in new_series],
-                            paired=paired, calibrated=calibrated)
+                            paired=paired, calibrated=calibrated, pairs=by_pairs)
             rows.append(MetricDelta(m.name, m.unit, m.higher_is_better, t, m.kind,
                                     primary=m.name == metric))
             if t.noise_source == "assumed" and m.name not in assumed:
@@ -785,8 +806,10 @@ def load_sides(args: Sequence[str | Path]) -> list[list[Result]]:
     return [[results.read(p) for p in expand(str(a))] for a in args]
 
 
-def load_and_compare(paths: Sequence[str | Path], noise_file: Path | None = None) -> Comparison:
-    return compare_sides(load_sides(paths), [str(p) for p in paths], noise_file)
+def load_and_compare(paths: Sequence[str | Path], noise_file: Path | None = None,
+                     pair_sessions: bool = True) -> Comparison:
+    return compare_sides(load_sides(paths), [str(p) for p in paths], noise_file,
+                         pair_sessions=pair_sessions)
 
 
 # --------------------------------------------------------------------------- metadata words

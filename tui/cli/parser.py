@@ -260,6 +260,9 @@ def parser() -> argparse.ArgumentParser:
     _complete(cmp.add_argument("--svg", type=Path, metavar="OUT",
                                help="also draw the table and the histograms as an SVG picture"),
               shtab.FILE)
+    cmp.add_argument("--unpaired", action="store_true",
+                     help="the kernels of one series (run --sessions): test their sessions "
+                          "as independent, not session i of each as a pair (the default)")
     cmp.add_argument("--fail-on", choices=("worse", "better", "change"), default=None,
                      help="a regression gate for CI: exit 3 when a side's primary metric is "
                           "significantly worse (better, changed either way) than the "

@@ -90,6 +90,9 @@ def noise_line(comp: Comparison) -> str:
         return f"session noise: not calibrated, assumed{figure} (hotloop calibrate measures it)"
     if any(pair.method == "sessions" for pair in comp.pairs):
         return "session noise: measured from the sides' own sessions (no calibration)"
+    if any(pair.method == "pairs" for pair in comp.pairs):
+        return ("session noise: from the series' pairs of sessions (session i of each side "
+                "ran side by side; no calibration)")
     return ""
 
 
@@ -132,7 +135,8 @@ def _differs(p: Pair) -> str:
 
 def _method_text(p: Pair) -> str:
     return {"paired": "paired rounds (interleaved)", "exact": "identical",
-            "sessions": "sessions as replicates", "none": "no test"}.get(p.method, p.method)
+            "sessions": "sessions as replicates", "none": "no test",
+            "pairs": "paired sessions of one series"}.get(p.method, p.method)
 
 
 def _table(rows: list[list[str]], right: set[int]) -> list[str]:
