@@ -160,14 +160,13 @@ def run_series(cat: Catalog, args: argparse.Namespace) -> int:
     bad_input = next((e for e in s.ends.values()
                       if isinstance(e, ev.Failed) and e.bad_input), None)
     if bad_input is not None and not s.done:
-        _remove_empty(sp)
+        remove_empty(sp)
         raise HotloopError(bad_input.message)
     if not s.ends and not interrupted:
-        _remove_empty(sp)
+        remove_empty(sp)
     if interrupted:
-        print(f"hotloop: interrupted; the {len(s.done)} session"
-              f"{'s' * (len(s.done) != 1)} done are in {visible(str(directory))}",
-              file=sys.stderr)
+        print(f"hotloop: interrupted; {len(s.done)} session{'s' * (len(s.done) != 1)} "
+              f"done, kept in {visible(str(directory))}", file=sys.stderr)
     report(s, comparison(s), moved, interrupted, args.format)
     if interrupted:
         return interrupted_status()
@@ -177,7 +176,7 @@ def run_series(cat: Catalog, args: argparse.Namespace) -> int:
     return 0
 
 
-def _remove_empty(sp: series.Plan) -> None:
+def remove_empty(sp: series.Plan) -> None:
     """Nothing ran: no directory left behind (a refused plan makes no result)."""
     for k in sp.kernels:
         try:

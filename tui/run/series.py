@@ -18,6 +18,7 @@ session=NN), so compare knows which sessions ran together.
 """
 from __future__ import annotations
 
+import asyncio
 import re
 import time
 import uuid
@@ -179,7 +180,6 @@ class Series:
             self.current.stop()
 
     async def events(self) -> AsyncIterator[SeriesEvent]:
-        import asyncio
         for i, slot in enumerate(self.plan.slots):
             if self.stopped:
                 return
@@ -196,9 +196,17 @@ class Series:
                     if isinstance(e, (ev.Finished, ev.Failed)):
                         end = e
                     yield e
+            except (asyncio.CancelledError, KeyboardInterrupt):
+                # a signal: the session wrote its own last line as it was cancelled
+                self.stopped = True
+                self.ends[slot] = end or ev.Failed("interrupted", interrupted=True)
+                raise
+            except Exception as x:
+                self.ends[slot] = end or ev.Failed(str(x))
+                raise
             finally:
                 self.current = None
-                self.ends[slot] = end
+            self.ends[slot] = end
             yield Ends(slot, end)
             if isinstance(end, ev.Failed) and (end.interrupted or end.bad_input):
                 # stopped; or the plan itself is refused, which every session would be

@@ -1,0 +1,136 @@
+"""A series of sessions end to end (run --kernel A --kernel B --sessions N): real workers, two
+kernel profiles without images (they run here), the files, their headers, the order and the
+comparison; --format events; Ctrl-C mid-series.  The verdicts themselves are unit tests on
+forged series (tests/unit/test_series.py)."""
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, hotloop
+
+from hotloop import results
+
+KERNELS = """
+[kernel.k1]
+label = "k one"
+[kernel.k2]
+label = "k two"
+"""
+FAST = ["--param", "count=20000", "--no-perf"]
+
+
+@pytest.fixture
+def kernels(tmp_path: Path) -> Path:
+    d = tmp_path / "profiles"
+    d.mkdir()
+    (d / "k.toml").write_text(KERNELS)
+    return d
+
+
+def _series_dir(tmp_path: Path) -> Path:
+    (d,) = list((tmp_path / "results").iterdir())
+    return d
+
+
+def test_two_kernels_alternate_and_are_compared(tmp_path, kernels, leftovers):
+    p = hotloop("run", "zero_null", "--profiles", str(kernels), "--kernel", "k1", "--kernel",
+                "k2", "--sessions", "2", "--runs", "3", *FAST, "--format", "json")
+    assert p.returncode == 0, p.stderr
+    d = _series_dir(tmp_path)
+    assert d.name.endswith("-zero_null")
+    files = {k: sorted((d / k).glob("*.jsonl")) for k in ("k1", "k2")}
+    assert {k: [f.name for f in fs] for k, fs in files.items()} == {
+        "k1": ["s01.jsonl", "s02.jsonl"], "k2": ["s01.jsonl", "s02.jsonl"]}
+    heads = {(k, f.name): results.read(f).header for k, fs in files.items() for f in fs}
+    ids = {h.batch.id for h in heads.values() if h.batch}
+    assert len(ids) == 1
+    for (k, name), h in heads.items():
+        assert h.batch is not None and not h.batch.interleaved and h.batch.variants == 2
+        assert h.batch.session == int(name[1:3]) and h.kernel.name == k
+    # the order the sessions ran in: A B B A, as each said when it ended and as the json says
+    ended = [ln.split(":")[0] for ln in p.stderr.splitlines() if ln.startswith(("k1 s", "k2 s"))]
+    assert ended == ["k1 s01", "k2 s01", "k2 s02", "k1 s02"], p.stderr
+    doc = json.loads(p.stdout)
+    assert doc["series"]["order"] == ended and doc["series"]["failed"] == []
+    assert [(x["kernel"], x["session"]) for x in doc["series"]["done"]] == [
+        ("k1", 1), ("k2", 1), ("k2", 2), ("k1", 2)]
+    assert all(x["runs"] == 3 for x in doc["series"]["done"])
+    # the comparison is compare's of the two directories, sessions as replicates
+    cmp = doc["comparison"]
+    sides = [cmp["baseline"], *cmp["results"]]
+    assert [s["name"] for s in sides] == ["k1", "k2"]
+    assert [s["sessions"] for s in sides] == [2, 2]
+    again = hotloop("compare", str(d / "k1"), str(d / "k2"), "--format", "json")
+    assert again.returncode == 0, again.stderr
+    row = next(r for r in json.loads(again.stdout)["comparisons"] if r["metric"] == "bytes/s")
+    assert row["method"] == next(r for r in cmp["comparisons"]
+                                 if r["metric"] == "bytes/s")["method"]
+    assert not leftovers()
+
+
+def test_the_events_of_a_series_say_which_kernel_and_session_they_are(tmp_path, kernels):
+    p = hotloop("run", "zero_null", "--profiles", str(kernels), "--kernel", "k1", "--kernel",
+                "k2", "--sessions", "2", "--runs", "3", *FAST, "--format", "events")
+    assert p.returncode == 0, p.stderr
+    lines = [json.loads(ln) for ln in p.stdout.splitlines()]
+    current = None
+    seen = []
+    for row in lines:
+        if row["type"] == "series_session":
+            assert current is None
+            current = (row["kernel"], row["session"])
+            seen.append(current)
+        elif row["type"] == "series_session_end":
+            assert current == (row["kernel"], row["session"]) and row["status"] == "finished"
+            current = None
+        elif row["type"] == "started":
+            assert current == (row["header"]["kernel"]["name"],
+                               row["header"]["batch"]["session"])
+        elif row["type"] != "series_end":
+            assert current is not None, row      # every session's line is bracketed
+    assert seen == [("k1", 1), ("k2", 1), ("k2", 2), ("k1", 2)]
+    end = lines[-1]
+    assert end["type"] == "series_end" and end["comparison"]["results"][0]["name"] == "k2"
+
+
+def test_ctrl_c_mid_series_keeps_the_sessions_done(tmp_path, kernels, leftovers):
+    proc = subprocess.Popen([sys.executable, "-m", "hotloop", "run", "zero_null", "--profiles",
+                             str(kernels), "--kernel", "k1", "--kernel", "k2", "--sessions", "3",
+                             "--runs", "2000", "--param", "count=500", "--no-perf"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**__import__("os").environ, "PYTHONPATH": str(ROOT)})
+    try:
+        second = None
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline and proc.poll() is None:
+            found = list((tmp_path / "results").glob("*/k2/s01.jsonl"))
+            if found and sum(1 for ln in found[0].read_text().splitlines()
+                             if '"type":"run"' in ln) >= 3:
+                second = found[0]
+                break
+            time.sleep(0.1)
+        assert second is not None, "the second session never ran"
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err
+    d = _series_dir(tmp_path)
+    assert f"1 session done, kept in {d.relative_to(tmp_path)}" in err
+    done = results.read(d / "k1" / "s01.jsonl")
+    assert done.finished is not None and len(done.runs) == 2000
+    # the session running ends as a stopped one does, set aside from the kernel's sessions
+    assert not second.exists()
+    stopped = results.read(second.with_name("s01.jsonl.stopped"))
+    assert stopped.failed is not None and stopped.failed.interrupted
+    assert stopped.failed.signal == "SIGINT"
+    assert sorted(p.name for p in (d / "k2").iterdir()) == ["s01.jsonl.stopped"]
+    assert "sessions finished: k1 1, k2 0 (of 3 each)" in out
+    assert not leftovers()
