@@ -235,3 +235,41 @@ def test_the_pairs_test_on_known_numbers():
     assert o.ci_low == pytest.approx(100 * math.expm1(mean - half))
     assert o.ci_high == pytest.approx(100 * math.expm1(mean + half))
     assert o.significant and o.rounds == 4
+
+
+# --------------------------------------------------------------------------- the command line
+
+@pytest.mark.parametrize("args, says", [
+    (["--kernel", "default", "--kernel", "default", "--sessions", "3"], "'default' twice"),
+    (["--kernel", "default", "--kernel", "busy-poll", "--sessions", "1"],
+     "at least 2 sessions of each"),
+    (["--kernel", "default", "--kernel", "busy-poll", "--sessions", "100"], "at most 99"),
+    (["--kernel", "default", "--kernel", "nope", "--sessions", "3"], "--kernel nope"),
+    (["--sessions", "3", "--host", "lab1"], "--sessions runs a series on this machine"),
+    (["--sessions", "3", "--interleave"], "one or the other"),
+    (["--sessions", "3", "--out", "x.jsonl"], "--out names one file"),
+    (["--sessions", "3", "--param", "count=1,2"], "one value a --param"),
+])
+def test_a_series_refused_is_one_line_and_leaves_nothing(isolated, cli, args, says):
+    p = cli("run", "zero_null", *args)
+    assert p.returncode == 2 and says in p.stderr, p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1
+    assert not (isolated / "results").exists()
+
+
+def test_two_kernels_without_sessions_are_a_batch_of_one_session_each(isolated):
+    from hotloop import catalog
+    from hotloop.cli.parser import parser
+    from hotloop.cli.run import variants
+    args = parser().parse_args(["run", "zero_null", "--kernel", "default", "--kernel",
+                                "busy-poll"])
+    todo = variants(catalog.load(), args)
+    assert [v.label for v in todo] == ["kernel=default", "kernel=busy-poll"]
+    assert [v.rp.kernel.name for v in todo] == ["default", "busy-poll"]
+
+
+@pytest.mark.parametrize("sessions, method", [(4, "sessions"), (5, "pairs")])
+def test_the_paired_test_starts_at_five_complete_pairs(tmp_path, sessions, method):
+    a, b = _series(tmp_path, sessions=sessions)
+    assert series_pairs.MIN_PAIRS == 5
+    assert _primary(compare.load_and_compare([a, b])).method == method

@@ -11,10 +11,12 @@ calibration measures is the noise of one session, and the noise of a round's dif
 what remains of it after the drift both shared.
 
 What it costs and gains was measured on synthetic series (benchmarks/series_pairs.py, README
-"Comparing"): with no drift it loses a few points of power to the unpaired test (it has half the
-degrees of freedom); with drift across the sitting it keeps its power where the unpaired test
-loses most of it; its false alarms stay at 5%.  So compare pairs a series' sessions by default
-(`compare --unpaired` does not).
+"Comparing"): with no drift it loses 4-9 points of power to the unpaired test (it has half the
+degrees of freedom); with drift across the sitting it keeps much of its power where the
+unpaired test loses most of it (10 a kernel, a drift step as large as the session noise: 67%
+against 31%); its false alarms stay at 5% either way, where the unpaired test's fall to 1-2%
+(the drift widens its interval).  So compare pairs a series' sessions by default from
+MIN_PAIRS complete pairs (`compare --unpaired` does not).
 
 Pairs whose other half failed are left out (the test is on the complete ones, and compare says
 how many); with fewer than MIN_PAIRS complete pairs, compare tests the sessions unpaired.
@@ -38,7 +40,12 @@ from hotloop.analysis.significance import (
 )
 from hotloop.results import Result
 
-MIN_PAIRS = 3               # complete rounds: with 2 (df 1) the t quantile is 12.7
+# Complete pairs for the paired test.  Measured (benchmarks/series_pairs.py, README): with
+# fewer, its df (pairs - 1) against the unpaired test's (2 x sessions - 2) costs more power
+# without drift than pairing wins with it (4 a kernel: -9 points without drift, +4 with a
+# drift step as large as the session noise); from 5 pairing wins with drift (+8 at 5, +15
+# at 6, +36 at 10) and costs 4-9 points without.
+MIN_PAIRS = 5
 
 
 @dataclass(frozen=True)
@@ -58,7 +65,7 @@ class SeriesPairs:
         alone = f"; {left} without its pair" if left else ""
         if not self.usable:
             return (f"{new} vs {base}: {len(self.index)} complete pairs of the series' "
-                    f"sessions (fewer than {MIN_PAIRS}{alone}): compared unpaired")
+                    f"sessions (the paired test needs {MIN_PAIRS}{alone}): compared unpaired")
         return (f"{new} vs {base}: paired on {len(self.index)} complete pairs of the series' "
                 f"sessions ({left} without its pair, left out)")
 
