@@ -23,11 +23,6 @@ from hotloop.render.units import si
 from hotloop.run import series, start
 from hotloop.visible import visible, visible_lines
 
-# A session that did not finish is moved aside (sNN.jsonl.failed, .stopped): its runs are
-# not the kernel's sessions, and `hotloop compare DIR/A/ DIR/B/` then reads what the series
-# compared.  It is kept for what it says (`hotloop show` reads it).
-ASIDE = {"failed": ".failed", "stopped": ".stopped"}
-
 
 def session_line(slot: series.Slot, end: ev.Finished | ev.Failed | None, unit: str) -> str:
     """"stock s03: 1.234 µs/op median, 20 runs", or why it has none."""
@@ -88,19 +83,7 @@ def bracket(p: series.Plan, slot: series.Slot, kind: str, **more: Any) -> dict[s
 
 
 def set_aside(s: series.Series) -> dict[series.Slot, Path]:
-    """Every session that did not finish moved out of its kernel's directory's *.jsonl."""
-    moved: dict[series.Slot, Path] = {}
-    for slot, end in s.ends.items():
-        if isinstance(end, ev.Finished) or not slot.path.exists():
-            continue
-        kind = "stopped" if isinstance(end, ev.Failed) and end.interrupted else "failed"
-        to = slot.path.with_name(slot.path.name + ASIDE[kind])
-        try:
-            slot.path.rename(to)
-            moved[slot] = to
-        except OSError:
-            moved[slot] = slot.path
-    return moved
+    return s.set_aside()
 
 
 def comparison(s: series.Series) -> Any:

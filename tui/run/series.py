@@ -32,6 +32,10 @@ from hotloop.errors import HotloopError
 from hotloop.record import Batch
 from hotloop.run.interleave import Runnable, williams
 
+# A session that did not finish is moved aside (sNN.jsonl.failed, .stopped): its runs are
+# not the kernel's sessions, and `hotloop compare DIR/A/ DIR/B/` then reads what the series
+# compared.  It is kept for what it says (`hotloop show` reads it).
+ASIDE = {"failed": ".failed", "stopped": ".stopped"}
 MIN_SESSIONS = 2            # a kernel, to compare kernels: one session a side has no spread
 MAX_SESSIONS = 99           # a kernel: sNN has two digits, and 99 is days of sessions already
 
@@ -223,3 +227,18 @@ class Series:
         return [s for s, e in self.ends.items()
                 if not isinstance(e, ev.Finished) and not (isinstance(e, ev.Failed)
                                                            and e.interrupted)]
+
+    def set_aside(self) -> dict[Slot, Path]:
+        """Every session that did not finish moved out of its kernel's *.jsonl (ASIDE)."""
+        moved: dict[Slot, Path] = {}
+        for slot, end in self.ends.items():
+            if isinstance(end, ev.Finished) or not slot.path.exists():
+                continue
+            kind = "stopped" if isinstance(end, ev.Failed) and end.interrupted else "failed"
+            to = slot.path.with_name(slot.path.name + ASIDE[kind])
+            try:
+                slot.path.rename(to)
+                moved[slot] = to
+            except OSError:
+                moved[slot] = slot.path
+        return moved
