@@ -273,3 +273,9 @@ def test_the_paired_test_starts_at_five_complete_pairs(tmp_path, sessions, metho
     a, b = _series(tmp_path, sessions=sessions)
     assert series_pairs.MIN_PAIRS == 5
     assert _primary(compare.load_and_compare([a, b])).method == method
+
+
+def test_a_batch_plan_is_refused_a_series_until_one_value_is_picked(isolated, cli):
+    p = cli("run", "page-pool", "--sessions", "2")
+    assert p.returncode == 2 and "page-pool is a batch of 3" in p.stderr
+    assert not (isolated / "results").exists()

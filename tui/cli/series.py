@@ -126,8 +126,13 @@ def run_series(cat: Catalog, args: argparse.Namespace) -> int:
     chosen = start.Choices(chosen.apply_system, chosen.keep_perf, on_exists="refuse")
     rps: dict[str, ResolvedPlan] = {}
     for k in kernels:
-        rps[k] = cat.resolve(plan_to_run(cat, args, plan, (args.cpu or [None])[0],
-                                         args.param, k))
+        one = plan_to_run(cat, args, plan, (args.cpu or [None])[0], args.param, k)
+        many = len(cat.variants(one))
+        if many > 1:                    # a plan whose params hold lists is a batch already
+            raise HotloopError(f"--sessions runs a series of one variant; {plan.name} is a "
+                               f"batch of {many} (its params hold lists): pick one value of "
+                               f"each with --param")
+        rps[k] = cat.resolve(one)
     _warn_skipped(cat)
     directory = series.new_directory(rps[kernels[0]].plan.name)
     sp = series.plan(kernels, n, directory)
@@ -139,6 +144,12 @@ def run_series(cat: Catalog, args: argparse.Namespace) -> int:
         drive(s, args.format)
     except (KeyboardInterrupt, asyncio.CancelledError):
         interrupted = True
+    except HotloopError as e:
+        # the series cannot go on (a result file that cannot be written: a full disk)
+        s.set_aside()
+        if s.done:
+            e.args = (f"{e} (the {len(s.done)} sessions done are in {directory})",)
+        raise
     moved = set_aside(s)
     bad_input = next((e for e in s.ends.values()
                       if isinstance(e, ev.Failed) and e.bad_input), None)
