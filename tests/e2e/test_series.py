@@ -138,3 +138,64 @@ def test_ctrl_c_mid_series_keeps_the_sessions_done(tmp_path, kernels, leftovers)
     assert sorted(p.name for p in (d / "k2").iterdir()) == ["s01.jsonl.stopped"]
     assert "sessions finished: k1 1, k2 0 (of 3 each)" in out
     assert not leftovers()
+
+
+# A workload whose Nth session (counted in a file across the series' fresh workers) fails.
+NTH_C = r"""
+#include "hotloop.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+struct st { int fail; };
+void *hl_setup(const struct hl_param *p, int n, const struct hl_env *env, char *err, size_t len)
+{
+    struct st *s = calloc(1, sizeof(*s));
+    const char *path = hl_param_str(p, n, "counter", "");
+    int k = 0;
+    FILE *f = fopen(path, "r");
+    if (f) { if (fscanf(f, "%d", &k) != 1) k = 0; fclose(f); }
+    f = fopen(path, "w");
+    if (f) { fprintf(f, "%d\n", ++k); fclose(f); }
+    s->fail = k == (int)hl_param_int(p, n, "fail_session", 0);
+    (void)env; (void)err; (void)len;
+    return s;
+}
+int hl_run(void *state, struct hl_result *res, char *err, size_t len)
+{
+    struct st *s = state;
+    struct hl_clock c;
+    if (s->fail) return hl_fail(err, len, "the device went away");
+    hl_clock_start(&c);
+    usleep(1000);
+    hl_clock_stop(&c, res);
+    res->ops = 1000;
+    return 0;
+}
+int hl_pids(void *state, int *pids, int max) { (void)state; (void)pids; (void)max; return 0; }
+void hl_teardown(void *state) { free(state); }
+"""
+
+
+def test_a_failed_session_is_named_set_aside_and_the_others_run(tmp_path, kernels, leftovers):
+    (kernels / "nth.c").write_text(NTH_C)
+    (kernels / "nth.toml").write_text(
+        '[workload.nth]\nsource = "nth.c"\nmetric = "ops/s"\n'
+        f'params.counter = {{ default = "{tmp_path / "count"}" }}\n'
+        'params.fail_session = { default = 2, min = 0 }\n')
+    p = hotloop("run", "nth", "--profiles", str(kernels), "--kernel", "k1", "--kernel", "k2",
+                "--sessions", "2", "--runs", "5", "--no-perf", "--format", "json")
+    assert p.returncode == 1, p.stderr
+    assert "k2 s01: failed: " in p.stderr and "the device went away" in p.stderr
+    assert "the series' sessions that failed: k2 s01" in p.stderr
+    doc = json.loads(p.stdout)
+    assert [(x["kernel"], x["session"]) for x in doc["series"]["failed"]] == [("k2", 1)]
+    assert [(x["kernel"], x["session"]) for x in doc["series"]["done"]] == [
+        ("k1", 1), ("k2", 2), ("k1", 2)]
+    d = _series_dir(tmp_path)
+    assert sorted(f.name for f in (d / "k2").iterdir()) == ["s01.jsonl.failed", "s02.jsonl"]
+    failed = results.read(d / "k2" / "s01.jsonl.failed")
+    assert failed.failed is not None and "the device went away" in failed.failed.message
+    # compared on the finished sessions: 2 of k1, 1 of k2
+    assert [doc["comparison"]["baseline"]["sessions"],
+            doc["comparison"]["results"][0]["sessions"]] == [2, 1]
+    assert not leftovers()
