@@ -51,6 +51,9 @@ def drive(s: series.Series, fmt: str,
             if observe is not None:
                 observe(e)
             if isinstance(e, series.Begins):
+                if fmt == "text" and sys.stderr.isatty():     # a boot can take a while
+                    print(f"{visible(e.slot.kernel)} s{e.slot.session:02d} "
+                          f"({e.slot.position + 1} of {e.of}) …", file=sys.stderr)
                 if fmt == "events":
                     emit_text(json.dumps(bracket(s.plan, e.slot, "series_session",
                                                  of=e.of)) + "\n")
