@@ -11,6 +11,7 @@ from pathlib import Path
 
 from conftest import hotloop
 
+from hotloop import results
 from hotloop.analysis import noise
 
 ARGS = ["zero_null", "--param", "count=20000", "--runs", "6", "--no-perf"]
@@ -34,9 +35,18 @@ def test_calibrate_runs_sessions_and_compare_uses_the_profile(isolated: Path, le
     assert "a session's start costs" in out and "(assumed" not in out
     for change in ("1%", "2%", "5%"):
         assert f"\n  {change}  " in out
-    (where,) = list((isolated / "results").iterdir())
-    files = sorted(where.glob("session-*.jsonl"))
-    assert len(files) == 8 and "session 8/8:" in p.stderr
+    # a series of one kernel (run --sessions): <time>-calibrate-PLAN/<kernel>/sNN.jsonl, each
+    # header numbering its session
+    (top,) = list((isolated / "results").iterdir())
+    assert top.name.endswith("-calibrate-zero_null")
+    (where,) = list(top.iterdir())
+    assert where.name == "default"
+    files = sorted(where.glob("s*.jsonl"))
+    assert [f.name for f in files] == [f"s{i:02d}.jsonl" for i in range(1, 9)]
+    assert "session 8/8:" in p.stderr and f"the sessions: {where.relative_to(isolated)}" in p.stdout
+    batches = [results.read(f).header.batch for f in files]
+    assert [b.session for b in batches if b] == list(range(1, 9))
+    assert len({b.id for b in batches if b}) == 1 and all(b and b.variants == 1 for b in batches)
     assert not leftovers()
     # stored under the state dir, keyed by what makes it valid
     (stored,) = noise.stored()

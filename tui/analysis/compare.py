@@ -64,7 +64,7 @@ from typing import Any
 from hotloop import results
 from hotloop.analysis import boots as boots_mod
 from hotloop.analysis import noise as noise_mod
-from hotloop.analysis import significance
+from hotloop.analysis import series_pairs, significance
 from hotloop.analysis.boots import Boots
 from hotloop.analysis.metrics import (
     RESOURCE,
@@ -139,6 +139,9 @@ METHODS = {
                 "from the sessions and the noise profile",
     "paired": "paired rounds of one interleaved batch: per worker process, the Hodges-Lehmann "
               "estimate of the per-round log ratios; a t interval over the processes",
+    # series: analysis.series_pairs
+    "pairs": "paired sessions of one series: session i of each side ran side by side; a t "
+             "interval on the per-pair differences of session log-medians",
     "exact": "identical samples",
     "none": "one value each, no test",
 }
@@ -318,9 +321,9 @@ def _verdict(o: Outcome, higher_is_better: bool | None, too_few: Verdict | None)
         if higher_is_better is None:
             return Verdict.UP if up else Verdict.DOWN
         return Verdict.GOOD if up == higher_is_better else Verdict.BAD
-    if o.method == "sessions" and o.half_width_pct is not None:
+    if o.method in ("sessions", "pairs") and o.half_width_pct is not None:
         return Verdict.TOO_NOISY if o.half_width_pct > TOO_NOISY_PCT else Verdict.WITHIN_NOISE
-    if o.method == "sessions" and o.ci_low is not None and o.half_width_pct is None:
+    if o.method in ("sessions", "pairs") and o.ci_low is not None and o.half_width_pct is None:
         return Verdict.TOO_NOISY        # an interval too wide to measure (overflow)
     return Verdict.NO_CHANGE
 
@@ -365,13 +368,17 @@ def correct_sides(tests: Sequence[Test]) -> list[Test]:
 def test_metric(base: Sequence[Series], new: Sequence[Series], *,
                 paired: Sequence[int] | None = None,
                 calibrated: noise_mod.MetricNoise | None = None,
-                boots: Boots | None = None) -> Test:
+                boots: Boots | None = None,
+                pairs: Sequence[tuple[int, int]] | None = None) -> Test:
     """One metric, each side a list of sessions' series.  `paired`: the two sides are one
     interleaved batch's variants, whose worker processes ran these many rounds each.
     `boots`: the sessions' boots; across boots the boot is the replicate, and one boot a side
-    with no calibration is ACROSS_BOOTS (None: sessions are replicates, as within one boot)."""
-    t = _test_metric(base, new, paired, calibrated, boots)
-    if boots is None or t.method == "paired":
+    with no calibration is ACROSS_BOOTS (None: sessions are replicates, as within one boot).
+    `pairs`: the two sides are kernels of one series, these sessions side by side; each pair's
+    difference is the replicate, whether its two sessions shared a boot (a series here) or
+    each had its own (a series of VMs), so the boots change nothing there."""
+    t = _test_metric(base, new, paired, calibrated, boots, pairs)
+    if boots is None or t.method in ("paired", "pairs"):
         return t
     kb, kn = boots.count()
     return dataclasses.replace(t, boots=boots.relation, boots_baseline=kb, boots_new=kn)
@@ -379,12 +386,20 @@ def test_metric(base: Sequence[Series], new: Sequence[Series], *,
 
 def _test_metric(base: Sequence[Series], new: Sequence[Series],
                  paired: Sequence[int] | None, calibrated: noise_mod.MetricNoise | None,
-                 boots: Boots | None) -> Test:
+                 boots: Boots | None, pairs: Sequence[tuple[int, int]] | None) -> Test:
     units = boots.units() if boots is not None and boots.across else None
     assume = boots is None or not boots.across
     b0 = base[0]
     hib = b0.higher_is_better
     kb, kn = len(base), len(new)
+    if pairs:                           # a series: analysis.series_pairs
+        pb = [base[i].values for i, _ in pairs]
+        pn = [new[j].values for _, j in pairs]
+        o = series_pairs.pairs_test(pb, pn)
+        short = min(len(v) for v in [*pb, *pn]) < MIN_RUNS \
+            and not (b0.per_session or new[0].per_session)
+        return _test(o, sum(map(len, pb)), sum(map(len, pn)), len(pairs), len(pairs),
+                     _verdict(o, hib, Verdict.TOO_FEW_RUNS if short else None), None)
     if b0.per_session or new[0].per_session:
         # One value per session: the sessions are the samples.
         bv = [[s.values[0]] for s in base]
@@ -637,8 +652,11 @@ def _calibrate_hint(h: Header) -> str:
 
 
 def compare_sides(sides: Sequence[Sequence[Result]], given: Sequence[str] | None = None,
-                  noise_file: Path | None = None, batch: bool = False) -> Comparison:
-    """Compare every side with the first (the baseline); HotloopError for what cannot be."""
+                  noise_file: Path | None = None, batch: bool = False,
+                  pair_sessions: bool = True) -> Comparison:
+    """Compare every side with the first (the baseline); HotloopError for what cannot be.
+    `pair_sessions`: two sides that are kernels of one series are tested on their pairs
+    of sessions (analysis.series_pairs)."""
     if not sides or not all(sides):
         raise HotloopError("compare: no result files given")
     given = list(given) if given is not None else [str(rs[0].path) if len(rs) == 1 else
@@ -719,6 +737,11 @@ def compare_sides(sides: Sequence[Sequence[Result]], given: Sequence[str] | None
                 f"{out[0].name} ran in different boots ({boots.relation}), and a calibration "
                 f"measures a reboot only from sessions of one boot each; calibrate from A/A "
                 f"sessions one a boot: hotloop calibrate results/aa/")
+        found = series_pairs.pairs(sides[0], rs) if pair_sessions and paired is None \
+            else None
+        if found is not None and (found.unmatched or not found.usable):
+            comp.warnings.append(found.describe(out[0].name, side.name))
+        by_pairs = found.index if found is not None and found.usable else None
         new_series = [series(r) for r in rs]
         rows = []
         for name, m in base_series[0].items():
@@ -727,7 +750,7 @@ def compare_sides(sides: Sequence[Sequence[Result]], given: Sequence[str] | None
             calibrated = profile.metrics.get(name) if profile and not unfit else None
             t = test_metric([x[name] for x in base_series], [x[name] for x in new_series],
                             paired=paired, calibrated=calibrated,
-                            boots=None if paired is not None else boots)
+                            boots=None if paired is not None else boots, pairs=by_pairs)
             if unfit:
                 t = dataclasses.replace(t, calibration=f"not used: {unfit}")
             rows.append(MetricDelta(m.name, m.unit, m.higher_is_better, t, m.kind,
@@ -853,8 +876,10 @@ def load_sides(args: Sequence[str | Path]) -> list[list[Result]]:
     return [[results.read(p) for p in expand(str(a))] for a in args]
 
 
-def load_and_compare(paths: Sequence[str | Path], noise_file: Path | None = None) -> Comparison:
-    return compare_sides(load_sides(paths), [str(p) for p in paths], noise_file)
+def load_and_compare(paths: Sequence[str | Path], noise_file: Path | None = None,
+                     pair_sessions: bool = True) -> Comparison:
+    return compare_sides(load_sides(paths), [str(p) for p in paths], noise_file,
+                         pair_sessions=pair_sessions)
 
 
 # --------------------------------------------------------------------------- metadata words

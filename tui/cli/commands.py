@@ -25,8 +25,6 @@ from hotloop.perf import annotate, probe
 from hotloop.render import report, svg
 from hotloop.render.units import duration, si
 from hotloop.run import build, start
-from hotloop.run.remote import RemoteSession
-from hotloop.run.session import Session
 from hotloop.stats import MIN_RUNS
 from hotloop.visible import visible, visible_lines
 
@@ -69,7 +67,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         svg.check_target(args.svg)
     if args.format not in compare_formats.FORMATS:
         raise HotloopError(f"compare: unknown format {args.format!r}")
-    comp = compare.load_and_compare(args.files, args.noise)
+    comp = compare.load_and_compare(args.files, args.noise, pair_sessions=not args.unpaired)
     out = compare_formats.render(comp, args.format)
     if args.svg is not None:
         h = comp.histogram
@@ -107,6 +105,12 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 def cmd_run(args: argparse.Namespace) -> int:
     cat = _catalog(args, warn=False)
+    if args.sessions is not None:
+        if args.host:
+            raise HotloopError("--sessions runs a series on this machine; --host runs one "
+                               "session on each host")
+        from hotloop.cli.series import run_series
+        return run_series(cat, args)
     return run_on_hosts(cat, args) if args.host else run_here(cat, args)
 
 
@@ -152,20 +156,70 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     cat = _catalog(args, warn=False)
     if args.host:                       # an unknown name: one line, before anything is made
         hosts_named(cat, [args.host])
-    plan = plan_to_run(cat, args, cat.plan_for(args.names[0]), args.cpu, args.param)
+    plan = plan_to_run(cat, args, cat.plan_for(args.names[0]), args.cpu, args.param,
+                       args.kernel)
     # the sessions are for their numbers: no perf data kept; each in a new directory
     chosen = start.Choices(apply_system=args.apply_system, keep_perf=False, on_exists="refuse")
-    sessions_run: list[Session] | list[RemoteSession]
     if args.host:                       # that machine's hotloop fits the plan to it
         cat.resolve(plan, here=False)
-        where = calibrate.new_directory(f"{plan.name}-{args.host}")
-        sessions_run = calibration_sessions(cat, args, plan, where, chosen)
-    else:
-        rp = cat.resolve(plan)
-        where = calibrate.new_directory(rp.plan.name)
-        sessions_run = [start.here(rp, where / f"session-{i:02d}.jsonl", chosen,
-                                   variant=f"session {i}")
-                        for i in range(1, args.sessions + 1)]
+        return _calibrate_there(cat, args, plan, chosen)
+    # here: a series of one kernel (run --sessions N), in a directory made the same way
+    from hotloop.cli import series as series_cli
+    from hotloop.run import series
+    rp = cat.resolve(plan)
+    _warn_skipped(cat)
+    sp = series.plan([rp.kernel.name], args.sessions, calibrate.new_directory(rp.plan.name))
+    where = sp.folder(rp.kernel.name)
+    s = series.Series(sp, lambda slot: start.here(rp, slot.path, chosen,
+                                                  variant=f"session {slot.session}"),
+                      gap=args.gap)
+    watch = calibrate.Stopwatch()
+
+    def observe(e: series.SeriesEvent) -> None:
+        if isinstance(e, series.Begins):
+            watch.see(f"session {e.slot.session}", None)
+        elif not isinstance(e, series.Ends):
+            watch.see(e.variant, e)
+
+    def line(slot: series.Slot, end: ev.Finished | ev.Failed | None, unit: str) -> str:
+        if isinstance(end, ev.Finished) and end.summary.n:
+            m = end.summary
+            return (f"session {slot.session}/{args.sessions}: {m.n} runs, median "
+                    f"{si(m.median or 0, unit)}, CV {100 * (m.cv or 0):.2f}%")
+        return f"session {slot.session}/{args.sessions}: " + series_cli.session_line(
+            slot, end, unit).partition(": ")[2]
+    try:
+        series_cli.drive(s, "text", line, observe)
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        series_cli.set_aside(s)
+        print(f"hotloop: interrupted; the sessions so far are in {where}", file=sys.stderr)
+        return interrupted_status()
+    series_cli.set_aside(s)
+    bad = next((e for e in s.ends.values() if isinstance(e, ev.Failed) and e.bad_input), None)
+    if bad is not None and not s.done:
+        series_cli.remove_empty(sp)
+        raise HotloopError(bad.message)
+    if s.failed:
+        first = s.ends[s.failed[0]]
+        why = first.message if isinstance(first, ev.Failed) else "no result"
+        raise RunFailed(f"calibrate: session {s.failed[0].session}: {why} ({len(s.failed)} of "
+                        f"{args.sessions} sessions failed; the sessions are in {where})")
+    done = [results.read(slot.path) for slot in s.done]
+    costs = watch.costs()
+    profile = noise.estimate(done, *(costs or (None, None)))
+    print(calibration.report(profile, noise.save(profile)))
+    print(f"the sessions: {where} (hotloop calibrate {where} reads them again)")
+    return 0
+
+
+def _calibrate_there(cat: catalog.Catalog, args: argparse.Namespace, plan: Plan,
+                     chosen: start.Choices) -> int:
+    """`calibrate PLAN --host NAME`: its sessions one after another there."""
+    from hotloop.analysis import noise
+    from hotloop.render import calibration
+    from hotloop.run import calibrate
+    where = calibrate.new_directory(f"{plan.name}-{args.host}")
+    sessions_run = calibration_sessions(cat, args, plan, where, chosen)
     _warn_skipped(cat)
     watch = calibrate.Stopwatch()
     unit = ""                           # the workload's, from the first header (a remote

@@ -61,10 +61,10 @@ def run_on_hosts(cat: Catalog, args: argparse.Namespace) -> int:
     """`run --host A [--host B]`: the plan on each host, at once or (--interleave) taking
     turns, a result file here for each; compared when there are several."""
     hosts = hosts_named(cat, args.host)
-    if len(args.names) > 1 or len(args.cpu or []) > 1 \
+    if len(args.names) > 1 or len(args.cpu or []) > 1 or len(args.kernel or []) > 1 \
             or any("," in item.partition("=")[2] for item in args.param):
         raise HotloopError("--host runs one variant on each host: one plan, one --cpu, one "
-                           "value a --param (the hosts are what is compared)")
+                           "value a --param, one --kernel (the hosts are what is compared)")
     if args.control or args.gated:
         raise HotloopError("--control is what a remote session is given; with --host, "
                            "hotloop gives it")

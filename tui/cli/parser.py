@@ -85,7 +85,11 @@ def _plan_options(p: argparse.ArgumentParser, several: bool = False) -> None:
     _complete(p.add_argument("--cpu", action="append" if several else "store",
                              help="CPU profile" + ("; repeat to compare profiles" if several
                                                    else "")), _names("cpu"))
-    _complete(p.add_argument("--kernel", help="kernel profile"), _names("kernel"))
+    _complete(p.add_argument("--kernel", action="append" if several else "store",
+                             help="kernel profile" + ("; repeat to compare kernels (with "
+                                                      "--sessions N: N sessions of each, "
+                                                      "alternating)" if several else "")),
+              _names("kernel"))
     p.add_argument("--runs", type=int, help="recorded repetitions")
     p.add_argument("--warmup", type=int, help="unrecorded repetitions first")
     p.add_argument("--timeout", type=float, help="seconds one repetition may take")
@@ -144,6 +148,7 @@ _EXAMPLES = {
             "hotloop run seqpacket --runs 20 --param msg_size=64",
             "hotloop run seqpacket --cpu same-core --cpu split --interleave   A/B",
             "hotloop run zero_null --until-ci 0.5 --runs 500",
+            "hotloop run seqpacket --kernel stock --kernel patched --sessions 10   A B B A ...",
             "hotloop run page-pool --host lab1 --host lab2   over SSH, then compared"],
     "show": ["hotloop show results/FILE.jsonl           summary, histogram, hot symbols",
              "hotloop show results/FILE.jsonl --runs    ... and every run",
@@ -200,6 +205,10 @@ def parser() -> argparse.ArgumentParser:
     _complete(run.add_argument("names", nargs="+", metavar="NAME",
                                help="plan or workload name; several run as a batch and are "
                                     "compared"), _names("plan"))
+    run.add_argument("--sessions", type=int, metavar="N",
+                     help="N sessions of each --kernel in a balanced order (A B B A ...), "
+                          "each a fresh start, then compared with sessions as replicates; "
+                          "with one kernel, N sessions of it")
     run.add_argument("--interleave", action="store_true",
                      help="run the variants alternately, one repetition each (ABAB...)")
     run.add_argument("--keep-perf", action=argparse.BooleanOptionalAction, default=True,
@@ -251,6 +260,9 @@ def parser() -> argparse.ArgumentParser:
     _complete(cmp.add_argument("--svg", type=Path, metavar="OUT",
                                help="also draw the table and the histograms as an SVG picture"),
               shtab.FILE)
+    cmp.add_argument("--unpaired", action="store_true",
+                     help="the kernels of one series (run --sessions): test their sessions "
+                          "as independent, not session i of each as a pair (the default)")
     cmp.add_argument("--fail-on", choices=("worse", "better", "change"), default=None,
                      help="a regression gate for CI: exit 3 when a side's primary metric is "
                           "significantly worse (better, changed either way) than the "

@@ -10,10 +10,10 @@ import os
 import re
 import signal
 import sys
-from collections.abc import AsyncIterator, Callable, Sequence, Sized
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence, Sized
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from rich.console import Console
 from rich.markup import escape
@@ -68,6 +68,7 @@ def parse_params(cat: Catalog, workload: str, items: list[str],
     return params
 
 
+T = TypeVar("T")
 INTERLEAVE_PROCESSES = 5                # worker processes a variant, interleaved
 
 
@@ -90,14 +91,15 @@ def check_run_flags(args: argparse.Namespace) -> None:
 
 
 def plan_to_run(cat: Catalog, args: argparse.Namespace, plan: Plan, cpu: str | None,
-                param_items: list[str]) -> Plan:
-    """A plan named on the command line with the command line's overrides."""
+                param_items: list[str], kernel: str | None = None) -> Plan:
+    """A plan named on the command line with the command line's overrides (`kernel`: one
+    of `run`'s --kernel profiles, or calibrate's one)."""
     # A profile named on the command line is the command line's error, not the plan
     # file's (the plan keeps its origin through the overrides).
     if cpu is not None:
         cat.require("cpu", cpu, "--cpu")
-    if args.kernel is not None:
-        cat.require("kernel", args.kernel, "--kernel")
+    if kernel is not None:
+        cat.require("kernel", kernel, "--kernel")
     params = parse_params(cat, plan.workload, param_items, plan.params)
     check_run_flags(args)
     name = getattr(args, "plan_name", None)
@@ -110,7 +112,7 @@ def plan_to_run(cat: Catalog, args: argparse.Namespace, plan: Plan, cpu: str | N
         # an offset of its own): a few processes each unless asked otherwise.
         processes = max(plan.processes, min(INTERLEAVE_PROCESSES, args.runs or plan.runs))
     return catalog.with_overrides(plan, name=name,
-                                  cpu=cpu, kernel=args.kernel, runs=args.runs,
+                                  cpu=cpu, kernel=kernel, runs=args.runs,
                                   warmup=args.warmup, timeout=args.timeout, perf=args.perf,
                                   perf_freq=args.perf_freq, call_graph=args.call_graph,
                                   perf_keep_mb=args.perf_keep_mb, processes=processes,
@@ -136,14 +138,17 @@ def variants(cat: Catalog, args: argparse.Namespace, here: bool = True) -> list[
         else:
             fixed.append(item)
     cpus = args.cpu or [None]
+    kernels = args.kernel or [None]
     plans = [(name, label, plan) for name in args.names
              for label, plan in cat.variants(cat.plan_for(name))]
     out: list[Variant] = []
-    for (name, plan_label, plan), cpu, combo in itertools.product(plans, cpus,
-                                                                   itertools.product(*multi)):
-        rp = cat.resolve(plan_to_run(cat, args, plan, cpu, fixed + list(combo)), here=here)
+    for (name, plan_label, plan), cpu, kernel, combo in itertools.product(
+            plans, cpus, kernels, itertools.product(*multi)):
+        rp = cat.resolve(plan_to_run(cat, args, plan, cpu, fixed + list(combo), kernel),
+                         here=here)
         parts = ([name] if len(args.names) > 1 else []) + ([plan_label] if plan_label else []) \
-            + ([f"cpu={cpu}"] if len(cpus) > 1 else []) + list(combo)
+            + ([f"cpu={cpu}"] if len(cpus) > 1 else []) \
+            + ([f"kernel={kernel}"] if len(kernels) > 1 else []) + list(combo)
         label = " ".join(parts)
         slug = re.sub(r"[^A-Za-z0-9_.+-]+", "_", label)
         stem = slug if slug.startswith(rp.plan.name) else f"{rp.plan.name}-{slug}"
@@ -169,6 +174,14 @@ async def _run_sessions(sessions: Sequence[Runnable], fmt: str, interleaved: boo
     one's result (by variant) as its events come, so a report needs no file to read back
     (--out /dev/null).  `control` "stdin": standard input closing cancels the run as a
     hangup does, and each line of it is a turn for a gated session (remote interleaving)."""
+    return await guarded(sessions, _drive(sessions, fmt, interleaved, gap, observe, got,
+                                          parallel), control)
+
+
+async def guarded(sessions: Sequence[Runnable], body: Awaitable[T],
+                  control: str | None = None) -> T:
+    """Await `body` (the driving of `sessions`: a list a series adds to as it goes) with
+    the signals and a closed output cancelling it."""
     # Ctrl-C, SIGTERM and SIGHUP (a kill, a dropped SSH session) cancel the run: the worker
     # is stopped, the system restored, the result file ends "interrupted", naming the signal.
     loop, main = asyncio.get_running_loop(), asyncio.current_task()
@@ -187,7 +200,7 @@ async def _run_sessions(sessions: Sequence[Runnable], fmt: str, interleaved: boo
     if control == "stdin":
         _follow_stdin(loop, main, sessions)
     try:
-        return await _drive(sessions, fmt, interleaved, gap, observe, got, parallel)
+        return await body
     finally:
         # asyncio leaves SIGTERM and SIGHUP at their default (death, no message): back to
         # the Ctrl-C path for the report and comparison printed after the run
@@ -228,8 +241,13 @@ _closed_output: Callable[[], Any] | None = None     # the run's stop when stdout
 def emit(event: ev.Event) -> None:
     """--format events: each line of the result file on stdout too, as it is written (the
     lines a cancel leaves included: a remote session's restore, its "interrupted")."""
+    emit_text(encode_line(event))
+
+
+def emit_text(line: str) -> None:
+    """A line on stdout for --format events (a series' own lines between its sessions')."""
     try:
-        sys.stdout.write(encode_line(event))
+        sys.stdout.write(line)
         sys.stdout.flush()
     except OSError:
         # The reader is gone (`| head`, the connection of a remote session): the run stops
@@ -340,6 +358,11 @@ def run_here(cat: Catalog, args: argparse.Namespace) -> int:
     if args.gated and (len(todo) != 1 or args.control != "stdin"):
         raise HotloopError("--gated runs one variant, its turns read from --control stdin")
     _warn_skipped(cat)
+    if len(args.kernel or []) > 1:
+        print("hotloop: warning: one session a kernel, compared as a batch: one session a "
+              "side cannot tell a kernel's change from a session's (or a boot's) own offset; "
+              "--sessions N runs N of each, alternating, and compares them as replicates",
+              file=sys.stderr)
     sessions = [start.here(v.rp, v.out, chosen, variant=v.label,
                            mirror=emit if args.format == "events" else None) for v in todo]
     if args.gated:

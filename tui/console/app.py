@@ -45,6 +45,7 @@ from hotloop.console.messages import (
     CatalogPicked,
     FormChanged,
     LogLine,
+    SeriesEnded,
     SessionEnded,
     SymbolsArrived,
 )
@@ -61,7 +62,7 @@ from hotloop.errors import HotloopError
 from hotloop.record import Header
 from hotloop.render.units import si
 from hotloop.results.store import perf_dir
-from hotloop.run import start
+from hotloop.run import series, start
 from hotloop.run.preflight import preflight, system_settings
 from hotloop.run.remote import STOP_WAIT_S as REMOTE_STOP_S
 from hotloop.run.remote import RemoteSession
@@ -107,6 +108,8 @@ class HotloopApp(App[None]):
         self.cat: Catalog | None = None
         self.live: LiveRun | None = None
         self.session: Session | RemoteSession | None = None
+        self.series: series.Series | None = None     # a series running (run --sessions)
+        self.series_at: tuple[series.Slot, int] | None = None   # its session, of how many
         self.worker: Worker | None = None
         self.view = "setup"
         self._affinity: set[int] | None = None
@@ -299,6 +302,9 @@ class HotloopApp(App[None]):
         if self.running or self.cat is None:
             return
         host = self.form.host
+        if self.form.series is not None:
+            self.run_series_asked(host)
+            return
         try:
             plan = self.form.build()
             # on a host, its own catalogue fits the CPU profile to its CPUs, and its own
@@ -327,6 +333,144 @@ class HotloopApp(App[None]):
 
         from hotloop.console.screens.consent import ConsentScreen
         self.push_screen(ConsentScreen(plan.name, rp.kernel.name, changes), answered)
+
+    def run_series_asked(self, host: str | None) -> None:
+        """`r` with a second kernel or more than one session: a series here, after the
+        consent its kernels' system changes need."""
+        asked = self.form.series
+        assert asked is not None and self.cat is not None
+        kernels, n = asked
+        try:
+            if host is not None:
+                raise HotloopError("a series runs on this machine (host: this machine)")
+            series.directory_names(kernels)
+            series.check_sessions(n, len(kernels))
+            plan = self.form.build()
+            rps = {k: self.cat.resolve(replace(plan, kernel=k)) for k in kernels}
+            changes = list(dict.fromkeys(c.describe() for k in kernels
+                                         for c in preflight(rps[k]).changes))
+        except (ValueError, HotloopError) as e:
+            self.log_line(f"cannot run: {' '.join(str(e).split())}", "error")
+            self.notify(f"cannot run: {visible(str(e))}", severity="error", timeout=4,
+                        markup=False)
+            return
+        if not changes:
+            self.start_series(plan, rps, n)
+            return
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.log_line(f"consent given: {', '.join(changes)} (restored after each "
+                              f"session)", "warning")
+                self.start_series(plan, rps, n, apply_system=True)
+            else:
+                self.log_line(f"not run: the series' kernel profiles would change "
+                              f"{', '.join(changes)}; nothing was changed", "warning")
+
+        from hotloop.console.screens.consent import ConsentScreen
+        self.push_screen(ConsentScreen(plan.name, ", ".join(kernels), changes), answered)
+
+    def start_series(self, plan: Plan, rps: dict[str, ResolvedPlan], n: int,
+                     apply_system: bool = False) -> None:
+        """Start a series: n sessions of each kernel of `rps`, alternating, the live view
+        following the session that runs."""
+        if self.running or self.cat is None:
+            return
+        chosen = start.Choices(apply_system=apply_system, on_exists="refuse")
+        kernels = list(rps)
+        try:
+            sp = series.plan(kernels, n, series.new_directory(plan.name, self.results_dir))
+        except HotloopError as e:
+            self.log_line(f"cannot run: {e}", "error")
+            return
+        self.series = series.Series(sp, lambda slot: start.here(
+            rps[slot.kernel], slot.path, chosen, variant=slot.kernel))
+        self.log_line(f"series {plan.name}: {', '.join(kernels)}, {n} session"
+                      f"{'s' * (n != 1)} each, alternating → {sp.directory}")
+        self._away_from(rps[kernels[0]].cpu.cpus)
+        self.worker = self.run_series(self.series, rps)
+        if self.narrow:
+            self.set_view("live")
+        self.refresh_bindings()
+
+    def _new_live(self, rp: ResolvedPlan) -> LiveRun:
+        """The live model of a session about to start, the panels cleared for it."""
+        plan = rp.plan
+        self.live = LiveRun(plan.name, plan.runs, plan.warmup, rp.workload.unit,
+                            rp.workload.higher_is_better, plan.perf, plan.until_ci)
+        symbols = self._q(SymbolsTable)
+        symbols.show_message("perf: waiting for the first window…" if plan.perf
+                             else "perf is off for this run")
+        self._q("#symbols").border_title = "hot symbols" if plan.perf else \
+            "hot symbols · off"
+        self._redraw(plots=True)
+        return self.live
+
+    @work(exclusive=True, group="session", exit_on_error=False)
+    async def run_series(self, s: series.Series, rps: dict[str, ResolvedPlan]) -> None:
+        """Drive a series to its end, each session's events into its own live model."""
+        live: LiveRun | None = None
+        stopped = False
+        try:
+            async for e in s.events():
+                if isinstance(e, series.Begins):
+                    self.series_at = (e.slot, s.plan.sessions)
+                    live = self._new_live(rps[e.slot.kernel])
+                    self.log_line(f"{e.slot.kernel} · session {e.slot.session} of "
+                                  f"{s.plan.sessions} → {e.slot.path}")
+                elif isinstance(e, series.Ends):
+                    if live is not None:
+                        live.end("finished" if isinstance(e.end, ev.Finished) else
+                                 "stopped" if isinstance(e.end, ev.Failed)
+                                 and e.end.interrupted else "failed")
+                        self._session_line(e.slot, e.end, live)
+                    self.session = None
+                    self._redraw(plots=True)
+                elif live is not None:
+                    self.session = s.current  # type: ignore[assignment]
+                    await self._feed(e, live)
+        except asyncio.CancelledError:
+            stopped = True
+            raise
+        except HotloopError as e:             # e.g. the workload does not compile
+            self.post_message(LogLine(str(e), "error"))
+        except Exception as e:  # noqa: BLE001 - a session bug must not kill the console
+            self.post_message(LogLine(f"session error: {type(e).__name__}: {e}", "error"))
+        finally:
+            if live is not None and live.running:
+                live.end("stopped")
+            self.session = None
+            s.set_aside()
+            done = {k: sum(1 for x in s.done if x.kernel == k) for k in s.plan.kernels}
+            self.post_message(SeriesEnded(str(s.plan.directory), done,
+                                          [f"{x.kernel} s{x.session:02d}" for x in s.failed],
+                                          stopped or s.stopped))
+
+    def _session_line(self, slot: series.Slot, end: ev.Event | None, live: LiveRun) -> None:
+        name = f"{slot.kernel} s{slot.session:02d}"
+        s = live.summary()
+        if isinstance(end, ev.Finished) and s is not None:
+            self.log_line(f"{name}: {si(s.median, live.unit)} median, {s.n} runs", "success")
+        elif isinstance(end, ev.Failed) and end.interrupted:
+            self.log_line(f"{name}: stopped", "warning")
+        else:
+            why = end.message if isinstance(end, ev.Failed) else "no result"
+            self.log_line(f"{name}: failed: {why}", "error")
+
+    def on_series_ended(self, message: SeriesEnded) -> None:
+        counts = ", ".join(f"{k} {n}" for k, n in message.done.items())
+        state = "stopped" if message.stopped else "done"
+        self.log_line(f"series {state}: sessions finished: {counts} → {message.directory}",
+                      "warning" if message.stopped or message.failed else "success")
+        if message.failed:
+            self.log_line(f"failed: {', '.join(message.failed)} (set aside)", "error")
+        if len(message.done) > 1 and all(message.done.values()):
+            dirs = " ".join(f"{message.directory}/{k}/" for k in message.done)
+            self.log_line(f"compare them: hotloop compare {dirs}")
+        self.series = None
+        self._restore_affinity()
+        self._redraw(plots=True)
+        self.refresh_bindings()
 
     def start_run(self, rp: ResolvedPlan, apply_system: bool = False,
                   host: str | None = None) -> None:
@@ -364,30 +508,9 @@ class HotloopApp(App[None]):
     async def run_session(self, session: Session | RemoteSession, live: LiveRun) -> None:
         """Drive one session to its end; the only place that reads its events."""
         outcome = "failed"
-        since_yield = 0
         try:
             async for event in session.events():
-                if isinstance(event, ev.RunSample):
-                    live.add(event.value, event.warmup)
-                    since_yield += 1
-                    if since_yield >= 64:       # a burst of buffered lines: let the UI in
-                        since_yield = 0
-                        await asyncio.sleep(0)
-                elif isinstance(event, ev.Started):
-                    live.result_file = event.result_file
-                    live.state = "running"
-                    live.dirty = True
-                    self.find_noise(live, event.header)
-                elif isinstance(event, ev.HotSymbols):
-                    self.post_message(SymbolsArrived(event))
-                elif isinstance(event, ev.Warning):
-                    self.post_message(LogLine(event.message, "warning"))
-                elif isinstance(event, ev.Finished):
-                    outcome = "finished"
-                elif isinstance(event, ev.Failed):
-                    outcome = "stopped" if event.interrupted else "failed"
-                    if not event.interrupted:
-                        self.post_message(LogLine(event.message, "error"))
+                outcome = await self._feed(event, live) or outcome
         except asyncio.CancelledError:
             outcome = "stopped"
             raise
@@ -400,6 +523,34 @@ class HotloopApp(App[None]):
             path = session.result_file         # gone when nothing ran (bad input)
             self.post_message(SessionEnded(outcome, str(path) if path.exists() else "",
                                            live.n))
+
+    _since_yield = 0
+
+    async def _feed(self, event: ev.Event, live: LiveRun) -> str | None:
+        """One event of the session that runs into its live model and the panels; the
+        session's outcome once it ends."""
+        if isinstance(event, ev.RunSample):
+            live.add(event.value, event.warmup)
+            self._since_yield += 1
+            if self._since_yield >= 64:       # a burst of buffered lines: let the UI in
+                self._since_yield = 0
+                await asyncio.sleep(0)
+        elif isinstance(event, ev.Started):
+            live.result_file = event.result_file
+            live.state = "running"
+            live.dirty = True
+            self.find_noise(live, event.header)
+        elif isinstance(event, ev.HotSymbols):
+            self.post_message(SymbolsArrived(event))
+        elif isinstance(event, ev.Warning):
+            self.post_message(LogLine(event.message, "warning"))
+        elif isinstance(event, ev.Finished):
+            return "finished"
+        elif isinstance(event, ev.Failed):
+            if not event.interrupted:
+                self.post_message(LogLine(event.message, "error"))
+            return "stopped" if event.interrupted else "failed"
+        return None
 
     @work(thread=True, group="noise")
     def find_noise(self, live: LiveRun, header: Header) -> None:
@@ -471,6 +622,16 @@ class HotloopApp(App[None]):
     async def stop_run(self, wait: bool = True) -> None:
         """Stop the session; with `wait`, return once its worker (and processes) are gone."""
         worker, session = self.worker, self.session
+        if self.series is not None and worker is not None and self.running:
+            # a series: no session after this one, the one running ended as a stop does
+            self.log_line("stopping the series: the sessions done are kept", "warning")
+            self.series.stop()
+            if session is None or not session.pids:
+                worker.cancel()
+            waiter = asyncio.ensure_future(self._await_worker(worker))
+            if wait:
+                await waiter
+            return
         if worker is None or session is None or not self.running:
             return
         self.log_line("stopping…" if not isinstance(session, RemoteSession) else
@@ -663,6 +824,9 @@ class HotloopApp(App[None]):
             parts.append(f"{plan.name}{'*' if edited else ''} · {plan.workload} · "
                          + ("" if narrow else f"cpu {plan.cpu} · ") + f"{plan.runs} runs"
                          + (f" · on {host}" if host else ""))
+        if self.series is not None and self.series_at is not None:
+            slot, n = self.series_at
+            parts.append(f"{slot.kernel} · session {slot.session} of {n}")
         live = self.live
         if live is not None:
             mark = {"building": "building", "running": f"running {live.n}/{live.runs}",

@@ -52,3 +52,13 @@ class SessionEnded(Message):
     outcome: str
     result_file: str
     runs: int
+
+
+@dataclass
+class SeriesEnded(Message):
+    """A series' worker is done: its directory, the sessions finished of each kernel, those
+    that failed, and whether it was stopped."""
+    directory: str
+    done: dict[str, int]
+    failed: list[str]
+    stopped: bool

@@ -94,6 +94,9 @@ def noise_line(comp: Comparison) -> str:
                 f"calibration across reboots{unused}")
     if any(pair.method == "sessions" for pair in comp.pairs):
         return "session noise: measured from the sides' own sessions (no calibration)"
+    if any(pair.method == "pairs" for pair in comp.pairs):
+        return ("session noise: from the series' pairs of sessions (session i of each side "
+                "ran side by side; no calibration)")
     return ""
 
 
@@ -139,7 +142,8 @@ def _method_text(p: Pair) -> str:
     if p.method == "sessions" and first is not None and first.boots not in ("", "one boot"):
         return f"boots as replicates ({first.boots_baseline} vs {first.boots_new})"
     return {"paired": "paired rounds (interleaved)", "exact": "identical",
-            "sessions": "sessions as replicates", "none": "no test"}.get(p.method, p.method)
+            "sessions": "sessions as replicates", "none": "no test",
+            "pairs": "paired sessions of one series"}.get(p.method, p.method)
 
 
 def _table(rows: list[list[str]], right: set[int]) -> list[str]:

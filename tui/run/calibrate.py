@@ -1,8 +1,9 @@
 """`hotloop calibrate`: measure how much this machine's sessions of one benchmark differ.
 
 K sessions of one plan, one after the other, each a fresh worker process (as separate
-invocations of `hotloop run` would be), with an optional gap between them; their result files
-are kept in one directory (they are A/A sessions: `hotloop calibrate DIR` reads them again).
+invocations of `hotloop run` would be), with an optional gap between them: a series of one
+kernel (run.series, what `run PLAN --sessions K` runs); their result files are kept in one
+directory, <time>-calibrate-PLAN/<kernel>/ (they are A/A sessions: `hotloop calibrate DIR` reads them again).
 hotloop.analysis.noise splits their variance and stores the profile that `compare` then uses;
 hotloop.render.calibration prints it with the cheapest sessions x runs a side for a 1%, 2%
 and 5% change.  Sessions run here, one after another, share one boot (a VM booted for each
@@ -17,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from hotloop import events as ev
-from hotloop.errors import HotloopError
+from hotloop.run import series
 
 
 @dataclass
@@ -55,18 +56,6 @@ class Stopwatch:
 
 
 def new_directory(plan: str, parent: Path = Path("results")) -> Path:
-    """results/<time>-calibrate-<plan>/, made here and now, so two calibrations never share one."""
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    try:
-        parent.mkdir(parents=True, exist_ok=True)
-        for n in range(1, 1000):
-            path = parent / f"{stamp}-calibrate-{plan}{'' if n == 1 else f'-{n}'}"
-            try:
-                path.mkdir()
-                return path
-            except FileExistsError:
-                continue
-    except OSError as e:
-        raise HotloopError(f"{parent}: cannot make the calibration's directory: "
-                           f"{e.strerror}") from None
-    raise HotloopError(f"{parent}: no free name for the calibration's directory")
+    """results/<time>-calibrate-<plan>/, made as a series' directory is (run.series): the
+    sessions go in its <kernel>/sNN.jsonl, so two calibrations never share one."""
+    return series.new_directory(f"calibrate-{plan}", parent)

@@ -1,8 +1,9 @@
 """The compare screen: pick result files, see verdicts, histograms and the symbol diff.
 
 The files are the results directory's `**/*.jsonl` (the sessions `hotloop calibrate` keeps in
-results/<time>-calibrate-PLAN/ too), newest first, read in a thread, each named by what
-matters (plan, variant, its subdirectory) without the timestamp prefix: the date has a column.
+results/<time>-calibrate-PLAN/<kernel>/ and a series' too), newest first, read in a thread,
+each named by what matters (plan, variant, its subdirectory) without the timestamp prefix:
+the date has a column.
 Below 130 columns the verdict table keeps metric, change, CI and a short verdict; the row under
 the cursor is spelled out in full beneath it.
 The user picks two or more sides (space or enter starts a side with the file under

@@ -21,6 +21,8 @@ from hotloop.console.messages import FormChanged
 
 RUNS = Param("runs", 10, *RUN_LIMITS["runs"], help="recorded repetitions")
 WARMUP = Param("warmup", 1, *RUN_LIMITS["warmup"], help="unrecorded repetitions first")
+SESSIONS = Param("sessions", 1, 1, 99, help="sessions of each kernel, alternating (a series)")
+NO_KERNEL = "-"                 # the second kernel's choice: none, one session of one kernel
 HERE = "this machine"            # the host choice's first: no [host.NAME] can be called so
 
 
@@ -232,8 +234,20 @@ class ParamsForm(Vertical):
                                     "cpu: where the processes run and how they are scheduled")
         fields["kernel"] = ChoiceField("kernel", "kernel", kernels, plan.kernel,
                                        "kernel: the label results carry and its sysctls")
+        # a series (run --sessions): the kernel above against a second one, or one repeated
+        old_vs = self.fields.get("kernel2")
+        vs = old_vs.value if isinstance(old_vs, ChoiceField) else NO_KERNEL
+        fields["kernel2"] = ChoiceField("kernel2", "vs kernel", [NO_KERNEL, *kernels],
+                                        vs if vs in kernels else NO_KERNEL,
+                                        "vs kernel: a second kernel profile, its sessions "
+                                        "alternating with the first's (A B B A ...), then "
+                                        "compared")
+        old_n = self.fields.get("sessions")
+        fields["sessions"] = ParamInput("sessions", SESSIONS,
+                                        old_n.value if isinstance(old_n, ParamInput)
+                                        and not old_n.error else 1)
         widgets += [fields["runs"], fields["until_ci"], fields["warmup"], fields["perf"],
-                    fields["cpu"], fields["kernel"]]
+                    fields["cpu"], fields["kernel"], fields["kernel2"], fields["sessions"]]
         if cat.hosts:               # where it runs: here, or a [host.NAME] over SSH
             old = self.fields.get("host")
             host = old.value if isinstance(old, ChoiceField) else HERE
@@ -265,6 +279,18 @@ class ParamsForm(Vertical):
         """The [host.NAME] chosen to run on, or None for this machine."""
         f = self.fields.get("host")
         return f.value if isinstance(f, ChoiceField) and f.value != HERE else None
+
+    @property
+    def series(self) -> tuple[list[str], int] | None:
+        """The kernels and sessions of each a series is asked for (a second kernel, or more
+        than one session), else None: one session."""
+        vs, n = self.fields.get("kernel2"), self.fields.get("sessions")
+        kernel = self.fields["kernel"].value if "kernel" in self.fields else "default"
+        second = vs.value if isinstance(vs, ChoiceField) and vs.value != NO_KERNEL else None
+        count = int(n.value) if isinstance(n, ParamInput) and not n.error else 1
+        if second is None and count <= 1:
+            return None
+        return ([kernel] if second is None else [kernel, second]), int(count)
 
     def errors(self) -> list[str]:
         return [f"{f.key.removeprefix('param.')}: {f.error}" for f in self.fields.values()

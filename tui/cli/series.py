@@ -1,0 +1,234 @@
+"""`hotloop run PLAN --kernel A --kernel B --sessions N`: a series (run.series) driven from the
+command line: a line as each session ends, then the comparison of the kernels with sessions as
+replicates, the same report `hotloop compare DIR/A/ DIR/B/` gives.  calibrate drives its
+sessions through `drive` too.
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from hotloop import events as ev
+from hotloop import results
+from hotloop.catalog import Catalog, ResolvedPlan
+from hotloop.cli.common import _warn_skipped, interrupted_status
+from hotloop.cli.run import choices, emit, emit_text, guarded, plan_to_run
+from hotloop.errors import HotloopError, RunFailed
+from hotloop.render.units import si
+from hotloop.run import series, start
+from hotloop.visible import visible, visible_lines
+
+
+def session_line(slot: series.Slot, end: ev.Finished | ev.Failed | None, unit: str) -> str:
+    """"stock s03: 1.234 µs/op median, 20 runs", or why it has none."""
+    name = f"{slot.kernel} s{slot.session:02d}"
+    if isinstance(end, ev.Finished) and end.summary.n:
+        s = end.summary
+        return f"{name}: {si(s.median or 0, unit)} median, {s.n} runs"
+    if isinstance(end, ev.Failed):
+        return f"{name}: {'stopped' if end.interrupted else 'failed'}: {end.message}"
+    return f"{name}: no result"
+
+
+def drive(s: series.Series, fmt: str,
+          line: Callable[[series.Slot, ev.Finished | ev.Failed | None, str], str] = session_line,
+          observe: Callable[[series.SeriesEvent], None] | None = None) -> None:
+    """Run the series: warnings once each on stderr, a line as each session ends (stderr),
+    and with --format events each session bracketed on stdout (a `series_session` line
+    before its events, a `series_session_end` line after).  KeyboardInterrupt or
+    CancelledError when a signal stopped it."""
+    warned: set[str] = set()
+    unit = ""
+
+    async def body() -> None:
+        nonlocal unit
+        async for e in s.events():
+            if observe is not None:
+                observe(e)
+            if isinstance(e, series.Begins):
+                if fmt == "text" and sys.stderr.isatty():     # a boot can take a while
+                    print(f"{visible(e.slot.kernel)} s{e.slot.session:02d} "
+                          f"({e.slot.position + 1} of {e.of}) …", file=sys.stderr)
+                if fmt == "events":
+                    emit_text(json.dumps(bracket(s.plan, e.slot, "series_session",
+                                                 of=e.of)) + "\n")
+            elif isinstance(e, series.Ends):
+                if fmt == "events":
+                    end = e.end
+                    emit_text(json.dumps(bracket(
+                        s.plan, e.slot, "series_session_end",
+                        status="finished" if isinstance(end, ev.Finished) else
+                        "stopped" if isinstance(end, ev.Failed) and end.interrupted
+                        else "failed")) + "\n")
+                print(visible(line(e.slot, e.end, unit)), file=sys.stderr)
+            elif isinstance(e, ev.Started):
+                unit = e.header.workload.unit
+            elif isinstance(e, ev.Warning) and fmt != "events" and e.message not in warned:
+                warned.add(e.message)       # the same warning from every session: once
+                print(f"hotloop: warning: {visible(e.message)}", file=sys.stderr)
+
+    async def main() -> None:
+        await guarded(s.sessions, body())
+    asyncio.run(main())
+
+
+def bracket(p: series.Plan, slot: series.Slot, kind: str, **more: Any) -> dict[str, Any]:
+    """The line that tells an events reader which kernel and session the events after it
+    (series_session) or before it (series_session_end) are."""
+    return {"type": kind, "series": p.id, "kernel": slot.kernel, "session": slot.session,
+            "sessions": p.sessions, "position": slot.position + 1,
+            "result_file": str(slot.path), **more}
+
+
+def set_aside(s: series.Series) -> dict[series.Slot, Path]:
+    return s.set_aside()
+
+
+def comparison(s: series.Series) -> Any:
+    """The kernels compared on their finished sessions (as `hotloop compare DIR/A/ DIR/B/`
+    would, once the unfinished ones are set aside), or None and why on stderr."""
+    if len(s.plan.kernels) < 2:
+        return None
+    sides = [[results.read(slot.path) for slot in s.done if slot.kernel == k]
+             for k in s.plan.kernels]
+    short = [k for k, side in zip(s.plan.kernels, sides) if not side]
+    if short:
+        print(f"hotloop: no comparison: no finished session of {', '.join(short)}",
+              file=sys.stderr)
+        return None
+    from hotloop.analysis import compare  # scipy: only when comparing
+    try:
+        comp = compare.compare_sides(sides, [str(s.plan.folder(k)) + "/"
+                                             for k in s.plan.kernels])
+    except HotloopError as e:
+        print(f"hotloop: no comparison: {visible(str(e))}", file=sys.stderr)
+        return None
+    return comp
+
+
+def run_series(cat: Catalog, args: argparse.Namespace) -> int:
+    """`run PLAN --sessions N [--kernel A --kernel B ...]`."""
+    n = args.sessions
+    if len(args.names) != 1 or len(args.cpu or []) > 1 \
+            or any("," in item.partition("=")[2] for item in args.param):
+        raise HotloopError("--sessions runs a series of one plan: one plan, one --cpu, one "
+                           "value a --param (the kernels are what is compared)")
+    if args.interleave or args.gated or args.control:
+        raise HotloopError("--sessions alternates whole sessions; --interleave alternates "
+                           "runs within one: one or the other")
+    plan = cat.plan_for(args.names[0])
+    kernels = list(args.kernel or [plan.kernel])
+    series.directory_names(kernels)          # refused before anything is made
+    series.check_sessions(n, len(kernels))
+    chosen = choices(args, 2, each="session")
+    chosen = start.Choices(chosen.apply_system, chosen.keep_perf, on_exists="refuse")
+    rps: dict[str, ResolvedPlan] = {}
+    for k in kernels:
+        one = plan_to_run(cat, args, plan, (args.cpu or [None])[0], args.param, k)
+        many = len(cat.variants(one))
+        if many > 1:                    # a plan whose params hold lists is a batch already
+            raise HotloopError(f"--sessions runs a series of one variant; {plan.name} is a "
+                               f"batch of {many} (its params hold lists): pick one value of "
+                               f"each with --param")
+        rps[k] = cat.resolve(one)
+    _warn_skipped(cat)
+    directory = series.new_directory(rps[kernels[0]].plan.name)
+    sp = series.plan(kernels, n, directory)
+    mirror = emit if args.format == "events" else None
+    s = series.Series(sp, lambda slot: start.here(rps[slot.kernel], slot.path, chosen,
+                                                  variant=slot.kernel, mirror=mirror))
+    interrupted = False
+    try:
+        drive(s, args.format)
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        interrupted = True
+    except HotloopError as e:
+        # the series cannot go on (a result file that cannot be written: a full disk)
+        s.set_aside()
+        if s.done:
+            e.args = (f"{e} (the {len(s.done)} sessions done are in {directory})",)
+        raise
+    moved = set_aside(s)
+    bad_input = next((e for e in s.ends.values()
+                      if isinstance(e, ev.Failed) and e.bad_input), None)
+    if bad_input is not None and not s.done:
+        remove_empty(sp)
+        raise HotloopError(bad_input.message)
+    if not s.ends and not interrupted:
+        remove_empty(sp)
+    if interrupted:
+        print(f"hotloop: interrupted; {len(s.done)} session{'s' * (len(s.done) != 1)} "
+              f"done, kept in {visible(str(directory))}", file=sys.stderr)
+    report(s, comparison(s), moved, interrupted, args.format)
+    if interrupted:
+        return interrupted_status()
+    if s.failed:
+        raise RunFailed("the series' sessions that failed: " + ", ".join(
+            f"{slot.kernel} s{slot.session:02d}" for slot in s.failed))
+    return 0
+
+
+def remove_empty(sp: series.Plan) -> None:
+    """Nothing ran: no directory left behind (a refused plan makes no result)."""
+    for k in sp.kernels:
+        try:
+            sp.folder(k).rmdir()
+        except OSError:
+            pass
+    try:
+        sp.directory.rmdir()
+    except OSError:
+        pass
+
+
+def document(s: series.Series, moved: dict[series.Slot, Path], interrupted: bool
+             ) -> dict[str, Any]:
+    """The series in --format json: its order, the sessions done and those that failed."""
+    def one(slot: series.Slot) -> dict[str, Any]:
+        end = s.ends.get(slot)
+        out: dict[str, Any] = {"kernel": slot.kernel, "session": slot.session,
+                               "position": slot.position + 1,
+                               "file": str(moved.get(slot, slot.path))}
+        if isinstance(end, ev.Finished):
+            out |= {"runs": end.summary.n, "median": end.summary.median}
+        elif isinstance(end, ev.Failed):
+            out |= {"message": end.message, "interrupted": end.interrupted}
+        return out
+    p = s.plan
+    return {"id": p.id, "directory": str(p.directory), "kernels": list(p.kernels),
+            "sessions": p.sessions, "order": [f"{x.kernel} s{x.session:02d}" for x in p.slots],
+            "done": [one(x) for x in s.done], "failed": [one(x) for x in s.failed],
+            "stopped": [one(x) for x, e in s.ends.items()
+                        if isinstance(e, ev.Failed) and e.interrupted],
+            "interrupted": interrupted}
+
+
+def report(s: series.Series, comp: Any, moved: dict[series.Slot, Path], interrupted: bool,
+           fmt: str) -> None:
+    """On stdout: the series and the comparison (text or json); with events, the end line."""
+    from hotloop.render import compare_formats
+    doc = document(s, moved, interrupted)
+    if fmt == "events":
+        emit_text(json.dumps({"type": "series_end", **doc,
+                              "comparison": json.loads(compare_formats.render(comp, "json"))
+                              if comp else None}) + "\n")
+        return
+    if fmt == "json":
+        print(json.dumps({"series": doc, "comparison": json.loads(
+            compare_formats.render(comp, "json")) if comp else None}, indent=2))
+        return
+    p = s.plan
+    counts = ", ".join(f"{k} {sum(1 for x in s.done if x.kernel == k)}" for k in p.kernels)
+    print(visible(f"series {p.directory}: sessions finished: {counts} (of {p.sessions} each)"))
+    for slot in s.failed:
+        end = s.ends.get(slot)
+        why = end.message if isinstance(end, ev.Failed) else "no result"
+        print(visible(f"  failed: {slot.kernel} s{slot.session:02d}: {why} "
+                      f"({moved.get(slot, slot.path)})"))
+    if comp is not None:
+        print("\n" + visible_lines(compare_formats.render(comp, "text")))
