@@ -66,6 +66,7 @@ from hotloop.run.preflight import preflight, system_settings
 from hotloop.run.remote import STOP_WAIT_S as REMOTE_STOP_S
 from hotloop.run.remote import RemoteSession
 from hotloop.run.session import Session
+from hotloop.run.vm import VmSession
 from hotloop.visible import visible
 
 DEFAULT_PLAN = "quick"
@@ -106,7 +107,7 @@ class HotloopApp(App[None]):
         self.results_dir = Path(results_dir)
         self.cat: Catalog | None = None
         self.live: LiveRun | None = None
-        self.session: Session | RemoteSession | None = None
+        self.session: Session | RemoteSession | VmSession | None = None
         self.worker: Worker | None = None
         self.view = "setup"
         self._affinity: set[int] | None = None
@@ -336,6 +337,11 @@ class HotloopApp(App[None]):
             return
         plan = rp.plan
         chosen = start.Choices(apply_system=apply_system)
+        if host is not None and rp.kernel.image:
+            # there it would run that host's own kernel, silently
+            self.log_line(f"not run: kernel profile {rp.kernel.name} boots {rp.kernel.image} "
+                          f"in a VM on this machine, not on {host}", "error")
+            return
         if host is None:
             path = results.default_path(plan.name, self.results_dir)
             self.session = start.here(rp, path, chosen)
@@ -351,7 +357,11 @@ class HotloopApp(App[None]):
             "hot symbols · off"
         self.log_line(f"run {plan.name}: {rp.workload.name}, {plan.runs} runs "
                       f"(+{plan.warmup} warmup), cpu {rp.cpu.name}"
-                      + (f", on {host} over SSH" if host else "") + f" → {path}")
+                      + (f", on {host} over SSH" if host else "")
+                      + (f", in a VM booting {rp.kernel.image}" if rp.kernel.image else "")
+                      + f" → {path}")
+        if isinstance(self.session, VmSession):
+            self.live.state = "booting"         # until the guest's header
         if host is None:
             self._away_from(rp.cpu.cpus)
         self.worker = self.run_session(self.session, self.live)
@@ -361,7 +371,8 @@ class HotloopApp(App[None]):
         self.refresh_bindings()
 
     @work(exclusive=True, group="session", exit_on_error=False)
-    async def run_session(self, session: Session | RemoteSession, live: LiveRun) -> None:
+    async def run_session(self, session: Session | RemoteSession | VmSession,
+                          live: LiveRun) -> None:
         """Drive one session to its end; the only place that reads its events."""
         outcome = "failed"
         since_yield = 0
@@ -376,6 +387,11 @@ class HotloopApp(App[None]):
                 elif isinstance(event, ev.Started):
                     live.result_file = event.result_file
                     live.state = "running"
+                    h, vm = event.header, event.header.vm
+                    if vm is not None:
+                        self.post_message(LogLine(
+                            f"the VM is up: kernel {h.kernel_release} ({h.kernel.name}), "
+                            f"{vm.accel}, {vm.cpus} vCPUs", "info"))
                     live.dirty = True
                     self.find_noise(live, event.header)
                 elif isinstance(event, ev.HotSymbols):
@@ -665,7 +681,8 @@ class HotloopApp(App[None]):
                          + (f" · on {host}" if host else ""))
         live = self.live
         if live is not None:
-            mark = {"building": "building", "running": f"running {live.n}/{live.runs}",
+            mark = {"building": "building", "booting": "booting",
+                    "running": f"running {live.n}/{live.runs}",
                     "finished": f"done {live.n}/{live.runs}",
                     "stopped": f"stopped {live.n}/{live.runs}",
                     "failed": "failed"}[live.state]

@@ -41,9 +41,10 @@ from hotloop.results.store import claim_perf_dir, perf_dir, prune_perf_data
 from hotloop.run import build, preflight, protocol
 from hotloop.run.process import REAP_S, WorkerProcess
 from hotloop.run.protocol import WorkerSpec
+from hotloop.run.vm import time_scale
 from hotloop.stats import UNTIL_CI_MIN_RUNS, median_ci_pct, summarize
 
-SETUP_GRACE = 30.0                      # seconds for Python start-up and hl_setup
+SETUP_GRACE = 30.0 * time_scale()       # Python start-up and hl_setup (in a VM: slower)
 WINDOW_TOP = 30                         # symbols kept per perf window and per run
 SESSION_TOP = 100                       # symbols kept for the whole session
 ABANDON_WAIT_S = 5.0                    # abandon(): how long the loop may hold the end lock
