@@ -30,6 +30,7 @@ from hotloop.host.changes import (
     apply,
 )
 from hotloop.host.facts import kernel_facts
+from hotloop.host.procs import time_scale
 from hotloop.host.sysfs import SystemSettingError
 from hotloop.paths import source_digest
 from hotloop.perf.buildid import binaries, build_ids, mapped_files, read_ids
@@ -41,7 +42,6 @@ from hotloop.results.store import claim_perf_dir, perf_dir, prune_perf_data
 from hotloop.run import build, preflight, protocol
 from hotloop.run.process import REAP_S, WorkerProcess
 from hotloop.run.protocol import WorkerSpec
-from hotloop.run.vm import time_scale
 from hotloop.stats import UNTIL_CI_MIN_RUNS, median_ci_pct, summarize
 
 SETUP_GRACE = 30.0 * time_scale()       # Python start-up and hl_setup (in a VM: slower)

@@ -48,7 +48,7 @@ from hotloop import paths
 from hotloop.catalog import CpuProfile, ResolvedPlan
 from hotloop.errors import HotloopError
 from hotloop.host import kimage
-from hotloop.host.procs import die_with_parent
+from hotloop.host.procs import TIME_SCALE_ENV, die_with_parent
 from hotloop.record import Batch, CpuInfo, KernelInfo, Vm, from_json
 from hotloop.run import build
 from hotloop.run.stream import GRACE_S, Bounds, Streamed, StreamSession
@@ -63,21 +63,11 @@ BOOT_KVM_S = 120.0                  # the boot and the guest's start-up, to the 
 BOOT_TCG_S = 900.0                  # emulated, on a busy machine: minutes
 PROBE_S = 20.0                      # a guest under KVM prints its banner within this
 DEFAULT_MEMORY = "1G"               # 9p's buffers (msize 512 kB) want more than qemu's 128 MB
-TIME_SCALE_ENV = "HOTLOOP_TIME_SCALE"
 
 
 def tcg_warning(why: str) -> str:
     return (f"no usable KVM ({why}): guests are emulated; their numbers do not measure "
             f"this CPU")
-
-
-def time_scale() -> float:
-    """How much slower than native this process runs (a guest's HOTLOOP_TIME_SCALE)."""
-    try:
-        value = float(os.environ.get(TIME_SCALE_ENV, "1"))
-    except ValueError:
-        return 1.0
-    return value if 1.0 <= value <= 1000.0 else 1.0
 
 
 def tools() -> tuple[str, str]:
@@ -359,8 +349,8 @@ class VmSession(StreamSession):
                  variant: str = "", on_exists: str = "rename",
                  mirror: Callable[[ev.Event], None] | None = None,
                  batch: Batch | None = None):
-        super().__init__(argv, result_file, bounds, variant or rp.kernel.name, on_exists,
-                         rp.plan.until_ci, mirror)
+        super().__init__(argv, result_file, bounds, variant, on_exists, rp.plan.until_ci,
+                         mirror)
         self.rp = rp
         self.batch = batch
         k = rp.kernel
@@ -376,6 +366,10 @@ class VmSession(StreamSession):
         self._lock: int | None = None
         self._pin_task: asyncio.Task[None] | None = None
         self._notes: list[str] = []
+
+    @property
+    def title(self) -> str:
+        return self.variant or self.rp.kernel.name
 
     @property
     def machine(self) -> str:
