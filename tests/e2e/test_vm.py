@@ -6,6 +6,7 @@ an image) stop before any boot.
 """
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -34,6 +35,7 @@ def vm_profiles(tmp_path: Path) -> Path:
         label = "6.1.0-47"
         image = "{IMAGE}"
         cpus = 1
+        sysctl = {{ "net.core.busy_poll" = 50 }}    # the guest's own: applied there, unasked
         [cpu.one]
         cpus = [1]
         [host.lab]
@@ -65,19 +67,26 @@ def descendants(pid: int) -> list[int]:
     return out
 
 
-def comm(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/comm").read_text().strip()
-    except OSError:
-        return ""
-
-
 def alive(pid: int) -> bool:
     try:
         state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
     except OSError:
         return False
     return state != "Z"
+
+
+def guest_qemu(roots: list[int], pinned_to: set[int] | None = None) -> int | None:
+    """The guest's qemu under `roots`: the one with a vCPU thread (virtme-run starts others
+    first, `qemu --version`), that thread on `pinned_to` when given."""
+    for p in (d for r in roots for d in descendants(r)):
+        for tid, name in vm._threads(p).items():
+            try:
+                if vm.VCPU_THREAD.fullmatch(name) and \
+                        (pinned_to is None or os.sched_getaffinity(tid) == pinned_to):
+                    return p
+            except OSError:
+                pass
+    return None
 
 
 def test_a_session_in_a_vm_runs_the_guests_kernel_and_comes_home_as_a_result_file(
@@ -96,7 +105,8 @@ def test_a_session_in_a_vm_runs_the_guests_kernel_and_comes_home_as_a_result_fil
     assert h.vm is not None and h.vm.image == str(IMAGE) and h.vm.cpus == 1
     assert h.vm.image_sha256 == vm.kimage.sha256(IMAGE)
     assert h.boot_id and h.boot_id != Path("/proc/sys/kernel/random/boot_id").read_text().strip()
-    warnings = [w.message for w in res.warnings]
+    assert h.sysctl["net.core.busy_poll"].during == "50"       # in the guest, without asking
+    warnings = list(res.warnings)
     doc = json.loads(r.stdout)
     if h.vm.accel == "tcg":             # this machine: nested KVM does not work
         tcg = [w for w in warnings if w.startswith("no usable KVM (")]
@@ -113,24 +123,28 @@ def test_a_session_in_a_vm_runs_the_guests_kernel_and_comes_home_as_a_result_fil
 def test_hotloop_killed_mid_boot_leaves_no_qemu(tmp_path, leftovers):
     d = vm_profiles(tmp_path)
     proc = subprocess.Popen([sys.executable, "-m", "hotloop", "run", "syscall", "--kernel",
-                             "deb47", "--runs", "2", "--warmup", "0", "--no-perf",
+                             "deb47", "--cpu", "one", "--runs", "2", "--warmup", "0", "--no-perf",
                              "--out", str(tmp_path / "k.jsonl"), "--profiles", str(d)],
                             env=vm_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    qemu = None
-    deadline = time.monotonic() + 300
-    while qemu is None and time.monotonic() < deadline and proc.poll() is None:
-        qemu = next((p for p in descendants(proc.pid) if comm(p).startswith("qemu")), None)
-        time.sleep(0.2)
-    assert qemu is not None, proc.stderr.read() if proc.poll() is not None else "no qemu"
-    time.sleep(2)                       # booting: past virtme-run's fork, before the guest
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
+    try:
+        qemu = None
+        deadline = time.monotonic() + 300
+        while qemu is None and time.monotonic() < deadline and proc.poll() is None:
+            qemu = guest_qemu([proc.pid], pinned_to={1})
+            time.sleep(0.2)
+        assert qemu is not None, proc.stderr.read() if proc.poll() is not None else "no qemu"
+        # booting: the vCPU thread on the CPU profile's CPU, qemu's main thread elsewhere
+        assert 1 not in os.sched_getaffinity(qemu)
+    finally:
+        proc.send_signal(signal.SIGKILL)       # hotloop SIGKILLed mid-boot
+        proc.wait()
     deadline = time.monotonic() + 30
     while alive(qemu) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not alive(qemu)
     assert leftovers() == []
     # the next session sweeps the directory the dead one left
+    assert list((Path(vm.paths.cache_dir()) / "vm").glob("s-*"))
     vm.sweep(Path(vm.paths.cache_dir()) / "vm")
     assert list((Path(vm.paths.cache_dir()) / "vm").glob("s-*")) == []
 
@@ -184,3 +198,48 @@ def test_host_with_an_image_kernel_is_refused(tmp_path):
             f"hotloop: --host with kernel profile deb47: it boots {IMAGE} in a VM on this "
             f"machine, and a host would run its own kernel instead (drop --host, or choose "
             f"a kernel profile without an image)")
+
+
+def test_the_console_says_booting_and_x_ends_the_guest_at_once(tmp_path, monkeypatch,
+                                                               leftovers):
+    from test_app import SIZE, log_text, picked, set_choice, type_into, wait_for
+
+    from hotloop.console.app import HotloopApp
+    monkeypatch.setenv("PATH", VENV_BIN + os.pathsep + os.environ["PATH"])
+    d = vm_profiles(tmp_path)
+
+    async def go() -> None:
+        app = HotloopApp(profiles=[d], results_dir=tmp_path / "results")
+        async with app.run_test(size=SIZE) as pilot:
+            await picked(pilot, app, "syscall")
+            await set_choice(pilot, app, "kernel", "deb47")
+            await type_into(pilot, app, "runs", "2")
+            await pilot.press("escape")
+            await pilot.press("r")
+            await wait_for(pilot, lambda: app.live is not None and app.live.state == "booting",
+                           30, "booting")
+            assert "booting" in str(app.query_one("#status").render())
+            assert f"in a VM booting {IMAGE}" in log_text(app)
+            session = app.session
+            assert isinstance(session, vm.VmSession)
+
+            await wait_for(pilot, lambda: guest_qemu(session.pids) is not None, 120, "qemu")
+            qemu = guest_qemu(session.pids)
+            assert qemu is not None
+            await pilot.press("x")
+            await wait_for(pilot, lambda: not app.live.running, 20, "stopped")
+            assert app.live.state == "stopped"
+            assert not alive(qemu)
+            assert "stopped" in log_text(app)
+    asyncio.run(go())
+    assert leftovers() == []
+    assert not list((tmp_path / "results").glob("*.jsonl"))     # nothing ran: nothing kept
+
+
+def test_interleaving_a_kernel_booted_in_a_vm_is_refused(tmp_path):
+    d = vm_profiles(tmp_path)
+    r = hotloop("run", "syscall", "zero_null", "--interleave", "--kernel", "deb47",
+                "--profiles", str(d), env=vm_env())
+    assert r.returncode != 0
+    assert r.stderr.strip() == ("hotloop: --interleave cannot run a kernel booted in a VM: "
+                                "each session boots its own; run the kernels' sessions in turn")

@@ -111,6 +111,7 @@ class HotloopApp(App[None]):
         self.worker: Worker | None = None
         self.view = "setup"
         self._affinity: set[int] | None = None
+        self._stop_asked = False        # the user stopped the session being run
         self._plots_at = 0.0            # when the charts were last redrawn
         self._plots_due = False
         self._clock_at = 0.0
@@ -307,6 +308,8 @@ class HotloopApp(App[None]):
             rp = self.cat.resolve(plan, here=host is None)
             changes = [c.describe() for c in preflight(rp).changes] if host is None \
                 else [f"{setting} on {host}" for setting in system_settings(rp)]
+            if rp.kernel.image:
+                changes = []        # a VM of the session's own: its sysctls are applied there
         except (ValueError, HotloopError) as e:
             self.log_line(f"cannot run: {' '.join(str(e).split())}", "error")
             self.notify(f"cannot run: {visible(str(e))}", severity="error", timeout=4,
@@ -376,6 +379,7 @@ class HotloopApp(App[None]):
         """Drive one session to its end; the only place that reads its events."""
         outcome = "failed"
         since_yield = 0
+        self._stop_asked = False
         try:
             async for event in session.events():
                 if isinstance(event, ev.RunSample):
@@ -404,6 +408,8 @@ class HotloopApp(App[None]):
                     outcome = "stopped" if event.interrupted else "failed"
                     if not event.interrupted:
                         self.post_message(LogLine(event.message, "error"))
+            if self._stop_asked and live.n == 0 and outcome == "failed":
+                outcome = "stopped"             # stopped before anything came (a VM booting)
         except asyncio.CancelledError:
             outcome = "stopped"
             raise
@@ -492,6 +498,7 @@ class HotloopApp(App[None]):
         self.log_line("stopping…" if not isinstance(session, RemoteSession) else
                       f"stopping: {session.host.name} ends its run and restores its system "
                       f"(up to {REMOTE_STOP_S:g} s)", "warning")
+        self._stop_asked = True
         session.stop()
         if not session.pids:                  # not started yet: nothing for stop() to kill
             worker.cancel()

@@ -278,7 +278,10 @@ def guest_program(d: Path, argv: list[str], scale: float) -> str:
     env = {"XDG_CONFIG_HOME": str(d / "config"), "XDG_STATE_HOME": str(d / "state"),
            "XDG_CACHE_HOME": str(paths.cache_dir().parent), "HOME": str(Path.home()),
            "PATH": os.environ.get("PATH", "/usr/bin:/bin"), TIME_SCALE_ENV: f"{scale:g}",
-           "PYTHONDONTWRITEBYTECODE": "1", "TMPDIR": str(d / "tmp")}
+           "PYTHONDONTWRITEBYTECODE": "1", "TMPDIR": str(d / "tmp"),
+           # the restore journal of the guest's sysctls: the guest's own (the root is
+           # read-only there)
+           "HOTLOOP_SYSTEM_DIR": str(d / "system")}
     lines = ["# written by hotloop for one session in a VM", "exec 3>&1 1>&2"]
     lines += [f"export {k}={shlex.quote(v)}" for k, v in env.items()]
     lines += [f"cd {shlex.quote(str(d))} || exit 1",
@@ -359,7 +362,6 @@ class VmSession(StreamSession):
         self.vcpus = k.cpus or (len(cpus) if cpus else min(os.cpu_count() or 1, 4))
         self.memory = k.memory or DEFAULT_MEMORY
         self.accel = Accel("tcg", "not probed yet")
-        self.booting = True             # until the guest's header came
         self._qemu_version = ""
         self._sha256 = ""
         self._dir: Path | None = None
@@ -397,10 +399,6 @@ class VmSession(StreamSession):
         self._stopping = True
         self._kill()
 
-    def _kill(self) -> None:
-        super()._kill()
-        self.booting = False
-
     async def _spawn(self) -> asyncio.subprocess.Process:
         virtme, qemu = tools()
         rp = self.rp
@@ -427,7 +425,8 @@ class VmSession(StreamSession):
         wrapper.chmod(0o700)
         argv = [virtme, "--kimg", str(self.image), "--mods", "auto", "--memory", self.memory,
                 "--cpus", str(self.vcpus), "--rwdir", str(d), "--qemu-bin", str(wrapper),
-                "--name", "hotloop-vm",
+                # qemu names its threads ("CPU 0/TCG", for the pinning) only when asked
+                "--qemu-opt=-name", "--qemu-opt=hotloop-vm,debug-threads=on",
                 *(["--disable-kvm"] if self.accel.kind == "tcg" else []),
                 *[a for word in shlex.split(rp.kernel.append) for a in ("-a", word)],
                 "--script-sh", f"sh {shlex.quote(str(program))}"]
@@ -477,7 +476,6 @@ class VmSession(StreamSession):
 
     def _cleanup(self) -> None:
         self._kill()
-        self.booting = False
         if self._pin_task is not None:
             self._pin_task.cancel()
         if self._dir is not None:
@@ -491,7 +489,6 @@ class VmSession(StreamSession):
         return not raw.lstrip().startswith(b"{")
 
     def _local_header(self, started: ev.Started) -> ev.Started:
-        self.booting = False
         h = started.header
         k = self.rp.kernel
         record = json.loads(json.dumps(dataclasses.asdict(k), default=str))
