@@ -428,7 +428,8 @@ class VmSession(StreamSession):
                 # qemu names its threads ("CPU 0/TCG", for the pinning) only when asked
                 "--qemu-opt=-name", "--qemu-opt=hotloop-vm,debug-threads=on",
                 *(["--disable-kvm"] if self.accel.kind == "tcg" else []),
-                *[a for word in shlex.split(rp.kernel.append) for a in ("-a", word)],
+                # --kopt=WORD: a word starting with "-" stays virtme's argument
+                *[f"--kopt={word}" for word in shlex.split(rp.kernel.append)],
                 "--script-sh", f"sh {shlex.quote(str(program))}"]
         env = {**os.environ, "TMPDIR": str(d / "virtme")}
         if self._stopping:
