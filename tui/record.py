@@ -102,6 +102,10 @@ class KernelInfo:
     sysctl: dict[str, Any] = field(default_factory=dict)
     expect: dict[str, Any] = field(default_factory=dict)
     origin: str = ""
+    image: str = ""                         # booted in a VM: the vm record says how
+    append: str = ""
+    cpus: int | None = field(default=None, metadata={"min": 1})
+    memory: str = field(default="", metadata=NAME)
 
 
 @dataclass(frozen=True)

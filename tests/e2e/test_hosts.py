@@ -536,8 +536,8 @@ def test_an_interleaved_remote_is_cut_off_when_it_runs_out_of_its_turn(tmp_path,
 
 def test_a_silent_remote_is_cut_off_after_a_repetitions_timeout(tmp_path, hosts, monkeypatch,
                                                                 sshd_server, leftovers):
-    from hotloop.run import remote
-    monkeypatch.setattr(remote, "GRACE_S", 0.5)        # a worker's start-up: short here
+    from hotloop.run import stream
+    monkeypatch.setattr(stream, "GRACE_S", 0.5)        # a worker's start-up: short here
     # the header and one warmup, then nothing, its connection open
     last = drive_fake(tmp_path, hosts, f"head -n 3 {OLD_SESSION}", sshd_server, runs=3,
                       timeout=1.0)[-1]
@@ -550,9 +550,9 @@ def test_a_silent_remote_is_cut_off_after_a_repetitions_timeout(tmp_path, hosts,
 def test_a_remote_that_stays_after_its_last_line_is_let_go(tmp_path, hosts, sshd_server,
                                                            monkeypatch, leftovers):
     # its session is whole: nothing is waited for beyond the time a stop may take
-    from hotloop.run import remote
-    monkeypatch.setattr(remote, "STOP_WAIT_S", 1.0)     # 10 s: the same rule, sooner
-    STOP_WAIT_S = remote.STOP_WAIT_S
+    from hotloop.run import stream
+    monkeypatch.setattr(stream, "STOP_WAIT_S", 1.0)     # 10 s: the same rule, sooner
+    STOP_WAIT_S = stream.STOP_WAIT_S
     began = time.monotonic()
     events = drive_fake(tmp_path, hosts, f"cat {OLD_SESSION}", sshd_server, runs=6)
     assert isinstance(events[-1], ev.Finished)

@@ -651,6 +651,21 @@ def _calibrate_hint(h: Header) -> str:
     return " ".join(parts + ["--sessions 8"])
 
 
+def _accel(r: Result) -> str:
+    vm = r.header.vm
+    return "on this machine" if vm is None else \
+        "emulated in a VM (TCG)" if vm.accel == "tcg" else f"in a VM under {vm.accel.upper()}"
+
+
+def check_accel(rs: Sequence[Result]) -> None:
+    """Emulated sessions measure qemu's translation, not the CPU: never beside others."""
+    tcg = next((r for r in rs if r.header.vm is not None and r.header.vm.accel == "tcg"), None)
+    other = next((r for r in rs if r.header.vm is None or r.header.vm.accel != "tcg"), None)
+    if tcg is not None and other is not None:
+        raise HotloopError(f"{tcg.path}: ran {_accel(tcg)}, {other.path} {_accel(other)}: "
+                           f"emulated numbers cannot be compared with measured ones")
+
+
 def compare_sides(sides: Sequence[Sequence[Result]], given: Sequence[str] | None = None,
                   noise_file: Path | None = None, batch: bool = False,
                   pair_sessions: bool = True) -> Comparison:
@@ -697,6 +712,7 @@ def compare_sides(sides: Sequence[Sequence[Result]], given: Sequence[str] | None
         if other_metric != metric:
             raise HotloopError(f"{rs[0].path}: metric {other_metric!r} cannot be compared with the "
                                f"baseline's {metric!r} ({base.path})")
+    check_accel([r for rs in sides for r in rs])
     names = _names(sides, given)
     out = [_side(i, n, rs, g) for i, (n, rs, g) in enumerate(zip(names, sides, given))]
     unit = base.workload.unit

@@ -145,6 +145,16 @@ class KernelProfile:
     sysctl: dict[str, int | str] = field(default_factory=dict)
     expect: dict[str, Any] = field(default_factory=dict)
     origin: str = ""
+    # A kernel booted in a VM for each session (virtme-ng): its image (a path, ~ expanded),
+    # extra kernel command line, the VM's CPUs (None: the CPU profile's count) and memory.
+    image: str = ""
+    append: str = ""
+    cpus: int | None = None
+    memory: str = ""
+
+    @property
+    def vm(self) -> bool:
+        return bool(self.image)
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,9 @@ file, the line, the table and the key.
 """
 from __future__ import annotations
 
+import os
 import re
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +26,7 @@ from hotloop.catalog.model import (
 )
 from hotloop.checks import Check, list_of
 from hotloop.errors import HotloopError
-from hotloop.host import procs
+from hotloop.host import kimage, procs
 from hotloop.host.settings import value_problem
 from hotloop.perf.probe import CALL_GRAPHS
 
@@ -111,6 +113,15 @@ def _ssh_option(v: Any) -> str | None:
         f"{v!r}: expected an ssh option as Key=value (e.g. ProxyJump=bastion)"
 
 
+def _memory(v: Any) -> str | None:
+    """A VM's memory as qemu's -m takes it: a number and a unit, "2G", "512M"."""
+    bad = _is(str)(v)
+    if bad:
+        return bad
+    return None if re.fullmatch(r"[1-9][0-9]{0,6}[KMGT]?", v) else \
+        f"{v!r}: expected a size like \"2G\" or \"512M\""
+
+
 def _one_of(choices: tuple[str, ...]) -> Check:
     def check(v: Any) -> str | None:
         return _is(str)(v) or (None if v in choices else
@@ -146,7 +157,8 @@ SPECS: dict[str, dict[str, Check]] = {
             "nice": _int_range(*procs.NICE), "governor": _is(str), "boost": _is(bool),
             "cflags": _array(_is(str)), "isolated": _is(bool), "strict": _is(bool)},
     "kernel": {"summary": _is(str), "label": _line, "sysctl": _is(dict),
-               "expect": _is(dict)},
+               "expect": _is(dict), "image": _line, "append": _line,
+               "cpus": _int_range(1, 256), "memory": _memory},
     "plan": {"summary": _is(str), "workload": _is(str), "cpu": _is(str), "kernel": _is(str),
              "runs": _int_range(*RUN_LIMITS["runs"]),
              "warmup": _int_range(*RUN_LIMITS["warmup"]),
@@ -244,8 +256,28 @@ def _kernel(where: Where, name: str, t: dict) -> KernelProfile:
         if problem:
             raise where.error("kernel", name, "sysctl", f"{key}: {problem}")
     check_keys(where, "kernel", name, t.get("expect", {}), _EXPECT_SPEC, "expect.")
+    image = ""
+    if "image" in t:
+        image = os.path.expanduser(t["image"])
+        if not os.path.isabs(image):        # beside the file, as a workload's source
+            image = str(where.path.parent / image)
+        problem = kimage.image_problem(Path(image))
+        if problem:
+            raise where.error("kernel", name, "image", problem)
+    else:
+        for key in ("append", "cpus", "memory"):
+            if key in t:
+                raise where.error("kernel", name, key, "applies to a kernel booted in a VM: "
+                                  "give its image too (image = \"/boot/vmlinuz-...\")")
+    append = t.get("append", "")
+    try:
+        shlex.split(append)
+    except ValueError as e:
+        raise where.error("kernel", name, "append", f"{append!r}: {e} (the kernel command "
+                          f"line splits as a shell's words)") from None
     return KernelProfile(name, t.get("summary", ""), t.get("label", name),
-                         dict(t.get("sysctl", {})), dict(t.get("expect", {})), str(where.path))
+                         dict(t.get("sysctl", {})), dict(t.get("expect", {})), str(where.path),
+                         image, append, t.get("cpus"), t.get("memory", ""))
 
 
 def _scalar(value: Any) -> bool:

@@ -8,6 +8,7 @@ import json
 import math
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import shtab
@@ -25,6 +26,9 @@ from hotloop.perf import annotate, probe
 from hotloop.render import report, svg
 from hotloop.render.units import duration, si
 from hotloop.run import build, start
+from hotloop.run.remote import RemoteSession
+from hotloop.run.session import Session
+from hotloop.run.vm import VmSession
 from hotloop.stats import MIN_RUNS
 from hotloop.visible import visible, visible_lines
 
@@ -160,6 +164,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
                        args.kernel)
     # the sessions are for their numbers: no perf data kept; each in a new directory
     chosen = start.Choices(apply_system=args.apply_system, keep_perf=False, on_exists="refuse")
+    sessions_run: Sequence[Session | RemoteSession | VmSession]
     if args.host:                       # that machine's hotloop fits the plan to it
         cat.resolve(plan, here=False)
         return _calibrate_there(cat, args, plan, chosen)
@@ -279,7 +284,9 @@ def cmd_list(args: argparse.Namespace) -> int:
     if what in (None, "kernel"):
         print("kernel profiles")
         for k in cat.kernels.values():
-            print(f"  {k.name:<16} label {k.label!r:<20} {visible(k.summary)}")
+            vm = f"  (boots {k.image} in a VM)" if k.image else ""
+            print(f"  {k.name:<16} label {k.label!r:<20} {visible(k.summary)}{visible(vm)}"
+                  .rstrip())
     if what in (None, "plans"):
         measured = last_measured(set(cat.plans))
         print("plans")
@@ -367,8 +374,10 @@ def cmd_doctor(args: argparse.Namespace) -> int:
                  + (f"; {bad} bad file{'' if bad == 1 else 's'} and "
                     f"{len(cat.skipped) - bad} plan{'' if len(cat.skipped) - bad == 1 else 's'}"
                     " skipped (see above)" if cat.skipped else "")))
+    from hotloop.run import vm  # the VM rows: qemu, virtme-ng, KVM, each image's 9p
+    rows += vm.doctor_rows({k.name: k.image for k in cat.kernels.values() if k.image})
     for name, ok, detail in rows:
-        print(f"  {'yes' if ok else 'no '}  {name:<20} {detail}")
+        print(f"  {'yes' if ok else 'no '}  {name:<20} {visible(detail)}")
     return 0
 
 

@@ -352,6 +352,9 @@ def run_here(cat: Catalog, args: argparse.Namespace) -> int:
     chosen = choices(args, len(todo))
     if args.interleave and len(todo) < 2:
         raise HotloopError("--interleave needs two or more variants (plans, --cpu, or K=V1,V2)")
+    if args.interleave and any(v.rp.kernel.image for v in todo):
+        raise HotloopError("--interleave cannot run a kernel booted in a VM: each session "
+                           "boots its own; run the kernels' sessions in turn")
     if args.interleave and any(v.rp.kernel.sysctl for v in todo):
         raise HotloopError("--interleave cannot switch sysctls between runs; run the variants "
                            "in turn (without --interleave)")

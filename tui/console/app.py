@@ -67,6 +67,7 @@ from hotloop.run.preflight import preflight, system_settings
 from hotloop.run.remote import STOP_WAIT_S as REMOTE_STOP_S
 from hotloop.run.remote import RemoteSession
 from hotloop.run.session import Session
+from hotloop.run.vm import VmSession
 from hotloop.visible import visible
 
 DEFAULT_PLAN = "quick"
@@ -107,12 +108,13 @@ class HotloopApp(App[None]):
         self.results_dir = Path(results_dir)
         self.cat: Catalog | None = None
         self.live: LiveRun | None = None
-        self.session: Session | RemoteSession | None = None
+        self.session: Session | RemoteSession | VmSession | None = None
         self.series: series.Series | None = None     # a series running (run --sessions)
         self.series_at: tuple[series.Slot, int] | None = None   # its session, of how many
         self.worker: Worker | None = None
         self.view = "setup"
         self._affinity: set[int] | None = None
+        self._stop_asked = False        # the user stopped the session being run
         self._plots_at = 0.0            # when the charts were last redrawn
         self._plots_due = False
         self._clock_at = 0.0
@@ -312,6 +314,8 @@ class HotloopApp(App[None]):
             rp = self.cat.resolve(plan, here=host is None)
             changes = [c.describe() for c in preflight(rp).changes] if host is None \
                 else [f"{setting} on {host}" for setting in system_settings(rp)]
+            if rp.kernel.image:
+                changes = []        # a VM of the session's own: its sysctls are applied there
         except (ValueError, HotloopError) as e:
             self.log_line(f"cannot run: {' '.join(str(e).split())}", "error")
             self.notify(f"cannot run: {visible(str(e))}", severity="error", timeout=4,
@@ -480,6 +484,11 @@ class HotloopApp(App[None]):
             return
         plan = rp.plan
         chosen = start.Choices(apply_system=apply_system)
+        if host is not None and rp.kernel.image:
+            # there it would run that host's own kernel, silently
+            self.log_line(f"not run: kernel profile {rp.kernel.name} boots {rp.kernel.image} "
+                          f"in a VM on this machine, not on {host}", "error")
+            return
         if host is None:
             path = results.default_path(plan.name, self.results_dir)
             self.session = start.here(rp, path, chosen)
@@ -495,7 +504,11 @@ class HotloopApp(App[None]):
             "hot symbols · off"
         self.log_line(f"run {plan.name}: {rp.workload.name}, {plan.runs} runs "
                       f"(+{plan.warmup} warmup), cpu {rp.cpu.name}"
-                      + (f", on {host} over SSH" if host else "") + f" → {path}")
+                      + (f", on {host} over SSH" if host else "")
+                      + (f", in a VM booting {rp.kernel.image}" if rp.kernel.image else "")
+                      + f" → {path}")
+        if isinstance(self.session, VmSession):
+            self.live.state = "booting"         # until the guest's header
         if host is None:
             self._away_from(rp.cpu.cpus)
         self.worker = self.run_session(self.session, self.live)
@@ -505,12 +518,16 @@ class HotloopApp(App[None]):
         self.refresh_bindings()
 
     @work(exclusive=True, group="session", exit_on_error=False)
-    async def run_session(self, session: Session | RemoteSession, live: LiveRun) -> None:
+    async def run_session(self, session: Session | RemoteSession | VmSession,
+                          live: LiveRun) -> None:
         """Drive one session to its end; the only place that reads its events."""
         outcome = "failed"
+        self._stop_asked = False
         try:
             async for event in session.events():
                 outcome = await self._feed(event, live) or outcome
+            if self._stop_asked and live.n == 0 and outcome == "failed":
+                outcome = "stopped"             # stopped before anything came (a VM booting)
         except asyncio.CancelledError:
             outcome = "stopped"
             raise
@@ -538,6 +555,11 @@ class HotloopApp(App[None]):
         elif isinstance(event, ev.Started):
             live.result_file = event.result_file
             live.state = "running"
+            h, vm = event.header, event.header.vm
+            if vm is not None:
+                self.post_message(LogLine(
+                    f"the VM is up: kernel {h.kernel_release} ({h.kernel.name}), "
+                    f"{vm.accel}, {vm.cpus} vCPUs", "info"))
             live.dirty = True
             self.find_noise(live, event.header)
         elif isinstance(event, ev.HotSymbols):
@@ -637,6 +659,7 @@ class HotloopApp(App[None]):
         self.log_line("stopping…" if not isinstance(session, RemoteSession) else
                       f"stopping: {session.host.name} ends its run and restores its system "
                       f"(up to {REMOTE_STOP_S:g} s)", "warning")
+        self._stop_asked = True
         session.stop()
         if not session.pids:                  # not started yet: nothing for stop() to kill
             worker.cancel()
@@ -829,7 +852,8 @@ class HotloopApp(App[None]):
             parts.append(f"{slot.kernel} · session {slot.session} of {n}")
         live = self.live
         if live is not None:
-            mark = {"building": "building", "running": f"running {live.n}/{live.runs}",
+            mark = {"building": "building", "booting": "booting",
+                    "running": f"running {live.n}/{live.runs}",
                     "finished": f"done {live.n}/{live.runs}",
                     "stopped": f"stopped {live.n}/{live.runs}",
                     "failed": "failed"}[live.state]

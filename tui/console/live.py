@@ -46,7 +46,7 @@ class LiveRun:
         self.perf = perf
         self.until_ci = until_ci        # stop once the median is known to +-this %
         self.noise: MetricNoise | None = None       # the calibration of what runs, if any
-        self.state = "building"         # building | running | finished | stopped | failed
+        self.state = "building"         # building | booting (a VM) | running | finished | stopped | failed
         self.result_file = ""
         self.values: list[float] = []      # in the order they ran (the drift plot)
         self.stats = RunningStats()
@@ -85,7 +85,7 @@ class LiveRun:
 
     @property
     def running(self) -> bool:
-        return self.state in ("building", "running")
+        return self.state in ("building", "booting", "running")
 
     def summary(self) -> Summary | None:
         return self.stats.summary()

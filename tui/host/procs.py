@@ -71,6 +71,19 @@ def apply_sched(policy: str, priority: int = 0, nice: int = 0) -> None:
 
 # --------------------------------------------------------------------------- children that die with us
 
+TIME_SCALE_ENV = "HOTLOOP_TIME_SCALE"
+
+
+def time_scale() -> float:
+    """How much slower than native this process runs: a VM's guest says so in
+    HOTLOOP_TIME_SCALE (20 when emulated), and its start-up bounds grow by it."""
+    try:
+        value = float(os.environ.get(TIME_SCALE_ENV, "1"))
+    except ValueError:
+        return 1.0
+    return value if 1.0 <= value <= 1000.0 else 1.0
+
+
 def die_with_parent(parent: int) -> None:
     """SIGKILL this process when `parent` goes, even if it was SIGKILLed; and exit at once if
     it went already, between our fork and the prctl."""

@@ -28,7 +28,7 @@ from typing import Any
 
 from hotloop import events as ev
 from hotloop.events import HotSymbol
-from hotloop.host.procs import child_setup
+from hotloop.host.procs import child_setup, time_scale
 from hotloop.perf.parse import aggregate, parse_report, parse_stat_csv, report_argv
 from hotloop.perf.probe import (
     CALL_GRAPHS,
@@ -346,8 +346,10 @@ class PerfRecorder:
         return spare if self.cpus and spare else None
 
     async def _control(self, ctl_w: int, ack_r: int, proc: asyncio.subprocess.Process,
-                       cmd: str, timeout: float = 5.0) -> bool:
-        """Send a --control command and wait for perf's "ack"."""
+                       cmd: str, timeout: float | None = None) -> bool:
+        """Send a --control command and wait for perf's "ack" (5 s; in an emulated VM
+        longer)."""
+        timeout = 5.0 * time_scale() if timeout is None else timeout
         loop = asyncio.get_running_loop()
         fut: asyncio.Future[bytes] = loop.create_future()
 

@@ -30,6 +30,7 @@ from hotloop.host.changes import (
     apply,
 )
 from hotloop.host.facts import kernel_facts
+from hotloop.host.procs import time_scale
 from hotloop.host.sysfs import SystemSettingError
 from hotloop.paths import source_digest
 from hotloop.perf.buildid import binaries, build_ids, mapped_files, read_ids
@@ -43,7 +44,7 @@ from hotloop.run.process import REAP_S, WorkerProcess
 from hotloop.run.protocol import WorkerSpec
 from hotloop.stats import UNTIL_CI_MIN_RUNS, median_ci_pct, summarize
 
-SETUP_GRACE = 30.0                      # seconds for Python start-up and hl_setup
+SETUP_GRACE = 30.0 * time_scale()       # Python start-up and hl_setup (in a VM: slower)
 WINDOW_TOP = 30                         # symbols kept per perf window and per run
 SESSION_TOP = 100                       # symbols kept for the whole session
 ABANDON_WAIT_S = 5.0                    # abandon(): how long the loop may hold the end lock

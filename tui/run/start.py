@@ -10,8 +10,10 @@ from pathlib import Path
 
 from hotloop import events as ev
 from hotloop.catalog import Host, Plan, ResolvedPlan
+from hotloop.record import Batch
 from hotloop.run.remote import Bounds, RemoteSession
 from hotloop.run.session import Session
+from hotloop.run.vm import VmSession
 
 
 @dataclass(frozen=True)
@@ -38,17 +40,30 @@ def plan_argv(plan: Plan, choices: Choices) -> list[str]:
     return [*out, "--", plan.workload]
 
 
+def bounds(plan: Plan) -> Bounds:
+    # each worker process runs the plan's warmup: at most the runs' many processes do
+    return Bounds(plan.runs, plan.warmup * min(plan.processes, plan.runs), plan.timeout)
+
+
 def here(rp: ResolvedPlan, result_file: Path, choices: Choices, variant: str = "",
-         mirror: Callable[[ev.Event], None] | None = None) -> Session:
-    """A session of `rp` on this machine."""
-    return Session(rp, result_file, variant=variant, apply_system=choices.apply_system,
-                   keep_perf=choices.keep_perf, on_exists=choices.on_exists, mirror=mirror)
+         mirror: Callable[[ev.Event], None] | None = None,
+         batch: Batch | None = None) -> Session | VmSession:
+    """A session of `rp` on this machine; in a VM booting its kernel profile's image when it
+    has one.  The guest is the session's own: its sysctls are applied there without asking,
+    and its perf data is not kept."""
+    if rp.kernel.image:
+        argv = plan_argv(rp.plan, Choices(apply_system=True, keep_perf=False))
+        return VmSession(rp, argv, result_file, bounds(rp.plan), variant=variant,
+                         on_exists=choices.on_exists, mirror=mirror, batch=batch)
+    session = Session(rp, result_file, variant=variant, apply_system=choices.apply_system,
+                      keep_perf=choices.keep_perf, on_exists=choices.on_exists, mirror=mirror)
+    session.batch = batch or session.batch
+    return session
 
 
 def there(host: Host, plan: Plan, result_file: Path, choices: Choices, variant: str = "",
           mirror: Callable[[ev.Event], None] | None = None) -> RemoteSession:
     """A session of `plan` on `host` over SSH, its result file here."""
-    # each worker process runs the plan's warmup: at most the runs' many processes do
-    bounds = Bounds(plan.runs, plan.warmup * min(plan.processes, plan.runs), plan.timeout)
-    return RemoteSession(host, plan_argv(plan, choices), result_file, bounds, variant=variant,
+    return RemoteSession(host, plan_argv(plan, choices), result_file, bounds(plan),
+                         variant=variant,
                          on_exists=choices.on_exists, until_ci=plan.until_ci, mirror=mirror)

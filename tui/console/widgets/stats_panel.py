@@ -80,8 +80,8 @@ class StatsPanel(Vertical):
             # the rows a run fills in, empty: their number does not change at `r` (a layout)
             self._set(numbers, "\n".join(self._row(k, "–") for k in self.ROWS))
             return
-        state = {"building": "building", "running": "running", "finished": "done",
-                 "stopped": "stopped", "failed": "failed"}[live.state]
+        state = {"building": "building", "booting": "booting the VM", "running": "running",
+                 "finished": "done", "stopped": "stopped", "failed": "failed"}[live.state]
         warm = ""
         if live.warmup and live.warmups_done < live.warmup and not live.n:
             warm = f" · warmup {live.warmups_done}/{live.warmup}"

@@ -1,0 +1,245 @@
+"""A session in a VM, for real: virtme-ng boots a distribution kernel (linux-image-*-amd64,
+installed by .ci/run) with this machine's root under qemu, emulated (TCG) where KVM is not
+usable, and this hotloop runs inside it.  A boot costs about a minute here: one session
+runs through, one is SIGKILLed mid-boot, and the rest (virtme-ng or qemu absent, --host with
+an image) stop before any boot.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, path_without, profile_dir
+
+from hotloop import results
+from hotloop.run import vm
+
+pytestmark = pytest.mark.xdist_group("vm")
+
+IMAGE = Path("/boot/vmlinuz-6.1.0-47-amd64")
+RELEASE = "6.1.0-47-amd64"
+VENV_BIN = str(Path(sys.executable).parent)      # virtme-run, installed by the vm extra
+BOOT_S = 900                                     # emulated, on a busy 2-core machine
+
+
+def vm_profiles(tmp_path: Path) -> Path:
+    return profile_dir(tmp_path, f"""
+        [kernel.deb47]
+        label = "6.1.0-47"
+        image = "{IMAGE}"
+        cpus = 1
+        sysctl = {{ "net.core.busy_poll" = 50 }}    # the guest's own: applied there, unasked
+        [cpu.one]
+        cpus = [1]
+        [host.lab]
+        address = "127.0.0.1"
+        """)
+
+
+def vm_env(path: str | None = None) -> dict[str, str]:
+    """The test's environment, with virtme-run on the PATH (or the PATH given)."""
+    env = dict(os.environ)
+    env["PATH"] = path if path is not None else VENV_BIN + os.pathsep + env["PATH"]
+    env["PYTHONPATH"] = str(ROOT)
+    return env
+
+
+def hotloop(*args: str, env: dict[str, str], timeout: float = 300
+            ) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "hotloop", *args], capture_output=True,
+                          text=True, timeout=timeout, env=env)
+
+
+def descendants(pid: int) -> list[int]:
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        for kid in vm._children(p):
+            out.append(kid)
+            todo.append(kid)
+    return out
+
+
+def alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def guest_qemu(roots: list[int], pinned_to: set[int] | None = None) -> int | None:
+    """The guest's qemu under `roots`: the one with a vCPU thread (virtme-run starts others
+    first, `qemu --version`), that thread on `pinned_to` when given."""
+    for p in (d for r in roots for d in descendants(r)):
+        for tid, name in vm._threads(p).items():
+            try:
+                if vm.VCPU_THREAD.fullmatch(name) and \
+                        (pinned_to is None or os.sched_getaffinity(tid) == pinned_to):
+                    return p
+            except OSError:
+                pass
+    return None
+
+
+def test_a_session_in_a_vm_runs_the_guests_kernel_and_comes_home_as_a_result_file(
+        tmp_path, leftovers):
+    d = vm_profiles(tmp_path)
+    out = tmp_path / "vm.jsonl"
+    r = hotloop("run", "syscall", "--kernel", "deb47", "--cpu", "one", "--runs", "2",
+                "--warmup", "0", "--no-perf", "--param", "calls=1000", "--out", str(out),
+                "--format", "json", "--profiles", str(d), env=vm_env(), timeout=BOOT_S + 120)
+    assert r.returncode == 0, r.stderr
+    res = results.read(out)
+    h = res.header
+    assert res.finished is not None and len(res.runs) == 2
+    assert h.kernel_release == RELEASE                  # the guest's, not this machine's
+    assert h.kernel.name == "deb47" and h.kernel.image == str(IMAGE)
+    assert h.vm is not None and h.vm.image == str(IMAGE) and h.vm.cpus == 1
+    assert h.vm.image_sha256 == vm.kimage.sha256(IMAGE)
+    assert h.boot_id and h.boot_id != Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    assert h.sysctl["net.core.busy_poll"].during == "50"       # in the guest, without asking
+    warnings = list(res.warnings)
+    doc = json.loads(r.stdout)
+    if h.vm.accel == "tcg":             # this machine: nested KVM does not work
+        tcg = [w for w in warnings if w.startswith("no usable KVM (")]
+        assert tcg and tcg[0].endswith("guests are emulated; their numbers do not measure "
+                                       "this CPU")
+        assert "no usable KVM (" in r.stderr            # text: as it came, on stderr
+        assert any("no usable KVM (" in w for w in doc["warnings"])     # JSON: in the report
+    # the guest's own warnings say where they come from
+    assert all(w.startswith(("no usable KVM (", "in the VM: ")) for w in warnings)
+    assert list((Path(vm.paths.cache_dir()) / "vm").glob("s-*")) == []   # swept at its end
+    assert leftovers() == []
+
+
+def test_hotloop_killed_mid_boot_leaves_no_qemu(tmp_path, leftovers):
+    d = vm_profiles(tmp_path)
+    proc = subprocess.Popen([sys.executable, "-m", "hotloop", "run", "syscall", "--kernel",
+                             "deb47", "--cpu", "one", "--runs", "2", "--warmup", "0", "--no-perf",
+                             "--out", str(tmp_path / "k.jsonl"), "--profiles", str(d)],
+                            env=vm_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        qemu = None
+        deadline = time.monotonic() + 300
+        while qemu is None and time.monotonic() < deadline and proc.poll() is None:
+            qemu = guest_qemu([proc.pid], pinned_to={1})
+            time.sleep(0.2)
+        assert qemu is not None, proc.stderr.read() if proc.poll() is not None else "no qemu"
+        # booting: the vCPU thread on the CPU profile's CPU, qemu's main thread elsewhere
+        assert 1 not in os.sched_getaffinity(qemu)
+    finally:
+        proc.send_signal(signal.SIGKILL)       # hotloop SIGKILLed mid-boot
+        proc.wait()
+    deadline = time.monotonic() + 30
+    while alive(qemu) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not alive(qemu)
+    assert leftovers() == []
+    # the next session sweeps the directory the dead one left
+    assert list((Path(vm.paths.cache_dir()) / "vm").glob("s-*"))
+    vm.sweep(Path(vm.paths.cache_dir()) / "vm")
+    assert list((Path(vm.paths.cache_dir()) / "vm").glob("s-*")) == []
+
+
+def test_without_virtme_ng_or_qemu_a_vm_session_says_so_in_one_line(tmp_path):
+    d = vm_profiles(tmp_path)
+    no_virtme = path_without(tmp_path, "virtme-run")        # PATH as it is: no venv bin
+    r = hotloop("run", "syscall", "--kernel", "deb47", "--runs", "2", "--profiles", str(d),
+                env=vm_env(no_virtme))
+    assert r.returncode != 0
+    assert r.stderr.strip() == ("hotloop: a kernel profile with an image boots a VM: no "
+                                "`virtme-run` on PATH (pip install 'hotloop[vm]' (virtme-ng), "
+                                "with its bin directory on PATH)")
+    assert not list(tmp_path.glob("results/*.jsonl"))      # nothing ran: no file
+    doctor = hotloop("doctor", "--profiles", str(d), env=vm_env(no_virtme))
+    assert "no   virtme-ng            no virtme-run on PATH" in doctor.stdout
+    assert f"yes  vm kernel deb47      {IMAGE}: {RELEASE}, mounts the root over 9p" \
+        in doctor.stdout
+    (tmp_path / "only").mkdir()
+    (tmp_path / "only" / "virtme-run").symlink_to(Path(VENV_BIN) / "virtme-run")
+    (tmp_path / "b").mkdir()
+    no_qemu = path_without(tmp_path / "b", "qemu-system-x86_64") + os.pathsep \
+        + str(tmp_path / "only")
+    r = hotloop("run", "syscall", "--kernel", "deb47", "--runs", "2", "--profiles", str(d),
+                env=vm_env(no_qemu))
+    assert r.stderr.strip().endswith("no `qemu-system-x86_64` on PATH (Debian: apt-get "
+                                     "install qemu-system-x86)")
+    doctor = hotloop("doctor", "--profiles", str(d), env=vm_env(no_qemu))
+    assert "no   qemu                 no qemu-system-x86_64 on PATH" in doctor.stdout
+
+
+def test_doctor_says_whether_kvm_is_usable_and_why_not(tmp_path):
+    r = hotloop("doctor", "--profiles", str(vm_profiles(tmp_path)), env=vm_env())
+    row = next(ln for ln in r.stdout.splitlines() if " kvm " in f" {ln} ")
+    if not os.path.exists("/dev/kvm"):
+        assert "no /dev/kvm" in row
+    elif row.startswith("  no "):       # this machine: nested KVM aborts in qemu
+        assert "/dev/kvm present, not usable: no usable KVM (qemu: " in row
+    else:
+        assert "/dev/kvm present and usable" in row
+
+
+def test_host_with_an_image_kernel_is_refused(tmp_path):
+    # on a host it would run that host's own kernel, silently
+    d = vm_profiles(tmp_path)
+    for args in (["run", "syscall"], ["calibrate", "syscall", "--sessions", "8"]):
+        r = hotloop(*args, "--kernel", "deb47", "--host", "lab", "--profiles", str(d),
+                    env=vm_env())
+        assert r.returncode != 0
+        assert r.stderr.strip() == (
+            f"hotloop: --host with kernel profile deb47: it boots {IMAGE} in a VM on this "
+            f"machine, and a host would run its own kernel instead (drop --host, or choose "
+            f"a kernel profile without an image)")
+
+
+def test_the_console_says_booting_and_x_ends_the_guest_at_once(tmp_path, monkeypatch,
+                                                               leftovers):
+    from test_app import SIZE, log_text, picked, set_choice, type_into, wait_for
+
+    from hotloop.console.app import HotloopApp
+    monkeypatch.setenv("PATH", VENV_BIN + os.pathsep + os.environ["PATH"])
+    d = vm_profiles(tmp_path)
+
+    async def go() -> None:
+        app = HotloopApp(profiles=[d], results_dir=tmp_path / "results")
+        async with app.run_test(size=SIZE) as pilot:
+            await picked(pilot, app, "syscall")
+            await set_choice(pilot, app, "kernel", "deb47")
+            await type_into(pilot, app, "runs", "2")
+            await pilot.press("escape")
+            await pilot.press("r")
+            await wait_for(pilot, lambda: app.live is not None and app.live.state == "booting",
+                           30, "booting")
+            assert "booting" in str(app.query_one("#status").render())
+            assert f"in a VM booting {IMAGE}" in log_text(app)
+            session = app.session
+            assert isinstance(session, vm.VmSession)
+
+            await wait_for(pilot, lambda: guest_qemu(session.pids) is not None, 120, "qemu")
+            qemu = guest_qemu(session.pids)
+            assert qemu is not None
+            await pilot.press("x")
+            await wait_for(pilot, lambda: not app.live.running, 20, "stopped")
+            assert app.live.state == "stopped"
+            assert not alive(qemu)
+            assert "stopped" in log_text(app)
+    asyncio.run(go())
+    assert leftovers() == []
+    assert not list((tmp_path / "results").glob("*.jsonl"))     # nothing ran: nothing kept
+
+
+def test_interleaving_a_kernel_booted_in_a_vm_is_refused(tmp_path):
+    d = vm_profiles(tmp_path)
+    r = hotloop("run", "syscall", "zero_null", "--interleave", "--kernel", "deb47",
+                "--profiles", str(d), env=vm_env())
+    assert r.returncode != 0
+    assert r.stderr.strip() == ("hotloop: --interleave cannot run a kernel booted in a VM: "
+                                "each session boots its own; run the kernels' sessions in turn")

@@ -1,0 +1,233 @@
+"""Kernel profiles with an image and what a VM's session is made of, without booting one:
+the profile's checks, the guest's catalogue and program, the KVM probe's cache, the sweep of
+dead sessions' directories, and compare's refusal to mix emulated sessions with others."""
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import shlex
+from pathlib import Path
+
+import forge
+import pytest
+import tomli_w
+from conftest import profile_dir
+
+from hotloop import catalog, results
+from hotloop.catalog import Catalog
+from hotloop.errors import HotloopError
+from hotloop.host import kimage
+from hotloop.run import start, vm
+
+
+def fake_bzimage(path: Path, release: str = "6.9.0-test") -> Path:
+    """A file with the x86 boot header's magic and a version string where it points."""
+    data = bytearray(0x400)
+    data[0x202:0x206] = b"HdrS"
+    data[0x20E:0x210] = (0x300 - 0x200).to_bytes(2, "little")
+    text = f"{release} (builder@host) #1 SMP".encode()
+    data[0x300:0x300 + len(text)] = text
+    path.write_bytes(bytes(data))
+    return path
+
+
+def load_error(tmp_path: Path, toml: str) -> str:
+    d = profile_dir(tmp_path, toml)
+    with pytest.raises(HotloopError) as e:
+        catalog.load([d])
+    return str(e.value)
+
+
+def test_an_image_kernel_loads_with_its_keys_and_home_expanded(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    fake_bzimage(tmp_path / "bzImage")
+    d = profile_dir(tmp_path, """
+        [kernel.patched]
+        label = "6.9 + fix"
+        image = "~/bzImage"
+        append = "mitigations=off quiet"
+        cpus = 2
+        memory = "2G"
+        """)
+    k = catalog.load([d]).kernels["patched"]
+    assert (k.image, k.append, k.cpus, k.memory) == (str(tmp_path / "bzImage"),
+                                                     "mitigations=off quiet", 2, "2G")
+    assert k.vm and not catalog.load([d]).kernels["default"].vm
+    assert kimage.image_release(Path(k.image)) == "6.9.0-test"
+
+
+@pytest.mark.parametrize("image, expected", [
+    ('"/nonexistent/bzImage"', "p.toml:3: [kernel.k] image: no such file: /nonexistent/bzImage"),
+    ('"/"', "[kernel.k] image: / is a directory, not a kernel image"),
+    ('"/etc/passwd"', "[kernel.k] image: /etc/passwd is not a kernel image (no bzImage header"),
+    ('"/bin/ls"', "[kernel.k] image: /bin/ls is an ELF file, not a bootable kernel image"),
+    ("3", "[kernel.k] image: expected a string, got an integer"),
+])
+def test_an_image_that_is_no_kernel_is_refused_at_load(tmp_path, image, expected):
+    assert expected in load_error(tmp_path, f"[kernel.k]\nlabel = 'x'\nimage = {image}\n")
+
+
+@pytest.mark.parametrize("extra, expected", [
+    ("append = \"console='ttyS0\"", "[kernel.k] append: \"console='ttyS0\": No closing quotation"),
+    ('append = "a\\nb"', "[kernel.k] append: 'a\\nb' holds a control character"),
+    ("cpus = 0", "[kernel.k] cpus: 0 is below the minimum 1"),
+    ("memory = \"lots\"", "[kernel.k] memory: 'lots': expected a size like \"2G\""),
+])
+def test_the_vm_keys_are_checked_one_line_each(tmp_path, extra, expected):
+    fake_bzimage(tmp_path / "bz")
+    error = load_error(tmp_path, f"[kernel.k]\nimage = '{tmp_path / 'bz'}'\n{extra}\n")
+    assert expected in error and "\n" not in error
+
+
+@pytest.mark.parametrize("key", ["append = 'quiet'", "cpus = 2", "memory = '1G'"])
+def test_the_vm_keys_without_an_image_are_refused(tmp_path, key):
+    error = load_error(tmp_path, f"[kernel.k]\nlabel = 'x'\n{key}\n")
+    assert error.endswith(f"p.toml:3: [kernel.k] {key.split()[0]}: applies to a kernel "
+                          f"booted in a VM: give its image too (image = \"/boot/vmlinuz-...\")")
+
+
+def test_9p_support_is_read_from_the_modules_or_the_config(tmp_path):
+    mods, boot = tmp_path / "modules", tmp_path / "boot"
+    (mods / "6.9-a" / "kernel" / "fs" / "9p").mkdir(parents=True)
+    (mods / "6.9-a" / "kernel" / "fs" / "9p" / "9p.ko.xz").write_bytes(b"")
+    boot.mkdir()
+    (boot / "config-6.9-a").write_text("CONFIG_NET_9P=y\nCONFIG_NET_9P_VIRTIO=y\n")
+    assert kimage.ninep_problem("6.9-a", mods, boot) is None
+    (boot / "config-6.9-b").write_text("CONFIG_NET_9P=y\n")
+    problem = kimage.ninep_problem("6.9-b", mods, boot)
+    assert problem is not None and "lacks 9p, 9pnet_virtio" in problem
+
+
+def image_plan(tmp_path: Path, cpus: str = "[1]", workload: bool = False) -> catalog.ResolvedPlan:
+    fake_bzimage(tmp_path / "bz")
+    d = profile_dir(tmp_path, f"""
+        [cpu.one]
+        cpus = {cpus}
+        governor = "performance"
+        [kernel.vmk]
+        label = "in a vm"
+        image = "{tmp_path / 'bz'}"
+        sysctl = {{ "net.core.busy_poll" = 50 }}
+        [workload.mine]
+        source = "mine.c"
+        params.n = {{ default = 3, min = 1, max = 9, help = "n" }}
+        """)
+    cat = catalog.load([d])
+    plan = catalog.Plan(name="p", workload="mine" if workload else "syscall", cpu="one",
+                        kernel="vmk", runs=3)
+    return cat.resolve(plan, here=False)
+
+
+def test_a_plan_with_an_image_kernel_starts_a_vm_session(tmp_path):
+    rp = image_plan(tmp_path)
+    s = start.here(rp, tmp_path / "r.jsonl", start.Choices())
+    assert isinstance(s, vm.VmSession) and s.vcpus == 1 and s.memory == vm.DEFAULT_MEMORY
+    # the guest's own: its sysctls applied there, its perf data not kept
+    assert "--apply-system" in s.argv and "--no-keep-perf" in s.argv
+    assert s.argv[-2:] == ["--", "syscall"] and "--kernel=vmk" in s.argv
+
+
+def test_the_guests_catalogue_is_its_own_and_loads(tmp_path):
+    rp = image_plan(tmp_path, cpus="[1, 0]", workload=True)
+    profiles = vm.guest_profiles(rp, vcpus=2)
+    assert profiles["cpu"]["one"]["cpus"] == [0, 1]         # process i on vCPU i
+    assert "governor" not in profiles["cpu"]["one"]         # this machine's, not the guest's
+    assert "image" not in profiles["kernel"]["vmk"]         # it runs there: no VM in the VM
+    assert profiles["kernel"]["vmk"]["sysctl"] == {"net.core.busy_poll": 50}
+    guest = tmp_path / "guest"
+    guest.mkdir()
+    (guest / "vm.toml").write_text(tomli_w.dumps(profiles))
+    cat = Catalog()
+    cat.load_file(guest / "vm.toml")
+    assert cat.workloads["mine"].source == rp.workload.source
+    assert cat.workloads["mine"].params["n"].max == 9
+    assert not cat.kernels["vmk"].image and cat.kernels["vmk"].label == "in a vm"
+
+
+def test_a_bundled_workload_is_not_written_for_the_guest(tmp_path):
+    assert "workload" not in vm.guest_profiles(image_plan(tmp_path), vcpus=1)
+
+
+def test_the_guests_program_is_a_file_and_its_command_line_stays_short(tmp_path):
+    # a long plan once pushed virtme's init= past x86's 2048-byte command line: the guest
+    # hung.  The program is a file; the command line carries `sh FILE`.
+    argv = ["run", "--format=events", *[f"--param=k{i}={'x' * 50}" for i in range(100)],
+            "--", "syscall"]
+    d = tmp_path / "s-1"
+    text = vm.guest_program(d, argv, 20)
+    assert len(text) > 5000
+    words = shlex.split(text.splitlines()[-1])
+    assert words[:3] == ["exec", words[1], "-m"] and words[3:5] == ["hotloop", "run"]
+    assert f"export {vm.TIME_SCALE_ENV}=20" in text
+    assert f"export XDG_CONFIG_HOME={d / 'config'}" in text     # none of the user's profiles
+
+
+def test_qemus_own_error_line_is_what_is_said():
+    lines = ["boot noise", "qemu-system-x86_64: error: failed to set MSR 0x10a to 0x69",
+             "qemu-system-x86_64: ../../target/i386/kvm/kvm.c:3183: Assertion failed."]
+    assert vm.qemu_said(lines) == "qemu: failed to set MSR 0x10a to 0x69"
+    assert vm.qemu_said(["nothing of qemu's"]) == ""
+    assert vm.tcg_warning("qemu: failed to set MSR 0x10a to 0x69") == (
+        "no usable KVM (qemu: failed to set MSR 0x10a to 0x69): guests are emulated; their "
+        "numbers do not measure this CPU")
+
+
+def test_a_forged_or_shared_kvm_cache_is_not_trusted(tmp_path):
+    f = tmp_path / "kvm.json"
+    vm._write_cache(f, "k1", False, "qemu: no")
+    assert vm._read_cache(f) == {"k1": {"usable": False, "why": "qemu: no"}}
+    f.chmod(0o666)                      # anyone could have written it: probed again
+    assert vm._read_cache(f) == {}
+    f.chmod(0o600)
+    f.write_text(json.dumps({"k1": {"usable": "yes"}, "k2": [], "k3": {"usable": True}}))
+    assert vm._read_cache(f) == {"k3": {"usable": True}}
+    f.write_text("{not json")
+    assert vm._read_cache(f) == {}
+    vm._write_cache(f, "k4", True, "")  # a broken file is replaced whole, atomically
+    assert vm._read_cache(f) == {"k4": {"usable": True, "why": ""}}
+    assert [p.name for p in tmp_path.iterdir()] == ["kvm.json"]
+
+
+def test_the_sweep_removes_dead_sessions_directories_and_keeps_live_ones(tmp_path):
+    dead, live, other = tmp_path / "s-1-dead", tmp_path / "s-2-live", tmp_path / "kvm.json"
+    dead.mkdir()
+    (dead / "lock").write_text("")
+    live.mkdir()
+    other.write_text("{}")
+    fd = os.open(live / "lock", os.O_WRONLY | os.O_CREAT)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    try:
+        vm.sweep(tmp_path)
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["kvm.json", "s-2-live"]
+    finally:
+        os.close(fd)
+    vm.sweep(tmp_path)
+    assert [p.name for p in tmp_path.iterdir()] == ["kvm.json"]
+
+
+def test_the_vcpus_are_pinned_one_each_when_the_profile_has_cpus_enough():
+    cpu = catalog.CpuProfile("c", cpus=(3, 5))
+    assert vm.guest_cpus(cpu, 2) == (0, 1)
+    assert vm.guest_cpus(cpu, 1) == (0, 0)
+    assert vm.guest_cpus(catalog.CpuProfile("d"), 4) == ()
+
+
+def session(path: Path, ns: int, accel: str | None) -> Path:
+    head = forge.header(params={"block_size": 512, "count": 20000, "spin": 0}, runs=6)
+    if accel is not None:
+        head["vm"] = {"accel": accel, "cpus": 1, "image": "/boot/vmlinuz-x"}
+    return forge.zero_null(path, ns, head=head)
+
+
+def test_compare_refuses_emulated_sessions_beside_measured_ones(tmp_path):
+    tcg = session(tmp_path / "tcg.jsonl", forge.NS_512, "tcg")
+    here = session(tmp_path / "here.jsonl", forge.NS_512, None)
+    tcg2 = session(tmp_path / "tcg2.jsonl", forge.NS_512 + 1000, "tcg")
+    from hotloop.analysis import compare
+    with pytest.raises(HotloopError) as e:
+        compare.load_and_compare([tcg, here])
+    assert str(e.value) == (f"{tcg}: ran emulated in a VM (TCG), {here} on this machine: "
+                            f"emulated numbers cannot be compared with measured ones")
+    assert results.read(tcg).header.vm.accel == "tcg"
+    compare.load_and_compare([tcg, tcg2])      # emulated beside emulated: compared
