@@ -8,7 +8,6 @@ import json
 import math
 import sys
 import time
-from collections.abc import Sequence
 from pathlib import Path
 
 import shtab
@@ -26,9 +25,6 @@ from hotloop.perf import annotate, probe
 from hotloop.render import report, svg
 from hotloop.render.units import duration, si
 from hotloop.run import build, start
-from hotloop.run.remote import RemoteSession
-from hotloop.run.session import Session
-from hotloop.run.vm import VmSession
 from hotloop.stats import MIN_RUNS
 from hotloop.visible import visible, visible_lines
 
@@ -164,7 +160,6 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
                        args.kernel)
     # the sessions are for their numbers: no perf data kept; each in a new directory
     chosen = start.Choices(apply_system=args.apply_system, keep_perf=False, on_exists="refuse")
-    sessions_run: Sequence[Session | RemoteSession | VmSession]
     if args.host:                       # that machine's hotloop fits the plan to it
         cat.resolve(plan, here=False)
         return _calibrate_there(cat, args, plan, chosen)
