@@ -15,6 +15,7 @@ screen opens, never at the console's launch).  Anything that cannot be compared
 """
 from __future__ import annotations
 
+import contextlib
 import math
 import re
 import time
@@ -324,7 +325,8 @@ class CompareScreen(Screen[None]):
     @work(thread=True, exclusive=True, group="compare-warm")
     def _warm_compare(self) -> None:
         """Import the comparison (scipy) now, while the user picks files."""
-        import hotloop.analysis.compare  # noqa: F401
+        with contextlib.suppress(Exception):    # cannot load (ulimit -v): said on comparing
+            import hotloop.analysis.compare  # noqa: F401
 
     @work(thread=True, exclusive=True, group="compare-load")
     def _load(self) -> None:
