@@ -271,13 +271,72 @@ def test_hot_symbols_window_then_session(isolated: Path) -> None:
             assert "window 3" in str(table.border_title)
             assert [str(c) for c in table.get_row_at(0)] == [" 50.0", "[k]",
                                                               "k_sendmsg"]
-            assert str(table.get_row_at(1)[1]) == "[.] x.so"     # 120 columns: the DSO
-            await pilot.resize_terminal(110, 36)                # narrower: the kind only
-            await wait_for(pilot, lambda: str(table.get_row_at(1)[1]) == "[.]", 5, "no DSO")
+            user = table.get_row_at(1)
+            assert str(user[1]) == "[.]"                        # 120 columns: the DSO, at
+            assert str(user[2]).startswith("memcpy ") and str(user[2]).endswith(" x.so")
+            await pilot.resize_terminal(110, 36)                # the right; narrower: none
+            await wait_for(pilot, lambda: str(table.get_row_at(1)[2]) == "memcpy", 5, "no DSO")
             app.post_message(SymbolsArrived(hot("session", 0, "k_a", "k_b", "u_c")))
             await wait_for(pilot, lambda: table.symbol_at(2) is not None, 5, "session rows")
             assert table.row_count == TOP and str(table.get_row_at(2)[2]) == "u_c"
             assert "whole run" in str(table.border_title)
+    run(go())
+
+
+def test_a_annotates_the_selected_hot_symbol_from_anywhere(isolated: Path) -> None:
+    """`a` with the focus elsewhere (the catalogue) annotates the hot symbols' cursor row,
+    the top one at first, shown as the cursor; enabled in the footer once there is one.  A
+    kernel row's long name is whole (no DSO column kept from it), and the annotation
+    screen's one line (here: an address perf has no symbol for) wraps at 80 columns."""
+    from textual.widgets._footer import FooterKey
+
+    from hotloop import events as ev
+    from hotloop.console.live import LiveRun
+    from hotloop.console.messages import SymbolsArrived
+    from hotloop.console.screens.annotation import AnnotationScreen
+    from hotloop.console.widgets.symbols import SymbolsTable
+
+    kernel = "__memcg_slab_post_alloc_hook_x"   # 30 columns: cut at 20 beside a DSO column
+    syms = (ev.HotSymbol("0x7f00c0ffee", "/opt/some/libstripped.so.1", 40.0, False),
+            ev.HotSymbol(kernel, "[kernel.kallsyms]", 30.0, True),
+            ev.HotSymbol("memcpy", "libc.so.6", 20.0, False))
+
+    def footer_a(app: HotloopApp) -> FooterKey:
+        return next(k for k in app.screen.query(FooterKey) if k.key == "a")
+
+    async def go() -> None:
+        app = HotloopApp()
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_for(pilot, lambda: app.form.base is not None, 10)
+            assert footer_a(app)._disabled                  # no symbol yet
+            await pilot.press("a")
+            assert not isinstance(app.screen, AnnotationScreen)
+            app.live = LiveRun("quick", 3, 0, "B/s", True, perf=True)
+            app.live.result_file = str(isolated / "results" / "r.jsonl")
+            app.post_message(SymbolsArrived(ev.HotSymbols(syms, scope="session")))
+            table = app.query_one(SymbolsTable)
+            await wait_for(pilot, lambda: table.latest is not None, 5, "the symbols")
+            await wait_for(pilot, lambda: not footer_a(app)._disabled, 5, "`a` enabled")
+            assert table.show_cursor and table.cursor_row == 0
+            assert str(table.get_row_at(1)[2]) == kernel    # whole
+            assert str(table.get_row_at(2)[2]).endswith(" libc.so.6")
+            await pilot.resize_terminal(80, 24)             # the setup view, no symbols
+            app.query_one(CatalogTree).focus()
+            await pilot.press("a")
+            await wait_for(pilot, lambda: isinstance(app.screen, AnnotationScreen), 5, "`a`")
+            screen = app.screen
+            assert screen.symbol == "0x7f00c0ffee"
+            shown = screen.query_one("#annotate-text")
+            await wait_for(pilot, lambda: shown.has_class("-message"), 5, "the message")
+            await pilot.pause()
+            text = str(shown.render())
+            assert "nothing to annotate" in text and len(text) > 80
+            assert shown.region.width <= 80 and shown.region.height >= 2     # wrapped
+            await pilot.press("escape")
+            table.move_cursor(row=2)                        # the cursor row is the one
+            await pilot.press("a")
+            await wait_for(pilot, lambda: isinstance(app.screen, AnnotationScreen), 5, "`a`")
+            assert app.screen.symbol == "memcpy"
     run(go())
 
 

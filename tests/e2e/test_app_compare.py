@@ -120,6 +120,7 @@ def test_compare_two_files_verdict_histogram_and_back(isolated: Path,
             series = hist.series()
             assert list(series) == ["bs512", "bs16k"]
             assert [sum(v) for v in series.values()] == [5, 5]
+            assert screen.focused is table              # its keys move the verdicts' cursor
             await pilot.press("3")
             await wait_for(pilot, lambda: hist.is_mounted and hist.display
                            and hist.size.width > 0, 5, "histogram tab")

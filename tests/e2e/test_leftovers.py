@@ -11,6 +11,7 @@ import time
 from conftest import hotloop
 from faulty import start as _start
 
+from hotloop import results
 from hotloop.host.journal import journal_path
 
 
@@ -70,3 +71,38 @@ def test_a_journals_temp_file_of_a_dead_hotloop_is_removed_by_the_next_command()
     assert p.returncode == 0, p.stderr
     assert not dead.exists()
     assert live.exists() and other.exists()
+
+
+def test_a_run_killed_around_its_start_leaves_no_empty_result_file(faulty, tmp_path,
+                                                                   leftovers):
+    """SIGKILLed at 30 moments around the result file's creation (the hostile test's dropped
+    terminal 0.1 s after consent left a 0-byte file once in 14): every result file there has
+    its header, and the next run there removes the hidden files the killed ones left."""
+    d = tmp_path / "results"
+    args = ["run", "faulty", "--profiles", str(faulty), "--no-perf", "--warmup", "0",
+            "--runs", "100000", "--timeout", "600"]
+    # When the file appears on this machine now (the build cached first): the kills spread
+    # around that moment, from well before to after, however loaded the machine is.
+    assert hotloop(*args[:-4], "--runs", "1", "--out", str(tmp_path / "warm.jsonl")) \
+        .returncode == 0
+    t0 = time.monotonic()
+    proc = _start([*args, "--out", str(d / "probe.jsonl")])
+    while not (d / "probe.jsonl").exists():
+        assert proc.poll() is None and time.monotonic() - t0 < 120, proc.communicate()
+        time.sleep(0.005)
+    shown = time.monotonic() - t0
+    proc.kill()
+    proc.communicate()
+    for i in range(30):
+        proc = _start(args)                 # the console's way: a default name in results/
+        time.sleep(shown * (0.6 + 0.6 * i / 29))
+        proc.kill()
+        proc.communicate()
+        for f in os.listdir(d):
+            if not f.startswith("."):
+                assert (d / f).stat().st_size > 0, f"kill {i}: {f} is empty"
+                results.read(d / f)         # its header, at least: it reads
+    assert leftovers(grace=5) == []
+    p = hotloop(*args[:-4], "--runs", "1", "--out", str(d / "next.jsonl"))
+    assert p.returncode == 0, p.stderr
+    assert [f for f in os.listdir(d) if f.startswith(".")] == []

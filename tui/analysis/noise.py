@@ -96,7 +96,7 @@ class MetricNoise:
     def upper(self, level: float = 0.9) -> float:
         """An upper `level` confidence bound of session_var (chi-square, df): a design
         planned on it holds even if this calibration happened to come out low."""
-        from scipy import stats as sps
+        from hotloop.analysis.significance import sps  # scipy, after its check
         return self.session_var * self.df / float(sps.chi2.ppf(1 - level, self.df))
 
 
@@ -324,9 +324,8 @@ def stored() -> list[tuple[Path, NoiseProfile | None, str]]:
 
 def metric_noise(sessions: Sequence[Sequence[float]]) -> MetricNoise:
     """The variance components of one metric from its values in A/A sessions (all > 0)."""
-    import numpy as np
-
     from hotloop.analysis import significance
+    from hotloop.analysis.significance import np  # numpy, once its room is checked
     ests = [significance.session_estimate(g, log=True) for g in sessions]
     session_var, df = significance.centre_variance([ests])
     return MetricNoise(session_var, float(np.mean([e.var for e in ests])),

@@ -61,11 +61,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-from scipy import stats as sps
-
+from hotloop.analysis.room import make_room
 from hotloop.stats import Z95, assumed_session_noise, median_se, robust_spread
 from hotloop.stats import detectable_pct as stats_detectable
+
+make_room()     # under `ulimit -v`: one line if they cannot load, never OpenBLAS's hang
+import numpy as np  # noqa: E402
+from scipy import stats as sps  # noqa: E402
 
 if TYPE_CHECKING:
     from hotloop.analysis.noise import MetricNoise

@@ -75,7 +75,7 @@ REDRAW_S = 0.1                  # stats: at most 10 redraws a second, however fa
 PLOT_BUDGET = 0.03              # charts: at most ~3% of a CPU, so their rate adapts to their cost
 PLOT_MAX_S = 1.0                # ...but at least one chart redraw a second
 STOP_GRACE_S = 3.0              # then the worker is cancelled (the session kills its group)
-CONSOLE_ACTIONS = ("run", "stop", "save", "toggle_view", "compare")
+CONSOLE_ACTIONS = ("run", "stop", "save", "toggle_view", "compare", "annotate")
 WIDE_FROM = 110                 # columns: setup and live side by side; below, one at a time
 ROOMY_FROM = 120                # columns: the hot symbols' panel wide enough to name DSOs
 
@@ -90,7 +90,8 @@ class HotloopApp(App[None]):
         Binding("x", "stop", "Stop", id="stop"),
         Binding("w", "save", "Save plan", id="save"),
         Binding("c", "compare", "Compare", id="compare"),
-        Binding("v", "toggle_view", "Setup/Live", id="view"),
+        Binding("a", "annotate", "Annotate", id="annotate"),
+        Binding("v", "toggle_view", "View", id="view"),     # the status line: "v live"
         Binding("q", "quit", "Quit", id="quit"),
         Binding("escape", "leave_field", "Leave field", id="leave", show=False),
     ]
@@ -142,7 +143,7 @@ class HotloopApp(App[None]):
         yield ConsoleFooter()
 
     async def on_mount(self) -> None:
-        self._q("#symbols").border_subtitle = "enter: annotate"
+        self._q("#symbols").border_subtitle = "a: annotate"
         titles = {"#catalog": "catalogue", "#params": "parameters", "#histogram": "distribution",
                   "#drift": "run by run", "#stats": "stats", "#symbols": "hot symbols",
                   "#log": "log"}
@@ -298,6 +299,8 @@ class HotloopApp(App[None]):
             return True if self.running else None
         if action == "toggle_view":
             return self.narrow
+        if action == "annotate":        # shown always, enabled once there is a symbol
+            return True if self._annotatable() is not None else None
         return True
 
     def action_run(self) -> None:
@@ -586,7 +589,10 @@ class HotloopApp(App[None]):
 
     def on_symbols_arrived(self, message: SymbolsArrived) -> None:
         hot = message.symbols
+        could = self._annotatable() is not None
         self._q(SymbolsTable).show(hot)
+        if (self._annotatable() is not None) != could:
+            self.refresh_bindings()         # `a` in the footer: enabled, or not
         where = "whole run" if hot.scope == "session" else f"window {hot.window}"
         self._q("#symbols").border_title = f"hot symbols · {where}"
 
@@ -594,9 +600,22 @@ class HotloopApp(App[None]):
         """`enter` on a hot symbol: its instructions (the latest window while the run goes
         on, the whole run once the panel shows the whole run)."""
         table = event.data_table
-        if not isinstance(table, SymbolsTable) or self.console_blocked:
-            return
-        hot, sym = table.latest, table.symbol_at(event.cursor_row)
+        if isinstance(table, SymbolsTable) and not self.console_blocked:
+            self._annotate(table.symbol_at(event.cursor_row))
+
+    def action_annotate(self) -> None:
+        """`a`, wherever the focus is: the hot symbols' cursor row (the top one at first)."""
+        self._annotate(self._annotatable())
+
+    def _annotatable(self) -> ev.HotSymbol | None:
+        """The symbol `a` would annotate, None when there is none (no run, no samples)."""
+        table = self._q(SymbolsTable)
+        if table.latest is None or self.live is None or not self.live.result_file:
+            return None
+        return table.selected()
+
+    def _annotate(self, sym: ev.HotSymbol | None) -> None:
+        hot = self._q(SymbolsTable).latest
         if hot is None or sym is None or self.live is None or not self.live.result_file:
             return
         from hotloop.console.screens.annotation import AnnotationScreen  # off the launch path
@@ -838,31 +857,39 @@ class HotloopApp(App[None]):
             self._q(DriftPlot).show(live)
 
     def _status(self) -> None:
-        parts: list[str] = ["[b]hotloop[/b]"]
+        """One row that fits the terminal: what the form would run (on which host), how the
+        run goes, the view key.  Short of room, the CPU profile goes first, then the
+        workload, then the separators narrow, then the number of runs, then a host's long
+        name is cut, and the plan's last; never a series' session, the run's progress nor
+        the view key."""
+        plans: list[tuple[str, str]] = []       # the plan's part, most to least said
         form_plan = self._status_plan()
         if form_plan is not None:
             plan, edited = form_plan
-            narrow = self.narrow
             host = self.form.host
-            parts.append(f"{plan.name}{'*' if edited else ''} · {plan.workload} · "
-                         + ("" if narrow else f"cpu {plan.cpu} · ") + f"{plan.runs} runs"
-                         + (f" · on {host}" if host else ""))
+            name, on = f"{plan.name}{'*' if edited else ''}", f" · on {host}" if host else ""
+            runs = f"{plan.runs} runs"
+            plans = [(f"{name} · {plan.workload} · ", f"cpu {plan.cpu} · {runs}{on}"),
+                     (f"{name} · {plan.workload} · ", f"{runs}{on}"),
+                     (f"{name} · ", f"{runs}{on}"), (name, on)]
+            if self.narrow:
+                plans = plans[1:]
+        tail: list[str] = []
         if self.series is not None and self.series_at is not None:
             slot, n = self.series_at
-            parts.append(f"{slot.kernel} · session {slot.session} of {n}")
+            tail.append(f"{slot.kernel} · session {slot.session} of {n}")
         live = self.live
         if live is not None:
-            mark = {"building": "building", "booting": "booting",
-                    "running": f"running {live.n}/{live.runs}",
-                    "finished": f"done {live.n}/{live.runs}",
-                    "stopped": f"stopped {live.n}/{live.runs}",
-                    "failed": "failed"}[live.state]
-            parts.append(mark)
+            tail.append({"building": "building", "booting": "booting",
+                         "running": f"running {live.n}/{live.runs}",
+                         "finished": f"done {live.n}/{live.runs}",
+                         "stopped": f"stopped {live.n}/{live.runs}",
+                         "failed": "failed"}[live.state])
         if self.narrow:
-            parts.append(f"[dim]v {'live' if self.view == 'setup' else 'setup'}[/dim]")
+            tail.append(f"v {'live' if self.view == 'setup' else 'setup'}")
+        text = status_row(plans, tail, self.size.width - 2, dim_last=self.narrow)
         status = self._q("#status", Static)
-        text = "  │  ".join(parts)
-        if str(status.content) != text:        # one row, docked: no layout of the screen
+        if status.content != text:          # one row, docked: no layout of the screen
             status.update(text, layout=False)
 
     def _status_plan(self) -> tuple[Plan, bool] | None:
@@ -932,3 +959,37 @@ def _terminal_fds() -> list[int]:
         except (OSError, ValueError):
             pass
     return fds
+
+
+SEPARATORS = ("  │  ", " │ ")
+
+
+def status_row(plans: list[tuple[str, str]], tail: list[str], room: int,
+               dim_last: bool = False) -> Text:
+    """The status row in `room` columns: "hotloop", the first of `plans` (each a head and an
+    end, most to least said) that fits, and `tail` (the run's progress, the view key), the
+    separators narrowed if need be.  When none fits, the last one's end (a host's long
+    name) is cut, down to 12 columns, then its head: the tail is never cut."""
+    def width(sep: str, plan: tuple[str, str] | None) -> int:
+        return len("hotloop") + sum(len(sep) + len(t) for t in tail) + \
+            (len(sep) + len(plan[0]) + len(plan[1]) if plan else 0)
+    choice = next(((sep, plan) for sep in SEPARATORS for plan in plans
+                   if width(sep, plan) <= room), None)
+    if choice is None and plans:
+        sep, (head, end) = SEPARATORS[-1], plans[-1]
+        spare = room - width(sep, ("", ""))
+        end = _cut(end, max(min(len(end), 12), spare - len(head)))     # the host's name first
+        choice = sep, (_cut(head, max(0, spare - len(end))), end)
+    sep, plan = choice if choice is not None else (
+        next((s for s in SEPARATORS if width(s, None) <= room), SEPARATORS[-1]), None)
+    text = Text("hotloop", style="bold")
+    if plan is not None:
+        text.append(sep + plan[0] + plan[1])
+    for i, t in enumerate(tail):
+        text.append(sep)
+        text.append(t, style="dim" if dim_last and i == len(tail) - 1 else "")
+    return text
+
+
+def _cut(text: str, width: int) -> str:
+    return text if len(text) <= width else text[:max(0, width - 1)] + "…" if width else ""

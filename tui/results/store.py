@@ -14,8 +14,8 @@ import json
 import math
 import os
 import re
+import secrets
 import stat
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -69,21 +69,27 @@ class WriteFailed(RunFailed):
 
 ON_EXISTS = ("rename", "refuse", "replace")
 _MAX_NAMES = 10_000
-# Writer._replacing's hidden file: .NAME.PID.XXXXXXXX.tmp (mkstemp's 8 characters)
+# A Writer's hidden file: .NAME.PID.XXXXXXXX.tmp (8 characters of _TEMP_CHARS)
 _TEMP = re.compile(r"\.(?P<target>.+)\.(?P<pid>[0-9]{1,9})\.[a-z0-9_]{8}\.tmp")
+_TEMP_CHARS = "abcdefghijklmnopqrstuvwxyz0123456789_"
 
 
-def sweep_temps(directory: Path) -> None:
-    """Remove what --force runs killed before their first run left in `directory`: only
-    hotloop's hidden files (their naming, a pid that is gone, no lock on them, a regular file
-    of this user's holding nothing or a result's first line), never through a symlink."""
+def sweep_temps(directory: Path) -> set[str]:
+    """Remove what hotloop runs killed before their first line or their first run (--force)
+    left in `directory`: only hotloop's hidden files (their naming, a pid that is gone, no
+    lock on them, a regular file of this user's holding nothing or a result's first line),
+    never through a symlink.  The names the remaining ones (live runs') are to take."""
     try:
         found = [e.name for e in os.scandir(directory) if e.name.startswith(".")]
     except OSError:
-        return
+        return set()
+    reserved: set[str] = set()
     for name in found:
         m = _TEMP.fullmatch(name)
-        if m is None or not pid_gone(int(m["pid"])):
+        if m is None:
+            continue
+        if not pid_gone(int(m["pid"])):
+            reserved.add(m["target"])
             continue
         path = directory / name
         try:
@@ -103,6 +109,7 @@ def sweep_temps(directory: Path) -> None:
             pass
         finally:
             os.close(fd)
+    return reserved
 
 
 def _lock(fd: int) -> bool:
@@ -116,17 +123,40 @@ def _lock(fd: int) -> bool:
     return True
 
 
+def _hidden(target: Path, mode: int | None = None) -> tuple[int, Path]:
+    """A new hidden file beside `target`, of this process (the pid in its name: a later run
+    there removes it once this process is gone), locked, opened for writing."""
+    for _ in range(100):
+        token = "".join(secrets.choice(_TEMP_CHARS) for _ in range(8))
+        temp = target.with_name(f".{target.name}.{os.getpid()}.{token}.tmp")
+        try:
+            fd = os.open(temp, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                         0o644 if mode is None else 0o600)
+        except FileExistsError:
+            continue
+        if mode is not None:
+            os.fchmod(fd, mode)
+        _lock(fd)
+        return fd, temp
+    raise HotloopError(f"{target}: no free name for a hidden file beside it")
+
+
 class Writer:
     """Appends events to a result file, each line written through as it comes.
 
-    The file is created exclusively (O_EXCL) and held locked (flock) for the
-    session, so two runs never share one.  When the name is taken, `on_exists`
-    decides: "rename" takes the next free NAME-2.jsonl, NAME-3.jsonl... (default
-    paths); "refuse" is a one-line error (an explicit --out); "replace" (--out
-    --force) writes a hidden file beside it that replaces it once the run has
-    measured something, so a run that fails before (bad input) leaves the old
-    file as it was, and a crash mid-run leaves the runs at the path.  An existing
-    device or pipe (/dev/null) is written as it is: there is nothing to lose.
+    A result file is never seen without its header: the Writer writes a hidden file
+    (.NAME.PID.XXXXXXXX.tmp) and gives it its name with its first line (os.link, which
+    fails on a taken name, so no two runs share one), so a process killed before that
+    leaves at most a hidden file that the next run there removes.  The file is held
+    locked (flock) for the session.  When the name is taken (by a file, or by a live
+    run's hidden file), `on_exists` decides: "rename" takes the next free NAME-2.jsonl,
+    NAME-3.jsonl... (default paths; taken between the choice and the first line, the
+    next free one then, the line saying so); "refuse" is a one-line error (an explicit
+    --out); "replace" (--out --force) keeps the hidden file until the run has measured
+    something, and only then replaces the old one, so a run that fails before (bad
+    input) leaves the old file as it was, and a crash mid-run leaves the runs at the
+    path.  An existing device or pipe (/dev/null) is written as it is: there is
+    nothing to lose.
 
     The first line that cannot be written raises WriteFailed; the file removed
     during the run (its directory deleted) counts as that too, since every line
@@ -136,13 +166,14 @@ class Writer:
         assert on_exists in ON_EXISTS
         self.path = path
         self.error: WriteFailed | None = None
+        self.on_exists = on_exists
         self._regular = True
-        self._temp: Path | None = None          # "replace": where lines go until commit
+        self._temp: Path | None = None          # the hidden file, until it is at `path`
+        self._named = True                      # False: the first line gives it its name
         self._old = -1                          # "replace": the old file, locked meanwhile
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            sweep_temps(path.parent)
-            self._fd = self._create(path, on_exists)
+            self._fd = self._create(path, sweep_temps(path.parent))
         except (OSError, HotloopError) as e:
             if self._old >= 0:              # --force half way: the old file as it was
                 os.close(self._old)
@@ -158,9 +189,14 @@ class Writer:
         """Whether the result file is a regular file (not a device or pipe written as it is)."""
         return self._regular
 
-    def _create(self, path: Path, on_exists: str) -> int:
+    def _names(self, path: Path) -> Any:
         for n in range(1, _MAX_NAMES):
-            name = path if n == 1 else path.with_name(f"{path.stem}-{n}{path.suffix}")
+            yield path if n == 1 else path.with_name(f"{path.stem}-{n}{path.suffix}")
+        raise HotloopError(f"{path}: {_MAX_NAMES} result files of that name already")
+
+    def _create(self, path: Path, reserved: set[str]) -> int:
+        on_exists = self.on_exists
+        for name in self._names(path):
             self.path = name
             try:
                 st: os.stat_result | None = os.stat(name)
@@ -176,29 +212,29 @@ class Writer:
                 os.set_blocking(fd, True)
                 self._regular = False
                 return fd
-            try:
-                fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
-            except FileExistsError:
+            if os.path.lexists(name):
                 if on_exists == "rename":
                     continue
                 if on_exists == "refuse":
-                    raise HotloopError(f"{name}: exists (pass --force to replace it)") from None
+                    raise HotloopError(f"{name}: exists (pass --force to replace it)")
                 return self._replacing(name)
-            if _lock(fd):
-                return fd
-            os.close(fd)                # a --force run took it between create and lock
-            if on_exists != "rename":
+            if name.name in reserved:       # a live run's hidden file is to take it
+                if on_exists == "rename":
+                    continue
                 raise HotloopError(f"{name}: in use by another hotloop run")
-        raise HotloopError(f"{path}: {_MAX_NAMES} result files of that name already")
+            fd, self._temp = _hidden(name)
+            self._named = False
+            return fd
+        raise AssertionError("unreachable: _names raises")
 
-    def _replacing(self, target: Path) -> int:
-        """--force: lock the old file (no second run may replace it meanwhile), write
-        a hidden new one beside it."""
+    def _lock_old(self, target: Path) -> bool:
+        """--force: lock the old file, so no second run replaces it meanwhile; False when
+        there is none after all (a dangling symlink: nothing to keep)."""
         for _ in range(10):
             try:
                 old = os.open(target, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-            except FileNotFoundError:   # a dangling symlink: nothing to keep
-                break
+            except FileNotFoundError:
+                return False
             if not _lock(old):
                 os.close(old)
                 raise HotloopError(f"{target}: in use by another hotloop run")
@@ -208,18 +244,56 @@ class Writer:
                 same = False
             if same:
                 self._old = old
-                break
+                return True
             os.close(old)               # another run replaced it meanwhile: look again
-        else:
-            raise HotloopError(f"{target}: in use by another hotloop run")
-        # the pid in its name: a later run there removes it once this process is gone
-        fd, temp = tempfile.mkstemp(prefix=f".{target.name}.{os.getpid()}.", suffix=".tmp",
-                                    dir=target.parent)
-        self._temp = Path(temp)
-        # the new file keeps the old one's permissions
-        os.fchmod(fd, stat.S_IMODE(os.fstat(self._old).st_mode) if self._old >= 0 else 0o644)
-        _lock(fd)
+        raise HotloopError(f"{target}: in use by another hotloop run")
+
+    def _replacing(self, target: Path) -> int:
+        """--force: lock the old file, write a hidden new one beside it (of the old
+        one's permissions) that replaces it once the run has measured something."""
+        old = self._lock_old(target)
+        fd, self._temp = _hidden(target, stat.S_IMODE(os.fstat(self._old).st_mode)
+                                 if old else 0o644)
         return fd
+
+    def _name_it(self, event: ev.Started) -> ev.Started:
+        """The first line, written to the hidden file, which then takes its name: the
+        chosen one, or (taken meanwhile) the next free one, or the old file's place once a
+        run is measured (--force).  The line as written (its name, its perf directory's)."""
+        assert self._temp is not None
+        first = self.path
+        for name in self._names(first):
+            if name != self.path:
+                if os.path.lexists(name) or name.name in sweep_temps(name.parent):
+                    continue
+                self.path = name
+                header = event.header
+                if header.perf_data == perf_dir(first).name:
+                    header = dataclasses.replace(header, perf_data=perf_dir(name).name)
+                event = dataclasses.replace(event, header=header, result_file=str(name))
+            data = encode_line(event).encode()
+            os.ftruncate(self._fd, 0)
+            if os.pwrite(self._fd, data, 0) != len(data):
+                raise OSError(28, os.strerror(28))
+            os.lseek(self._fd, len(data), os.SEEK_SET)
+            os.fdatasync(self._fd)      # the name never comes before the line, even on a crash
+            try:
+                os.link(self._temp, self.path)
+            except FileExistsError:
+                if self.on_exists == "rename":
+                    continue
+                if self.on_exists == "refuse":
+                    raise HotloopError(f"{self.path}: created meanwhile by another "
+                                       "(pass --force to replace it)") from None
+                if self._lock_old(self.path):
+                    self._named = True  # "replace": it takes the old one's place later
+                    return event
+                continue                # a dangling symlink there: nothing to keep
+            self._temp.unlink()
+            self._temp = None
+            self._named = True
+            return event
+        raise AssertionError("unreachable: _names raises")
 
     def _commit(self) -> None:
         """--force: the new file takes the old one's place."""
@@ -236,17 +310,25 @@ class Writer:
     def _failed(self, why: str) -> WriteFailed:
         if self.error is None:
             self.error = WriteFailed(f"{self.path}: cannot write the result file: {why}")
-            if self._temp is not None:  # --force: the old file stays as it was
-                self._temp.unlink(missing_ok=True)
-                self._temp = None
+        if self._temp is not None:      # --force: the old file stays as it was
+            self._temp.unlink(missing_ok=True)
+            self._temp = None
         return self.error
 
-    def write(self, event: ev.Event) -> None:
-        """Append one line; WriteFailed the first time one cannot be."""
+    def write(self, event: ev.Event) -> ev.Event:
+        """Append one line; WriteFailed the first time one cannot be.  The event as
+        written: the first line (Started) may name another file than the one chosen."""
         if self.error is not None or self._fd < 0:
-            return
-        data = memoryview(encode_line(event).encode())
+            return event
         try:
+            if not self._named:
+                assert isinstance(event, ev.Started), "a result file starts with its header"
+                try:
+                    return self._name_it(event)
+                except HotloopError as e:       # the name taken meanwhile, an --out
+                    self.error = WriteFailed(str(e))
+                    raise self._failed("") from None
+            data = memoryview(encode_line(event).encode())
             while data:
                 data = data[os.write(self._fd, data):]
             if self._regular and os.fstat(self._fd).st_nlink == 0:
@@ -255,6 +337,7 @@ class Writer:
             raise self._failed(e.strerror or str(e)) from None
         if self._temp is not None and isinstance(event, ev.RunSample):
             self._commit()
+        return event
 
     def try_write(self, event: ev.Event) -> None:
         """Append one line if the file still takes it (on the way out: a cancel or a
@@ -265,8 +348,12 @@ class Writer:
             pass
 
     def close(self) -> None:
-        """Sync and close; a failure here (a delayed ENOSPC) is kept in `error`."""
+        """Sync and close; a failure here (a delayed ENOSPC) is kept in `error`.  Closed
+        before its first line, nothing is left: no file is without its header."""
         if self._fd < 0:
+            return
+        if not self._named:
+            self.discard()
             return
         try:
             if self._regular:
@@ -297,6 +384,7 @@ class Writer:
                     self.path.unlink()
             except OSError:
                 pass
+        self._named = True
         self.close()
 
 

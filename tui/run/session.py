@@ -158,22 +158,25 @@ class Session:
             if locked:
                 self._end.release()
 
-    def _write(self, event: ev.Event, last: bool = False, quiet: bool = False) -> bool:
+    def _write(self, event: ev.Event, last: bool = False, quiet: bool = False) -> ev.Event:
         """Append to the result file unless the session has ended (abandon()).  WriteFailed
         the first time a line cannot be written, unless `quiet` (on the way out, when a
-        cancel or a failure is already being reported)."""
+        cancel or a failure is already being reported).  The event as written: the header
+        names the file it went to (another, if the chosen name was taken meanwhile)."""
         with self._end:
             if self._over or self._writer is None:
-                return False
+                return event
             if quiet:
                 self._writer.try_write(event)
             else:
-                self._writer.write(event)
+                event = self._writer.write(event)
+            if isinstance(event, ev.Started):
+                self.result_file = self._writer.path
             if self.mirror is not None:
                 self.mirror(event)
             self._started = self._started or isinstance(event, ev.Started)
             self._over = last               # the last line: nothing after it
-            return True
+            return event
 
     def _put_back(self) -> list[str]:
         """Restore the system, once, whichever of the loop and abandon() comes first."""
@@ -234,8 +237,7 @@ class Session:
             header = preflight.header(rp, built, v, sysctl, self.batch)
             if rp.plan.perf and self.keep_perf:     # beside the file: it moves with it
                 header = dataclasses.replace(header, perf_data=perf_dir(self.result_file).name)
-            started = ev.Started(header, str(self.result_file))
-            self._write(started)
+            started = self._write(ev.Started(header, str(self.result_file)))
             yield started
             for message in [*applied.recovered, *rp.warnings, *pre.warnings,
                             *([f"perf data not kept: {kept}"] if kept else []),

@@ -230,7 +230,8 @@ class StreamSession:
             self._reps += isinstance(event, ev.RunSample)
             if not isinstance(event, ev.Started):
                 result.add(event)
-            writer.write(event)
+            event = writer.write(event)     # the header: the name it got, if not the chosen
+            self.result_file = writer.path
             if self.mirror is not None:
                 self.mirror(event)
             return event
@@ -248,7 +249,9 @@ class StreamSession:
                     started = self._local_header(event)
                     started = dataclasses.replace(started, result_file=str(writer.path))
                     result = Result(self.result_file, started.header)
-                    yield put(started)
+                    put(started)        # the name it got, if the chosen one was taken meanwhile
+                    result.path = self.result_file
+                    yield dataclasses.replace(started, result_file=str(writer.path))
                     for message in self._header_warnings(event):
                         yield put(ev.Warning(message, variant=self.variant))
                     continue

@@ -1,4 +1,4 @@
-"""One hot symbol's instructions (`enter` on the hot-symbols panel; `escape` returns).
+"""One hot symbol's instructions (`a`, or `enter` on the hot-symbols panel; `escape` returns).
 
 perf runs in a thread, off the event loop, on the run's kept perf data: the latest window
 while the run goes on (at idle priority, off the workload's CPUs), the whole run once it
@@ -33,6 +33,7 @@ class AnnotationScreen(Screen[None]):
                                        text-style: bold; }
     AnnotationScreen #annotate-body { height: 1fr; padding: 0 1; }
     AnnotationScreen #annotate-text { width: auto; }
+    AnnotationScreen #annotate-text.-message { width: 1fr; }
     """
 
     def __init__(self, hot: HotSymbol, perf_dir: Path | None, whole_run: bool,
@@ -68,7 +69,11 @@ class AnnotationScreen(Screen[None]):
     def _show(self, text: str | Text) -> None:
         if not self.is_attached:        # escape came while perf annotate ran
             return
-        self.query_one("#annotate-text", Static).update(text)
+        shown = self.query_one("#annotate-text", Static)
+        # a message wraps at the screen's width; the instructions keep their lines (wide
+        # ones scroll sideways)
+        shown.set_class(isinstance(text, str), "-message")
+        shown.update(text)
 
     @work(thread=True, exclusive=True, group="annotate", exit_on_error=False)
     def load(self) -> None:

@@ -16,6 +16,7 @@ screen opens, never at the console's launch).  Anything that cannot be compared
 """
 from __future__ import annotations
 
+import contextlib
 import math
 import re
 import time
@@ -27,7 +28,7 @@ from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Vertical
+from textual.containers import Vertical, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static, TabbedContent, TabPane
 from textual_plotext import PlotextPlot
@@ -126,6 +127,13 @@ def scan(directory: Path) -> list[Entry]:
         entries.append(e)
     entries.sort(key=lambda e: (e.mtime, e.path.name), reverse=True)
     return entries
+
+
+def _advice(warning: str) -> str:
+    """A warning with a command to run: the command on lines of its own, whole (a wrapped
+    line in mid-sentence is hard to pick out, let alone copy)."""
+    said, sep, command = warning.partition(": hotloop ")
+    return f"{said}:\n    hotloop {command}" if sep else warning
 
 
 def _cut(text: str, width: int) -> str:
@@ -243,8 +251,8 @@ class CompareScreen(Screen[None]):
         height: 1fr;
     }
     CompareScreen #compare-sides { height: auto; padding: 0 1; color: $text-muted; }
-    CompareScreen #compare-warnings { height: auto; max-height: 5; padding: 0 1;
-                                      color: $warning; overflow-y: auto; }
+    CompareScreen #compare-warnings-box { height: auto; max-height: 45%; }
+    CompareScreen #compare-warnings { height: auto; padding: 0 1; color: $warning; }
     CompareScreen #compare-table { min-height: 6; }
     CompareScreen #compare-detail { height: auto; max-height: 3; padding: 0 1;
                                     color: $text-muted; }
@@ -272,7 +280,9 @@ class CompareScreen(Screen[None]):
                 yield DataTable(id="compare-files", cursor_type="row", zebra_stripes=True)
             with TabPane("2 table", id="tab-table"), Vertical(id="table-box"):
                 yield Static("", id="compare-sides", markup=False)
-                yield Static("", id="compare-warnings", markup=False)
+                # scrolls (tab to it) when the warnings are more than the room they get
+                with VerticalScroll(id="compare-warnings-box"):
+                    yield Static("", id="compare-warnings", markup=False)
                 yield DataTable(id="compare-table", cursor_type="row", zebra_stripes=True)
                 yield Static("", id="compare-detail", markup=False)
             with TabPane("3 histogram", id="tab-hist"):
@@ -325,7 +335,8 @@ class CompareScreen(Screen[None]):
     @work(thread=True, exclusive=True, group="compare-warm")
     def _warm_compare(self) -> None:
         """Import the comparison (scipy) now, while the user picks files."""
-        import hotloop.analysis.compare  # noqa: F401
+        with contextlib.suppress(Exception):    # cannot load (ulimit -v): said on comparing
+            import hotloop.analysis.compare  # noqa: F401
 
     @work(thread=True, exclusive=True, group="compare-load")
     def _load(self) -> None:
@@ -499,7 +510,7 @@ class CompareScreen(Screen[None]):
         self.query_one("#compare-sides", Static).update(
             " · ".join(sides) + (f"\n{noise_line(comp)}" if noise_line(comp) else ""))
         self.query_one("#compare-warnings", Static).update(
-            "\n".join(f"! {w}" for w in comp.warnings))
+            "\n".join(f"! {_advice(w)}" for w in comp.warnings))
         table = self.query_one("#compare-table", DataTable)
         table.clear()
         narrow = bool(self.narrow)
@@ -574,6 +585,8 @@ class CompareScreen(Screen[None]):
                   "tab-symbols": "#compare-symbols"}.get(tab)
         if target:
             self.query_one(target).focus()
+        else:           # the histogram: nothing to focus, and none left on a hidden tab
+            self.set_focus(None)
 
     def action_back(self) -> None:
         self.dismiss(None)

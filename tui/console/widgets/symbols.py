@@ -7,8 +7,15 @@ the symbol column has a fixed width (what the panel has room for) and a window w
 many rows as the last only updates the cells that changed: a repaint of this panel, no
 layout.  The table always has TOP rows (blank ones after the last symbol), so that holds
 for a message and for a window with fewer symbols too.
+
+With room, a symbol that is not the kernel proper's also names its DSO, at the right of
+its cell ("memcpy … libc.so.6", "nft_do_chain … nf_tables"): the name comes first (the
+DSO is cut before it is), and a kernel row's name has the whole width.  The cursor row
+is the one `a` (anywhere) or `enter` (here) annotates.
 """
 from __future__ import annotations
+
+import textwrap
 
 from rich.text import Text
 from textual.coordinate import Coordinate
@@ -21,13 +28,14 @@ from hotloop.render.report import dso_name, symbol_name
 
 TOP = 25
 OTHER_COLUMNS = 14      # the % and kind columns, and the three columns' cell padding
-SCROLLBAR = 3           # a name is cut this much shorter: the scrollbar is over the column
-SYMBOL, KIND = ColumnKey("symbol"), ColumnKey("kind")
+SCROLLBAR = 1           # a name is cut this much shorter: the scrollbar (2) is over its
+                        # column's last column and right padding
+SYMBOL = ColumnKey("symbol")
 # With room (a table this wide: a terminal of 120 columns, or the narrow layout's wide
-# column), the kind column also names the DSO: "[.] libc.so.6", "[k] nf_tables" (a
-# module; the kernel proper is "[k]" alone).
-WITH_DSO = 48            # the symbol keeps 20 columns beside the DSO
-KIND_WITH_DSO = 14
+# column), a name's cell also holds its DSO, which keeps at least DSO_KEEP columns of it
+# when the name is long.
+WITH_DSO = 48
+DSO_KEEP = 9
 
 Cell = str | Text
 
@@ -42,13 +50,11 @@ class SymbolsTable(DataTable):
         self.latest: ev.HotSymbols | None = None
         self.placeholder = "no samples yet"
         self._room = 0                  # the symbol column's width (set from the panel's)
-        self._kind = 0                  # the kind column's: 3, or KIND_WITH_DSO
+        self.message = ""               # shown instead of symbols (latest is None then)
 
-    def on_focus(self) -> None:
-        self.show_cursor = True         # the row `enter` annotates
-
-    def on_blur(self) -> None:
-        self.show_cursor = False
+    def selected(self) -> ev.HotSymbol | None:
+        """The symbol `a` annotates: the cursor row's (the top one until it is moved)."""
+        return self.symbol_at(self.cursor_row) or self.symbol_at(0)
 
     def symbol_at(self, row: int) -> ev.HotSymbol | None:
         """The symbol a row shows (its full name: the cell may be cut), None on a message."""
@@ -57,36 +63,36 @@ class SymbolsTable(DataTable):
 
     def on_mount(self) -> None:
         self.add_column("%", key="pct", width=5)
-        self.add_column("", key="kind", width=self.kind_width())
+        self.add_column("", key="kind", width=3)
         self.add_column("symbol", key="symbol", width=self.room())
         self.show_message("perf: no samples yet")
 
     def room(self) -> int:
         """The symbol column's width: the panel's less the other columns (a message in it
         shows in full up to there, as it did when the column took its content's width)."""
-        return max(10 + SCROLLBAR, self.size.width - OTHER_COLUMNS - (self.kind_width() - 3))
-
-    def kind_width(self) -> int:
-        return KIND_WITH_DSO if self.size.width >= WITH_DSO else 3
+        return max(10 + SCROLLBAR, self.size.width - OTHER_COLUMNS)
 
     def show_message(self, text: str) -> None:
+        """`text` in the symbol column, wrapped there: read whole at any width."""
         self.latest = None
-        self._fill([("", "", Text(text, style="dim"))])
+        self.message = text
+        self.show_cursor = False
+        lines = textwrap.wrap(text, max(1, (self._room or self.room()) - SCROLLBAR))[:TOP]
+        self._fill([("", "", Text(line, style="dim")) for line in lines])
 
     def show(self, hot: ev.HotSymbols) -> None:
         self.latest = hot
         room = (self._room or self.room()) - SCROLLBAR
+        dsos = self.size.width >= WITH_DSO
         rows: list[tuple[Cell, Cell, Cell]] = []
-        kind = self._kind or self.kind_width()
         for s in hot.symbols[:TOP]:
             rows.append((Text(f"{s.percent:5.1f}", justify="right"),
-                         Text(_cut(("[k]" if s.kernel else "[.]")
-                                   + (f" {dso_name(s)}" if kind > 3 and
-                                      s.dso != KERNEL_DSO else ""), kind),
-                              style="bold" if s.kernel else ""),
-                         Text(_cut(symbol_name(s), room))))
+                         Text("[k]" if s.kernel else "[.]", style="bold" if s.kernel else ""),
+                         name_cell(symbol_name(s), dso_name(s) if dsos and
+                                   s.dso != KERNEL_DSO else "", room)))
         if not hot.symbols:
             rows.append(("", "", Text("no samples in this window", style="dim")))
+        self.show_cursor = bool(hot.symbols)    # the row `a` and `enter` annotate
         self._fill(rows)
 
     def _fill(self, rows: list[tuple[Cell, Cell, Cell]]) -> None:
@@ -107,20 +113,33 @@ class SymbolsTable(DataTable):
                     self.update_cell_at(at, value)
 
     def on_resize(self) -> None:
-        room, kind = self.room(), self.kind_width()
-        if room == self._room and kind == self._kind or SYMBOL not in self.columns:
+        room = self.room()
+        if room == self._room or SYMBOL not in self.columns:
             return
-        self._room, self._kind = room, kind
-        for key, width in ((SYMBOL, room), (KIND, kind)):
-            column = self.columns[key]
-            column.width = width
-            column.auto_width = False
+        self._room = room
+        column = self.columns[SYMBOL]
+        column.width = room
+        column.auto_width = False
         self._require_update_dimensions = True
         self._update_count += 1             # the rows' render caches
         self.refresh()
         if self.latest is not None:
             self.show(self.latest)          # names cut to the new width
+        elif self.message:
+            self.show_message(self.message)     # wrapped again
+
+
+def name_cell(name: str, dso: str, width: int) -> Text:
+    """A symbol's cell, `width` wide at most: its name, and its DSO (if any) at the right,
+    dim; a long name keeps DSO_KEEP columns for the DSO, the rest is the name's."""
+    if not dso:
+        return Text(_cut(name, width))
+    dso = _cut(dso, max(DSO_KEEP, width - len(name) - 1))
+    name = _cut(name, width - len(dso) - 1)
+    if width - len(name) - len(dso) < 1:        # too narrow for both: the name alone
+        return Text(_cut(name, width))
+    return Text.assemble(name, " " * (width - len(name) - len(dso)), (dso, "dim"))
 
 
 def _cut(text: str, width: int) -> str:
-    return text if len(text) <= width else text[:width - 1] + "…"
+    return text if len(text) <= width else text[:max(0, width - 1)] + "…"
