@@ -230,4 +230,11 @@ def test_compare_refuses_emulated_sessions_beside_measured_ones(tmp_path):
     assert str(e.value) == (f"{tcg}: ran emulated in a VM (TCG), {here} on this machine: "
                             f"emulated numbers cannot be compared with measured ones")
     assert results.read(tcg).header.vm.accel == "tcg"
-    compare.load_and_compare([tcg, tcg2])      # emulated beside emulated: compared
+    both = compare.load_and_compare([tcg, tcg2])    # emulated beside emulated: compared,
+    assert [w for w in both.warnings if "emulated" in w] == [   # and every format says so
+        "no usable KVM (KVM not used): the sessions ran in emulated guests; their numbers do "
+        "not measure this CPU"]
+    from hotloop.render import compare_formats
+    for fmt in compare_formats.FORMATS:
+        if fmt != "csv":                            # csv carries rows, not warnings
+            assert "emulated guests" in compare_formats.render(both, fmt), fmt

@@ -729,6 +729,11 @@ def compare_sides(sides: Sequence[Sequence[Result]], given: Sequence[str] | None
         profile = None
     comp.noise = profile
     comp.warnings += copied + notes
+    tcg = next((r for rs in sides for r in rs if r.header.vm is not None), None)
+    if tcg is not None and tcg.header.vm is not None and tcg.header.vm.accel == "tcg":
+        why = tcg.header.vm.why_not_kvm or "KVM not used"
+        comp.warnings.append(f"no usable KVM ({why}): the sessions ran in emulated guests; "
+                             f"their numbers do not measure this CPU")
     base_series = [series(r) for r in sides[0]]
     assumed: list[str] = []             # metrics whose session noise nothing measured
     unknown = sum(not boots_mod.boot_of(r) for rs in sides for r in rs)
