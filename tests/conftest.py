@@ -46,12 +46,14 @@ SYSCTLS = {"test_system.py", "test_system_holds.py", "test_limits.py", "test_pro
            "test_app.py::test_system_changes_ask_first_no_then_yes",
            "test_hosts.py::test_a_system_change_there_needs_consent_and_the_refusal_names_the_host"}
 SYSCTL_LOCK = Path("/tmp/hotloop-tests-sysctls.lock")
-# When pytest-xdist spreads the suite (--dist loadgroup), the tests of a group run one after
-# another on one worker: those of the sysctls (rather than wait for each other's lock), the one
-# sshd of the session's tests, and perf's system-wide sampling.
+# When pytest-xdist spreads the suite (--dist loadgroup, pyproject's addopts), the tests of a
+# group run one after another on one worker: those of the sysctls (rather than wait for each
+# other's lock), the one sshd of the session's tests, perf's system-wide sampling, and the
+# installed wheel's tests (one venv for the module).
 GROUPS = {
     "machine": SYSCTLS | {"test_hosts.py", "test_sshd_fixture.py"},
     "perf": {"test_perf.py", "test_perf_session.py", "test_annotate.py"},
+    "install": {"test_install.py"},     # its module's venv is made once
 }
 
 
@@ -66,6 +68,10 @@ def pytest_configure(config: pytest.Config) -> None:
                             "one after another on one pytest-xdist worker")
 
 
+# First: pytest-xdist's worker reads the xdist_group marks in this same hook (to suffix each
+# test's id with its group), and a conftest's hook would otherwise run after it, the marks
+# set too late to group anything.
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if "e2e" in item.path.parts:
