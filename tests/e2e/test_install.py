@@ -3,9 +3,9 @@ from any directory on the files it ships: the bundled profiles and C sources ins
 package, builds in the user's cache, the worker importing this very installation.
 
 The venv is a fresh one with the wheel's declared dependencies (from the local indexes:
-about 20 s), not one that sees this interpreter's packages: a dependency missing from
-pyproject.toml fails here, and the repository's own editable install cannot stand in for the
-wheel's files.
+about 15 s), made once for the module (its tests keep to one pytest-xdist worker), not one
+that sees this interpreter's packages: a dependency missing from pyproject.toml fails here,
+and the repository's own editable install cannot stand in for the wheel's files.
 """
 from __future__ import annotations
 
@@ -109,9 +109,14 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
                            capture_output=True, text=True, timeout=600)
     assert built.returncode == 0, built.stderr[-3000:]
     wheel, = (base / "wheels").glob("hotloop-*.whl")
+    # As pipx makes it: a venv without pip of its own, this pip installing into it.  Not
+    # byte-compiled: compiling every dependency's modules (scipy's, numpy's) costs more than
+    # the imports of the tests' few hotloop processes that compile what they use.
     venv = base / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
-    done = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", str(wheel)],
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True,
+                   timeout=300)
+    done = subprocess.run([sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"),
+                           "install", "-q", "--no-compile", str(wheel)],
                           capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
     return Installed(venv, base / "cache")
@@ -155,9 +160,9 @@ def test_an_installation_without_its_source_tree_makes_its_own_wheel(installed, 
                           capture_output=True, text=True, env=installed.env(), cwd=tmp_path)
     assert made.returncode == 0, made.stderr
     target = tmp_path / "there"
-    done = subprocess.run([py, "-m", "pip", "install", "-q", "--no-deps", "--target",
-                           str(target), made.stdout.strip()], capture_output=True, text=True,
-                          env=installed.env(), timeout=300)
+    done = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps",
+                           "--no-compile", "--target", str(target), made.stdout.strip()],
+                          capture_output=True, text=True, env=installed.env(), timeout=300)
     assert done.returncode == 0, done.stderr
     digest = "from hotloop import paths; print(paths.source_digest())"
     here = subprocess.run([py, "-c", digest], capture_output=True, text=True,
