@@ -41,7 +41,6 @@ from hotloop.visible import visible
 
 SSH = "ssh"
 SSH_FAILED = 255                        # ssh's own exit status: connecting or authenticating
-STOP_WAIT_S = 10.0                      # stopped: how long the remote may take to end its run
 STDERR_WAIT_S = 2.0                     # for the last of ssh's words once its stdout ended
 LINE_SHOWN = 1000                       # characters of one stderr line kept
 ERROR_LINES = 20                        # lines of the remote's stderr kept for a message
@@ -251,7 +250,8 @@ class RemoteSession:
 
     def stop(self) -> None:
         """End the run: the remote sees its stdin close, stops and restores; its last lines
-        still come, within STOP_WAIT_S (else ssh is killed: the remote still stops)."""
+        still come within the host's stop_wait (else ssh is killed: the remote still
+        stops)."""
         first, self._stopping = not self._stopping, True
         proc = self._proc
         if proc is None:
@@ -259,8 +259,8 @@ class RemoteSession:
         if first:
             # a remote that does not answer (a hung machine, a dead network) is left
             with contextlib.suppress(RuntimeError):
-                self._deadline = asyncio.get_running_loop().call_later(STOP_WAIT_S,
-                                                                       self._kill)
+                self._deadline = asyncio.get_running_loop().call_later(
+                    self.host.stop_wait, self._kill)
         if proc.stdin is not None and not proc.stdin.is_closing():
             proc.stdin.close()
 
@@ -393,13 +393,14 @@ class RemoteSession:
                 yield put(self._lost(len(result.runs)))
         except (asyncio.CancelledError, GeneratorExit):
             # Cancelled (Ctrl-C): the remote stops as its stdin closes; its last lines
-            # (its restore, "interrupted") are kept if they come within STOP_WAIT_S.  A
+            # (its restore, "interrupted") are kept if they come within its stop_wait.  A
             # second cancel, or a remote that does not answer, ends it at once; the file
             # here gets its last line either way.
             self.stop()
             if result is not None and not ended:
                 try:
-                    await asyncio.wait_for(self._finish(proc, put, result), STOP_WAIT_S)
+                    await asyncio.wait_for(self._finish(proc, put, result),
+                                           self.host.stop_wait)
                 except (Exception, asyncio.CancelledError):  # noqa: BLE001 - leaving anyway
                     self._kill()
                 finally:
@@ -446,7 +447,7 @@ class RemoteSession:
         header = True
         while True:
             # after its last line, only as long as a stop may take
-            limit = START_S if header else STOP_WAIT_S if self._ended \
+            limit = START_S if header else self.host.stop_wait if self._ended \
                 else self.bounds.timeout + GRACE_S
             try:
                 raw = await asyncio.wait_for(proc.stdout.readline(),
@@ -525,12 +526,12 @@ class RemoteSession:
                          run=runs, variant=self.variant)
 
     async def _exit(self) -> None:
-        """ssh's end: at once when the remote has ended, else killed after STOP_WAIT_S."""
+        """ssh's end: at once when the remote has ended, else killed after its stop_wait."""
         proc = self._proc
         if proc is None or proc.returncode is not None:
             return
         try:
-            await asyncio.wait_for(asyncio.shield(proc.wait()), STOP_WAIT_S)
+            await asyncio.wait_for(asyncio.shield(proc.wait()), self.host.stop_wait)
         except (asyncio.TimeoutError, asyncio.CancelledError):
             self._kill()
             await asyncio.shield(proc.wait())
