@@ -27,7 +27,6 @@ from hotloop.cli.parser import version_line
 from hotloop.console.app import HotloopApp
 from hotloop.console.widgets.params import HERE
 from hotloop.record import Remote
-from hotloop.run.remote import STOP_WAIT_S
 
 pytest_plugins = ["sshd"]
 
@@ -486,10 +485,10 @@ def test_every_key_of_a_plan_run_from_the_console_reaches_the_host(tmp_path, hos
 OLD_SESSION = Path(__file__).resolve().parent / "data" / "zero_null-512-v0.1.jsonl"   # 6 runs
 
 
-def hung_host(tmp_path: Path, hosts: Path, lines: str, sshd_server) -> None:
+def hung_host(tmp_path: Path, hosts: Path, lines: str, sshd_server, **keys: Any) -> None:
     """[host.fake]: a 'hotloop' there that sends `lines` of a real session whatever it is
     asked, then keeps its connection open (as a hung or hostile remote would)."""
-    _fake_host(tmp_path, hosts, "fake", f"{lines}\nexec cat >/dev/null\n", sshd_server)
+    _fake_host(tmp_path, hosts, "fake", f"{lines}\nexec cat >/dev/null\n", sshd_server, **keys)
 
 
 def test_a_remote_is_cut_off_beyond_the_runs_the_plan_asked(tmp_path, hosts, sshd_server,
@@ -507,10 +506,11 @@ def test_a_remote_is_cut_off_beyond_the_runs_the_plan_asked(tmp_path, hosts, ssh
 
 
 def drive_fake(tmp_path: Path, hosts: Path, lines: str, sshd_server, gated: bool = False,
-               **plan: Any) -> list[ev.Event]:
+               stop_wait: float | None = None, **plan: Any) -> list[ev.Event]:
     """A session of the zero_null plan on [host.fake], in process: real ssh, a real sshd."""
     from hotloop.run import start
-    hung_host(tmp_path, hosts, lines, sshd_server)
+    hung_host(tmp_path, hosts, lines, sshd_server,
+              **({} if stop_wait is None else {"stop_wait": stop_wait}))
     cat = catalog.load([hosts])
     chosen = catalog.with_overrides(cat.plan_for("zero_null"), perf=False, **plan)
     session = start.there(cat.hosts["fake"], chosen, tmp_path / "s.jsonl", start.Choices())
@@ -548,15 +548,14 @@ def test_a_silent_remote_is_cut_off_after_a_repetitions_timeout(tmp_path, hosts,
 
 
 def test_a_remote_that_stays_after_its_last_line_is_let_go(tmp_path, hosts, sshd_server,
-                                                           monkeypatch, leftovers):
-    # its session is whole: nothing is waited for beyond the time a stop may take
-    from hotloop.run import stream
-    monkeypatch.setattr(stream, "STOP_WAIT_S", 1.0)     # 10 s: the same rule, sooner
-    STOP_WAIT_S = stream.STOP_WAIT_S
+                                                           leftovers):
+    # its session is whole: nothing is waited for beyond the time a stop may take (the
+    # host's stop_wait: 1 s here, 10 s unless set)
     began = time.monotonic()
-    events = drive_fake(tmp_path, hosts, f"cat {OLD_SESSION}", sshd_server, runs=6)
+    events = drive_fake(tmp_path, hosts, f"cat {OLD_SESSION}", sshd_server, runs=6,
+                        stop_wait=1)
     assert isinstance(events[-1], ev.Finished)
-    assert time.monotonic() - began < STOP_WAIT_S + 10
+    assert time.monotonic() - began < 1 + 10
     assert results.read(tmp_path / "s.jsonl").finished == events[-1]
     assert leftovers() == []
 
@@ -593,8 +592,9 @@ def test_host_setup_installs_this_version_there_and_runs_use_it(tmp_path, hosts,
     assert results.read(local_files()[0]).finished is not None
 
 
-def _fake_host(tmp_path: Path, hosts: Path, name: str, script: str, sshd_server) -> None:
-    """[host.NAME] whose remote `hotloop` is this shell script."""
+def _fake_host(tmp_path: Path, hosts: Path, name: str, script: str, sshd_server,
+               **keys: Any) -> None:
+    """[host.NAME] whose remote `hotloop` is this shell script (`keys`: more of its table)."""
     exe = tmp_path / f"{name}.sh"
     exe.write_text("#!/bin/sh\n" + script)
     exe.chmod(0o755)
@@ -604,7 +604,7 @@ def _fake_host(tmp_path: Path, hosts: Path, name: str, script: str, sshd_server)
         ssh_config = "{sshd_server.config}"
         hotloop = "{exe}"
         directory = "{tmp_path / 'lab1'}"
-        """))
+        """) + "".join(f"{k} = {json.dumps(v)}\n" for k, v in keys.items()))
 
 
 def test_a_second_ctrl_c_still_ends_every_file_with_its_last_line(tmp_path, hosts, leftovers):
@@ -623,12 +623,14 @@ def test_a_second_ctrl_c_still_ends_every_file_with_its_last_line(tmp_path, host
 
 def test_a_remote_that_does_not_answer_is_left_after_the_wait(tmp_path, hosts, sshd_server,
                                                                leftovers):
-    """A hung machine: its header came, then nothing, and it ignores its stdin closing."""
+    """A hung machine: its header came, then nothing, and it ignores its stdin closing.  It
+    is waited for as long as its stop_wait (2 s here, 10 s unless set)."""
     real = hotloop("run", "quick", *FAST, "--out", str(tmp_path / "real.jsonl"))
     assert real.returncode == 0, real.stderr
     header = (tmp_path / "real.jsonl").read_text().splitlines()[0]
+    stop_wait = 2
     _fake_host(tmp_path, hosts, "hung", f"cat <<'EOF'\n{header}\nEOF\nexec sleep 600\n",
-               sshd_server)
+               sshd_server, stop_wait=stop_wait)
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     proc = subprocess.Popen([sys.executable, "-m", "hotloop", "run", "quick", "--host", "hung",
                              "--profiles", str(hosts)], stdout=subprocess.PIPE,
@@ -643,8 +645,8 @@ def test_a_remote_that_does_not_answer_is_left_after_the_wait(tmp_path, hosts, s
     waited = time.monotonic() - t
     assert proc.returncode == 130, err
     assert f"hotloop: stopping: hung end their runs and restore their systems (up to " \
-           f"{STOP_WAIT_S:g} s; SIGINT again leaves at once)" in err
-    assert waited < STOP_WAIT_S + 10, waited
+           f"{stop_wait} s; SIGINT again leaves at once)" in err
+    assert stop_wait <= waited < stop_wait + 10, waited
     res = results.read(local_files()[0])
     assert res.failed is not None and res.failed.interrupted and res.failed.signal == "SIGINT"
     # nothing of hotloop's is left: only the hung "remote" itself, which a real hotloop is not

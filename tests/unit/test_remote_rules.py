@@ -25,6 +25,7 @@ ssh_options = ["ProxyJump=bastion", "ControlMaster auto"]
 hotloop = "~/.local/bin/hotloop"
 directory = "~/bench"
 label = "lab1 (stock 6.18)"
+stop_wait = 30
 
 [host.lab2]
 address = "lab2"
@@ -36,8 +37,9 @@ def test_hosts_load_with_every_key(tmp_path):
     lab1, lab2 = cat.hosts["lab1"], cat.hosts["lab2"]
     assert lab1 == Host("lab1", "lab1.example", "root", 2222, "~/.ssh/lab", "",
                         ("ProxyJump=bastion", "ControlMaster auto"), "~/.local/bin/hotloop",
-                        "~/bench", "lab1 (stock 6.18)", "", lab1.origin)
+                        "~/bench", "lab1 (stock 6.18)", "", lab1.origin, 30.0)
     assert lab2.user == "" and lab2.port is None and lab2.hotloop == ""
+    assert lab2.stop_wait == catalog.STOP_WAIT_S == 10
     assert cat.names("host") == ["lab1", "lab2"]
 
 
@@ -52,6 +54,10 @@ def test_hosts_load_with_every_key(tmp_path):
     ('address = "lab1"\nlabel = "a\\nb"', "holds a control character"),
     ('address = "lab1"\nhotloop = "x\\ny"', "holds a control character"),
     ('address = "lab1"\nadress = "x"', "adress: unknown key"),
+    ('address = "lab1"\nstop_wait = 0', "stop_wait: must be above 0 and at most 60 seconds"),
+    ('address = "lab1"\nstop_wait = nan', "stop_wait: must be above 0 and at most 60"),
+    ('address = "lab1"\nstop_wait = 61', "stop_wait: must be above 0 and at most 60"),
+    ('address = "lab1"\nstop_wait = "10"', "stop_wait: expected a number of seconds, got '10'"),
     ('user = "root"', "missing key 'address'"),
 ])
 def test_a_bad_host_table_is_one_line_naming_file_line_and_key(tmp_path, table, expected):

@@ -11,6 +11,7 @@ from hotloop.catalog.model import (
                                    METRICS,
                                    RUN_LIMITS,
                                    SCHED_POLICIES,
+                                   STOP_WAIT_S,
                                    TIMEOUT_MAX,
                                    CpuProfile,
                                    Host,
@@ -21,12 +22,14 @@ from hotloop.catalog.model import (
                                    ResolvedPlan,
                                    Workload,
                                    process_shares,
+                                   stop_wait_problem,
                                    timeout_problem,
                                    until_ci_problem,
 )
 from hotloop.catalog.save import plan_table, save_plan, with_overrides
 
-__all__ = ["KINDS", "METRICS", "RUN_LIMITS", "SCHED_POLICIES", "TIMEOUT_MAX", "Catalog",
-           "CpuProfile", "Host", "KernelProfile", "Param", "ParamSetting", "Plan", "ResolvedPlan",
-           "Workload", "fit_to_machine", "load", "plan_table", "process_shares", "save_plan",
-           "search_path", "timeout_problem", "until_ci_problem", "with_overrides"]
+__all__ = ["KINDS", "METRICS", "RUN_LIMITS", "SCHED_POLICIES", "STOP_WAIT_S", "TIMEOUT_MAX",
+           "Catalog", "CpuProfile", "Host", "KernelProfile", "Param", "ParamSetting", "Plan",
+           "ResolvedPlan", "Workload", "fit_to_machine", "load", "plan_table", "process_shares",
+           "save_plan", "search_path", "stop_wait_problem", "timeout_problem",
+           "until_ci_problem", "with_overrides"]

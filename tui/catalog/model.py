@@ -26,6 +26,12 @@ RUN_LIMITS: dict[str, tuple[int, int]] = {
     "runs": (1, 1_000_000), "warmup": (0, 10_000), "perf_freq": (1, 100_000),
     "processes": (1, 1000), "perf_keep_mb": (0, 1_000_000)}
 TIMEOUT_MAX = 7 * 24 * 3600
+# A stopped run on a host (Ctrl-C, a dropped console) ends and restores its system there, its
+# last lines coming back within a host's stop_wait; a host that does not answer by then is
+# left (ssh killed: the remote still stops as its stdin closes).  A machine with much to
+# restore may need longer; a minute is the most a user is kept waiting.
+STOP_WAIT_S = 10.0
+STOP_WAIT_MAX = 60
 
 
 def timeout_problem(value: Any) -> str | None:
@@ -34,6 +40,15 @@ def timeout_problem(value: Any) -> str | None:
         return f"expected a number of seconds, got {value!r}"
     if not math.isfinite(value) or not 0 < value <= TIMEOUT_MAX:
         return f"must be above 0 and at most {TIMEOUT_MAX} seconds"
+    return None
+
+
+def stop_wait_problem(value: Any) -> str | None:
+    """Why `value` cannot be a host's stop_wait in seconds, or None."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return f"expected a number of seconds, got {value!r}"
+    if not math.isfinite(value) or not 0 < value <= STOP_WAIT_MAX:
+        return f"must be above 0 and at most {STOP_WAIT_MAX} seconds"
     return None
 
 
@@ -195,6 +210,7 @@ class Host:
     label: str = ""                 # the sides of a comparison of hosts
     summary: str = ""
     origin: str = ""
+    stop_wait: float = STOP_WAIT_S      # seconds a stopped run there may take to end
 
 
 @dataclass(frozen=True)

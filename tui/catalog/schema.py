@@ -14,6 +14,7 @@ from hotloop.catalog.model import (
     METRICS,
     RUN_LIMITS,
     SCHED_POLICIES,
+    STOP_WAIT_S,
     CpuProfile,
     Host,
     KernelProfile,
@@ -21,6 +22,7 @@ from hotloop.catalog.model import (
     Plan,
     Workload,
     int64_problem,
+    stop_wait_problem,
     timeout_problem,
     until_ci_problem,
 )
@@ -169,7 +171,8 @@ SPECS: dict[str, dict[str, Check]] = {
              "perf_keep_mb": _int_range(*RUN_LIMITS["perf_keep_mb"])},
     "host": {"address": _ssh_word, "user": _ssh_word, "port": _int_range(1, 65535),
              "identity_file": _line, "ssh_config": _line, "ssh_options": _array(_ssh_option),
-             "hotloop": _line, "directory": _line, "label": _line, "summary": _is(str)},
+             "hotloop": _line, "directory": _line, "label": _line, "summary": _is(str),
+             "stop_wait": stop_wait_problem},
 }
 REQUIRED = {"workload": ("source",), "plan": ("workload",), "cpu": (), "kernel": (),
             "host": ("address",)}
@@ -331,7 +334,7 @@ def _host(where: Where, name: str, t: dict) -> Host:
     return Host(name, t["address"], t.get("user", ""), t.get("port"), t.get("identity_file", ""),
                 t.get("ssh_config", ""), tuple(t.get("ssh_options", ())), t.get("hotloop", ""),
                 t.get("directory", ""), t.get("label", ""), t.get("summary", ""),
-                str(where.path))
+                str(where.path), float(t.get("stop_wait", STOP_WAIT_S)))
 
 
 BUILDERS = {"workload": _workload, "cpu": _cpu, "kernel": _kernel, "plan": _plan,

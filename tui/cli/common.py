@@ -13,7 +13,7 @@ from hotloop import catalog
 from hotloop.catalog import Catalog
 from hotloop.run import build
 from hotloop.run.interleave import Runnable
-from hotloop.run.remote import STOP_WAIT_S, RemoteSession
+from hotloop.run.remote import RemoteSession
 from hotloop.visible import visible
 
 
@@ -56,11 +56,12 @@ def _cancel(signum: int, task: asyncio.Task[Any], sessions: Sequence[Runnable] =
     _signal_received = signal.Signals(signum)
     for s in sessions:
         s.interrupted_by = _signal_received.name
-    hosts = [s.title for s in sessions if isinstance(s, RemoteSession)]
-    if hosts and not _stopping_said:
+    remotes = [s for s in sessions if isinstance(s, RemoteSession)]
+    if remotes and not _stopping_said:
         _stopping_said = True
+        hosts, wait = [s.title for s in remotes], max(s.host.stop_wait for s in remotes)
         print(f"hotloop: stopping: {visible(', '.join(hosts))} end their runs and restore their "
-              f"systems (up to {STOP_WAIT_S:g} s; {_signal_received.name} again leaves at "
+              f"systems (up to {wait:g} s; {_signal_received.name} again leaves at "
               f"once)", file=sys.stderr)
     build.CANCEL.set()                  # a build waiting on a lock or a compiler gives up
     task.cancel()

@@ -64,7 +64,6 @@ from hotloop.render.units import si
 from hotloop.results.store import perf_dir
 from hotloop.run import series, start
 from hotloop.run.preflight import preflight, system_settings
-from hotloop.run.remote import STOP_WAIT_S as REMOTE_STOP_S
 from hotloop.run.remote import RemoteSession
 from hotloop.run.session import Session
 from hotloop.run.vm import VmSession
@@ -677,7 +676,7 @@ class HotloopApp(App[None]):
             return
         self.log_line("stopping…" if not isinstance(session, RemoteSession) else
                       f"stopping: {session.host.name} ends its run and restores its system "
-                      f"(up to {REMOTE_STOP_S:g} s)", "warning")
+                      f"(up to {session.host.stop_wait:g} s)", "warning")
         self._stop_asked = True
         session.stop()
         if not session.pids:                  # not started yet: nothing for stop() to kill

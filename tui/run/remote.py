@@ -34,7 +34,6 @@ from hotloop.host.procs import die_with_parent
 from hotloop.paths import source_digest
 from hotloop.record import Remote
 from hotloop.run.stream import LINE_LIMIT, Bounds, StreamSession
-from hotloop.run.stream import STOP_WAIT_S as STOP_WAIT_S  # the console's, cli's
 from hotloop.visible import visible
 
 SSH = "ssh"
@@ -194,6 +193,7 @@ class RemoteSession(StreamSession):
         super().__init__(argv, result_file, bounds, variant or host.name, on_exists,
                          until_ci, mirror)
         self.host = host
+        self.stop_wait = host.stop_wait     # a host with much to restore may take longer
 
     @property
     def machine(self) -> str:

@@ -27,9 +27,9 @@ from hotloop.paths import source_digest
 from hotloop.record import Batch
 from hotloop.results import Writer
 from hotloop.results.store import NotJson, Result, decode_line, run_problem
+from hotloop.catalog import STOP_WAIT_S   # stopped: how long the other side may take to end
 from hotloop.visible import visible
 
-STOP_WAIT_S = 10.0                      # stopped: how long the other side may take to end
 STDERR_WAIT_S = 2.0                     # for the last of the child's words once stdout ended
 LINE_SHOWN = 1000                       # characters of one stderr line kept
 ERROR_LINES = 20                        # lines of the child's stderr kept for a message
@@ -61,6 +61,8 @@ class StreamSession:
     """`hotloop run ARGV` elsewhere, driven as a Session: `events()`, `stop()`, a `gate` for
     interleaving (each token becomes a line "go" that lets the other side run one
     repetition), and a result file here."""
+
+    stop_wait: float = STOP_WAIT_S      # stopped: how long its last lines may take to come
 
     def __init__(self, argv: Sequence[str], result_file: Path, bounds: Bounds,
                  variant: str, on_exists: str = "rename", until_ci: float | None = None,
@@ -148,7 +150,7 @@ class StreamSession:
 
     def stop(self) -> None:
         """End the run: the other side sees its stdin close, stops and restores; its last
-        lines still come, within STOP_WAIT_S (else the child is killed)."""
+        lines still come, within its stop_wait (else the child is killed)."""
         first, self._stopping = not self._stopping, True
         proc = self._proc
         if proc is None:
@@ -156,7 +158,7 @@ class StreamSession:
         if first:
             # one that does not answer (a hung machine, a dead network) is left
             with contextlib.suppress(RuntimeError):
-                self._deadline = asyncio.get_running_loop().call_later(STOP_WAIT_S,
+                self._deadline = asyncio.get_running_loop().call_later(self.stop_wait,
                                                                        self._kill)
         if proc.stdin is not None and not proc.stdin.is_closing():
             proc.stdin.close()
@@ -282,13 +284,13 @@ class StreamSession:
                 yield put(self._lost(len(result.runs)))
         except (asyncio.CancelledError, GeneratorExit):
             # Cancelled (Ctrl-C): the other side stops as its stdin closes; its last lines
-            # (its restore, "interrupted") are kept if they come within STOP_WAIT_S.  A
+            # (its restore, "interrupted") are kept if they come within its stop_wait.  A
             # second cancel, or one that does not answer, ends it at once; the file here
             # gets its last line either way.
             self.stop()
             if result is not None and not ended:
                 try:
-                    await asyncio.wait_for(self._finish(proc, put, result), STOP_WAIT_S)
+                    await asyncio.wait_for(self._finish(proc, put, result), self.stop_wait)
                 except (Exception, asyncio.CancelledError):  # noqa: BLE001 - leaving anyway
                     self._kill()
                 finally:
@@ -336,7 +338,7 @@ class StreamSession:
         header = True
         while True:
             # after its last line, only as long as a stop may take
-            limit = self.start_s if header else STOP_WAIT_S if self._ended \
+            limit = self.start_s if header else self.stop_wait if self._ended \
                 else self.bounds.timeout + self.grace_s
             try:
                 raw = await asyncio.wait_for(proc.stdout.readline(),
@@ -401,12 +403,12 @@ class StreamSession:
 
     async def _exit(self) -> None:
         """The child's end: at once when the other side has ended, else killed after
-        STOP_WAIT_S."""
+        its stop_wait."""
         proc = self._proc
         if proc is None or proc.returncode is not None:
             return
         try:
-            await asyncio.wait_for(asyncio.shield(proc.wait()), STOP_WAIT_S)
+            await asyncio.wait_for(asyncio.shield(proc.wait()), self.stop_wait)
         except (asyncio.TimeoutError, asyncio.CancelledError):
             self._kill()
             await asyncio.shield(proc.wait())
