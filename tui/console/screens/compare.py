@@ -563,9 +563,11 @@ class CompareScreen(Screen[None]):
                               Text(number(t.baseline, m.unit), justify="right"),
                               Text(number(t.new, m.unit), justify="right"),
                               ci, p_value(t.p_value))
+            tested = (f", 95% CI {ci} %, p {p_value(t.p_value)}"   # no test: no interval
+                      if t.ci_low is not None else "")
             details.append(f"{m.metric}: {number(t.baseline, m.unit)} → "
-                           f"{number(t.new, m.unit)} ({pct(t.change_pct)}, 95% CI {ci} %, "
-                           f"p {p_value(t.p_value)}): {verdicts.word(m)}")
+                           f"{number(t.new, m.unit)} ({pct(t.change_pct)}{tested}): "
+                           f"{verdicts.word(m)}")
         return details
 
     def _detail(self, row: int) -> None:
