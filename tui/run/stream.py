@@ -22,12 +22,12 @@ from pathlib import Path
 from typing import Any
 
 from hotloop import events as ev
+from hotloop.catalog import STOP_WAIT_S  # stopped: how long the other side may take to end
 from hotloop.errors import HotloopError
 from hotloop.paths import source_digest
 from hotloop.record import Batch
 from hotloop.results import Writer
 from hotloop.results.store import NotJson, Result, decode_line, run_problem
-from hotloop.catalog import STOP_WAIT_S   # stopped: how long the other side may take to end
 from hotloop.visible import visible
 
 STDERR_WAIT_S = 2.0                     # for the last of the child's words once stdout ended
