@@ -27,15 +27,15 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import numpy as np
-from scipy import stats as sps
-
+# numpy and scipy as significance loads them, once it has checked they have room
 from hotloop.analysis.significance import (
     ALPHA,
     Outcome,
     _half,
     _pct,
+    np,
     positive,
+    sps,
     within_spread,
 )
 from hotloop.results import Result
