@@ -244,7 +244,8 @@ class CompareScreen(Screen[None]):
     CompareScreen { layout: vertical; }
     CompareScreen #compare-status { height: auto; max-height: 4; padding: 0 1;
                                     background: $panel; }
-    CompareScreen #compare-status.-error { color: $error; text-style: bold; }
+    /* an error names files by their paths, which can be long: it is read whole */
+    CompareScreen #compare-status.-error { color: $error; text-style: bold; max-height: 8; }
     CompareScreen TabbedContent { height: 1fr; }
     CompareScreen TabPane { padding: 0; height: 1fr; }
     CompareScreen #compare-files, CompareScreen #compare-table, CompareScreen #compare-symbols {
