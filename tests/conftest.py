@@ -79,6 +79,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         for group, names in GROUPS.items():
             if _named(item, names):
                 item.add_marker(pytest.mark.xdist_group(group))
+    # The VM tests first: their boots are the suite's longest pole, so one worker takes them
+    # while the other runs the rest (sorted is stable: every other order stays).
+    items[:] = sorted(items, key=lambda item: item.path.name != "test_vm.py")
 
 
 @pytest.fixture(autouse=True)
