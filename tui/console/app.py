@@ -497,26 +497,19 @@ class HotloopApp(App[None]):
         else:
             path = results.default_path(f"{plan.name}-{host}", self.results_dir)
             self.session = start.there(self.cat.hosts[host], plan, path, chosen)
-        self.live = LiveRun(plan.name, plan.runs, plan.warmup, rp.workload.unit,
-                            rp.workload.higher_is_better, plan.perf, plan.until_ci)
-        symbols = self._q(SymbolsTable)
-        symbols.show_message("perf: waiting for the first window…" if plan.perf
-                             else "perf is off for this run")
-        self._q("#symbols").border_title = "hot symbols" if plan.perf else \
-            "hot symbols · off"
+        live = self._new_live(rp)
         self.log_line(f"run {plan.name}: {rp.workload.name}, {plan.runs} runs "
                       f"(+{plan.warmup} warmup), cpu {rp.cpu.name}"
                       + (f", on {host} over SSH" if host else "")
                       + (f", in a VM booting {rp.kernel.image}" if rp.kernel.image else "")
                       + f" → {path}")
         if isinstance(self.session, VmSession):
-            self.live.state = "booting"         # until the guest's header
+            live.state = "booting"              # until the guest's header
         if host is None:
             self._away_from(rp.cpu.cpus)
-        self.worker = self.run_session(self.session, self.live)
+        self.worker = self.run_session(self.session, live)
         if self.narrow:
             self.set_view("live")
-        self._redraw(plots=True)
         self.refresh_bindings()
 
     @work(exclusive=True, group="session", exit_on_error=False)
