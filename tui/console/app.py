@@ -319,9 +319,7 @@ class HotloopApp(App[None]):
             if rp.kernel.image:
                 changes = []        # a VM of the session's own: its sysctls are applied there
         except (ValueError, HotloopError) as e:
-            self.log_line(f"cannot run: {' '.join(str(e).split())}", "error")
-            self.notify(f"cannot run: {visible(str(e))}", severity="error", timeout=4,
-                        markup=False)
+            self._cannot_run(e)
             return
         if not changes:
             self.start_run(rp, host=host)
@@ -353,12 +351,11 @@ class HotloopApp(App[None]):
             series.check_sessions(n, len(kernels))
             plan = self.form.build()
             rps = {k: self.cat.resolve(replace(plan, kernel=k)) for k in kernels}
-            changes = list(dict.fromkeys(c.describe() for k in kernels
+            # an image kernel's sysctls are its VM's own, applied there unasked
+            changes = list(dict.fromkeys(c.describe() for k in kernels if not rps[k].kernel.image
                                          for c in preflight(rps[k]).changes))
         except (ValueError, HotloopError) as e:
-            self.log_line(f"cannot run: {' '.join(str(e).split())}", "error")
-            self.notify(f"cannot run: {visible(str(e))}", severity="error", timeout=4,
-                        markup=False)
+            self._cannot_run(e)
             return
         if not changes:
             self.start_series(plan, rps, n)
@@ -398,6 +395,10 @@ class HotloopApp(App[None]):
         if self.narrow:
             self.set_view("live")
         self.refresh_bindings()
+
+    def _cannot_run(self, e: Exception) -> None:
+        self.log_line(f"cannot run: {' '.join(str(e).split())}", "error")
+        self.notify(f"cannot run: {visible(str(e))}", severity="error", timeout=4, markup=False)
 
     def _new_live(self, rp: ResolvedPlan) -> LiveRun:
         """The live model of a session about to start, the panels cleared for it."""
