@@ -568,8 +568,12 @@ def _beside_others(spin: Path, tmp_path: Path, cache_home: Path) -> tuple[Path, 
             t.kill()
             t.wait()
     assert done.returncode == 0, done.stderr
-    # what perf says of this run's own process and copy (the worker's comm is its own)
+    # what perf says of this run's own process and copy: its worker's comm (its own, as
+    # the result records it), not merely one other than theirs: the tests of another
+    # pytest-xdist worker run spin from this same build, under names of their own
     ours = str(cache_home / "hotloop" / "build")
+    comms = results.read(mine).session_symbols.comms
+    assert comms and not set(comms) & others, (comms, others)
     counted = {"ours": 0, "theirs": 0}
     per_window = []
     for window in perf_data_files(mine.with_suffix(".perf")):
@@ -581,7 +585,7 @@ def _beside_others(spin: Path, tmp_path: Path, cache_home: Path) -> tuple[Path, 
                                 capture_output=True, text=True, timeout=60).stdout
         for comm, dso in re.findall(r"^\s*(\S+)\s+[0-9a-f]+\s+hl_run\+0x[0-9a-f]+\s+\((.+)\)$",
                                     script, re.M):
-            mine_ = comm not in others and dso.startswith(ours)
+            mine_ = comm in comms and dso.startswith(ours)
             counted["ours" if mine_ else "theirs"] += 1
         per_window.append(counted["ours"] - before)
     assert counted["theirs"] > 0 and counted["ours"] > 0, counted
