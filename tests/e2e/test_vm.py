@@ -1,8 +1,9 @@
 """A session in a VM, for real: virtme-ng boots a distribution kernel (linux-image-*-amd64,
 installed by .ci/run) with this machine's root under qemu, emulated (TCG) where KVM is not
-usable, and this hotloop runs inside it.  A boot costs about a minute here: one session
-runs through, one is SIGKILLed mid-boot, and the rest (virtme-ng or qemu absent, --host with
-an image) stop before any boot.
+usable, and this hotloop runs inside it.  A session costs about 40 s here, most of it the
+emulated boot: a series of two kernels runs two sessions of each through, one session is
+SIGKILLed mid-boot, and the rest (virtme-ng or qemu absent, --host with an image) stop before
+any boot.
 """
 from __future__ import annotations
 
@@ -23,7 +24,9 @@ from hotloop.run import vm
 
 pytestmark = pytest.mark.xdist_group("vm")
 
-IMAGE = Path("/boot/vmlinuz-6.1.0-47-amd64")
+IMAGES = {"deb47": Path("/boot/vmlinuz-6.1.0-47-amd64"),
+          "deb50": Path("/boot/vmlinuz-6.1.0-50-amd64")}    # two Debian point releases
+IMAGE = IMAGES["deb47"]
 RELEASE = "6.1.0-47-amd64"
 VENV_BIN = str(Path(sys.executable).parent)      # virtme-run, installed by the vm extra
 BOOT_S = 900                                     # emulated, on a busy 2-core machine
@@ -36,11 +39,19 @@ def vm_profiles(tmp_path: Path) -> Path:
         image = "{IMAGE}"
         cpus = 1
         sysctl = {{ "net.core.busy_poll" = 50 }}    # the guest's own: applied there, unasked
+        [kernel.deb50]
+        label = "6.1.0-50"
+        image = "{IMAGES['deb50']}"
+        cpus = 1
         [cpu.one]
         cpus = [1]
         [host.lab]
         address = "127.0.0.1"
         """)
+
+
+def release(image: Path) -> str:
+    return image.name.removeprefix("vmlinuz-")
 
 
 def vm_env(path: str | None = None) -> dict[str, str]:
@@ -89,33 +100,58 @@ def guest_qemu(roots: list[int], pinned_to: set[int] | None = None) -> int | Non
     return None
 
 
-def test_a_session_in_a_vm_runs_the_guests_kernel_and_comes_home_as_a_result_file(
-        tmp_path, leftovers):
+def test_two_kernels_alternate_in_vms_come_home_as_files_and_are_compared(tmp_path, leftovers):
+    """The kernel A/B hotloop is for: both images booted in turn, two sessions each, every
+    session a fresh boot of its own kernel, its result file here, and the compare of the
+    kernels with sessions (and boots) as replicates."""
     d = vm_profiles(tmp_path)
-    out = tmp_path / "vm.jsonl"
-    r = hotloop("run", "syscall", "--kernel", "deb47", "--cpu", "one", "--runs", "2",
-                "--warmup", "0", "--no-perf", "--param", "calls=1000", "--out", str(out),
-                "--format", "json", "--profiles", str(d), env=vm_env(), timeout=BOOT_S + 120)
+    r = hotloop("run", "syscall", "--kernel", "deb47", "--kernel", "deb50", "--sessions", "2",
+                "--cpu", "one", "--runs", "2", "--warmup", "0", "--no-perf", "--param",
+                "calls=1000", "--format", "json", "--profiles", str(d), env=vm_env(),
+                timeout=4 * BOOT_S)
     assert r.returncode == 0, r.stderr
-    res = results.read(out)
-    h = res.header
-    assert res.finished is not None and len(res.runs) == 2
-    assert h.kernel_release == RELEASE                  # the guest's, not this machine's
-    assert h.kernel.name == "deb47" and h.kernel.image == str(IMAGE)
-    assert h.vm is not None and h.vm.image == str(IMAGE) and h.vm.cpus == 1
-    assert h.vm.image_sha256 == vm.kimage.sha256(IMAGE)
-    assert h.boot_id and h.boot_id != Path("/proc/sys/kernel/random/boot_id").read_text().strip()
-    assert h.sysctl["net.core.busy_poll"].during == "50"       # in the guest, without asking
-    warnings = list(res.warnings)
     doc = json.loads(r.stdout)
-    if h.vm.accel == "tcg":             # this machine: nested KVM does not work
-        tcg = [w for w in warnings if w.startswith("no usable KVM (")]
-        assert tcg and tcg[0].endswith("guests are emulated; their numbers do not measure "
-                                       "this CPU")
-        assert "no usable KVM (" in r.stderr            # text: as it came, on stderr
-        assert any("no usable KVM (" in w for w in doc["warnings"])     # JSON: in the report
-    # the guest's own warnings say where they come from
-    assert all(w.startswith(("no usable KVM (", "in the VM: ")) for w in warnings)
+    series = doc["series"]
+    assert series["order"] == ["deb47 s01", "deb50 s01", "deb50 s02", "deb47 s02"]
+    assert series["failed"] == [] and series["stopped"] == []
+    top = tmp_path / series["directory"]
+    boots = set()
+    for name, image in IMAGES.items():
+        files = sorted((top / name).glob("*.jsonl"))
+        assert [f.name for f in files] == ["s01.jsonl", "s02.jsonl"]
+        for f in files:
+            res = results.read(f)
+            h = res.header
+            assert res.finished is not None and len(res.runs) == 2
+            assert h.kernel_release == release(image)       # the guest's, not this machine's
+            assert h.kernel.name == name and h.kernel.image == str(image)
+            assert h.vm is not None and h.vm.image == str(image) and h.vm.cpus == 1
+            assert h.vm.image_sha256 == vm.kimage.sha256(image)
+            assert h.batch is not None and h.batch.session == int(f.name[1:3])
+            boots.add(h.boot_id)
+            # a kernel profile's sysctl is set in its own guests, without asking
+            during = h.sysctl.get("net.core.busy_poll")
+            assert (during.during if during else None) == ("50" if name == "deb47" else None)
+            # the guest's own warnings say where they come from
+            assert all(w.startswith(("no usable KVM (", "in the VM: ")) for w in res.warnings)
+            if h.vm.accel == "tcg":             # this machine: nested KVM does not work
+                tcg = [w for w in res.warnings if w.startswith("no usable KVM (")]
+                assert tcg and tcg[0].endswith("guests are emulated; their numbers do not "
+                                               "measure this CPU")
+    # every session a boot of its own, none of them this machine's
+    assert len(boots) == 4 and "" not in boots
+    assert Path("/proc/sys/kernel/random/boot_id").read_text().strip() not in boots
+    cmp = doc["comparison"]
+    assert cmp["baseline"]["name"] == "deb47" and cmp["baseline"]["sessions"] == 2
+    assert cmp["baseline"]["kernel"] == release(IMAGES["deb47"])
+    (new,) = cmp["results"]
+    assert new["name"] == "deb50" and new["kernel"] == release(IMAGES["deb50"])
+    first = cmp["comparisons"][0]
+    assert first["method"] == "sessions" and first["boots"] == "across boots"
+    assert (first["boots_baseline"], first["boots_new"]) == (2, 2)
+    if "no usable KVM (" in r.stderr:       # text: as it came, on stderr; and in compare's
+        assert any(w.startswith("no usable KVM (") and "the sessions ran in emulated guests"
+                   in w for w in cmp["warnings"])
     assert list((Path(vm.paths.cache_dir()) / "vm").glob("s-*")) == []   # swept at its end
     assert leftovers() == []
 
