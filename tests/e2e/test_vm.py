@@ -272,6 +272,46 @@ def test_the_console_says_booting_and_x_ends_the_guest_at_once(tmp_path, monkeyp
     assert not list((tmp_path / "results").glob("*.jsonl"))     # nothing ran: nothing kept
 
 
+def test_a_console_series_of_two_vm_kernels_says_booting_and_x_ends_it(tmp_path, monkeypatch,
+                                                                      leftovers):
+    from test_app import SIZE, log_text, picked, set_choice, type_into, wait_for
+
+    from hotloop.console.app import HotloopApp
+    monkeypatch.setenv("PATH", VENV_BIN + os.pathsep + os.environ["PATH"])
+    d = vm_profiles(tmp_path)
+
+    async def go() -> None:
+        app = HotloopApp(profiles=[d], results_dir=tmp_path / "results")
+        async with app.run_test(size=SIZE) as pilot:
+            await picked(pilot, app, "syscall")
+            await set_choice(pilot, app, "kernel", "deb47")
+            await set_choice(pilot, app, "kernel2", "deb50")
+            await type_into(pilot, app, "sessions", "2")
+            await type_into(pilot, app, "runs", "2")
+            await pilot.press("escape")
+            assert app.form.series == (["deb47", "deb50"], 2)
+            await pilot.press("r")
+            await wait_for(pilot, lambda: app.live is not None and app.live.state == "booting",
+                           30, "booting")
+            status = str(app.query_one("#status").render())
+            assert "booting" in status and "deb47 · session 1 of 2" in status
+            assert f"deb47 · session 1 of 2, in a VM booting {IMAGE}" in log_text(app)
+            assert app.series is not None
+            await wait_for(pilot, lambda: guest_qemu([os.getpid()]) is not None, 120, "qemu")
+            qemu = guest_qemu([os.getpid()])
+            assert qemu is not None
+            await pilot.press("x")
+            await wait_for(pilot, lambda: not app.running, 20, "stopped")
+            assert app.live.state == "stopped"
+            assert not alive(qemu)
+            text = log_text(app)
+            assert "series stopped: sessions finished: deb47 0, deb50 0" in text, text
+            assert "deb50 · session" not in text            # no session after the stop
+    asyncio.run(go())
+    assert leftovers() == []
+    assert not list((tmp_path / "results").glob("**/*.jsonl"))     # nothing ran: nothing kept
+
+
 def test_interleaving_a_kernel_booted_in_a_vm_is_refused(tmp_path):
     d = vm_profiles(tmp_path)
     r = hotloop("run", "syscall", "zero_null", "--interleave", "--kernel", "deb47",

@@ -422,9 +422,14 @@ class HotloopApp(App[None]):
             async for e in s.events():
                 if isinstance(e, series.Begins):
                     self.series_at = (e.slot, s.plan.sessions)
-                    live = self._new_live(rps[e.slot.kernel])
+                    rp = rps[e.slot.kernel]
+                    live = self._new_live(rp)
+                    if rp.kernel.image:
+                        live.state = "booting"      # until the guest's header
                     self.log_line(f"{e.slot.kernel} · session {e.slot.session} of "
-                                  f"{s.plan.sessions} → {e.slot.path}")
+                                  f"{s.plan.sessions}"
+                                  + (f", in a VM booting {rp.kernel.image}"
+                                     if rp.kernel.image else "") + f" → {e.slot.path}")
                 elif isinstance(e, series.Ends):
                     if live is not None:
                         live.end("finished" if isinstance(e.end, ev.Finished) else
