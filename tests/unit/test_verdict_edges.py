@@ -403,3 +403,25 @@ def test_the_gate_reads_the_corrected_primary_verdict_only(worse):
     pair.metrics[0] = dataclasses.replace(primary, test=dataclasses.replace(
         primary.test, verdict=Verdict.NOT_AFTER_CORRECTION, significant=False))
     assert compare.gate(comp, "worse") == [] and compare.gate(comp, "change") == []
+
+
+def test_too_noisy_names_the_sessions_when_they_not_the_runs_differ():
+    """Synthetic: a counter read once a session (no spread of runs), two sessions a side
+    far apart: the interval is too wide to call, and the words say the sessions differ, not
+    that the runs spread 0%."""
+    from hotloop.analysis import compare
+    from hotloop.analysis.compare import MetricDelta, Verdict
+    from hotloop.analysis.metrics import RESOURCE, Series
+    from hotloop.render import verdicts
+
+    def side(*counts: float) -> list[Series]:
+        return [Series("context-switches", "", False, RESOURCE, [c], per_session=True)
+                for c in counts]
+    t = compare.test_metric(side(100, 300), side(120, 380))
+    assert t.verdict is Verdict.TOO_NOISY, t
+    assert t.noise_source == "measured" and not t.spread_pct and t.noise_pct > 50, t
+    words = verdicts.word(MetricDelta("context-switches", "", False, t))
+    assert words == (f"too noisy to call: sessions differ by {t.noise_pct:.0f}%; "
+                     "calibrate or run more"), words
+    short = verdicts.word(MetricDelta("context-switches", "", False, t), short=True)
+    assert short == f"too noisy: sessions differ by {t.noise_pct:.0f}%"

@@ -123,12 +123,18 @@ def duration(seconds: float) -> str:
     return f"{m}m{s:02d}s" if m < 60 else f"{m // 60}h{m % 60:02d}m"
 
 
-def too_noisy(spread_pct: float | None = None, short: bool = False) -> str:
+def too_noisy(spread_pct: float | None = None, short: bool = False,
+              sessions_pct: float | None = None) -> str:
     """No verdict because the runs spread too widely for any change to be told (the
     interval, or the smallest change that could be found, beyond stats.TOO_NOISY_PCT): the
-    words compare and the console both use, for a newcomer ("detect ≥432%" told nobody)."""
-    if spread_pct is None:
+    words compare and the console both use, for a newcomer ("detect ≥432%" told nobody).
+    The sessions' own differences are named instead when they are the larger: a counter read
+    once a session has no spread of runs ("runs spread 0%" said the opposite of the truth)."""
+    if sessions_pct is not None and (spread_pct is None or sessions_pct > spread_pct):
+        what = f"sessions differ by {sessions_pct:.0f}%"
+    elif spread_pct is not None:
+        what = f"runs spread {spread_pct:.0f}%"
+    else:
         return "too noisy to call"
-    spread = f"{spread_pct:.0f}%"
-    return (f"too noisy: runs spread {spread}" if short else
-            f"too noisy to call: runs spread {spread}; calibrate or run more")
+    return (f"too noisy: {what}" if short else
+            f"too noisy to call: {what}; calibrate or run more")

@@ -37,7 +37,9 @@ def word(m: MetricDelta, short: bool = False) -> str:
         width = f"±{t.half_width_pct:.1f}%" if t.half_width_pct is not None else "±?"
         return f"{kind} noise {width}" if short else f"within {kind} noise ({width})"
     if v is Verdict.TOO_NOISY:
-        return too_noisy(t.spread_pct, short)
+        # the sessions' differences when measured (an assumed noise is the runs' spread)
+        measured = t.noise_source not in (None, "assumed", "unmeasured")
+        return too_noisy(t.spread_pct, short, sessions_pct=t.noise_pct if measured else None)
     if v is Verdict.ACROSS_BOOTS:
         return across_boots(m, short)
     if v is Verdict.NOT_AFTER_CORRECTION:
