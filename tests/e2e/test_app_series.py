@@ -10,6 +10,8 @@ from test_app import SIZE, log_text, set_choice, small_run, type_into, wait_for
 
 from hotloop import results
 from hotloop.console.app import HotloopApp
+from hotloop.console.screens.compare import CompareScreen
+from hotloop.console.widgets.params import NO_KERNEL
 
 KERNELS = """
 [kernel.k1]
@@ -42,22 +44,19 @@ async def _series_form(pilot, app: HotloopApp, msgs: str, runs: str, sessions: s
 def test_the_console_runs_a_series_and_names_its_session(isolated: Path, leftovers) -> None:
     seen: set[str] = set()
 
-    async def go() -> None:
-        out = isolated / "results"
-        app = HotloopApp(profiles=[_profiles(isolated)], results_dir=out)
-        async with app.run_test(size=SIZE) as pilot:
-            await _series_form(pilot, app, "2000", "3", "2")
-            await pilot.press("r")
+    async def series(app: HotloopApp, pilot, out: Path) -> Path:
+        await _series_form(pilot, app, "2000", "3", "2")
+        await pilot.press("r")
 
-            def watch() -> bool:
-                for part in ("k1 · session 1 of 2", "k2 · session 1 of 2",
-                             "k2 · session 2 of 2", "k1 · session 2 of 2"):
-                    if part in _status(app):
-                        seen.add(part)
-                return "series done" in log_text(app)
-            await wait_for(pilot, watch, 240, "the series done")
-            assert not app.running
-            text = log_text(app)
+        def watch() -> bool:
+            for part in ("k1 · session 1 of 2", "k2 · session 1 of 2",
+                         "k2 · session 2 of 2", "k1 · session 2 of 2"):
+                if part in _status(app):
+                    seen.add(part)
+            return "series done" in log_text(app)
+        await wait_for(pilot, watch, 240, "the series done")
+        assert not app.running
+        text = log_text(app)
         (d,) = list(out.iterdir())
         for k in ("k1", "k2"):
             files = sorted((d / k).glob("*.jsonl"))
@@ -68,7 +67,39 @@ def test_the_console_runs_a_series_and_names_its_session(isolated: Path, leftove
                 assert r.header.batch is not None and r.header.batch.session == i
         order = [ln.split(":")[0] for ln in text.splitlines() if ln.startswith(("k1 s", "k2 s"))]
         assert order == ["k1 s01", "k2 s01", "k2 s02", "k1 s02"], text
-        assert f"hotloop compare {d}/k1/ {d}/k2/" in text
+        assert f"c compares them here, or: hotloop compare {d}/k1/ {d}/k2/" in text
+        return d
+
+    async def compare_after(app: HotloopApp, pilot, d: Path) -> None:
+        # c, just after the series: its kernels are the sides, compared at once
+        await pilot.press("c")
+        await wait_for(pilot, lambda: isinstance(app.screen, CompareScreen)
+                       and (app.screen.comparison is not None or app.screen.error), 60,
+                       "the series compared")
+        screen = app.screen
+        assert isinstance(screen, CompareScreen) and not screen.error, screen.error
+        assert screen.sides == [sorted((d / k).glob("*.jsonl")) for k in ("k1", "k2")]
+        assert [side.sessions for side in screen.comparison.sides] == [2, 2]
+        await pilot.press("escape")
+
+    async def go() -> None:
+        out = isolated / "results"
+        app = HotloopApp(profiles=[_profiles(isolated)], results_dir=out)
+        async with app.run_test(size=SIZE) as pilot:
+            d = await series(app, pilot, out)
+            await compare_after(app, pilot, d)
+            # a single session after it: c is the plain picker again, nothing picked
+            await set_choice(pilot, app, "kernel2", NO_KERNEL)
+            await type_into(pilot, app, "sessions", "1")
+            await pilot.press("escape")
+            assert app.form.series is None
+            await pilot.press("r")
+            await wait_for(pilot, lambda: not app.running and app.series_sides is None, 120,
+                           "a single run")
+            await pilot.press("c")
+            await wait_for(pilot, lambda: isinstance(app.screen, CompareScreen)
+                           and app.screen.loaded, 30, "the picker")
+            assert app.screen.sides == []
     asyncio.run(go())
     # the header followed the sessions (each polled while it ran; a short one may be missed,
     # never one named wrong)

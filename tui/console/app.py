@@ -111,6 +111,8 @@ class HotloopApp(App[None]):
         self.session: Session | RemoteSession | VmSession | None = None
         self.series: series.Series | None = None     # a series running (run --sessions)
         self.series_at: tuple[series.Slot, int] | None = None   # its session, of how many
+        # the last series' sessions, a side a kernel: what `c` compares until the next run
+        self.series_sides: list[list[Path]] | None = None
         self.worker: Worker | None = None
         self.view = "setup"
         self._affinity: set[int] | None = None
@@ -386,6 +388,7 @@ class HotloopApp(App[None]):
         except HotloopError as e:
             self.log_line(f"cannot run: {e}", "error")
             return
+        self.series_sides = None
         self.series = series.Series(sp, lambda slot: start.here(
             rps[slot.kernel], slot.path, chosen, variant=slot.kernel))
         self.log_line(f"series {plan.name}: {', '.join(kernels)}, {n} session"
@@ -478,7 +481,9 @@ class HotloopApp(App[None]):
             self.log_line(f"failed: {', '.join(message.failed)} (set aside)", "error")
         if len(message.done) > 1 and all(message.done.values()):
             dirs = " ".join(f"{message.directory}/{k}/" for k in message.done)
-            self.log_line(f"compare them: hotloop compare {dirs}")
+            self.log_line(f"c compares them here, or: hotloop compare {dirs}")
+            self.series_sides = [sorted(Path(message.directory, k).glob("*.jsonl"))
+                                 for k in message.done]
         self.series = None
         self._restore_affinity()
         self._redraw(plots=True)
@@ -503,6 +508,7 @@ class HotloopApp(App[None]):
         else:
             path = results.default_path(f"{plan.name}-{host}", self.results_dir)
             self.session = start.there(self.cat.hosts[host], plan, path, chosen)
+        self.series_sides = None
         live = self._new_live(rp)
         self.log_line(f"run {plan.name}: {rp.workload.name}, {plan.runs} runs "
                       f"(+{plan.warmup} warmup), cpu {rp.cpu.name}"
@@ -729,7 +735,7 @@ class HotloopApp(App[None]):
         from hotloop.console.screens.compare import (
             CompareScreen,  # not on the launch path
         )
-        self.push_screen(CompareScreen(self.results_dir))
+        self.push_screen(CompareScreen(self.results_dir, self.series_sides))
 
     # --- saving ------------------------------------------------------------------
 

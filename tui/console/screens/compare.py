@@ -260,9 +260,11 @@ class CompareScreen(Screen[None]):
     CompareScreen #table-box { height: 1fr; }
     """
 
-    def __init__(self, results_dir: Path) -> None:
+    def __init__(self, results_dir: Path, sides: list[list[Path]] | None = None) -> None:
         super().__init__()
         self.results_dir = Path(results_dir)
+        # picked and compared once the list is read: a series' kernels, just run
+        self.preset = [list(side) for side in sides or []]
         self.entries: list[Entry] = []
         self.loaded = False
         self.sides: list[list[Path]] = []     # in pick order: [0] is the baseline
@@ -365,6 +367,12 @@ class CompareScreen(Screen[None]):
                       f"(the first is the baseline), c compares, esc goes back")
         else:
             self._say(f"no result files in {self.results_dir} yet: run something first")
+        listed = {e.path for e in entries}
+        sides = [kept for side in self.preset if (kept := [p for p in side if p in listed])]
+        if len(sides) > 1:
+            self.sides = sides
+            self._mark_picks()
+            self.action_compare()
 
     def _say(self, text: str, error: bool = False) -> None:
         status = self.query_one("#compare-status", Static)
