@@ -405,23 +405,52 @@ def test_the_gate_reads_the_corrected_primary_verdict_only(worse):
     assert compare.gate(comp, "worse") == [] and compare.gate(comp, "change") == []
 
 
-def test_too_noisy_names_the_sessions_when_they_not_the_runs_differ():
-    """Synthetic: a counter read once a session (no spread of runs), two sessions a side
-    far apart: the interval is too wide to call, and the words say the sessions differ, not
-    that the runs spread 0%."""
+def test_too_noisy_names_what_made_the_interval_wide():
+    """Synthetic, through compare's own test: the words name the sessions where their offsets
+    (measured, or a calibration's) made the interval wide, the runs where the runs did."""
     from hotloop.analysis import compare
     from hotloop.analysis.compare import MetricDelta, Verdict
-    from hotloop.analysis.metrics import RESOURCE, Series
+    from hotloop.analysis.metrics import RESOURCE, SPEED, Series
+    from hotloop.analysis.noise import MetricNoise
     from hotloop.render import verdicts
+    rng = np.random.default_rng(21)
 
-    def side(*counts: float) -> list[Series]:
-        return [Series("context-switches", "", False, RESOURCE, [c], per_session=True)
-                for c in counts]
-    t = compare.test_metric(side(100, 300), side(120, 380))
-    assert t.verdict is Verdict.TOO_NOISY, t
+    def said(t: compare.Test) -> str:
+        assert t.verdict is Verdict.TOO_NOISY, t
+        return verdicts.word(MetricDelta("m", "", False, t))
+
+    # a perf counter, one value a session (no runs to spread), sessions far apart
+    def counter(*counts: float) -> list[Series]:
+        return [Series("cs", "", False, RESOURCE, [c], per_session=True) for c in counts]
+    t = compare.test_metric(counter(100, 300), counter(120, 380))
     assert t.noise_source == "measured" and not t.spread_pct and t.noise_pct > 50, t
-    words = verdicts.word(MetricDelta("context-switches", "", False, t))
-    assert words == (f"too noisy to call: sessions differ by {t.noise_pct:.0f}%; "
-                     "calibrate or run more"), words
-    short = verdicts.word(MetricDelta("context-switches", "", False, t), short=True)
-    assert short == f"too noisy: sessions differ by {t.noise_pct:.0f}%"
+    assert said(t) == (f"too noisy to call: sessions differ by {t.noise_pct:.0f}%; "
+                       "run more sessions")
+    assert verdicts.word(MetricDelta("cs", "", False, t), short=True) == \
+        f"too noisy: sessions differ by {t.noise_pct:.0f}%"
+
+    # runs that spread 40%, 500 a session: the sessions' 15% offsets made it wide, not they
+    def sessions(*offsets: float) -> list[Series]:
+        return [Series("v", "", False, SPEED, list(np.exp(rng.normal(o, 0.4, 500))))
+                for o in offsets]
+    t = compare.test_metric(sessions(0.0, 0.3), sessions(0.05, 0.35))
+    assert t.spread_pct > 30 and t.runs_pct < t.noise_pct, t
+    assert said(t).startswith("too noisy to call: sessions differ by ")
+
+    # runs that spread 60%, 5 a session, the sessions alike: the runs made it wide
+    def alike() -> list[Series]:
+        return [Series("v", "", False, SPEED, list(np.exp(rng.normal(0, 0.6, 5))))
+                for _ in range(3)]
+    t = compare.test_metric(alike(), alike())
+    assert t.noise_source == "measured" and t.runs_pct > t.noise_pct, t
+    assert said(t).startswith("too noisy to call: runs spread "), said(t)
+
+    # one session a side with a calibration that says sessions differ by 40%: the figure is
+    # the calibration's, and calibrating again is no advice
+    cal = MetricNoise(session_var=0.16, median_var=1e-4, sigma_within=0.05, runs=30, df=9)
+    one = [Series("v", "", False, SPEED, list(np.exp(rng.normal(0, 0.05, 30))))]
+    two = [Series("v", "", False, SPEED, list(np.exp(rng.normal(0, 0.05, 30))))]
+    t = compare.test_metric(one, two, calibrated=cal)
+    assert t.noise_source == "calibrated", t
+    assert said(t) == (f"too noisy to call: calibrated session noise {t.noise_pct:.0f}%; "
+                       "run more sessions")

@@ -213,6 +213,7 @@ class Test:
     correction: str = "none"            # "holm" when several sides were corrected together
     family: int = 1                     # how many sides' tests were corrected together
     spread_pct: float | None = None     # the runs' robust spread within a session, %
+    runs_pct: float | None = None       # the runs' part of a session centre's spread, %
     noise_check: dict[str, Any] | None = None   # the calibration against the sessions
     boots: str = ""                     # analysis.boots: "one boot", "across boots",
                                         # "boots unknown"; "" when nobody asked (samples)
@@ -340,7 +341,7 @@ def _test(o: Outcome, n_base: int, n_new: int, k_base: int, k_new: int, verdict:
                 k_new,
                 100 * calibrated.sigma_between if calibrated and used_calibration else None,
                 o.noise_pct, o.noise_source, o.half_width_pct, spread_pct=o.spread_pct,
-                noise_check=o.noise_check)
+                runs_pct=o.runs_pct, noise_check=o.noise_check)
 
 
 def correct_sides(tests: Sequence[Test]) -> list[Test]:

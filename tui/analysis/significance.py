@@ -107,6 +107,8 @@ class Outcome:
                                             # are not told from noise
     spread_pct: float | None = None         # sessions: the runs' robust spread within a
                                             # session, % (what "too noisy" reports)
+    runs_pct: float | None = None           # sessions: the runs' part of a session centre's
+                                            # spread, %: against noise_pct, which made it wide
     rounds: int = 0                         # paired method: rounds compared...
     processes: int = 0                      # ...and the worker processes they ran in
     noise_check: dict[str, Any] | None = None   # sessions with a calibration: did it fit?
@@ -265,12 +267,13 @@ def sessions_test(base: Sequence[Sequence[float]], new: Sequence[Sequence[float]
     ci_low, ci_high = _pct(lo, ya, log), _pct(hi, ya, log)
     significant = bool(p < ALPHA and (lo > 0 or hi < 0))
     # What of tau^2 is the sessions' own offset: sigma_b, as a % of the centre.
-    sigma_b = math.sqrt(max(0.0, tau2 - float(np.mean([e.var for e in ests])))) / scale * 100
+    within = float(np.mean([e.var for e in ests]))
+    sigma_b = math.sqrt(max(0.0, tau2 - within)) / scale * 100
     return Outcome("sessions", log, centre_a, centre_b, change, ci_low, ci_high, p, significant,
                    noise_pct=sigma_b, noise_source=source,
                    half_width_pct=_half(ci_low, ci_high),
                    spread_pct=100 * within_spread([*base, *new], log) / scale,
-                   noise_check=check)
+                   runs_pct=100 * math.sqrt(within) / scale, noise_check=check)
 
 
 def noise_check(measured: float, df_data: int, calibrated: float, df_cal: int,

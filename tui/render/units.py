@@ -124,17 +124,18 @@ def duration(seconds: float) -> str:
 
 
 def too_noisy(spread_pct: float | None = None, short: bool = False,
-              sessions_pct: float | None = None) -> str:
-    """No verdict because the runs spread too widely for any change to be told (the
-    interval, or the smallest change that could be found, beyond stats.TOO_NOISY_PCT): the
-    words compare and the console both use, for a newcomer ("detect ≥432%" told nobody).
-    The sessions' own differences are named instead when they are the larger: a counter read
-    once a session has no spread of runs ("runs spread 0%" said the opposite of the truth)."""
-    if sessions_pct is not None and (spread_pct is None or sessions_pct > spread_pct):
-        what = f"sessions differ by {sessions_pct:.0f}%"
+              sessions_pct: float | None = None, calibrated: bool = False) -> str:
+    """No verdict because the interval is too wide for any change to be told (it, or the
+    smallest change that could be found, beyond stats.TOO_NOISY_PCT): the words compare and
+    the console both use, for a newcomer ("detect ≥432%" told nobody).  What made it wide:
+    the runs' spread, or `sessions_pct`, the sessions' own offsets (a calibration's, when
+    `calibrated`), which more runs do not narrow."""
+    if sessions_pct is not None:
+        what = (f"calibrated session noise {sessions_pct:.0f}%" if calibrated else
+                f"sessions differ by {sessions_pct:.0f}%")
+        fix = "run more sessions"
     elif spread_pct is not None:
-        what = f"runs spread {spread_pct:.0f}%"
+        what, fix = f"runs spread {spread_pct:.0f}%", "calibrate or run more"
     else:
         return "too noisy to call"
-    return (f"too noisy: {what}" if short else
-            f"too noisy to call: {what}; calibrate or run more")
+    return f"too noisy: {what}" if short else f"too noisy to call: {what}; {fix}"

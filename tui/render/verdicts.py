@@ -10,7 +10,7 @@ side, from different boots" (or "one boot a side"): nothing measured what a rebo
 """
 from __future__ import annotations
 
-from hotloop.analysis.compare import MetricDelta, Verdict
+from hotloop.analysis.compare import MetricDelta, Test, Verdict
 from hotloop.analysis.metrics import RESOURCE, SPEED, UNDIRECTED
 from hotloop.analysis.significance import MIN_PROCESSES, MIN_ROUNDS
 from hotloop.render.units import too_noisy
@@ -37,9 +37,7 @@ def word(m: MetricDelta, short: bool = False) -> str:
         width = f"±{t.half_width_pct:.1f}%" if t.half_width_pct is not None else "±?"
         return f"{kind} noise {width}" if short else f"within {kind} noise ({width})"
     if v is Verdict.TOO_NOISY:
-        # the sessions' differences when measured (an assumed noise is the runs' spread)
-        measured = t.noise_source not in (None, "assumed", "unmeasured")
-        return too_noisy(t.spread_pct, short, sessions_pct=t.noise_pct if measured else None)
+        return _too_noisy(t, short)
     if v is Verdict.ACROSS_BOOTS:
         return across_boots(m, short)
     if v is Verdict.NOT_AFTER_CORRECTION:
@@ -47,6 +45,19 @@ def word(m: MetricDelta, short: bool = False) -> str:
         return (f"not significant for {t.family} sides" if short else
                 f"not significant once corrected for {t.family} sides (Holm{p})")
     return FIXED[v]
+
+
+def _too_noisy(t: Test, short: bool) -> str:
+    """Too noisy, naming what made the interval wide: the sessions' offsets, where they were
+    measured or calibrated and outweigh the runs' part of a session's centre (a perf counter,
+    one value a session, has no runs to spread: "runs spread 0%" said the opposite), else the
+    runs' spread (which an assumed session noise is made of)."""
+    source = t.noise_source or ""
+    if t.noise_pct is not None and source not in ("", "assumed", "unmeasured") \
+            and t.noise_pct >= (t.runs_pct or 0.0):
+        return too_noisy(short=short, sessions_pct=t.noise_pct,
+                         calibrated=source == "calibrated")
+    return too_noisy(t.spread_pct, short)
 
 
 def across_boots(m: MetricDelta, short: bool = False) -> str:
