@@ -88,6 +88,15 @@ def test_the_console_runs_a_series_and_names_its_session(isolated: Path, leftove
         async with app.run_test(size=SIZE) as pilot:
             d = await series(app, pilot, out)
             await compare_after(app, pilot, d)
+            # a session gone since: nothing compared on fewer sessions without a word
+            gone = d / "k2" / "s02.jsonl"
+            gone.rename(gone.with_suffix(".moved"))
+            await pilot.press("c")
+            await wait_for(pilot, lambda: isinstance(app.screen, CompareScreen)
+                           and app.screen.loaded, 30, "the picker")
+            assert app.screen.sides == [] and app.screen.comparison is None
+            assert "the series' files have changed since it ran" in app.screen.error
+            await pilot.press("escape")
             # a single session after it: c is the plain picker again, nothing picked
             await set_choice(pilot, app, "kernel2", NO_KERNEL)
             await type_into(pilot, app, "sessions", "1")

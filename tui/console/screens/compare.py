@@ -368,11 +368,13 @@ class CompareScreen(Screen[None]):
         else:
             self._say(f"no result files in {self.results_dir} yet: run something first")
         listed = {e.path for e in entries}
-        sides = [kept for side in self.preset if (kept := [p for p in side if p in listed])]
-        if len(sides) > 1:
-            self.sides = sides
+        if self.preset and all(p in listed for side in self.preset for p in side):
+            self.sides = self.preset
             self._mark_picks()
             self.action_compare()
+        elif self.preset:           # compared on fewer sessions, it would say nothing of it
+            self._say("the series' files have changed since it ran: pick its sides "
+                      "(space/enter, a adds a session), c compares", error=True)
 
     def _say(self, text: str, error: bool = False) -> None:
         status = self.query_one("#compare-status", Static)
