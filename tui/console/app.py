@@ -408,6 +408,8 @@ class HotloopApp(App[None]):
         plan = rp.plan
         self.live = LiveRun(plan.name, plan.runs, plan.warmup, rp.workload.unit,
                             rp.workload.higher_is_better, plan.perf, plan.until_ci)
+        if rp.kernel.image:
+            self.live.state = "booting"         # its VM, until the guest's header
         symbols = self._q(SymbolsTable)
         symbols.show_message("perf: waiting for the first window…" if plan.perf
                              else "perf is off for this run")
@@ -427,12 +429,8 @@ class HotloopApp(App[None]):
                     self.series_at = (e.slot, s.plan.sessions)
                     rp = rps[e.slot.kernel]
                     live = self._new_live(rp)
-                    if rp.kernel.image:
-                        live.state = "booting"      # until the guest's header
                     self.log_line(f"{e.slot.kernel} · session {e.slot.session} of "
-                                  f"{s.plan.sessions}"
-                                  + (f", in a VM booting {rp.kernel.image}"
-                                     if rp.kernel.image else "") + f" → {e.slot.path}")
+                                  f"{s.plan.sessions}{_in_vm(rp)} → {e.slot.path}")
                 elif isinstance(e, series.Ends):
                     if live is not None:
                         live.end("finished" if isinstance(e.end, ev.Finished) else
@@ -512,11 +510,7 @@ class HotloopApp(App[None]):
         live = self._new_live(rp)
         self.log_line(f"run {plan.name}: {rp.workload.name}, {plan.runs} runs "
                       f"(+{plan.warmup} warmup), cpu {rp.cpu.name}"
-                      + (f", on {host} over SSH" if host else "")
-                      + (f", in a VM booting {rp.kernel.image}" if rp.kernel.image else "")
-                      + f" → {path}")
-        if isinstance(self.session, VmSession):
-            live.state = "booting"              # until the guest's header
+                      + (f", on {host} over SSH" if host else "") + _in_vm(rp) + f" → {path}")
         if host is None:
             self._away_from(rp.cpu.cpus)
         self.worker = self.run_session(self.session, live)
@@ -993,6 +987,11 @@ def status_row(plans: list[tuple[str, str]], tail: list[str], room: int,
         text.append(sep)
         text.append(t, style="dim" if dim_last and i == len(tail) - 1 else "")
     return text
+
+
+def _in_vm(rp: ResolvedPlan) -> str:
+    """What a session's log line adds when its kernel profile boots a VM."""
+    return f", in a VM booting {rp.kernel.image}" if rp.kernel.image else ""
 
 
 def _cut(text: str, width: int) -> str:
