@@ -226,14 +226,14 @@ def _distinct(side: list[list[float]], keys: list[str]) -> tuple[list[list[float
 def _called(base: tuple[list[list[float]], list[str]],
             sides: list[tuple[list[list[float]], list[str]]],
             cal: tuple[MetricNoise | None, str], ignore_boots: bool = False
-            ) -> tuple[list[Verdict | None], list[bool]]:
+            ) -> tuple[list[Verdict | None], list[bool], list[bool | None]]:
     """Each later side against the baseline, as compare judges the primary metric: the
     verdicts (None: compare refuses the side, nothing but copies of one session), and
     whether each is called after the correction for the number of sides.  `ignore_boots`:
     as compare did before sessions said their boot (sessions the replicates, any calibration
     used)."""
     if any(len(_distinct(*s)[0]) == 1 < len(s[0]) for s in [base, *sides]):
-        return [None] * len(sides), [False] * len(sides)
+        return [None] * len(sides), [False] * len(sides), [None] * len(sides)
     b_runs, b_keys = _distinct(*base)
     tests = []
     for side in sides:
@@ -245,7 +245,8 @@ def _called(base: tuple[list[list[float]], list[str]],
                                  calibrated=cal[0] if fits else None,
                                  boots=None if ignore_boots else pair))
     tests = compare_mod.correct_sides(tests)
-    return [t.verdict for t in tests], [t.significant for t in tests]
+    return ([t.verdict for t in tests], [t.significant for t in tests],
+            [compare_mod.direction(t) for t in tests])
 
 
 @dataclass(frozen=True)
@@ -306,19 +307,25 @@ MODES = [
 ]
 
 
-def simulate_modes(base: Noise, trials: int, rng: np.random.Generator) -> list[list[str]]:
+def simulate_modes(base: Noise, trials: int, rng: np.random.Generator,
+                   only: str = "") -> list[list[str]]:
     """For each mode, `trials` A/A comparisons (any call is a false positive; with several
     sides, any call among them: the family-wise rate) and as many with the effect in the
-    first later side (found: called the right way).  Fresh sessions, boots and calibration
+    first later side (found: called the right way; a direction on an assumed noise,
+    "slower?", is no call, and its share follows).  Fresh sessions, boots and calibration
     every trial.  "no verdict" is the share of A/A trials hotloop gave none on (too noisy,
-    too few runs, cannot call across boots, a side of nothing but copies refused): where it
-    cannot call, it says so.  "boots ignored": the same trials judged as compare did before
-    sessions said their boot."""
+    too few runs, cannot call across boots, a direction on an assumed noise, a side of
+    nothing but copies refused): where it cannot call, it says so.  "boots ignored": the
+    same trials judged as compare did before sessions said their boot (and before a
+    direction on an assumed noise stopped being a call)."""
     out = []
-    silent_verdicts = (None, Verdict.TOO_FEW_RUNS, Verdict.TOO_NOISY, Verdict.ACROSS_BOOTS)
+    silent_verdicts = (None, Verdict.TOO_FEW_RUNS, Verdict.TOO_NOISY, Verdict.ACROSS_BOOTS,
+                       Verdict.BEYOND_ASSUMED)
     for m in MODES:
+        if only and only not in m.label:
+            continue
         noise = Noise(*(x / 100 for x in m.noise)) if m.noise else base
-        aa = found = silent = ignored = 0
+        aa = found = asked = silent = ignored = 0
 
         def side(index: int, shared: dict[str, float], eff: float = 0.0, m: Mode = m,
                  noise: Noise = noise) -> tuple[list[list[float]], list[str]]:
@@ -335,16 +342,21 @@ def simulate_modes(base: Noise, trials: int, rng: np.random.Generator) -> list[l
             shared: dict[str, float] = {}
             base_side = side(0, shared)
             later = [side(1 + j, shared) for j in range(m.sides)]
-            verdicts, called = _called(base_side, later, cal)
+            verdicts, called, _ = _called(base_side, later, cal)
             aa += any(called)
             silent += verdicts[0] in silent_verdicts
-            ignored += any(_called(base_side, later, cal, ignore_boots=True)[1])
+            # as compare did before: a change beyond an assumed noise was a call then too
+            was, was_called, _ = _called(base_side, later, cal, ignore_boots=True)
+            ignored += any(c or v is Verdict.BEYOND_ASSUMED for v, c in zip(was, was_called))
             later = [side(1, shared, m.effect / 100)] + later[1:]
-            verdicts, called = _called(base_side, later, cal)
+            verdicts, called, ups = _called(base_side, later, cal)
             found += called[0] and verdicts[0] is Verdict.BAD
+            # a direction, not a call ("slower?"): the right way round (the effect is slower)
+            asked += verdicts[0] is Verdict.BEYOND_ASSUMED and ups[0] is False
         err = 100 * 2 * (0.05 * 0.95 / trials) ** 0.5
+        hint = f" (\"slower?\" {100 * asked / trials:.0f}%)" if asked else ""
         out.append([m.label, f"{100 * aa / trials:.1f}%", f"±{err:.1f}",
-                    f"+{m.effect:g}%: {100 * found / trials:.0f}%",
+                    f"+{m.effect:g}%: {100 * found / trials:.0f}%{hint}",
                     f"{100 * silent / trials:.0f}%", f"{100 * ignored / trials:.1f}%"])
     return out
 
@@ -420,6 +432,8 @@ def main() -> None:
     ap.add_argument("--modes", action="store_true",
                     help="with --simulate: the table of A/A and power per mode (unequal runs, "
                          "quieter or thin calibrations, copies, outliers, 4 sides)")
+    ap.add_argument("--only", default="", metavar="TEXT",
+                    help="with --modes: only the modes whose label holds TEXT")
     ap.add_argument("--profiles", action="append", default=[], metavar="DIR")
     args = ap.parse_args()
     if not any(p.startswith("count=") for p in args.param):
@@ -438,7 +452,7 @@ def main() -> None:
                   f"{100 * (sess ** 2 + boot ** 2) ** 0.5:.2g}%), {args.trials} trials a cell")
             print(table(["mode", "A/A called", "2 x sim. error at 5%", "found",
                          "A/A: no verdict", "A/A, boots ignored"],
-                        simulate_modes(Noise(w, sess, boot), args.trials, rng)))
+                        simulate_modes(Noise(w, sess, boot), args.trials, rng, args.only)))
             print(f"{time.monotonic() - t0:.0f}s", file=sys.stderr)
             return
         within, between = figures[:2]

@@ -143,6 +143,18 @@ def zero_null(path: Path, ns: int | Sequence[int], *, block_size: int = 512, cou
                  warmups=[one(-1 - i, times[0], True) for i in range(warmup)], **kw)
 
 
+# Fixed session offsets of A/A sessions: about 0.5% apart, always the same way.
+OFFSETS = (1.000, 1.006, 0.995, 1.003, 0.997, 1.008, 0.993, 1.002)
+
+
+def aa_sessions(directory: Path, ns: int, **kw: Any) -> Path:
+    """A directory of 8 A/A zero_null sessions (`hotloop calibrate DIR` takes it) around
+    `ns`, their centres OFFSETS apart: what a calibration on the forged host would find."""
+    for i, f in enumerate(OFFSETS):
+        zero_null(directory / f"aa{i}.jsonl", round(ns * f), **kw)
+    return directory
+
+
 # What `hotloop run zero_null --param count=20000` takes here, near enough: 512-byte blocks
 # about 2.3 GB/s, 64 KiB blocks about 13 GB/s (each op moves 128 times the bytes in 22 times
 # the time).

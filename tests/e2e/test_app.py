@@ -633,6 +633,8 @@ def test_until_ci_stops_when_the_median_is_known_and_detect_uses_the_calibration
             assert 10 <= app.live.n < 400
             assert ("calibrated" in numbers) == calibrated and "detect" in numbers
             assert ("assumed noise" in numbers) != calibrated
+            # not calibrated, beyond that change compare gives a direction, not a call
+            assert ("%? " in numbers) != calibrated
             newest = max(out.glob("*faulty*.jsonl"), key=lambda p: p.stat().st_mtime)
             result = results.read(newest)
             stop = result.finished.summary.stop

@@ -78,12 +78,13 @@ def test_a_batch_of_plans_runs_in_turn_and_ends_with_the_comparison(tmp_path):
     small, big = (results.read(f) for f in files)
     assert (small.header.plan.name, big.header.plan.name) == \
         ("small", "big")
-    # 16x the bytes per syscall: "faster", said when this machine measured every run of big
-    # above every run of small (the verdict on known numbers: tests/unit/test_compare_files)
-    if min(big.values) > max(small.values):
-        assert "faster" in p.stdout
+    # 16x the bytes per syscall: "faster?" (one session a side, not calibrated: a direction,
+    # not a call), said when this machine measured every run of big above every run of small
+    # (the verdict on known numbers: tests/unit/test_compare_files)
     line = next(ln for ln in p.stdout.splitlines() if ln.startswith("  bytes/s "))
-    assert any(w in line for w in ("faster", "slower", "within assumed noise")), line
+    if min(big.values) > max(small.values):
+        assert "faster? beyond assumed session noise" in line, line
+    assert any(w in line for w in ("faster?", "slower?", "within assumed noise")), line
 
 
 def test_batch_usage_errors_are_one_line():

@@ -20,6 +20,7 @@ import pytest
 from hotloop import results
 from hotloop.analysis import compare
 from hotloop.analysis.compare import Verdict
+from hotloop.cli import main
 from hotloop.errors import HotloopError
 from hotloop.events import HotSymbol, HotSymbols
 from hotloop.render import compare_formats, verdicts
@@ -47,6 +48,15 @@ def row(pair: compare.Pair, metric: str) -> compare.MetricDelta:
     return next(m for m in pair.metrics if m.metric == metric)
 
 
+@pytest.fixture
+def calibrated(tmp_path: Path) -> None:
+    """This (forged) machine calibrated for both block sizes, as `hotloop calibrate DIR`
+    stores it: one session a side is then judged on that noise, not only given a direction."""
+    for ns, size in ((forge.NS_512, 512), (forge.NS_64K, 65536)):
+        d = forge.aa_sessions(tmp_path / f"aa-{size}", ns, block_size=size)
+        assert main(["calibrate", str(d)]) == 0
+
+
 # --------------------------------------------------------------------------- statistics
 
 def test_a_a_is_exactly_zero_and_not_significant(files):
@@ -63,7 +73,8 @@ def test_a_a_is_exactly_zero_and_not_significant(files):
     assert "+0.00%" in text and "no significant change" in text
 
 
-def test_clearly_different_pair_is_significant_and_directions_follow_the_metric(files):
+def test_clearly_different_pair_is_significant_and_directions_follow_the_metric(files,
+                                                                              calibrated):
     """64 KiB blocks move far more bytes/s (higher is better: faster) but each op takes
     longer (ns/op, lower is better: slower) - both directions from one pair."""
     pair = compare.load_and_compare([files["small"], files["big"]]).pairs[0]
@@ -89,7 +100,7 @@ def test_fewer_than_five_runs_says_so(files):
 # --------------------------------------------------------------------------- formats
 
 @pytest.mark.parametrize("fmt", compare_formats.FORMATS)
-def test_every_format_renders_and_parses(files, fmt):
+def test_every_format_renders_and_parses(files, fmt, calibrated):
     comp = compare.load_and_compare([files["small"], files["big"], files["few"]])
     out = compare_formats.main_compare([files["small"], files["big"], files["few"]], fmt)
     n_rows = sum(len(p.metrics) for p in comp.pairs)
@@ -222,7 +233,7 @@ def test_zero_runs_are_refused(files, tmp_path):
     assert "header.jsonl" in _one_line(e)
 
 
-def test_truncated_result_is_compared_and_flagged_partial(files, tmp_path):
+def test_truncated_result_is_compared_and_flagged_partial(files, tmp_path, calibrated):
     """A crash mid-run: the summary line is gone and the last run line is cut in half."""
     lines = files["big"].read_text().splitlines()
     assert '"finished"' in lines[-1]

@@ -5,8 +5,13 @@ import pytest
 
 from hotloop.analysis import compare
 from hotloop.analysis.compare import MetricDelta, Verdict
+from hotloop.analysis.noise import MetricNoise
 from hotloop.analysis.significance import Outcome
 from hotloop.render import verdicts
+
+# A calibration of 8 sessions, 1% apart: one session a side is judged on it (without one, a
+# change beyond the assumed noise is only a direction, BEYOND_ASSUMED).
+CAL = MetricNoise(session_var=1e-4, median_var=1e-5, sigma_within=0.01, runs=30, df=7)
 
 # --------------------------------------------------------------------------- sessions as sides
 
@@ -15,17 +20,25 @@ def test_synthetic_lower_is_better_and_resource_wording():
     """Synthetic samples (pure statistics): a drop in a lower-is-better metric is good."""
     base = [100.0, 101, 99, 100.5, 99.5, 100.2, 100.1]
     less = [v * 0.9 for v in base]
-    t = compare.compare_samples(base, less, higher_is_better=False)
+    t = compare.compare_samples(base, less, higher_is_better=False, calibrated=CAL)
     assert t.change_pct == pytest.approx(-10) and t.significant and t.verdict is Verdict.GOOD
     assert t.ci_high < 0
-    assert compare.compare_samples(base, less, higher_is_better=True).verdict is Verdict.BAD
-    assert compare.compare_samples(base, less, higher_is_better=None).verdict is Verdict.DOWN
+    assert compare.compare_samples(base, less, higher_is_better=True,
+                                   calibrated=CAL).verdict is Verdict.BAD
+    assert compare.compare_samples(base, less, higher_is_better=None,
+                                   calibrated=CAL).verdict is Verdict.DOWN
+    kinds = ((False, compare.SPEED), (True, compare.SPEED), (False, compare.RESOURCE),
+             (True, compare.RESOURCE), (None, compare.UNDIRECTED))
     worded = [verdicts.word(MetricDelta("m", "", hib, compare.compare_samples(
-                  base, less, higher_is_better=hib, kind=kind), kind))
-              for hib, kind in ((False, compare.SPEED), (True, compare.SPEED),
-                                (False, compare.RESOURCE), (True, compare.RESOURCE),
-                                (None, compare.UNDIRECTED))]
+                  base, less, higher_is_better=hib, kind=kind, calibrated=CAL), kind))
+              for hib, kind in kinds]
     assert worded == ["faster", "slower", "better", "worse", "lower"]
+    # not calibrated: the same words, asked ("faster?"), beyond the 3% assumed
+    asked = [verdicts.word(MetricDelta("m", "", hib, compare.compare_samples(
+                 base, less, higher_is_better=hib, kind=kind), kind))
+             for hib, kind in kinds]
+    assert asked == [f"{w}? beyond assumed session noise (3%); calibrate to call"
+                     for w in worded]
     assert compare.extra_kind("user_s")[1:] == (False, compare.RESOURCE)
     assert compare.extra_kind("lat_p99_ns")[1:] == (False, compare.SPEED)
     # same data, same interval: nothing random in the statistics
@@ -65,8 +78,14 @@ def test_synthetic_zero_baseline_and_ties():
     zeros = [0.0] * 6
     t = compare.compare_samples(zeros, zeros, higher_is_better=False)
     assert t.change_pct == 0.0 and not t.significant and t.p_value == pytest.approx(1.0)
-    t = compare.compare_samples(zeros, [0.004] * 6, higher_is_better=False, kind=compare.RESOURCE)
+    t = compare.compare_samples(zeros, [0.004] * 6, higher_is_better=False, kind=compare.RESOURCE,
+                                calibrated=CAL)
     assert t.change_pct is None and t.ci_low is None and t.verdict is Verdict.BAD
+    # not calibrated: a direction, and the right one though there is no % to give it
+    t = compare.compare_samples(zeros, [0.004] * 6, higher_is_better=False, kind=compare.RESOURCE)
+    assert t.verdict is Verdict.BEYOND_ASSUMED
+    assert verdicts.word(MetricDelta("user_s", "s", False, t, compare.RESOURCE)).startswith(
+        "worse? ")
 
 
 def test_synthetic_a_a_false_positives_stay_at_alpha():
@@ -76,7 +95,7 @@ def test_synthetic_a_a_false_positives_stay_at_alpha():
     import numpy as np
 
     from hotloop.analysis import significance as sg
-    from hotloop.analysis.noise import MetricNoise, metric_noise
+    from hotloop.analysis.noise import metric_noise
     rng = np.random.default_rng(7)
 
     def session(effect: float = 0.0, n: int = 30) -> np.ndarray:

@@ -266,9 +266,11 @@ def test_an_interval_wider_than_any_change_says_too_noisy_to_call():
     words = verdicts.word(MetricDelta("ns/op", "ns/op", False, t))
     assert words.startswith(f"too noisy to call: runs spread {t.spread_pct:.0f}%")
     assert "calibrate or run more" in words
-    # a change far beyond even that interval is still a change
+    # a change far beyond even that interval is still a direction, worded as one, not a call
     big = compare.compare_samples(a.tolist(), (b * 20).tolist(), higher_is_better=False)
-    assert big.verdict is Verdict.BAD
+    assert big.verdict is Verdict.BEYOND_ASSUMED and not big.significant
+    assert verdicts.word(MetricDelta("ns/op", "ns/op", False, big)).startswith(
+        "slower? beyond assumed session noise")
 
 
 def test_a_session_with_unstable_runs_is_warned_about(tmp_path: Path):

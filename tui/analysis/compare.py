@@ -10,8 +10,9 @@ p-value and a verdict, from the method that fits how the runs were taken (hotloo
 * separate sessions (the usual case: stock and patched kernels with a reboot between): the
   session is the unit of replication; the session-to-session noise comes from the sides' own
   sessions and from this machine's noise profile (`hotloop calibrate`), found by the files'
-  headers or given with `--noise FILE`.  With one session a side and no profile, an assumed
-  noise (`significance.assumed_noise`) is used and the verdict and a warning say so.
+  headers or given with `--noise FILE`.  With one session a side and no profile nothing
+  measured that noise: an assumed one (`significance.assumed_noise`) gives the interval, and a
+  change beyond it is BEYOND_ASSUMED, a direction to look at but no call (see Decisions).
 * the variants of one interleaved batch (one session a side, ABAB...): a paired test on the
   rounds, which removes the drift the rounds share.
 
@@ -44,6 +45,10 @@ Decisions (documented here because every format shows their outcome):
   into one, and with one boot a side and nothing that measured a reboot (no second boot, no
   calibration of one session a boot) the verdict is ACROSS_BOOTS ("cannot call"), never a
   call on an assumed noise.  A calibration within one boot is used within one boot only.
+* Within one boot, one session a side and no calibration, the interval is the assumed noise's.
+  A change beyond it is BEYOND_ASSUMED ("faster?"): not called, not significant, no pass of
+  `--fail-on --strict`.  Nothing in one session a side can see that its sessions differ by more
+  than assumed, and where they did (6% apart) 22% of A/A pairs were called.
 * A session is its content (`Result.digest`): copies count once (`distinct`).
 * perf counters are one number per session: with one session a side and no calibration of
   them they are shown with their difference and % change but no test (NO_TEST); with several
@@ -121,6 +126,10 @@ class Verdict(enum.Enum):
     ACROSS_BOOTS = "across boots"       # one boot a side, a reboot between, and nothing
                                         # (no second boot, no calibration across reboots)
                                         # measured what a reboot moves
+    BEYOND_ASSUMED = "beyond assumed noise"     # one session a side, nothing measured how
+                                        # much sessions differ: beyond what hotloop assumes,
+                                        # a direction to look at, never a call (sessions
+                                        # 6% apart called 22% of A/A pairs)
 
     @property
     def called(self) -> bool:
@@ -299,7 +308,7 @@ class Comparison:
 
 # --------------------------------------------------------------------------- tests of a metric
 
-def _direction(o: Outcome) -> bool | None:
+def direction(o: Outcome | Test) -> bool | None:
     """Up (True) or down of a significant change, as its interval says: the medians of a
     paired test are not its estimate, and may even lie the other way round.  None: the
     interval does not clear 0, so no direction is shown."""
@@ -317,7 +326,9 @@ def _verdict(o: Outcome, higher_is_better: bool | None, too_few: Verdict | None)
         return Verdict.NO_CHANGE
     if o.noise_source == "unmeasured":
         return Verdict.ACROSS_BOOTS
-    up = _direction(o) if o.significant else None
+    up = direction(o) if o.significant else None
+    if up is not None and o.noise_source == "assumed":
+        return Verdict.BEYOND_ASSUMED
     if up is not None:
         if higher_is_better is None:
             return Verdict.UP if up else Verdict.DOWN
@@ -358,7 +369,8 @@ def correct_sides(tests: Sequence[Test]) -> list[Test]:
     out = list(tests)
     for i, p in zip(tested, adjusted):
         t = tests[i]
-        lost = t.verdict.called and not p < significance.ALPHA
+        lost = (t.verdict.called or t.verdict is Verdict.BEYOND_ASSUMED) \
+            and not p < significance.ALPHA
         out[i] = dataclasses.replace(
             t, p_adjusted=p, correction="holm", family=len(tested),
             significant=t.significant and not lost,
@@ -834,9 +846,10 @@ def compare_sides(sides: Sequence[Sequence[Result]], given: Sequence[str] | None
         comp.warnings.append(
             f"no {'usable ' if notes else ''}noise profile for "
             f"{noise_mod.describe_key(noise_mod.key_of(base.header))}: "
-            f"with one session a side, a change counts only beyond an assumed session-to-"
-            f"session noise ({figure}{rule}); measure this machine's: "
-            f"{_calibrate_hint(base.header)}")
+            f"with one session a side nothing measured how much sessions differ, so the "
+            f"interval assumes it ({figure}{rule}) and a change beyond it is a direction "
+            f"(\"faster?\"), not a call; run two sessions a side or more, or measure "
+            f"this machine's: {_calibrate_hint(base.header)}")
     elif assumed:
         comp.warnings.append(f"the noise profile has no figure for {', '.join(assumed)} "
                              f"(values not all above 0): an assumed noise is used ({rule})")

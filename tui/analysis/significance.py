@@ -31,8 +31,10 @@ Two methods, chosen by how the runs were taken:
   `ASSUMED_SESSION_NOISE` and `ASSUMED_PER_WITHIN` times the spread of the sessions' runs,
   because on this project's machine sessions differed by up to that much (README, "How small a
   change can hotloop call?") and a setup noisy within a session is noisy between sessions too;
-  v is then the McKean-Schrader estimate (McKean & Schrader 1984), the only one there is.  A
-  change is called only far beyond what sessions plausibly differ by, and the verdict says so.
+  v is then the McKean-Schrader estimate (McKean & Schrader 1984), the only one there is.  The
+  outcome's interval and p rest on that assumption, so compare calls nothing on it: a change
+  beyond it is a direction (compare.Verdict.BEYOND_ASSUMED), since sessions that differ by
+  more than assumed (6% apart) had 22% of A/A pairs beyond it.
   Why not a hierarchical bootstrap: with the 1-5 sessions a side people run, resampling sessions
   has 1-126 distinct outcomes and its intervals are far too narrow; and it holds resamples x runs
   in memory, which a million-run file cannot afford.  Everything here is O(runs log runs).

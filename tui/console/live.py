@@ -97,8 +97,8 @@ class LiveRun:
     def detectable(self) -> float | None:
         """The smallest change (%) that compare would call, with 80% power, between this
         session and another like it: with the calibrated session noise moved to the runs so
-        far, or else the noise compare would assume; None before 6 runs or with values not
-        all above 0."""
+        far, or else the noise compare would assume (beyond which it gives a direction, not
+        a call); None before 6 runs or with values not all above 0."""
         s = self.stats.sorted
         n = len(s)
         if n < 6 or s[0] <= 0:

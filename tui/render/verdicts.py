@@ -4,13 +4,15 @@ metric's kind.  Every format and the console word verdicts here, so they say the
 A speed gets "faster"/"slower" (the primary metric, ns/op, cycles/op, latencies), a resource a
 run consumes "better"/"worse" (CPU seconds, perf counters), a value nobody declared a direction
 for "higher"/"lower".  When the interval holds 0: "within session noise (±X%)" (X: the change
-that noise alone can make), "within assumed noise (±X%)" when nothing measured that noise.
+that noise alone can make), "within assumed noise (±X%)" when nothing measured that noise, and
+a change beyond an assumed noise "faster? beyond assumed session noise (X%); calibrate to
+call": a direction to look at, not a call.
 One boot a side, a reboot between and no calibration across reboots: "cannot call: one session a
 side, from different boots" (or "one boot a side"): nothing measured what a reboot moves.
 """
 from __future__ import annotations
 
-from hotloop.analysis.compare import MetricDelta, Test, Verdict
+from hotloop.analysis.compare import MetricDelta, Test, Verdict, direction
 from hotloop.analysis.metrics import RESOURCE, SPEED, UNDIRECTED
 from hotloop.analysis.significance import MIN_PROCESSES, MIN_ROUNDS
 from hotloop.render.units import too_noisy
@@ -36,6 +38,8 @@ def word(m: MetricDelta, short: bool = False) -> str:
         kind = "assumed" if t.noise_source == "assumed" else "session"
         width = f"±{t.half_width_pct:.1f}%" if t.half_width_pct is not None else "±?"
         return f"{kind} noise {width}" if short else f"within {kind} noise ({width})"
+    if v is Verdict.BEYOND_ASSUMED:
+        return beyond_assumed(m, short)
     if v is Verdict.TOO_NOISY:
         return _too_noisy(t, short)
     if v is Verdict.ACROSS_BOOTS:
@@ -58,6 +62,22 @@ def _too_noisy(t: Test, short: bool) -> str:
         return too_noisy(short=short, sessions_pct=t.noise_pct,
                          calibrated=source == "calibrated")
     return too_noisy(t.spread_pct, short)
+
+
+def beyond_assumed(m: MetricDelta, short: bool = False) -> str:
+    """A change beyond an assumed session noise: its direction, asked, not called."""
+    t = m.test
+    up = direction(t)
+    if m.higher_is_better is None:
+        way = "higher" if up else "lower"
+    else:
+        good, bad = WORDS.get(m.kind, WORDS[SPEED])
+        way = good if up == m.higher_is_better else bad
+    # The noise assumed, not the interval's width: a log interval's width grows with the
+    # change (+756% had ±962%), and the assumption is what the reader has to weigh.
+    noise = f"{t.noise_pct:.2g}%" if t.noise_pct is not None else "?"
+    return f"{way}? assumed noise {noise}" if short else \
+        f"{way}? beyond assumed session noise ({noise}); calibrate to call"
 
 
 def across_boots(m: MetricDelta, short: bool = False) -> str:

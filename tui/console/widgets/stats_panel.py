@@ -117,10 +117,13 @@ class StatsPanel(Vertical):
         elif found > TOO_NOISY_PCT:     # "≥4266%" told a newcomer nothing: say what it means
             lines.append(row("detect", too_noisy()))
         else:                           # the smallest change compare would call vs another
+            # not calibrated: beyond the noise compare assumes it gives a direction ("faster?"),
+            # not a call, and the "?" says so here too
             how = "calibrated" if live.noise is not None else "assumed noise"
+            asked = "" if live.noise is not None else "?"
             # no "3.6e+02": the line fits the narrow panel's 28 columns up to 9999%
             shown = f"{found:.2g}" if found < 100 else f"{found:.0f}"
-            lines.append(row("detect", f"≥{shown}% [dim]{how}[/dim]"))
+            lines.append(row("detect", f"≥{shown}%{asked} [dim]{how}[/dim]"))
         eta = live.eta()
         when = duration(live.elapsed())
         if eta is not None:
