@@ -85,6 +85,8 @@ def test_a_batch_of_plans_runs_in_turn_and_ends_with_the_comparison(tmp_path):
     if min(big.values) > max(small.values):
         assert "faster? beyond assumed session noise" in line, line
     assert any(w in line for w in ("faster?", "slower?", "within assumed noise")), line
+    # not calibrated: the cheap way to a verdict for variants is to interleave them
+    assert "run the variants with --interleave" in p.stdout
 
 
 def test_batch_usage_errors_are_one_line():

@@ -840,6 +840,9 @@ def compare_sides(sides: Sequence[Sequence[Result]], given: Sequence[str] | None
     rule = (f"the larger of {100 * ASSUMED_SESSION_NOISE:g}% and "
             f"{ASSUMED_PER_WITHIN:g} times the runs' own spread")
     if assumed and profile is None:
+        # the variants of one batch: interleaving them is the cheap way to a verdict
+        other = ("run the variants with --interleave" if batch else
+                 "run two sessions a side or more")
         first = next(t.test for p in comp.pairs for t in p.metrics
                      if t.test.noise_source == "assumed")
         figure = f"{first.noise_pct:.2g}% for {assumed[0]}: " if first.noise_pct else ""
@@ -848,8 +851,8 @@ def compare_sides(sides: Sequence[Sequence[Result]], given: Sequence[str] | None
             f"{noise_mod.describe_key(noise_mod.key_of(base.header))}: "
             f"with one session a side nothing measured how much sessions differ, so the "
             f"interval assumes it ({figure}{rule}) and a change beyond it is a direction "
-            f"(\"faster?\"), not a call; run two sessions a side or more, or measure "
-            f"this machine's: {_calibrate_hint(base.header)}")
+            f"(\"faster?\"), not a call; {other}, or measure this machine's: "
+            f"{_calibrate_hint(base.header)}")
     elif assumed:
         comp.warnings.append(f"the noise profile has no figure for {', '.join(assumed)} "
                              f"(values not all above 0): an assumed noise is used ({rule})")
