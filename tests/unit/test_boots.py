@@ -279,6 +279,23 @@ def test_strict_fails_the_gate_where_it_cannot_judge(tmp_path: Path, capsys):
     assert main(["compare", str(a), str(c), "--fail-on", "better", "--strict", *cal]) == 0
 
 
+def test_a_direction_stays_unjudged_when_corrected_for_several_sides(tmp_path: Path, capsys):
+    """Holm turned a "slower?" row that did not hold once corrected into "not significant
+    once corrected": judged, so a third side made --strict exit 0 where two gave 4."""
+    a = one(tmp_path / "a.jsonl", 1e9, "boot-1")
+    slow = one(tmp_path / "slow.jsonl", 0.915e9, "boot-1", label="patched")
+    same = one(tmp_path / "same.jsonl", 1e9, "boot-1", label="other")
+    alone = primary(compare.load_and_compare([a, slow]))
+    assert alone.test.verdict is Verdict.BEYOND_ASSUMED
+    assert 0.025 < alone.test.p_value < 0.05    # would not hold corrected for two sides
+    row = primary(compare.load_and_compare([a, slow, same]))
+    assert row.test.verdict is Verdict.BEYOND_ASSUMED and row.test.family == 2
+    assert not row.test.verdict.judged
+    assert main(["compare", str(a), str(slow), str(same), "--fail-on", "worse",
+                 "--strict"]) == 4
+    assert "no verdict for patched (slower? beyond assumed" in capsys.readouterr().err
+
+
 def test_a_calibration_of_vm_sessions_is_one_session_a_boot(tmp_path: Path):
     """Each VM session booted for it: a calibration of them measured reboots, whatever
     boot_id the guests happened to give."""

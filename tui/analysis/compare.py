@@ -369,8 +369,8 @@ def correct_sides(tests: Sequence[Test]) -> list[Test]:
     out = list(tests)
     for i, p in zip(tested, adjusted):
         t = tests[i]
-        lost = (t.verdict.called or t.verdict is Verdict.BEYOND_ASSUMED) \
-            and not p < significance.ALPHA
+        # a direction on an assumed noise was never a call: it stays what it is, unjudged
+        lost = t.verdict.called and not p < significance.ALPHA
         out[i] = dataclasses.replace(
             t, p_adjusted=p, correction="holm", family=len(tested),
             significant=t.significant and not lost,
