@@ -132,6 +132,7 @@ def separate(pool_a: list[list[float]], pool_b: list[list[float]],
         if 2 * k > len(pool_a) or k > len(pool_b):
             continue
         counts = {"naive": [0, 0], "raw": [0, 0], "cal": [0, 0]}
+        asked = [0, 0]                  # not calibrated, one a side: a direction ("slower?")
         for _ in range(trials):
             pick = rng.permutation(len(pool_a))
             a1 = [pool_a[i] for i in pick[:k]]
@@ -144,11 +145,18 @@ def separate(pool_a: list[list[float]], pool_b: list[list[float]],
                     t = test_metric([series(s, hib) for s in a1], [series(s, hib) for s in other],
                                     calibrated=cal)
                     counts[name][j] += t.significant and (j == 0 or t.verdict is Verdict.BAD)
+                    up = compare_mod.direction(t)
+                    asked[j] += t.verdict is Verdict.BEYOND_ASSUMED and (
+                        j == 0 or up is not None and up != hib)
         for name, label in (("naive", "runs as independent samples (before)"),
                             ("raw", "sessions, no calibration"),
                             ("cal", f"sessions + calibration ({k_calib} sessions)")):
             aa, hit = counts[name]
-            rows.append([str(k), label, f"{100 * aa / trials:.0f}%", f"{100 * hit / trials:.0f}%"])
+            cells = [f"{100 * aa / trials:.0f}%", f"{100 * hit / trials:.0f}%"]
+            if name == "raw" and any(asked):
+                cells = [f"{c} (\"slower?\" {100 * x / trials:.0f}%)"
+                         for c, x in zip(cells, asked)]
+            rows.append([str(k), label, *cells])
     return rows
 
 
