@@ -335,7 +335,8 @@ def test_one_session_a_side_without_calibration_says_so(sessions):
     assert m.noise_source == "assumed" and m.noise_pct >= 3.0
     assert not m.significant and m.verdict is Verdict.WITHIN_NOISE
     assert verdicts.word(m).startswith("within assumed noise (±")
-    # at least an assumed 3% session noise: nothing smaller than about 8% is called
+    # at least an assumed 3% session noise: the interval is at least about ±8% wide (and
+    # nothing beyond it is called either: a direction, "faster?")
     assert m.ci_high - m.ci_low > 2 * 8
     hint = "hotloop calibrate zero_null"
     assert any(hint in w and "no noise profile" in w for w in comp.warnings)

@@ -309,9 +309,10 @@ class Comparison:
 # --------------------------------------------------------------------------- tests of a metric
 
 def direction(o: Outcome | Test) -> bool | None:
-    """Up (True) or down of a significant change, as its interval says: the medians of a
-    paired test are not its estimate, and may even lie the other way round.  None: the
-    interval does not clear 0, so no direction is shown."""
+    """Up (True) or down of a change whose interval clears 0, as its interval says (a call,
+    or a direction on an assumed noise): the medians of a paired test are not its estimate,
+    and may even lie the other way round.  None: the interval does not clear 0, so no
+    direction is shown."""
     if o.ci_low is not None and o.ci_high is not None:
         return True if o.ci_low > 0 else False if o.ci_high < 0 else None
     if o.change_pct is not None and o.change_pct != 0:
@@ -855,7 +856,9 @@ def compare_sides(sides: Sequence[Sequence[Result]], given: Sequence[str] | None
             f"{_calibrate_hint(base.header)}")
     elif assumed:
         comp.warnings.append(f"the noise profile has no figure for {', '.join(assumed)} "
-                             f"(values not all above 0): an assumed noise is used ({rule})")
+                             f"(values not all above 0): an assumed noise is used ({rule}), "
+                             f"and with one session a side a change beyond it is a "
+                             f"direction (\"faster?\"), not a call")
     for rs, s in zip(sides, out):
         shaky = [cv for r in rs if r.finished
                  for cv in [r.finished.summary.cv] if cv is not None and cv > UNSTABLE_CV]

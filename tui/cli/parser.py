@@ -271,7 +271,9 @@ def parser() -> argparse.ArgumentParser:
                      help="with --fail-on: ignore significant changes smaller than PCT %%")
     cmp.add_argument("--strict", action="store_true",
                      help="with --fail-on: exit 4 when a side's primary metric gets no "
-                          "verdict (too noisy, too few runs, one boot a side across a reboot)")
+                          "verdict (too noisy, too few runs, one boot a side across a reboot, "
+                          "a change beyond an assumed noise: one session a side, not "
+                          "calibrated)")
     _profiles_option(cmp)
 
     ann = _sub("annotate", help="a hot symbol's instructions from a result's kept "

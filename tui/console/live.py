@@ -95,7 +95,7 @@ class LiveRun:
         return median_ci_pct(self.stats.sorted)
 
     def detectable(self) -> float | None:
-        """The smallest change (%) that compare would call, with 80% power, between this
+        """The smallest change (%) that compare would find, with 80% power, between this
         session and another like it: with the calibrated session noise moved to the runs so
         far, or else the noise compare would assume (beyond which it gives a direction, not
         a call); None before 6 runs or with values not all above 0."""

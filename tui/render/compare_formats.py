@@ -112,7 +112,7 @@ def _stat_notes(comp: Comparison) -> list[str]:
                                if not m.primary))
     if other:
         out.append(f"exploratory: {', '.join(other)} (not corrected for multiplicity: each "
-                   f"row alone is called in 5% of A/A comparisons; the verdict is "
+                   f"row alone is called in up to 5% of A/A comparisons; the verdict is "
                    f"{comp.metric}'s)")
     held = [(p.new.name, m.test) for p in comp.pairs for m in p.metrics
             if m.primary and m.test.correction == "holm"]

@@ -1,5 +1,6 @@
 """The numbers: runs done, CV (prominent), how well the median is known, median, mean and
-stdev, range, the smallest change this session could detect (or "too noisy to call" beyond
+stdev, range, the smallest change compare would find against another session like it ("?"
+where that is a direction on an assumed noise, not a call; "too noisy to call" beyond
 stats.TOO_NOISY_PCT, as compare says it), time left."""
 from __future__ import annotations
 
@@ -116,7 +117,7 @@ class StatsPanel(Vertical):
             lines.append(row("detect", "–"))
         elif found > TOO_NOISY_PCT:     # "≥4266%" told a newcomer nothing: say what it means
             lines.append(row("detect", too_noisy()))
-        else:                           # the smallest change compare would call vs another
+        else:                           # the smallest change compare would find vs another
             # not calibrated: beyond the noise compare assumes it gives a direction ("faster?"),
             # not a call, and the "?" says so here too
             how = "calibrated" if live.noise is not None else "assumed noise"
