@@ -23,6 +23,13 @@ def test_si(value, unit, text):
     assert units.si(value, unit) == text
 
 
+@pytest.mark.parametrize("pct, text", [(3.0, "3"), (3.44, "3.4"), (34.4, "34"), (120.4, "120"),
+                                       (4266.0, "4266")])
+def test_a_percentage_figure_never_reads_in_exponent_form(pct, text):
+    # an assumed noise of 120% read "1.2e+02%" in compare's verdict and header
+    assert units.figure(pct) == text
+
+
 def test_a_range_an_axis_and_bucket_labels_share_one_scale():
     assert units.si_range(15.6e6, 22.7e6, "B/s") == "15.6-22.7 MB/s"
     assert units.axis_scale(22.7e6, "B/s") == (1e6, "MB/s")

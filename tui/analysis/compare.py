@@ -846,7 +846,9 @@ def compare_sides(sides: Sequence[Sequence[Result]], given: Sequence[str] | None
                  "run two sessions a side or more")
         first = next(t.test for p in comp.pairs for t in p.metrics
                      if t.test.noise_source == "assumed")
-        figure = f"{first.noise_pct:.2g}% for {assumed[0]}: " if first.noise_pct else ""
+        pct = first.noise_pct or 0.0        # two digits, no "1.2e+02" (render.units.figure)
+        figure = (f"{pct:.2g}" if pct < 100 else f"{pct:.0f}") + f"% for {assumed[0]}: " \
+            if pct else ""
         comp.warnings.append(
             f"no {'usable ' if notes else ''}noise profile for "
             f"{noise_mod.describe_key(noise_mod.key_of(base.header))}: "

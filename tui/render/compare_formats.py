@@ -24,7 +24,7 @@ from hotloop.analysis.compare import (
 from hotloop.analysis.significance import ALPHA, CONFIDENCE, MIN_ROUNDS, NOISE_CHECK_ALPHA
 from hotloop.errors import HotloopError
 from hotloop.render import verdicts
-from hotloop.render.units import bucket_labels, number, p_value, pct, plain, si
+from hotloop.render.units import bucket_labels, figure, number, p_value, pct, plain, si
 from hotloop.stats import ASSUMED_SESSION_NOISE, MIN_RUNS
 from hotloop.visible import visible
 
@@ -86,8 +86,8 @@ def noise_line(comp: Comparison) -> str:
     first = next((t.test for pair in comp.pairs for t in pair.metrics
                   if t.test.noise_source == "assumed"), None)
     if first is not None:
-        figure = f" {first.noise_pct:.2g}%" if first.noise_pct else ""
-        return f"session noise: not calibrated, assumed{figure} (hotloop calibrate measures it)"
+        noise = f" {figure(first.noise_pct)}%" if first.noise_pct else ""
+        return f"session noise: not calibrated, assumed{noise} (hotloop calibrate measures it)"
     if "unmeasured" in used:
         unused = " (the noise profile measured no reboot)" if p is not None else ""
         return (f"session noise: not measured: one boot a side, a reboot between, and no "

@@ -123,6 +123,12 @@ def duration(seconds: float) -> str:
     return f"{m}m{s:02d}s" if m < 60 else f"{m // 60}h{m % 60:02d}m"
 
 
+def figure(pct: float) -> str:
+    """A percentage in two significant digits, never in exponent form ("1.2e+02%" for an
+    assumed noise of 120% said nothing): 3.4, 34, 120, 4266."""
+    return f"{pct:.2g}" if abs(pct) < 100 else f"{pct:.0f}"
+
+
 def too_noisy(spread_pct: float | None = None, short: bool = False,
               sessions_pct: float | None = None, calibrated: bool = False) -> str:
     """No verdict because the interval is too wide for any change to be told (it, or the

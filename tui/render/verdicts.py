@@ -15,7 +15,7 @@ from __future__ import annotations
 from hotloop.analysis.compare import MetricDelta, Test, Verdict, direction
 from hotloop.analysis.metrics import RESOURCE, SPEED, UNDIRECTED
 from hotloop.analysis.significance import MIN_PROCESSES, MIN_ROUNDS
-from hotloop.render.units import too_noisy
+from hotloop.render.units import figure, too_noisy
 from hotloop.stats import MIN_RUNS
 
 WORDS = {SPEED: ("faster", "slower"), RESOURCE: ("better", "worse"),
@@ -75,7 +75,7 @@ def beyond_assumed(m: MetricDelta, short: bool = False) -> str:
         way = good if up == m.higher_is_better else bad
     # The noise assumed, not the interval's width: a log interval's width grows with the
     # change (+756% had ±962%), and the assumption is what the reader has to weigh.
-    noise = f"{t.noise_pct:.2g}%" if t.noise_pct is not None else "?"
+    noise = f"{figure(t.noise_pct)}%" if t.noise_pct is not None else "?"
     return f"{way}? assumed noise {noise}" if short else \
         f"{way}? beyond assumed session noise ({noise}); calibrate to call"
 

@@ -10,7 +10,7 @@ from textual.content import Content
 from textual.widgets import ProgressBar, Static
 
 from hotloop.console.live import LiveRun
-from hotloop.render.units import duration, si, si_range, too_noisy
+from hotloop.render.units import duration, figure, si, si_range, too_noisy
 from hotloop.stats import TOO_NOISY_PCT
 
 CV_GOOD, CV_FAIR = 0.02, 0.05          # below 2%: steady; above 5%: noisy
@@ -122,9 +122,8 @@ class StatsPanel(Vertical):
             # not a call, and the "?" says so here too
             how = "calibrated" if live.noise is not None else "assumed noise"
             asked = "" if live.noise is not None else "?"
-            # no "3.6e+02": the line fits the narrow panel's 28 columns up to 9999%
-            shown = f"{found:.2g}" if found < 100 else f"{found:.0f}"
-            lines.append(row("detect", f"≥{shown}%{asked} [dim]{how}[/dim]"))
+            # the line fits the narrow panel's 28 columns up to 9999%
+            lines.append(row("detect", f"≥{figure(found)}%{asked} [dim]{how}[/dim]"))
         eta = live.eta()
         when = duration(live.elapsed())
         if eta is not None:
