@@ -844,16 +844,12 @@ def compare_sides(sides: Sequence[Sequence[Result]], given: Sequence[str] | None
         # the variants of one batch: interleaving them is the cheap way to a verdict
         other = ("run the variants with --interleave" if batch else
                  "run two sessions a side or more")
-        first = next(t.test for p in comp.pairs for t in p.metrics
-                     if t.test.noise_source == "assumed")
-        pct = first.noise_pct or 0.0        # two digits, no "1.2e+02" (render.units.figure)
-        figure = (f"{pct:.2g}" if pct < 100 else f"{pct:.0f}") + f"% for {assumed[0]}: " \
-            if pct else ""
+        # the figure assumed is each row's (its noise_pct) and the header's: not said again
         comp.warnings.append(
             f"no {'usable ' if notes else ''}noise profile for "
             f"{noise_mod.describe_key(noise_mod.key_of(base.header))}: "
             f"with one session a side nothing measured how much sessions differ, so the "
-            f"interval assumes it ({figure}{rule}) and a change beyond it is a direction "
+            f"interval assumes it ({rule}) and a change beyond it is a direction "
             f"(\"faster?\"), not a call; {other}, or measure this machine's: "
             f"{_calibrate_hint(base.header)}")
     elif assumed:
