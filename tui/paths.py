@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import importlib.metadata
 import os
 import stat
 from pathlib import Path
@@ -31,6 +30,7 @@ def bundled_files() -> list[Path]:
     and the profile directory, and whatever profiles it holds."""
     files = [HEADER]
     if INSTALLED:
+        import importlib.metadata  # 30 modules: a worker never loads them, a checkout neither
         for dist in importlib.metadata.distributions(name="hotloop", path=[str(PACKAGE.parent)]):
             for f in dist.files or []:
                 if f.parts[:2] in (("hotloop", "csrc"), ("hotloop", "profiles")):

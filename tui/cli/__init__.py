@@ -7,35 +7,31 @@ exit 2; a failed workload exits 1; Ctrl-C exits 130 after the worker is gone.
 """
 from __future__ import annotations
 
+import argparse
+import importlib
 import os
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
-from hotloop.cli.annotate import cmd_annotate
-from hotloop.cli.commands import (
-    cmd_calibrate,
-    cmd_compare,
-    cmd_completion,
-    cmd_doctor,
-    cmd_list,
-    cmd_restore,
-    cmd_run,
-    cmd_save,
-    cmd_show,
-    cmd_tui,
-)
 from hotloop.cli.common import _interrupt, interrupted_status
-from hotloop.cli.hosts import cmd_host
 from hotloop.cli.parser import parser
 from hotloop.errors import HotloopError
 from hotloop.host import journal
 from hotloop.visible import visible
 
-COMMANDS = {"run": cmd_run, "show": cmd_show, "compare": cmd_compare,
-            "calibrate": cmd_calibrate, "list": cmd_list, "doctor": cmd_doctor,
-            "save": cmd_save, "restore": cmd_restore, "completion": cmd_completion,
-            "host": cmd_host, "annotate": cmd_annotate}
+# Each subcommand's module, imported once it is chosen: `run --format events` (what a VM
+# guest and a remote host run, where every module costs) loads no picture, annotate or compare.
+COMMANDS = {"run": "commands", "show": "commands", "compare": "commands",
+            "calibrate": "commands", "list": "commands", "doctor": "commands",
+            "save": "commands", "restore": "commands", "completion": "commands",
+            "host": "hosts", "annotate": "annotate", None: "commands"}
+
+
+def command(name: str | None) -> Callable[[argparse.Namespace], int]:
+    """The function of subcommand `name` (None: the console)."""
+    module = importlib.import_module(f"hotloop.cli.{COMMANDS[name]}")
+    return getattr(module, f"cmd_{name or 'tui'}")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -49,7 +45,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             # A run killed with settings applied left a journal: put them back first.
             for message in journal.recover():
                 print(f"hotloop: {visible(message)}", file=sys.stderr)
-        return COMMANDS.get(args.command, cmd_tui)(args)
+        return command(args.command)(args)
     except HotloopError as e:
         print(f"hotloop: {visible(str(e))}", file=sys.stderr)     # one line, inert
         return e.exit_code

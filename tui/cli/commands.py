@@ -10,19 +10,16 @@ import sys
 import time
 from pathlib import Path
 
-import shtab
-
 from hotloop import catalog, paths, results
 from hotloop import events as ev
 from hotloop.catalog import Plan
 from hotloop.cli.common import _catalog, _profiles, _warn_skipped, interrupted_status
 from hotloop.cli.hosts import calibration_sessions, hosts_named, run_on_hosts
-from hotloop.cli.parser import _COMPLETION_PREAMBLE, parser
+from hotloop.cli.parser import completion_script
 from hotloop.cli.run import _run_sessions, parse_params, plan_to_run, run_here
 from hotloop.errors import HotloopError, RunFailed
-from hotloop.host import doctor, journal
-from hotloop.perf import annotate, probe
-from hotloop.render import report, svg
+from hotloop.host import journal
+from hotloop.render import report
 from hotloop.render.units import duration, si
 from hotloop.run import build, start
 from hotloop.stats import MIN_RUNS
@@ -30,6 +27,7 @@ from hotloop.visible import visible, visible_lines
 
 
 def cmd_show(args: argparse.Namespace) -> int:
+    from hotloop.render import svg  # rich: only the commands that draw a picture load it
     if args.svg is not None:
         svg.check_target(args.svg)           # before reading anything
     result = results.read(args.file)
@@ -54,6 +52,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from hotloop.analysis import compare
     from hotloop.render import (
         compare_formats,  # scipy: only when comparing (0.8 s to import)
+        svg,
     )
     if args.strict and args.fail_on is None:
         raise HotloopError("compare: --strict needs --fail-on (worse, better or change)")
@@ -352,6 +351,8 @@ def plan_duration(plan: Plan, variants: int = 1, measured: str | None = None) ->
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
+    from hotloop.host import doctor
+    from hotloop.perf import annotate, probe
     rows: list[tuple[str, bool, str]] = []
     try:
         rows.append(("compiler", True, build.compiler_version()))
@@ -406,7 +407,7 @@ def cmd_completion(args: argparse.Namespace) -> int:
     if args.shell is None:
         raise HotloopError("completion: name the shell: bash or zsh "
                            "(source <(hotloop completion bash))")
-    print(shtab.complete(parser(), args.shell, preamble=_COMPLETION_PREAMBLE[args.shell]))
+    print(completion_script(args.shell))
     return 0
 
 

@@ -5,8 +5,6 @@ import argparse
 from pathlib import Path
 from typing import Any, NoReturn
 
-import shtab
-
 from hotloop import __version__, paths
 from hotloop.errors import HotloopError
 from hotloop.perf.probe import CALL_GRAPHS
@@ -52,15 +50,35 @@ def _names(kind: str) -> dict[str, str]:
     return {"bash": f"_hotloop_names_{kind}", "zsh": f"_hotloop_names {kind}"}
 
 
-def _complete(action: argparse.Action, what: dict[str, Any]) -> None:
+# What an argument completes to, for shtab: a path (its FILE, DIRECTORY) by name, so that
+# shtab (and the 30 modules it imports) loads for `hotloop completion` only, not every start.
+FILE, DIRECTORY = "file", "directory"
+
+
+def _complete(action: argparse.Action, what: dict[str, Any] | str) -> None:
     action.complete = what      # type: ignore[attr-defined]   # read by shtab
+
+
+def completion_script(shell: str) -> str:
+    """The shell's completion script, shtab's, for the command line parser() builds."""
+    import shtab
+    paths_as = {FILE: shtab.FILE, DIRECTORY: shtab.DIRECTORY}
+    top = parser()
+    todo = [top]
+    while todo:
+        for action in todo.pop()._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                todo += action.choices.values()
+            elif isinstance(getattr(action, "complete", None), str):
+                action.complete = paths_as[action.complete]  # type: ignore[attr-defined]
+    return shtab.complete(top, shell, preamble=_COMPLETION_PREAMBLE[shell])
 
 
 def _profiles_option(p: argparse.ArgumentParser, dest: str = "profiles") -> None:
     _complete(p.add_argument("--profiles", metavar="DIR", type=Path, action="append",
                              default=[], dest=dest,
                              help="another directory of TOML profiles (repeatable)"),
-              shtab.DIRECTORY)
+              DIRECTORY)
 
 
 def _positive(text: str) -> int:
@@ -217,7 +235,7 @@ def parser() -> argparse.ArgumentParser:
                           "plan's perf_keep_mb, 200 MB) (default: keep)")
     _complete(run.add_argument("--out", type=Path,
                                help="result file (default results/<time>-<plan>.jsonl)"),
-              shtab.FILE)
+              FILE)
     run.add_argument("--force", action="store_true",
                      help="replace an existing --out file (kept as it was unless the run "
                           "measures something)")
@@ -237,29 +255,29 @@ def parser() -> argparse.ArgumentParser:
     _plan_options(run, several=True)
 
     show = _sub("show", help="summary, histogram and hot symbols of a result file")
-    _complete(show.add_argument("file", type=Path, help="a result file (.jsonl)"), shtab.FILE)
+    _complete(show.add_argument("file", type=Path, help="a result file (.jsonl)"), FILE)
     show.add_argument("--format", choices=("text", "json", "csv"), default="text",
                       help="text (default), json, or csv: the runs, one row each")
     show.add_argument("--runs", action="store_true",
                       help="list every run: value, ops, ns and the workload's extras")
     _complete(show.add_argument("--svg", type=Path, metavar="OUT",
                                 help="also draw the report (histogram and tables) as an SVG "
-                                     "picture"), shtab.FILE)
+                                     "picture"), FILE)
     _profiles_option(show)
 
     cmp = _sub("compare", help="compare results; the first side is the baseline")
     _complete(cmp.add_argument("files", nargs="+", metavar="SIDE",
                                help="a result file, a directory of them, or files joined by "
                                     "commas: each one side, its files that side's sessions"),
-              shtab.FILE)
+              FILE)
     cmp.add_argument("--format", choices=("text", "md", "org", "csv", "json"), default="text",
                      help="text (default), md or org tables, csv or json")
     _complete(cmp.add_argument("--noise", type=Path, metavar="FILE",
                                help="the noise profile to use (default: the stored one that "
-                                    "matches)"), shtab.FILE)
+                                    "matches)"), FILE)
     _complete(cmp.add_argument("--svg", type=Path, metavar="OUT",
                                help="also draw the table and the histograms as an SVG picture"),
-              shtab.FILE)
+              FILE)
     cmp.add_argument("--unpaired", action="store_true",
                      help="the kernels of one series (run --sessions): test their sessions "
                           "as independent, not session i of each as a pair (the default)")
@@ -280,7 +298,7 @@ def parser() -> argparse.ArgumentParser:
                                           "perf data; two results side by side")
     _complete(ann.add_argument("what", nargs="+", metavar="FILE|SYMBOL",
                                help="one or two result files (their perf data kept), "
-                                    "then the symbol"), shtab.FILE)
+                                    "then the symbol"), FILE)
     ann.add_argument("--top", type=_positive, metavar="N",
                      help="annotate the N hottest symbols (N >= 1)")
     ann.add_argument("--sort", choices=("address", "share", "percent"), default="address",
@@ -290,7 +308,7 @@ def parser() -> argparse.ArgumentParser:
                      help="text (default) or json")
     _complete(ann.add_argument("--vmlinux", type=Path, metavar="PATH",
                                help="the running kernel's vmlinux, for kernel symbols"),
-              shtab.FILE)
+              FILE)
 
     cal = _sub("calibrate", help="measure the session-to-session noise of a plan",
                description="Measure the session-to-session noise of a plan: at least 8 "

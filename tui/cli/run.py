@@ -4,27 +4,17 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import itertools
 import json
 import os
 import re
 import signal
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence, Sized
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence, Sized
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
-
-from rich.console import Console
-from rich.markup import escape
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
 
 from hotloop import catalog, results
 from hotloop import events as ev
@@ -258,16 +248,47 @@ def emit_text(line: str) -> None:
             _closed_output()
 
 
-async def _drive(sessions: Sequence[Runnable], fmt: str, interleaved: bool, gap: float,
-                 observe: Callable[[str, ev.Event | None], None] | None,
-                 got: dict[str, results.Result] | None, parallel: bool
-                 ) -> dict[str, ev.Event | None]:
+class _NoBar:
+    """The progress bar of --format events: none."""
+
+    def add_task(self, description: str, **fields: Any) -> int:
+        return 0
+
+    def update(self, task: int, **fields: Any) -> None:
+        pass
+
+
+@contextlib.contextmanager
+def _progress(fmt: str) -> Iterator[tuple[Any, Any, Callable[[str], str]]]:
+    """(bar, console, markup escape) on stderr for a person.  --format events is a program's
+    output (a VM guest's, a remote host's: every module costs there) and loads no rich."""
+    if fmt == "events":
+        yield _NoBar(), None, str
+        return
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
     console = Console(stderr=True, soft_wrap=True)    # a warning stays one line
-    last: dict[str, ev.Event | None] = {s.variant: None for s in sessions}
     with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                   TextColumn("{task.fields[value]}"), TimeElapsedColumn(),
                   TextColumn("eta"), TimeRemainingColumn(), console=console,
                   transient=True, disable=fmt != "text" or not console.is_terminal) as bar:
+        yield bar, console, escape
+
+
+async def _drive(sessions: Sequence[Runnable], fmt: str, interleaved: bool, gap: float,
+                 observe: Callable[[str, ev.Event | None], None] | None,
+                 got: dict[str, results.Result] | None, parallel: bool
+                 ) -> dict[str, ev.Event | None]:
+    last: dict[str, ev.Event | None] = {s.variant: None for s in sessions}
+    with _progress(fmt) as (bar, console, escape):
         # the total and the unit are the header's: a remote plan is known once it starts
         tasks = {s.variant: bar.add_task(escape(visible(s.title)), total=None, value="")
                  for s in sessions}

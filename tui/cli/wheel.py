@@ -10,7 +10,6 @@ import hashlib
 import subprocess
 import sys
 import zipfile
-from importlib import metadata
 from pathlib import Path
 
 from hotloop.errors import HotloopError
@@ -47,6 +46,7 @@ def _hash(data: bytes) -> str:
 def from_installed(dest: Path, dist_name: str = "hotloop") -> Path:
     """The wheel an installation was made from, again: its package files and its metadata,
     with a RECORD of their hashes (PEP 427)."""
+    from importlib import metadata  # 30 modules: for host setup only, not every start
     try:
         dist = metadata.distribution(dist_name)
     except metadata.PackageNotFoundError:

@@ -1,0 +1,56 @@
+"""What a start loads.  `hotloop run --format events` is what a VM guest and a remote host run
+for every session, and an emulated guest reads each module over 9p at a fraction of this
+CPU's speed; the worker starts for every plan.  Neither loads rich (the progress bars, the
+pictures), shtab (completion) or importlib.metadata (host setup's wheel): the commands that
+use them do, which the second half checks, so the first half can fail.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import ROOT
+
+HEAVY = ("rich", "shtab", "importlib.metadata")
+TINY = ["syscall", "--runs", "1", "--warmup", "0", "--no-perf", "--param", "calls=1000",
+        "--out", "r.jsonl", "--force"]
+
+
+def loaded(tmp_path: Path, code: str) -> set[str]:
+    """The modules a fresh process running `code` (from tmp_path) had at its exit."""
+    record = tmp_path / "modules.json"
+    prologue = ("import atexit, json, sys; atexit.register(lambda: open("
+                f"{str(record)!r}, 'w').write(json.dumps(sorted(sys.modules)))); ")
+    p = subprocess.run([sys.executable, "-c", prologue + code], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=120,
+                       env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert p.returncode == 0, p.stderr
+    return set(json.loads(record.read_text()))
+
+
+def command(*argv: str) -> str:
+    return (f"sys.argv = ['hotloop', *{list(argv)!r}]; import runpy; "
+            "runpy.run_module('hotloop', run_name='__main__')")
+
+
+def heavy(modules: set[str]) -> set[str]:
+    return {m for m in modules if m in HEAVY or m.startswith(tuple(h + "." for h in HEAVY))}
+
+
+def test_a_guests_run_and_a_worker_load_none_of_the_heavy_modules(tmp_path):
+    assert heavy(loaded(tmp_path, command("run", *TINY, "--format", "events"))) == set()
+    assert '"type":"finished"' in (tmp_path / "r.jsonl").read_text()     # it did run
+    assert heavy(loaded(tmp_path, "import hotloop.run.worker")) == set()
+    assert heavy(loaded(tmp_path, command("-V"))) == set()
+
+
+@pytest.mark.parametrize("argv, needs", [
+    (["run", *TINY], "rich"),                  # a person's run: the progress bar
+    (["completion", "bash"], "shtab"),
+])
+def test_the_commands_that_use_them_still_load_them(tmp_path, argv, needs):
+    assert needs in loaded(tmp_path, command(*argv))
