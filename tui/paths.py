@@ -1,11 +1,13 @@
 """Where hotloop keeps things: bundled files, the user's config, cache and state."""
 from __future__ import annotations
 
+import contextlib
+import csv
 import functools
 import hashlib
 import os
 import stat
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 PACKAGE = Path(__file__).resolve().parent
 # The bundled C sources and profiles.  Installed (pip, pipx: a wheel) they are package data,
@@ -27,15 +29,17 @@ def bundled_files() -> list[Path]:
 
     Installed, the wheel's RECORD (what pip wrote, found beside this very package, so another
     hotloop installed elsewhere is not consulted) names every one; a checkout has the header
-    and the profile directory, and whatever profiles it holds."""
+    and the profile directory, and whatever profiles it holds.  RECORD is read as the csv it
+    is, not through importlib.metadata: its 30 modules would load at every start of an
+    installed copy (a remote host's, a VM guest's)."""
     files = [HEADER]
     if INSTALLED:
-        import importlib.metadata  # 30 modules: a worker never loads them, a checkout neither
-        for dist in importlib.metadata.distributions(name="hotloop", path=[str(PACKAGE.parent)]):
-            for f in dist.files or []:
-                if f.parts[:2] in (("hotloop", "csrc"), ("hotloop", "profiles")):
-                    files.append(PACKAGE.parent.joinpath(*f.parts))
-            break
+        for record in sorted(PACKAGE.parent.glob(f"{PACKAGE.name}-*.dist-info/RECORD"))[:1]:
+            with contextlib.suppress(OSError), open(record, newline="") as f:
+                for row in csv.reader(f):
+                    parts = PurePosixPath(row[0]).parts if row else ()
+                    if parts[:2] in ((PACKAGE.name, "csrc"), (PACKAGE.name, "profiles")):
+                        files.append(PACKAGE.parent.joinpath(*parts))
     return sorted(set(files))
 
 

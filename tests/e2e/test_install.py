@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT, hotloop
+from test_startup import TINY, command, heavy, loaded
 
 TINY_C = r"""
 #include "hotloop.h"
@@ -147,6 +148,16 @@ def test_the_wheel_holds_the_bundled_files_and_runs_from_elsewhere(installed, el
     assert list((installed.cache / "hotloop" / "build").glob("_hl_seqpacket_*"))
     assert installed.files() == before      # nothing written into the installed package
     assert leftovers() == []
+
+
+def test_an_installed_copys_run_loads_none_of_the_heavy_modules(installed, elsewhere):
+    """What host setup puts on a remote host starts as lean as a checkout: its bundled files
+    are checked from the wheel's RECORD without importlib.metadata."""
+    python = str(installed.venv / "bin" / "python")
+    modules = loaded(elsewhere, command("run", *TINY, "--format", "events"), python,
+                     installed.env())
+    assert heavy(modules) == set()
+    assert '"type":"finished"' in (elsewhere / "r.jsonl").read_text()
 
 
 def test_an_installation_without_its_source_tree_makes_its_own_wheel(installed, tmp_path):

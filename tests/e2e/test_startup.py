@@ -2,7 +2,8 @@
 for every session, and an emulated guest reads each module over 9p at a fraction of this
 CPU's speed; the worker starts for every plan.  Neither loads rich (the progress bars, the
 pictures), shtab (completion) or importlib.metadata (host setup's wheel): the commands that
-use them do, which the second half checks, so the first half can fail.
+use rich and shtab still do, which the second half checks, so the first half can fail.  (An
+installed copy's start: test_install.py.)
 """
 from __future__ import annotations
 
@@ -20,14 +21,16 @@ TINY = ["syscall", "--runs", "1", "--warmup", "0", "--no-perf", "--param", "call
         "--out", "r.jsonl", "--force"]
 
 
-def loaded(tmp_path: Path, code: str) -> set[str]:
-    """The modules a fresh process running `code` (from tmp_path) had at its exit."""
+def loaded(tmp_path: Path, code: str, python: str = sys.executable,
+           env: dict[str, str] | None = None) -> set[str]:
+    """The modules a fresh process of `python` running `code` (from tmp_path) had at its
+    exit."""
     record = tmp_path / "modules.json"
     prologue = ("import atexit, json, sys; atexit.register(lambda: open("
                 f"{str(record)!r}, 'w').write(json.dumps(sorted(sys.modules)))); ")
-    p = subprocess.run([sys.executable, "-c", prologue + code], cwd=tmp_path,
+    p = subprocess.run([python, "-c", prologue + code], cwd=tmp_path,
                        capture_output=True, text=True, timeout=120,
-                       env=dict(os.environ, PYTHONPATH=str(ROOT)))
+                       env=env if env is not None else dict(os.environ, PYTHONPATH=str(ROOT)))
     assert p.returncode == 0, p.stderr
     return set(json.loads(record.read_text()))
 
