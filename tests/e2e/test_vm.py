@@ -1,9 +1,9 @@
 """A session in a VM, for real: virtme-ng boots a distribution kernel (linux-image-*-amd64,
 installed by .ci/run) with this machine's root under qemu, emulated (TCG) where KVM is not
-usable, and this hotloop runs inside it.  A session costs about 30 s here, most of it the
-emulated boot: a series of two kernels runs two sessions of each through, one session is
-SIGKILLed mid-boot, and the rest (virtme-ng or qemu absent, --host with an image) stop before
-any boot.
+usable, and this hotloop runs inside it.  A session of these tests' tiny runs costs about 30 s
+here, most of it the emulated boot: a series of two kernels runs two sessions of each
+through, one session is SIGKILLed mid-boot, and the rest (virtme-ng or qemu absent, --host
+with an image) stop before any boot.
 """
 from __future__ import annotations
 
@@ -31,8 +31,9 @@ RELEASE = "6.1.0-47-amd64"
 VENV_BIN = str(Path(sys.executable).parent)      # virtme-run, installed by the vm extra
 BOOT_S = 900                                     # emulated, on a busy 2-core machine
 # The modules udev loads in an emulated guest for qemu's devices (KVM, crypto, AHCI, the
-# CD-ROM, the watchdog, the mouse) take 7 of its 25 s boot; none is on a path these tests
-# measure.  Refused through `append`, which the series test finds in the headers.
+# CD-ROM, the watchdog, the mouse) take 8 of the 19 s a bare boot takes to its first command;
+# none is on a path these tests measure.  Refused through `append`, which the series test
+# finds in the headers.
 APPEND = ("module_blacklist=kvm_amd,kvm_intel,kvm,ccp,irqbypass,crct10dif_pclmul,"
           "crc32_pclmul,crc32c_intel,ghash_clmulni_intel,sha512_ssse3,sha256_ssse3,"
           "sha1_ssse3,aesni_intel,sr_mod,cdrom,sg,ahci,libahci,libata,iTCO_wdt,intel_pmc_bxt,"

@@ -27,7 +27,7 @@ from hotloop.visible import visible, visible_lines
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    from hotloop.render import svg  # rich: only the commands that draw a picture load it
+    from hotloop.render import svg  # rich: loaded by the commands that can draw, not by run
     if args.svg is not None:
         svg.check_target(args.svg)           # before reading anything
     result = results.read(args.file)
