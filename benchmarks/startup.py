@@ -14,7 +14,7 @@ rounds, and gives the ratio of this one's time to that one's.
 
 Inside an emulated guest (how a VM session sees it), with this machine's root:
 
-    virtme-run --kimg /boot/vmlinuz-$(uname -r) --disable-kvm --memory 1G \\
+    virtme-run --kimg /boot/vmlinuz-6.1.0-47-amd64 --mods auto --disable-kvm --memory 1G \\
         --script-sh "cd $PWD && .venv/bin/python benchmarks/startup.py --rounds 3"
 """
 from __future__ import annotations
