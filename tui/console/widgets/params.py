@@ -7,9 +7,9 @@ them so the app can refuse to run.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
+from typing import Any, Generic, TypeVar
 
-from textual import on
+from textual import events, on
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.validation import ValidationResult, Validator
@@ -25,6 +25,8 @@ SESSIONS = Param("sessions", 1, 1, 99, help="sessions of each kernel, alternatin
 NO_KERNEL = "-"                 # the second kernel's choice: none, one session of one kernel
 HERE = "this machine"            # the host choice's first: no [host.NAME] can be called so
 
+C = TypeVar("C", bound=Widget)
+
 
 class ParamValidator(Validator):
     def __init__(self, param: Param) -> None:
@@ -39,8 +41,9 @@ class ParamValidator(Validator):
         return self.success()
 
 
-class Field(Vertical):
-    """One setting: a label, a control, and its error (shown only when there is one)."""
+class Field(Vertical, Generic[C]):
+    """One setting: a label, a control of type C, and its error (shown only when there is
+    one)."""
 
     DEFAULT_CSS = """
     Field { height: auto; }
@@ -52,7 +55,7 @@ class Field(Vertical):
     Field.-invalid .field-label { color: $error; }
     """
 
-    def __init__(self, key: str, label: str, control: Widget, hint: str) -> None:
+    def __init__(self, key: str, label: str, control: C, hint: str) -> None:
         super().__init__(classes="field")
         self.key, self.control, self.hint = key, control, hint
         self._label = label
@@ -78,7 +81,7 @@ class Field(Vertical):
             self.query_one(".field-error", Static).update(message or "")
 
 
-class ParamInput(Field):
+class ParamInput(Field[Input]):
     def __init__(self, key: str, param: Param, value: int | str) -> None:
         text = f"{value:_}" if isinstance(value, int) else str(value)
         control = Input(text, validators=[ParamValidator(param)],
@@ -91,14 +94,14 @@ class ParamInput(Field):
     @property
     def error(self) -> str | None:
         try:
-            self.param.parse(self.control.value.strip())  # type: ignore[attr-defined]
+            self.param.parse(self.control.value.strip())
         except ValueError as e:
             return str(e)
         return None
 
     @property
     def value(self) -> int | str:
-        return self.param.parse(self.control.value.strip())  # type: ignore[attr-defined]
+        return self.param.parse(self.control.value.strip())
 
     def on_mount(self) -> None:
         self.set_error(self.error)
@@ -128,7 +131,7 @@ class TargetValidator(Validator):
         return self.success()
 
 
-class TargetInput(Field):
+class TargetInput(Field[Input]):
     """until_ci: stop once the median is known to +-this %; empty runs every run."""
 
     def __init__(self, value: float | None) -> None:
@@ -142,40 +145,54 @@ class TargetInput(Field):
     @property
     def error(self) -> str | None:
         try:
-            parse_target(self.control.value)  # type: ignore[attr-defined]
+            parse_target(self.control.value)
         except ValueError as e:
             return str(e)
         return None
 
     @property
     def value(self) -> float | None:
-        return parse_target(self.control.value)  # type: ignore[attr-defined]
+        return parse_target(self.control.value)
 
     def on_mount(self) -> None:
         self.set_error(self.error)
 
 
-class ChoiceField(Field):
+class SelectField(Field[Select[str]]):
+    """A choice among names; `value` is what the choice means (a name, or on/off)."""
+
     def __init__(self, key: str, label: str, choices: list[str], value: str, hint: str) -> None:
         if value not in choices:
             choices = [*choices, value]
         self.choices = list(choices)
-        control = Select([(c, c) for c in choices], value=value, allow_blank=False,
-                         compact=True)
+        control: Select[str] = Select([(c, c) for c in choices], value=value,
+                                      allow_blank=False, compact=True)
         super().__init__(key, label, control, hint)
 
     @property
+    def choice(self) -> str:
+        return str(self.control.value)
+
+    def choose(self, value: str) -> None:
+        if value not in self.choices:
+            self.choices.append(value)
+            self.control.set_options([(c, c) for c in self.choices])
+        self.control.value = value
+
+
+class ChoiceField(SelectField):
+    @property
     def value(self) -> str:
-        return str(self.control.value)  # type: ignore[attr-defined]
+        return self.choice
 
 
-class OnOffField(ChoiceField):
+class OnOffField(SelectField):
     def __init__(self, key: str, label: str, value: bool, hint: str) -> None:
         super().__init__(key, label, ["on", "off"], "on" if value else "off", hint)
 
     @property
-    def value(self) -> bool:  # type: ignore[override]
-        return self.control.value == "on"  # type: ignore[attr-defined]
+    def value(self) -> bool:
+        return self.choice == "on"
 
 
 class ParamsForm(Vertical):
@@ -194,7 +211,7 @@ class ParamsForm(Vertical):
         super().__init__(id=id)
         self.cat: Catalog | None = None
         self.base: Plan | None = None
-        self.fields: dict[str, Field] = {}
+        self.fields: dict[str, Field[Any]] = {}
 
     def compose(self) -> ComposeResult:
         yield Static("", id="form-summary")
@@ -211,7 +228,7 @@ class ParamsForm(Vertical):
         self.query_one("#form-summary", Static).update(summary)
         box = self.query_one("#form-fields", VerticalScroll)
         await box.remove_children()
-        fields: dict[str, Field] = {}
+        fields: dict[str, Field[Any]] = {}
         widgets: list[Widget] = [Label(f"workload {w.name}", classes="form-section")]
         for name, p in w.params.items():
             value = rp.params[name]
@@ -267,12 +284,8 @@ class ParamsForm(Vertical):
 
     def set_choice(self, key: str, value: str) -> None:
         f = self.fields.get(key)
-        if isinstance(f, ChoiceField):
-            select: Select = f.control  # type: ignore[assignment]
-            if value not in f.choices:
-                f.choices.append(value)
-                select.set_options([(c, c) for c in f.choices])
-            select.value = value
+        if isinstance(f, SelectField):
+            f.choose(value)
 
     @property
     def host(self) -> str | None:
@@ -313,13 +326,13 @@ class ParamsForm(Vertical):
 
     # --- events --------------------------------------------------------------
 
-    def _field_of(self, widget: Widget) -> Field | None:
+    def _field_of(self, widget: Widget) -> Field[Any] | None:
         for node in widget.ancestors_with_self:
             if isinstance(node, Field):
                 return node
         return None
 
-    def on_descendant_focus(self, event) -> None:
+    def on_descendant_focus(self, event: events.DescendantFocus) -> None:
         f = self._field_of(event.widget)
         if f is not None:
             self.hint(f.hint)
