@@ -103,7 +103,7 @@ class Failed:
 
 Event = Started | RunSample | HotSymbols | Warning | Finished | Failed
 
-_TYPES: dict[str, type] = {
+_TYPES: dict[str, type[Event]] = {
     "started": Started, "run": RunSample, "hot_symbols": HotSymbols,
     "warning": Warning, "finished": Finished, "failed": Failed,
 }

@@ -170,7 +170,7 @@ def nice_width(span: float, target: int = 10) -> float:
     if span <= 0:
         return 1.0
     raw = span / target
-    power = 10 ** math.floor(math.log10(raw))
+    power: float = 10 ** math.floor(math.log10(raw))     # an int where it is one, as before
     for step in (1, 2, 5, 10):
         if raw <= step * power:
             return step * power

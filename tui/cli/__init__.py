@@ -31,7 +31,8 @@ COMMANDS = {"run": "commands", "show": "commands", "compare": "commands",
 def command(name: str | None) -> Callable[[argparse.Namespace], int]:
     """The function of subcommand `name` (None: the console)."""
     module = importlib.import_module(f"hotloop.cli.{COMMANDS[name]}")
-    return getattr(module, f"cmd_{name or 'tui'}")
+    run: Callable[[argparse.Namespace], int] = getattr(module, f"cmd_{name or 'tui'}")
+    return run
 
 
 def main(argv: Sequence[str] | None = None) -> int:

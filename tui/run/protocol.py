@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import ClassVar
 
 GO = b"go\n"
 END = b"end\n"
@@ -90,7 +90,7 @@ class Finished:
 
 
 Line = Ready | Run | Note | Failed | Finished
-_BY_TAG: dict[str, type[Any]] = {c.tag: c for c in (Ready, Run, Note, Failed, Finished)}
+_BY_TAG: dict[str, type[Line]] = {c.tag: c for c in (Ready, Run, Note, Failed, Finished)}
 _TYPES = {"int": int, "bool": bool, "str": str, "list[int]": list, "dict[str, float]": dict}
 
 

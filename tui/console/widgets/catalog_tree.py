@@ -33,7 +33,7 @@ class CatalogTree(Tree[tuple[str, str]]):
                 branch.add_leaf(name, data=(kind, name))
 
     def node_for(self, kind: str, name: str) -> TreeNode[tuple[str, str]] | None:
-        def walk(node: TreeNode[tuple[str, str]]):
+        def walk(node: TreeNode[tuple[str, str]]) -> TreeNode[tuple[str, str]] | None:
             if node.data == (kind, name):
                 return node
             for child in node.children:

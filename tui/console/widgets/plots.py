@@ -8,6 +8,7 @@ from plotext._dict import themes as plotext_themes
 from rich.text import Text
 from textual.worker import Worker, WorkerState
 from textual_plotext import PlotextPlot
+from textual_plotext.plot import Plot
 
 from hotloop.console.live import LiveRun
 from hotloop.render.units import axis_scale, width_decimals
@@ -127,7 +128,7 @@ class _LivePlot(PlotextPlot):
         """What the chart says instead of a figure, or None when there is one to draw."""
         raise NotImplementedError
 
-    def draw(self, plt, live: LiveRun) -> None:  # pragma: no cover - abstract
+    def draw(self, plt: Plot, live: LiveRun) -> None:  # pragma: no cover - abstract
         raise NotImplementedError
 
 
@@ -146,7 +147,7 @@ class HistogramPlot(_LivePlot):
         # a run that ended with no runs (its C did not build, its setup failed) waits no more
         return "no runs: the log says why" if not live.running else "waiting for the first run…"
 
-    def draw(self, plt, live: LiveRun) -> None:
+    def draw(self, plt: Plot, live: LiveRun) -> None:
         buckets = live.histogram(self.buckets_target())
         scale, unit = axis_scale(buckets[-1].high, live.unit)
         width = (buckets[0].high - buckets[0].low) / scale
@@ -182,7 +183,7 @@ class DriftPlot(_LivePlot):
     def empty(self, live: LiveRun | None) -> str | None:
         return "run by run" if live is None or live.n < 2 else None
 
-    def draw(self, plt, live: LiveRun) -> None:
+    def draw(self, plt: Plot, live: LiveRun) -> None:
         d = live.drift(max(2, 2 * (self.size.width - 8)))
         s = live.summary()
         assert s is not None
