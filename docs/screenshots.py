@@ -70,7 +70,7 @@ def main() -> None:
             os.environ[var] = str(home / sub)
         results = home / "results"
         asyncio.run(live(home / "live"))
-        # calibrated, as the README asks: one session a side is then called, not only given a
+        # calibrated, as docs/comparing.md asks: one session a side is then called, not only a
         # direction ("faster?"); its sessions kept out of the results the screen lists
         calibration = home / "calibration"
         calibration.mkdir()

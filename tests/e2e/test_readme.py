@@ -1,4 +1,5 @@
-"""The README stays true: its workload example runs, its test command is CI's."""
+"""The manual stays true: the examples of the README and of docs/ run, the README's test
+command is CI's."""
 from __future__ import annotations
 
 import json
@@ -7,18 +8,21 @@ import re
 from conftest import ROOT, hotloop
 
 README = (ROOT / "README.md").read_text()
+DOCS = ROOT / "docs"
 
 
-def block(lang: str, after: str) -> str:
-    section = README.split(after, 1)[1]
+def block(lang: str, after: str, page: str = README) -> str:
+    """The first `lang` code block after the heading `after` of a page's text."""
+    section = page.split(after, 1)[1]
     return re.search(rf"```{lang}\n(.*?)```", section, re.S).group(1)
 
 
 def test_the_documented_user_workload_runs_like_a_bundled_one(tmp_path, cli):
     d = tmp_path / "mine"
     d.mkdir()
-    (d / "myloop.c").write_text(block("c", "## Writing your own workload"))
-    (d / "myloop.toml").write_text(block("toml", "## Writing your own workload"))
+    page = (DOCS / "workloads.md").read_text()
+    (d / "myloop.c").write_text(block("c", "# Writing your own workload", page))
+    (d / "myloop.toml").write_text(block("toml", "# Writing your own workload", page))
     listed = cli("list", "workloads", "--profiles", str(d))
     assert listed.returncode == 0 and "myloop" in listed.stdout
     p = hotloop("run", "myloop", "--profiles", str(d), "--runs", "3", "--param", "calls=20000",
@@ -32,7 +36,8 @@ def test_the_documented_user_workload_runs_like_a_bundled_one(tmp_path, cli):
 def test_the_documented_host_loads_as_a_file(tmp_path, cli):
     d = tmp_path / "hosts"
     d.mkdir()
-    (d / "hosts.toml").write_text(block("toml", "## Many machines"))
+    (d / "hosts.toml").write_text(block("toml", "# Many machines",
+                                                (DOCS / "hosts.md").read_text()))
     listed = cli("list", "hosts", "--profiles", str(d))
     assert listed.returncode == 0, listed.stderr
     assert listed.stdout.splitlines()[1].split() == ["lab1", "root@lab1.example", "lab1",

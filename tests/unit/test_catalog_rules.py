@@ -120,15 +120,16 @@ def test_a_plan_may_not_take_a_workloads_name(tmp_path):
         kept.plan_for("zero_null")
 
 
-def test_the_readmes_toml_example_loads_beside_the_bundled_profiles(tmp_path):
-    """Saved as a file, as the README says it can be: no name collides with a bundled one."""
+def test_the_manuals_toml_example_loads_beside_the_bundled_profiles(tmp_path):
+    """Saved as a file, as docs/profiles.md says it can be: no name collides with a bundled
+    one."""
     import re
 
     from conftest import ROOT
 
     from hotloop import catalog, paths
-    readme = (ROOT / "README.md").read_text()
-    example = re.search(r"```toml\n(.*?)```", readme, re.S).group(1)
+    page = (ROOT / "docs" / "profiles.md").read_text()
+    example = re.search(r"```toml\n(.*?)```", page, re.S).group(1)
     assert "[workload.my-seqpacket]" in example
     example = example.replace("/path/to/hotloop/csrc/seqpacket.c", str(paths.CSRC / "seqpacket.c"))
     (tmp_path / "mine.toml").write_text(example)
