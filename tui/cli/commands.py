@@ -104,10 +104,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 def cmd_run(args: argparse.Namespace) -> int:
     cat = _catalog(args, warn=False)
-    if args.sessions is not None:
-        if args.host:
-            raise HotloopError("--sessions runs a series on this machine; --host runs one "
-                               "session on each host")
+    if args.sessions is not None:      # a series: here only (run.launch)
         from hotloop.cli.series import run_series
         return run_series(cat, args)
     return run_on_hosts(cat, args) if args.host else run_here(cat, args)
@@ -164,14 +161,15 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         return _calibrate_there(cat, args, plan, chosen)
     # here: a series of one kernel (run --sessions N), in a directory made the same way
     from hotloop.cli import series as series_cli
-    from hotloop.run import series
-    rp = cat.resolve(plan)
+    from hotloop.run import launch, series
+    req = launch.SeriesRequest(plan, (plan.kernel,), args.sessions,
+                               apply_system=chosen.apply_system, keep_perf=chosen.keep_perf,
+                               stem=calibrate.stem(plan.name), gap=args.gap,
+                               variant=lambda slot: f"session {slot.session}")
+    rps = launch.resolve_series(cat, req)
     _warn_skipped(cat)
-    sp = series.plan([rp.kernel.name], args.sessions, calibrate.new_directory(rp.plan.name))
-    where = sp.folder(rp.kernel.name)
-    s = series.Series(sp, lambda slot: start.here(rp, slot.path, chosen,
-                                                  variant=f"session {slot.session}"),
-                      gap=args.gap)
+    s = launch.start_series(req, rps)
+    where = s.plan.folder(plan.kernel)
     watch = calibrate.Stopwatch()
 
     def observe(e: series.SeriesEvent) -> None:
@@ -190,14 +188,12 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     try:
         series_cli.drive(s, "text", line, observe)
     except (KeyboardInterrupt, asyncio.CancelledError):
-        series_cli.set_aside(s)
+        launch.finish(s, interrupted=True)
         print(f"hotloop: interrupted; the sessions so far are in {where}", file=sys.stderr)
         return interrupted_status()
-    series_cli.set_aside(s)
-    bad = next((e for e in s.ends.values() if isinstance(e, ev.Failed) and e.bad_input), None)
-    if bad is not None and not s.done:
-        series_cli.remove_empty(sp)
-        raise HotloopError(bad.message)
+    over = launch.finish(s)
+    if over.refused is not None:
+        raise HotloopError(over.refused)
     if s.failed:
         first = s.ends[s.failed[0]]
         why = first.message if isinstance(first, ev.Failed) else "no result"

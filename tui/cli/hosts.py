@@ -14,14 +14,14 @@ import sys
 import tempfile
 from pathlib import Path
 
-from hotloop import __version__, results
+from hotloop import __version__
 from hotloop.catalog import Catalog, Host, Plan
 from hotloop.cli.common import _catalog, _warn_skipped
 from hotloop.cli.run import choices, drive_and_report, emit, variants
 from hotloop.cli.wheel import build as build_wheel
 from hotloop.errors import HotloopError
 from hotloop.paths import source_digest
-from hotloop.run import start
+from hotloop.run import launch, start
 from hotloop.run.remote import (
     SETUP_DIR,
     RemoteSession,
@@ -46,23 +46,13 @@ def hosts_named(cat: Catalog, names: list[str], flag: str = "--host") -> list[Ho
     return [cat.hosts[n] for n in names]
 
 
-def no_vm_there(cat: Catalog, plan: Plan) -> None:
-    """A kernel profile with an image boots it in a VM here; a host would silently run its
-    own kernel instead: refused."""
-    k = cat.kernels.get(plan.kernel)
-    if k is not None and k.image:
-        raise HotloopError(f"--host with kernel profile {k.name}: it boots {k.image} in a VM "
-                           f"on this machine, and a host would run its own kernel instead "
-                           f"(drop --host, or choose a kernel profile without an image)")
-
-
 def calibration_sessions(cat: Catalog, args: argparse.Namespace, plan: Plan, where: Path,
                          chosen: start.Choices) -> list[RemoteSession]:
     """`calibrate PLAN --host NAME`: the K A/A sessions, one after the other, there; their
     result files here, in `where` (their headers name that machine, so the noise profile is
     that machine's, as compare looks it up for results from it)."""
     host, = hosts_named(cat, [args.host])
-    no_vm_there(cat, plan)
+    launch.check_host(cat.kernels[plan.kernel], host.name)
     return [start.there(host, plan, where / f"session-{i:02d}.jsonl", chosen,
                         variant=f"session {i}")
             for i in range(1, args.sessions + 1)]
@@ -86,12 +76,9 @@ def run_on_hosts(cat: Catalog, args: argparse.Namespace) -> int:
     # the plan and its overrides, checked here; each host's hotloop fits it to that machine
     variant, = variants(cat, args, here=False)
     _warn_skipped(cat)
-    plan = variant.rp.plan
-    no_vm_there(cat, plan)
-    sessions = [start.there(h, plan, args.out or results.default_path(f"{plan.name}-{h.name}"),
-                            chosen, variant=h.name,
-                            mirror=emit if args.format == "events" else None)
-                for h in hosts]
+    sessions = [launch.start_run(launch.RunRequest(
+        variant.rp, chosen, host=h, output=args.out, variant=h.name,
+        mirror=emit if args.format == "events" else None)) for h in hosts]
     return drive_and_report(sessions, args, [h.name for h in hosts],
                             parallel=not args.interleave)
 

@@ -32,7 +32,7 @@ from hotloop.errors import HotloopError, RunFailed
 from hotloop.render import report
 from hotloop.render.units import si
 from hotloop.results.store import encode_line
-from hotloop.run import start
+from hotloop.run import launch, start
 from hotloop.run.interleave import Runnable, interleave, together
 from hotloop.visible import visible, visible_lines
 
@@ -142,7 +142,7 @@ def variants(cat: Catalog, args: argparse.Namespace, here: bool = True) -> list[
         label = " ".join(parts)
         slug = re.sub(r"[^A-Za-z0-9_.+-]+", "_", label)
         stem = slug if slug.startswith(rp.plan.name) else f"{rp.plan.name}-{slug}"
-        path = results.default_path(stem if slug else rp.plan.name)
+        path = launch.result_path(stem if slug else rp.plan.name)
         out.append(Variant(label, rp, path))
     labels = [v.label for v in out]
     twice = sorted({ln for ln in labels if labels.count(ln) > 1})
@@ -387,8 +387,9 @@ def run_here(cat: Catalog, args: argparse.Namespace) -> int:
               "side cannot tell a kernel's change from a session's (or a boot's) own offset; "
               "--sessions N runs N of each, alternating, and compares them as replicates",
               file=sys.stderr)
-    sessions = [start.here(v.rp, v.out, chosen, variant=v.label,
-                           mirror=emit if args.format == "events" else None) for v in todo]
+    sessions = [launch.start_run(launch.RunRequest(
+        v.rp, chosen, output=v.out, variant=v.label,
+        mirror=emit if args.format == "events" else None)) for v in todo]
     if args.gated:
         sessions[0].gate = asyncio.Queue()
     return drive_and_report(sessions, args, [v.label for v in todo])

@@ -10,17 +10,18 @@ import asyncio
 import json
 import sys
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from hotloop import events as ev
 from hotloop import results
-from hotloop.catalog import Catalog, ResolvedPlan
+from hotloop.catalog import Catalog
 from hotloop.cli.common import _warn_skipped, interrupted_status
 from hotloop.cli.run import choices, emit, emit_text, guarded, plan_to_run
 from hotloop.errors import HotloopError, RunFailed
 from hotloop.render.units import si
-from hotloop.run import series, start
+from hotloop.run import launch, series
 from hotloop.visible import visible, visible_lines
 
 
@@ -85,10 +86,6 @@ def bracket(p: series.Plan, slot: series.Slot, kind: str, **more: Any) -> dict[s
             "result_file": str(slot.path), **more}
 
 
-def set_aside(s: series.Series) -> dict[series.Slot, Path]:
-    return s.set_aside()
-
-
 def comparison(s: series.Series) -> Any:
     """The kernels compared on their finished sessions (as `hotloop compare DIR/A/ DIR/B/`
     would, once the unfinished ones are set aside), or None and why on stderr."""
@@ -113,7 +110,6 @@ def comparison(s: series.Series) -> Any:
 
 def run_series(cat: Catalog, args: argparse.Namespace) -> int:
     """`run PLAN --sessions N [--kernel A --kernel B ...]`."""
-    n = args.sessions
     if len(args.names) != 1 or len(args.cpu or []) > 1 \
             or any("," in item.partition("=")[2] for item in args.param):
         raise HotloopError("--sessions runs a series of one plan: one plan, one --cpu, one "
@@ -122,26 +118,20 @@ def run_series(cat: Catalog, args: argparse.Namespace) -> int:
         raise HotloopError("--sessions alternates whole sessions; --interleave alternates "
                            "runs within one: one or the other")
     plan = cat.plan_for(args.names[0])
-    kernels = list(args.kernel or [plan.kernel])
-    series.directory_names(kernels)          # refused before anything is made
-    series.check_sessions(n, len(kernels))
+    req = launch.SeriesRequest(plan, tuple(args.kernel or [plan.kernel]), args.sessions,
+                               host=args.host[0] if args.host else None,
+                               mirror=emit if args.format == "events" else None)
+    launch.check_series(req)            # refused before anything is made
     chosen = choices(args, 2, each="session")
-    chosen = start.Choices(chosen.apply_system, chosen.keep_perf, on_exists="refuse")
-    rps: dict[str, ResolvedPlan] = {}
-    for k in kernels:
-        one = plan_to_run(cat, args, plan, (args.cpu or [None])[0], args.param, k)
-        many = len(cat.variants(one))
-        if many > 1:                    # a plan whose params hold lists is a batch already
-            raise HotloopError(f"--sessions runs a series of one variant; {plan.name} is a "
-                               f"batch of {many} (its params hold lists): pick one value of "
-                               f"each with --param")
-        rps[k] = cat.resolve(one)
+    kernels = req.kernels
+    plan = plan_to_run(cat, args, plan, (args.cpu or [None])[0], args.param, kernels[0])
+    for k in kernels[1:]:
+        cat.require("kernel", k, "--kernel")
+    req = replace(req, plan=plan, apply_system=chosen.apply_system, keep_perf=chosen.keep_perf)
+    rps = launch.resolve_series(cat, req)
     _warn_skipped(cat)
-    directory = series.new_directory(rps[kernels[0]].plan.name)
-    sp = series.plan(kernels, n, directory)
-    mirror = emit if args.format == "events" else None
-    s = series.Series(sp, lambda slot: start.here(rps[slot.kernel], slot.path, chosen,
-                                                  variant=slot.kernel, mirror=mirror))
+    s = launch.start_series(req, rps)
+    directory = s.plan.directory
     interrupted = False
     try:
         drive(s, args.format)
@@ -149,41 +139,23 @@ def run_series(cat: Catalog, args: argparse.Namespace) -> int:
         interrupted = True
     except HotloopError as e:
         # the series cannot go on (a result file that cannot be written: a full disk)
-        s.set_aside()
+        launch.finish(s)
         if s.done:
             e.args = (f"{e} (the {len(s.done)} sessions done are in {directory})",)
         raise
-    moved = set_aside(s)
-    bad_input = next((e for e in s.ends.values()
-                      if isinstance(e, ev.Failed) and e.bad_input), None)
-    if bad_input is not None and not s.done:
-        remove_empty(sp)
-        raise HotloopError(bad_input.message)
-    if not s.ends and not interrupted:
-        remove_empty(sp)
+    over = launch.finish(s, interrupted)
+    if over.refused is not None:
+        raise HotloopError(over.refused)
     if interrupted:
         print(f"hotloop: interrupted; {len(s.done)} session{'s' * (len(s.done) != 1)} "
               f"done, kept in {visible(str(directory))}", file=sys.stderr)
-    report(s, comparison(s), moved, interrupted, args.format)
+    report(s, comparison(s), over.moved, interrupted, args.format)
     if interrupted:
         return interrupted_status()
     if s.failed:
         raise RunFailed("the series' sessions that failed: " + ", ".join(
             f"{slot.kernel} s{slot.session:02d}" for slot in s.failed))
     return 0
-
-
-def remove_empty(sp: series.Plan) -> None:
-    """Nothing ran: no directory left behind (a refused plan makes no result)."""
-    for k in sp.kernels:
-        try:
-            sp.folder(k).rmdir()
-        except OSError:
-            pass
-    try:
-        sp.directory.rmdir()
-    except OSError:
-        pass
 
 
 def document(s: series.Series, moved: dict[series.Slot, Path], interrupted: bool

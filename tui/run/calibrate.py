@@ -55,7 +55,12 @@ class Stopwatch:
         return overhead[len(overhead) // 2], per_run[len(per_run) // 2]
 
 
+def stem(plan: str) -> str:
+    """The name of a calibration's directory after its time: calibrate-<plan>."""
+    return f"calibrate-{plan}"
+
+
 def new_directory(plan: str, parent: Path = Path("results")) -> Path:
     """results/<time>-calibrate-<plan>/, made as a series' directory is (run.series): the
     sessions go in its <kernel>/sNN.jsonl, so two calibrations never share one."""
-    return series.new_directory(f"calibrate-{plan}", parent)
+    return series.new_directory(stem(plan), parent)

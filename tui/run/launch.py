@@ -1,0 +1,182 @@
+"""Launching a run or a series: the one place their rules are, whoever asks (the command line's
+`run`, `run --sessions`, `calibrate`; the console).
+
+A caller turns what the user asked into a request (RunRequest, SeriesRequest: typed, no
+command line in it) and then:
+
+  a run      check_host, consent (the console asks), start_run -> the session to drive;
+  a series   check_series, resolve_series, consent (the console asks), start_series -> the
+             Series to drive (its events() an async iterator: an event loop stays free),
+             finish once it is over, stopped or broken.
+
+The rules: a series runs on this machine only; a kernel profile with an image boots it in a VM
+here, never on a host; a series runs one variant of its plan; the consent asked is one list,
+each change once, none for a kernel booted in a VM; a result file's default name; the sessions
+of a series that did not finish set aside; a series' directory that holds nothing removed.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from hotloop import events as ev
+from hotloop import results
+from hotloop.catalog import Catalog, Host, KernelProfile, Plan, ResolvedPlan
+from hotloop.errors import HotloopError
+from hotloop.run import series, start
+from hotloop.run.preflight import preflight, system_settings
+from hotloop.run.remote import RemoteSession
+from hotloop.run.session import Session
+from hotloop.run.vm import VmSession
+
+RESULTS = Path("results")
+SERIES_HERE = "--sessions runs a series on this machine; --host runs one session on each host"
+
+
+def check_host(kernel: KernelProfile, host: str | None) -> None:
+    """A kernel profile with an image boots it in a VM here; a host would silently run its
+    own kernel instead: refused."""
+    if host is not None and kernel.image:
+        raise HotloopError(f"--host with kernel profile {kernel.name}: it boots {kernel.image} "
+                           f"in a VM on this machine, and a host would run its own kernel "
+                           f"instead (drop --host, or choose a kernel profile without an image)")
+
+
+def consent(rps: Iterable[ResolvedPlan], host: str | None = None) -> list[str]:
+    """The system changes the user says yes to before a run or a series starts, each once, in
+    the order the kernels come: here, what the profiles would change on this machine; on a
+    host, what they would set there (its state is not known here).  None for a kernel booted
+    in a VM: its sysctls are its own guest's, applied there unasked.  HotloopError when a
+    profile cannot run here (preflight)."""
+    changes: list[str] = []
+    for rp in rps:
+        if rp.kernel.image:
+            continue
+        if host is None:
+            changes += [c.describe() for c in preflight(rp).changes]
+        else:
+            changes += [f"{setting} on {host}" for setting in system_settings(rp)]
+    return list(dict.fromkeys(changes))
+
+
+def result_path(stem: str, host: str | None = None, directory: Path = RESULTS) -> Path:
+    """A run's result file when none is named: results/TIME-STEM.jsonl, the host's name after
+    the stem for a run there."""
+    return results.default_path(stem if host is None else f"{stem}-{host}", directory)
+
+
+# --------------------------------------------------------------------------- a run
+
+@dataclass(frozen=True)
+class RunRequest:
+    """One session: a plan resolved for this machine (or, on a host, for another)."""
+    rp: ResolvedPlan
+    choices: start.Choices = start.Choices()
+    host: Host | None = None
+    output: Path | None = None          # None: result_path of the plan (and host) in `results`
+    results: Path = RESULTS
+    variant: str = ""
+    mirror: Callable[[ev.Event], None] | None = None
+
+
+def start_run(req: RunRequest) -> Session | VmSession | RemoteSession:
+    """The session of `req`, not started yet (its events() runs it)."""
+    host = req.host.name if req.host is not None else None
+    check_host(req.rp.kernel, host)
+    path = req.output or result_path(req.rp.plan.name, host, req.results)
+    if req.host is None:
+        return start.here(req.rp, path, req.choices, variant=req.variant, mirror=req.mirror)
+    return start.there(req.host, req.rp.plan, path, req.choices, variant=req.variant,
+                       mirror=req.mirror)
+
+
+# --------------------------------------------------------------------------- a series
+
+def by_kernel(slot: series.Slot) -> str:
+    return slot.kernel
+
+
+@dataclass(frozen=True)
+class SeriesRequest:
+    """`sessions` sessions of each of `kernels`, alternating (run.series), of one plan."""
+    plan: Plan                          # with the user's overrides; its kernel: each of kernels
+    kernels: tuple[str, ...]
+    sessions: int                       # a kernel
+    host: str | None = None             # asked for one: refused, a series runs here
+    apply_system: bool = False          # the user's yes to consent()
+    keep_perf: bool = True
+    results: Path = RESULTS             # where the series' directory is made
+    stem: str = ""                      # its name after the time; "": the plan's
+    gap: float = 0.0                    # seconds between two sessions
+    variant: Callable[[series.Slot], str] = field(default=by_kernel)   # each session's name
+    mirror: Callable[[ev.Event], None] | None = None
+
+
+def check_series(req: SeriesRequest) -> None:
+    """What needs no catalogue: here, each kernel once under a name a directory can take, the
+    number of sessions within bounds.  Before anything is made."""
+    if req.host is not None:
+        raise HotloopError(SERIES_HERE)
+    series.directory_names(req.kernels)
+    series.check_sessions(req.sessions, len(req.kernels))
+
+
+def resolve_series(cat: Catalog, req: SeriesRequest) -> dict[str, ResolvedPlan]:
+    """The plan resolved for this machine with each kernel profile; one variant, a plan
+    whose params hold lists (a batch) refused."""
+    rps: dict[str, ResolvedPlan] = {}
+    for k in req.kernels:
+        one = replace(req.plan, kernel=k)
+        many = len(cat.variants(one))
+        if many > 1:
+            raise HotloopError(f"--sessions runs a series of one variant; {one.name} is a "
+                               f"batch of {many} (its params hold lists): pick one value of "
+                               f"each with --param")
+        rps[k] = cat.resolve(one)
+    return rps
+
+
+def start_series(req: SeriesRequest, rps: dict[str, ResolvedPlan]) -> series.Series:
+    """The series of `req` (checked, resolved: `rps`), its directory made: results/TIME-STEM/
+    <kernel>/, every result file new.  Driven by its events(); then finish()."""
+    directory = series.new_directory(req.stem or req.plan.name, req.results)
+    try:
+        sp = series.plan(req.kernels, req.sessions, directory)
+    except HotloopError:
+        _remove_empty(directory, ())
+        raise
+    chosen = start.Choices(req.apply_system, req.keep_perf, on_exists="refuse")
+    return series.Series(sp, lambda slot: start.here(rps[slot.kernel], slot.path, chosen,
+                                                     variant=req.variant(slot),
+                                                     mirror=req.mirror), gap=req.gap)
+
+
+@dataclass(frozen=True)
+class Finished:
+    """A series over: where the sessions that did not finish went, and whether the plan
+    was refused (bad input: every session would be; nothing finished, nothing kept)."""
+    moved: dict[series.Slot, Path]
+    refused: str | None
+    removed: bool                       # the series' directory held nothing: gone
+
+
+def finish(s: series.Series, interrupted: bool = False) -> Finished:
+    """Once a series is over (ended, stopped, or broken by an error): each session that did
+    not finish set aside (series.ASIDE), and its directory removed when nothing ran or the
+    plan was refused before a session finished.  A stopped series keeps its directory."""
+    moved = s.set_aside()
+    bad = next((e for e in s.ends.values() if isinstance(e, ev.Failed) and e.bad_input), None)
+    refused = bad.message if bad is not None and not s.done else None
+    if refused is not None or (not s.ends and not interrupted):
+        _remove_empty(s.plan.directory, [s.plan.folder(k) for k in s.plan.kernels])
+    return Finished(moved, refused, not s.plan.directory.exists())
+
+
+def _remove_empty(directory: Path, folders: Iterable[Path]) -> None:
+    """Nothing ran: no directory left behind (a refused plan makes no result)."""
+    for d in (*folders, directory):
+        try:
+            d.rmdir()
+        except OSError:
+            pass
