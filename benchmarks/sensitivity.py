@@ -1,7 +1,7 @@
 """Can hotloop's verdict be trusted across sessions, and how small a change does it find?
 
 Every measurement is a real `hotloop run` session (the command line, a fresh worker, one result
-file each), judged with the statistics `hotloop compare` uses (`hotloop.analysis.compare.test_metric`).
+file each), judged with the statistics `hotloop compare` uses (`hotloop.analysis.judge.test_metric`).
 A `spin` knob (zero_null's, or a private workload's) adds known work per op.
 
 Separate sessions (the cross-kernel case: stock and patched are never in one session):
@@ -52,9 +52,9 @@ from scipy import stats as sps
 
 from hotloop import catalog, results
 from hotloop.analysis import boots as boots_mod
-from hotloop.analysis import compare as compare_mod
-from hotloop.analysis import significance
-from hotloop.analysis.compare import Verdict, compare_samples, test_metric
+from hotloop.analysis import judge, significance
+from hotloop.analysis.comparison import Verdict
+from hotloop.analysis.judge import compare_samples, test_metric
 from hotloop.analysis.metrics import SPEED, Series
 from hotloop.analysis.noise import MetricNoise, metric_noise
 
@@ -145,7 +145,7 @@ def separate(pool_a: list[list[float]], pool_b: list[list[float]],
                     t = test_metric([series(s, hib) for s in a1], [series(s, hib) for s in other],
                                     calibrated=cal)
                     counts[name][j] += t.significant and (j == 0 or t.verdict is Verdict.BAD)
-                    up = compare_mod.direction(t)
+                    up = judge.direction(t)
                     asked[j] += t.verdict is Verdict.BEYOND_ASSUMED and (
                         j == 0 or up is not None and up != hib)
         for name, label in (("naive", "runs as independent samples (before)"),
@@ -221,7 +221,7 @@ def _calibration(rng: np.random.Generator, k: int, runs: int, noise: Noise,
 
 def _distinct(side: list[list[float]], keys: list[str]) -> tuple[list[list[float]], list[str]]:
     """A side's sessions, each content once: what compare does with copied files (by their
-    sha256, `compare.distinct`); a copy ran in its original's boot."""
+    sha256, `analysis.sides.distinct`); a copy ran in its original's boot."""
     seen: list[list[float]] = []
     kept: list[str] = []
     for s, k in zip(side, keys):
@@ -252,9 +252,9 @@ def _called(base: tuple[list[list[float]], list[str]],
                                  [series(s, True) for s in n_runs],
                                  calibrated=cal[0] if fits else None,
                                  boots=None if ignore_boots else pair))
-    tests = compare_mod.correct_sides(tests)
+    tests = judge.correct_sides(tests)
     return ([t.verdict for t in tests], [t.significant for t in tests],
-            [compare_mod.direction(t) for t in tests])
+            [judge.direction(t) for t in tests])
 
 
 @dataclass(frozen=True)

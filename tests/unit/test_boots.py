@@ -14,8 +14,8 @@ import pytest
 from synthetic_results import side, write
 
 from hotloop import results
-from hotloop.analysis import boots, compare, noise
-from hotloop.analysis.compare import Verdict
+from hotloop.analysis import boots, compare, comparison, judge, noise
+from hotloop.analysis.comparison import Verdict
 from hotloop.cli import main
 from hotloop.render import calibration, compare_formats
 
@@ -29,7 +29,7 @@ def one(path: Path, rate: float, boot: str, **kw: object) -> Path:
     return write(path, rate * np.exp(rng.normal(0, 0.01, 20)), boot=boot, **kw)  # type: ignore
 
 
-def primary(comp: compare.Comparison, k: int = 0) -> compare.MetricDelta:
+def primary(comp: comparison.Comparison, k: int = 0) -> comparison.MetricDelta:
     return next(m for m in comp.pairs[k].metrics if m.primary)
 
 
@@ -59,7 +59,7 @@ def test_one_session_a_side_within_one_boot_gives_a_direction_not_a_call(tmp_pat
     else:
         assert said in out and "**slower" not in out   # md bolds a call only
         assert "a change beyond it is a direction" in out   # the warning says why
-    assert compare.gate(comp, "worse") == []                # and no gate trips on it
+    assert judge.gate(comp, "worse") == []                # and no gate trips on it
 
 
 @pytest.mark.parametrize("fmt", FORMATS)

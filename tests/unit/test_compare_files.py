@@ -18,8 +18,8 @@ import forge
 import pytest
 
 from hotloop import results
-from hotloop.analysis import compare
-from hotloop.analysis.compare import Verdict
+from hotloop.analysis import compare, comparison
+from hotloop.analysis.comparison import Verdict
 from hotloop.cli import main
 from hotloop.errors import HotloopError
 from hotloop.events import HotSymbol, HotSymbols
@@ -44,7 +44,7 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     }
 
 
-def row(pair: compare.Pair, metric: str) -> compare.MetricDelta:
+def row(pair: comparison.Pair, metric: str) -> comparison.MetricDelta:
     return next(m for m in pair.metrics if m.metric == metric)
 
 

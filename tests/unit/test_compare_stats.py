@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from hotloop.analysis import compare
-from hotloop.analysis.compare import MetricDelta, Verdict
+from hotloop.analysis import judge, metrics
+from hotloop.analysis.comparison import MetricDelta, Verdict
 from hotloop.analysis.noise import MetricNoise
 from hotloop.analysis.significance import Outcome
 from hotloop.render import verdicts
@@ -20,29 +20,29 @@ def test_synthetic_lower_is_better_and_resource_wording():
     """Synthetic samples (pure statistics): a drop in a lower-is-better metric is good."""
     base = [100.0, 101, 99, 100.5, 99.5, 100.2, 100.1]
     less = [v * 0.9 for v in base]
-    t = compare.compare_samples(base, less, higher_is_better=False, calibrated=CAL)
+    t = judge.compare_samples(base, less, higher_is_better=False, calibrated=CAL)
     assert t.change_pct == pytest.approx(-10) and t.significant and t.verdict is Verdict.GOOD
     assert t.ci_high < 0
-    assert compare.compare_samples(base, less, higher_is_better=True,
-                                   calibrated=CAL).verdict is Verdict.BAD
-    assert compare.compare_samples(base, less, higher_is_better=None,
-                                   calibrated=CAL).verdict is Verdict.DOWN
-    kinds = ((False, compare.SPEED), (True, compare.SPEED), (False, compare.RESOURCE),
-             (True, compare.RESOURCE), (None, compare.UNDIRECTED))
-    worded = [verdicts.word(MetricDelta("m", "", hib, compare.compare_samples(
+    assert judge.compare_samples(base, less, higher_is_better=True,
+                                 calibrated=CAL).verdict is Verdict.BAD
+    assert judge.compare_samples(base, less, higher_is_better=None,
+                                 calibrated=CAL).verdict is Verdict.DOWN
+    kinds = ((False, metrics.SPEED), (True, metrics.SPEED), (False, metrics.RESOURCE),
+             (True, metrics.RESOURCE), (None, metrics.UNDIRECTED))
+    worded = [verdicts.word(MetricDelta("m", "", hib, judge.compare_samples(
                   base, less, higher_is_better=hib, kind=kind, calibrated=CAL), kind))
               for hib, kind in kinds]
     assert worded == ["faster", "slower", "better", "worse", "lower"]
     # not calibrated: the same words, asked ("faster?"), beyond the 3% assumed
-    asked = [verdicts.word(MetricDelta("m", "", hib, compare.compare_samples(
+    asked = [verdicts.word(MetricDelta("m", "", hib, judge.compare_samples(
                  base, less, higher_is_better=hib, kind=kind), kind))
              for hib, kind in kinds]
     assert asked == [f"{w}? beyond assumed session noise (3%); calibrate to call"
                      for w in worded]
-    assert compare.extra_kind("user_s")[1:] == (False, compare.RESOURCE)
-    assert compare.extra_kind("lat_p99_ns")[1:] == (False, compare.SPEED)
+    assert metrics.extra_kind("user_s")[1:] == (False, metrics.RESOURCE)
+    assert metrics.extra_kind("lat_p99_ns")[1:] == (False, metrics.SPEED)
     # same data, same interval: nothing random in the statistics
-    assert compare.compare_samples(base, less) == compare.compare_samples(base, less)
+    assert judge.compare_samples(base, less) == judge.compare_samples(base, less)
 
 
 def outcome(**kw) -> Outcome:
@@ -64,10 +64,10 @@ def outcome(**kw) -> Outcome:
 ])
 def test_the_verdict_follows_the_interval_in_every_mode(kw, verdict):
     # ns/op: lower is better, so a change up is worse
-    assert compare._verdict(outcome(**kw), False, None) is verdict
-    t = compare._test(outcome(**kw), 10, 10, 1, 1, verdict, None)
+    assert judge._verdict(outcome(**kw), False, None) is verdict
+    t = judge._test(outcome(**kw), 10, 10, 1, 1, verdict, None)
     assert t.significant == verdict.called
-    words = verdicts.word(MetricDelta("ns/op", "ns/op", False, t, compare.SPEED))
+    words = verdicts.word(MetricDelta("ns/op", "ns/op", False, t, metrics.SPEED))
     assert words == {Verdict.BAD: "slower", Verdict.GOOD: "faster",
                      Verdict.NO_CHANGE: "no significant change",
                      Verdict.WITHIN_NOISE: "within session noise (±2.2%)"}[verdict]
@@ -76,15 +76,15 @@ def test_the_verdict_follows_the_interval_in_every_mode(kw, verdict):
 def test_synthetic_zero_baseline_and_ties():
     """Synthetic: CPU times of 0 s (no % change defined) and all-equal samples do not crash."""
     zeros = [0.0] * 6
-    t = compare.compare_samples(zeros, zeros, higher_is_better=False)
+    t = judge.compare_samples(zeros, zeros, higher_is_better=False)
     assert t.change_pct == 0.0 and not t.significant and t.p_value == pytest.approx(1.0)
-    t = compare.compare_samples(zeros, [0.004] * 6, higher_is_better=False, kind=compare.RESOURCE,
-                                calibrated=CAL)
+    t = judge.compare_samples(zeros, [0.004] * 6, higher_is_better=False, kind=metrics.RESOURCE,
+                              calibrated=CAL)
     assert t.change_pct is None and t.ci_low is None and t.verdict is Verdict.BAD
     # not calibrated: a direction, and the right one though there is no % to give it
-    t = compare.compare_samples(zeros, [0.004] * 6, higher_is_better=False, kind=compare.RESOURCE)
+    t = judge.compare_samples(zeros, [0.004] * 6, higher_is_better=False, kind=metrics.RESOURCE)
     assert t.verdict is Verdict.BEYOND_ASSUMED
-    assert verdicts.word(MetricDelta("user_s", "s", False, t, compare.RESOURCE)).startswith(
+    assert verdicts.word(MetricDelta("user_s", "s", False, t, metrics.RESOURCE)).startswith(
         "worse? ")
 
 
@@ -180,15 +180,15 @@ def test_synthetic_zero_centres_and_ties_never_crash_or_cry_wolf():
     import numpy as np
     rng = np.random.default_rng(2)
     zeros = [0.0] * 8
-    t = compare.compare_samples(zeros, [0.0] * 7 + [0.004], higher_is_better=False,
-                            kind=compare.RESOURCE)
+    t = judge.compare_samples(zeros, [0.0] * 7 + [0.004], higher_is_better=False,
+                            kind=metrics.RESOURCE)
     assert not t.significant and t.verdict is not Verdict.BAD
     called = 0
     for _ in range(100):
         a = (rng.random(20) < 0.5) * 0.004
         b = (rng.random(20) < 0.5) * 0.004
-        called += compare.compare_samples(a.tolist(), b.tolist(), higher_is_better=False,
-                                      kind=compare.RESOURCE).significant
+        called += judge.compare_samples(a.tolist(), b.tolist(), higher_is_better=False,
+                                      kind=metrics.RESOURCE).significant
     assert called <= 8
 
 
@@ -213,7 +213,7 @@ def test_synthetic_paired_change_is_inside_its_interval_and_exact_zeros_stay_zer
 
 
 def test_header_differences_read_as_words():
-    from hotloop.analysis.compare import MetaDiff, meta_text
+    from hotloop.analysis.comparison import MetaDiff, meta_text
     assert meta_text(MetaDiff("perf", True, False)) == "perf on -> off"
     assert meta_text(MetaDiff("cpu.cpus", [0], [0, 1])) == "cpu.cpus [0] -> [0,1]"
     assert meta_text(MetaDiff("source_sha256", "a" * 64, "b" * 64)) == \
@@ -223,7 +223,7 @@ def test_header_differences_read_as_words():
 def test_a_sessions_centre_is_its_median_on_either_scale():
     """With an even number of runs the median of the logs is not the log of the median: the
     baseline a table shows must not depend on whether the other side has a zero."""
-    from hotloop.analysis.compare import compare_samples
+    from hotloop.analysis.judge import compare_samples
     runs = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]
     logged = compare_samples(runs, [2.0, 3.0, 4.0, 5.0, 6.0, 7.0])        # all above 0: logs
     linear = compare_samples(runs, [0.0, 3.0, 4.0, 5.0, 6.0, 7.0])        # a zero: linear

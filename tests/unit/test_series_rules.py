@@ -14,8 +14,8 @@ import pytest
 
 from hotloop import events as ev
 from hotloop import results
-from hotloop.analysis import compare, series_pairs
-from hotloop.analysis.compare import Verdict
+from hotloop.analysis import compare, comparison, series_pairs
+from hotloop.analysis.comparison import Verdict
 from hotloop.errors import HotloopError
 from hotloop.record import Batch, Header, Summary
 from hotloop.run import series
@@ -167,7 +167,7 @@ def _series(home: Path, sessions: int = 6, batch_id: str = "ser1",
     return dirs
 
 
-def _primary(comp: compare.Comparison) -> compare.Test:
+def _primary(comp: comparison.Comparison) -> comparison.Test:
     return next(m.test for m in comp.pairs[0].metrics if m.primary)
 
 

@@ -68,24 +68,24 @@ def test_the_primary_metric_is_corrected_for_the_number_of_sides():
     """Synthetic: four later sides, one of them 1.2% slower, the rest A/A.  The raw test
     calls the 1.2% side (p < 0.05 but not < 0.05/4); after Holm for 4 sides it is no call,
     says why, and the gate does not fail on it."""
-    from hotloop.analysis import compare
-    from hotloop.analysis.compare import Verdict
+    from hotloop.analysis import comparison, judge
+    from hotloop.analysis.comparison import Verdict
     from hotloop.analysis.significance import Outcome
 
-    def test(p: float, lo: float, hi: float) -> compare.Test:
+    def test(p: float, lo: float, hi: float) -> comparison.Test:
         o = Outcome("sessions", True, 100.0, 100 + (lo + hi) / 2, (lo + hi) / 2, lo, hi, p,
                     lo > 0 or hi < 0, half_width_pct=(hi - lo) / 2)
-        return compare._test(o, 30, 30, 3, 3, compare._verdict(o, False, None), None)
+        return judge._test(o, 30, 30, 3, 3, judge._verdict(o, False, None), None)
     t = test(0.03, 0.1, 2.3)
     assert t.verdict is Verdict.BAD                 # raw: called
     aa = test(0.6, -1.0, 1.5)
-    fixed = compare.correct_sides([t, aa, aa, aa])
+    fixed = judge.correct_sides([t, aa, aa, aa])
     assert [x.correction for x in fixed] == ["holm"] * 4
     assert fixed[0].p_adjusted == pytest.approx(min(1.0, 4 * t.p_value))
     assert fixed[0].verdict is Verdict.NOT_AFTER_CORRECTION and not fixed[0].significant
     assert fixed[0].ci_low == t.ci_low              # the numbers are the test's own
     # one later side: nothing to correct for
-    (alone,) = compare.correct_sides([t])
+    (alone,) = judge.correct_sides([t])
     assert alone.correction == "none" and alone.p_adjusted == t.p_value
     assert alone.verdict is Verdict.BAD
 
@@ -94,7 +94,7 @@ def test_many_sides_keep_the_family_wise_rate(tmp_path: Path):
     """Synthetic A/A, 4 later sides of 3 sessions each against one baseline: the raw tests
     call at least one side in about 15% of trials; corrected, at most 5% (+ simulation
     error)."""
-    from hotloop.analysis import compare
+    from hotloop.analysis import judge
     from hotloop.analysis.metrics import SPEED, Series
     rng = np.random.default_rng(3)
 
@@ -105,9 +105,9 @@ def test_many_sides_keep_the_family_wise_rate(tmp_path: Path):
     trials, raw, corrected = 300, 0, 0
     for _ in range(trials):
         base = sessions()
-        tests = [compare.test_metric(base, sessions()) for _ in range(4)]
+        tests = [judge.test_metric(base, sessions()) for _ in range(4)]
         raw += any(t.significant for t in tests)
-        corrected += any(t.significant for t in compare.correct_sides(tests))
+        corrected += any(t.significant for t in judge.correct_sides(tests))
     assert raw / trials > 0.09, raw             # the problem is there...
     assert corrected / trials <= 0.07, corrected    # ...and gone
 
@@ -255,19 +255,19 @@ def test_the_assumed_noise_is_robust_to_a_few_slow_runs():
 
 
 def test_an_interval_wider_than_any_change_says_too_noisy_to_call():
-    from hotloop.analysis import compare
-    from hotloop.analysis.compare import MetricDelta, Verdict
+    from hotloop.analysis import judge
+    from hotloop.analysis.comparison import MetricDelta, Verdict
     from hotloop.render import verdicts
     rng = np.random.default_rng(14)
     a, b = np.exp(rng.normal(0, 0.3, 30)), np.exp(rng.normal(0, 0.3, 30))
-    t = compare.compare_samples(a.tolist(), b.tolist(), higher_is_better=False)
+    t = judge.compare_samples(a.tolist(), b.tolist(), higher_is_better=False)
     assert t.verdict is Verdict.TOO_NOISY and not t.significant
     assert t.spread_pct == pytest.approx(30, rel=0.35)
     words = verdicts.word(MetricDelta("ns/op", "ns/op", False, t))
     assert words.startswith(f"too noisy to call: runs spread {t.spread_pct:.0f}%")
     assert "calibrate or run more" in words
     # a change far beyond even that interval is still a direction, worded as one, not a call
-    big = compare.compare_samples(a.tolist(), (b * 20).tolist(), higher_is_better=False)
+    big = judge.compare_samples(a.tolist(), (b * 20).tolist(), higher_is_better=False)
     assert big.verdict is Verdict.BEYOND_ASSUMED and not big.significant
     assert verdicts.word(MetricDelta("ns/op", "ns/op", False, big)).startswith(
         "slower? beyond assumed session noise")
@@ -395,36 +395,36 @@ def test_the_gate_reads_the_corrected_primary_verdict_only(worse):
     gate; nor does an exploratory row, however significant."""
     import dataclasses
 
-    from hotloop.analysis import compare
-    from hotloop.analysis.compare import Verdict
+    from hotloop.analysis import compare, judge
+    from hotloop.analysis.comparison import Verdict
     comp = compare.load_and_compare(list(worse))
     pair = comp.pairs[0]
     primary = pair.metrics[0]
-    assert primary.primary and compare.gate(comp, "worse") == [primary]
+    assert primary.primary and judge.gate(comp, "worse") == [primary]
     assert [m for m in pair.metrics if not m.primary and m.test.verdict.called]
     pair.metrics[0] = dataclasses.replace(primary, test=dataclasses.replace(
         primary.test, verdict=Verdict.NOT_AFTER_CORRECTION, significant=False))
-    assert compare.gate(comp, "worse") == [] and compare.gate(comp, "change") == []
+    assert judge.gate(comp, "worse") == [] and judge.gate(comp, "change") == []
 
 
 def test_too_noisy_names_what_made_the_interval_wide():
     """Synthetic, through compare's own test: the words name the sessions where their offsets
     (measured, or a calibration's) made the interval wide, the runs where the runs did."""
-    from hotloop.analysis import compare
-    from hotloop.analysis.compare import MetricDelta, Verdict
+    from hotloop.analysis import comparison, judge
+    from hotloop.analysis.comparison import MetricDelta, Verdict
     from hotloop.analysis.metrics import RESOURCE, SPEED, Series
     from hotloop.analysis.noise import MetricNoise
     from hotloop.render import verdicts
     rng = np.random.default_rng(21)
 
-    def said(t: compare.Test) -> str:
+    def said(t: comparison.Test) -> str:
         assert t.verdict is Verdict.TOO_NOISY, t
         return verdicts.word(MetricDelta("m", "", False, t))
 
     # a perf counter, one value a session (no runs to spread), sessions far apart
     def counter(*counts: float) -> list[Series]:
         return [Series("cs", "", False, RESOURCE, [c], per_session=True) for c in counts]
-    t = compare.test_metric(counter(100, 300), counter(120, 380))
+    t = judge.test_metric(counter(100, 300), counter(120, 380))
     assert t.noise_source == "measured" and not t.spread_pct and t.noise_pct > 50, t
     assert said(t) == (f"too noisy to call: sessions differ by {t.noise_pct:.0f}%; "
                        "run more sessions")
@@ -435,7 +435,7 @@ def test_too_noisy_names_what_made_the_interval_wide():
     def sessions(*offsets: float) -> list[Series]:
         return [Series("v", "", False, SPEED, list(np.exp(rng.normal(o, 0.4, 500))))
                 for o in offsets]
-    t = compare.test_metric(sessions(0.0, 0.3), sessions(0.05, 0.35))
+    t = judge.test_metric(sessions(0.0, 0.3), sessions(0.05, 0.35))
     assert t.spread_pct > 30 and t.runs_pct < t.noise_pct, t
     assert said(t).startswith("too noisy to call: sessions differ by ")
 
@@ -443,7 +443,7 @@ def test_too_noisy_names_what_made_the_interval_wide():
     def alike() -> list[Series]:
         return [Series("v", "", False, SPEED, list(np.exp(rng.normal(0, 0.6, 5))))
                 for _ in range(3)]
-    t = compare.test_metric(alike(), alike())
+    t = judge.test_metric(alike(), alike())
     assert t.noise_source == "measured" and t.runs_pct > t.noise_pct, t
     assert said(t).startswith("too noisy to call: runs spread "), said(t)
 
@@ -452,7 +452,7 @@ def test_too_noisy_names_what_made_the_interval_wide():
     cal = MetricNoise(session_var=0.16, median_var=1e-4, sigma_within=0.05, runs=30, df=9)
     one = [Series("v", "", False, SPEED, list(np.exp(rng.normal(0, 0.05, 30))))]
     two = [Series("v", "", False, SPEED, list(np.exp(rng.normal(0, 0.05, 30))))]
-    t = compare.test_metric(one, two, calibrated=cal)
+    t = judge.test_metric(one, two, calibrated=cal)
     assert t.noise_source == "calibrated", t
     assert said(t) == (f"too noisy to call: calibrated session noise {t.noise_pct:.0f}%; "
                        "run more sessions")

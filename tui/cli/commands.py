@@ -50,6 +50,7 @@ GATE_BLIND = 4                          # compare --fail-on --strict: a side it 
 
 def cmd_compare(args: argparse.Namespace) -> int:
     from hotloop.analysis import compare
+    from hotloop.analysis.judge import gate
     from hotloop.render import (
         compare_formats,  # scipy: only when comparing (0.8 s to import)
         svg,
@@ -90,7 +91,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if blind:                           # a pass the gate could not see: say so
         print("hotloop: --fail-on: no verdict for " + "; ".join(
             f"{names[id(m)]} ({verdicts.word(m)})" for m in blind), file=sys.stderr)
-    failed = compare.gate(comp, args.fail_on, args.threshold or 0.0)
+    failed = gate(comp, args.fail_on, args.threshold or 0.0)
     if not failed:
         # --strict: a side the gate could not see is no pass (a found change still wins: it
         # is what the gate is for, and 3 says more than 4)
@@ -129,7 +130,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
                            f"{MIN_RUNS} runs")
     if not math.isfinite(args.gap) or args.gap < 0:
         raise HotloopError(f"--gap {args.gap:g}: must be 0 or more seconds")
-    from hotloop.analysis import compare
+    from hotloop.analysis.sides import distinct, load_sides
     looks_like_path = [n for n in args.names if Path(n.split(",")[0]).exists() or "/" in n
                        or n.endswith(".jsonl")]
     if looks_like_path:
@@ -139,9 +140,9 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         if args.host:
             raise HotloopError(f"calibrate --host {args.host} runs a plan there; result "
                                f"files are read here, without --host")
-        sessions = [r for side in compare.load_sides(args.names) for r in side]
+        sessions = [r for side in load_sides(args.names) for r in side]
         # a copy is the same session: 50 copies of two files are 2 sessions, not 100
-        sessions, note = compare.distinct(sessions, " ".join(args.names))
+        sessions, note = distinct(sessions, " ".join(args.names))
         if note:
             print(f"hotloop: warning: {visible(note)}", file=sys.stderr)
         profile = noise.estimate(sessions)

@@ -11,10 +11,11 @@ from pathlib import Path
 from typing import Any
 
 from hotloop.analysis import compare
-from hotloop.analysis.compare import (
+from hotloop.analysis.compare import TOP_SYMBOLS
+from hotloop.analysis.comparison import (
     METHODS,
-    TOP_SYMBOLS,
     Comparison,
+    MetricDelta,
     Pair,
     Side,
     Test,
@@ -25,7 +26,7 @@ from hotloop.analysis.significance import ALPHA, CONFIDENCE, MIN_ROUNDS, NOISE_C
 from hotloop.errors import HotloopError
 from hotloop.render import verdicts
 from hotloop.render.units import bucket_labels, figure, number, p_value, pct, plain, si
-from hotloop.stats import ASSUMED_SESSION_NOISE, MIN_RUNS
+from hotloop.stats import ASSUMED_SESSION_NOISE, MIN_RUNS, TOO_NOISY_PCT
 from hotloop.visible import visible
 
 FORMATS = ("text", "md", "org", "csv", "json")
@@ -56,7 +57,7 @@ def _ci(t: Test) -> str:
 
 
 
-def gate_text(m: compare.MetricDelta) -> str:
+def gate_text(m: MetricDelta) -> str:
     """A gated row in a few words: its change and interval (compare --fail-on)."""
     return f"{pct(m.test.change_pct)} {_ci(m.test)}"
 
@@ -429,7 +430,7 @@ def document(comp: Comparison) -> dict[str, Any]:
                    "correction": "holm, the primary metric's rows across the sides; other "
                                  "rows exploratory",
                    "noise_check_alpha": NOISE_CHECK_ALPHA,
-                   "too_noisy_pct": compare.TOO_NOISY_PCT},
+                   "too_noisy_pct": TOO_NOISY_PCT},
         "noise_profile": None if comp.noise is None else {
             "path": comp.noise.path, "key": comp.noise.key, "sessions": comp.noise.sessions,
             "created": comp.noise.created, "boots": comp.noise.boot_spread,

@@ -12,7 +12,8 @@ side, from different boots" (or "one boot a side"): nothing measured what a rebo
 """
 from __future__ import annotations
 
-from hotloop.analysis.compare import MetricDelta, Test, Verdict, direction
+from hotloop.analysis.comparison import MetricDelta, Test, Verdict
+from hotloop.analysis.judge import direction
 from hotloop.analysis.metrics import RESOURCE, SPEED, UNDIRECTED
 from hotloop.analysis.significance import MIN_PROCESSES, MIN_ROUNDS
 from hotloop.render.units import figure, too_noisy

@@ -39,7 +39,7 @@ from hotloop.render.units import axis_scale, width_decimals
 from hotloop.visible import visible
 
 if TYPE_CHECKING:
-    from hotloop.analysis.compare import Comparison, MetricDelta, Pair
+    from hotloop.analysis.comparison import Comparison, MetricDelta, Pair
 
 SYMBOLS_TOP = 15
 METRIC_WIDTH = 21

@@ -1,0 +1,215 @@
+"""The sides of a comparison: the session files one side names, each session once, checked
+to be of one benchmark, named apart, summarised; and what is read of a side's sessions
+together (their distribution on shared buckets, their hot symbols, their interleaved rounds).
+"""
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from pathlib import Path
+
+from hotloop import results
+from hotloop.analysis.comparison import SharedBucket, SharedHistogram, Side
+from hotloop.catalog import process_shares
+from hotloop.errors import HotloopError
+from hotloop.events import HotSymbol
+from hotloop.perf.parse import aggregate
+from hotloop.record import Header
+from hotloop.results import Result
+from hotloop.stats import Bucket, edges, summarize
+from hotloop.visible import visible
+
+
+def expand(arg: str) -> list[Path]:
+    """The session files one side names: a file, a directory of them, or files joined by ","."""
+    whole = Path(arg)
+    parts = [whole] if whole.exists() or "," not in arg else \
+        [Path(p) for p in arg.split(",") if p.strip()]
+    if not parts:
+        raise HotloopError(f"compare: {arg!r} names no result file")
+    out: list[Path] = []
+    for p in parts:
+        if p.is_dir():
+            found = sorted(f for f in p.glob("*.jsonl") if f.is_file())
+            if not found:
+                raise HotloopError(f"{p}: no result files (*.jsonl) in this directory")
+            out += found
+        else:
+            out.append(p)
+    seen: set[Path] = set()
+    for p in out:
+        real = p.resolve()
+        if real in seen:
+            raise HotloopError(f"{p}: named twice in one side ({arg})")
+        seen.add(real)
+    return out
+
+
+def distinct(rs: Sequence[Result], given: str) -> tuple[list[Result], str | None]:
+    """A side's sessions, each content once (a result's sha256: a copy of a file is the same
+    session, not another one), and a warning naming the copies; HotloopError when the side
+    is nothing but copies of one session.  Two copies a side once gave "+3.35% [+3.35%,
+    +3.35%] p=0 faster": copies agree exactly, so they look like sessions without noise."""
+    kept: list[Result] = []
+    first: dict[str, Result] = {}
+    copies: list[tuple[Result, Result]] = []
+    for r in rs:
+        key = r.digest or str(r.path.resolve())
+        if key in first:
+            copies.append((r, first[key]))
+        else:
+            first[key] = r
+            kept.append(r)
+    if not copies:
+        return kept, None
+    if len(kept) == 1:
+        raise HotloopError(f"{given}: its {len(rs)} files are copies of one session "
+                           f"({kept[0].path}): a side of copies is one session; give it once, "
+                           f"or distinct sessions")
+    dup, orig = copies[0]
+    more = f" and {len(copies) - 1} more" if len(copies) > 1 else ""
+    return kept, (f"{given}: {dup.path} is a copy of {orig.path} (the same content){more}: "
+                  f"each session counted once, {len(kept)} sessions")
+
+
+def identity(r: Result) -> tuple[str, str, str]:
+    return (r.workload.name, r.workload.metric,
+            json.dumps(r.header.params, sort_keys=True, default=str))
+
+
+def check_side(rs: Sequence[Result], given: str) -> None:
+    """A side's sessions must be of one benchmark: same workload, metric and params."""
+    first = rs[0]
+    w0, m0, p0 = identity(first)
+    for r in rs[1:]:
+        w, m, p = identity(r)
+        what = "workload" if w != w0 else "metric" if m != m0 else "params" if p != p0 else ""
+        if what:
+            mine, theirs = {"workload": (w, w0), "metric": (m, m0), "params": (p, p0)}[what]
+            raise HotloopError(f"{r.path}: {what} {mine} differs from {first.path}'s {theirs}; "
+                               f"the sessions of one side ({given}) must be of one benchmark")
+
+
+def _label(rs: Sequence[Result]) -> str:
+    labels = {r.header.variant or r.header.label for r in rs}
+    return labels.pop() if len(labels) == 1 else ""
+
+
+def side_names(sides: Sequence[Sequence[Result]], given: Sequence[str]) -> list[str]:
+    """Each side's name: its label or variant where those tell the sides apart, else what was
+    given (a directory's name, the files' names) with as much of the path as tells them apart:
+    A/s1 and A2/s1, not s1 and s1#2."""
+    def where(rs: Sequence[Result], arg: str) -> Path:
+        p = Path(arg.rstrip("/"))
+        return p if p.is_dir() else rs[0].path.with_suffix("")
+
+    def fallback(rs: Sequence[Result], arg: str, depth: int) -> str:
+        p = where(rs, arg)
+        name = "/".join(p.parts[-depth:])
+        if len(rs) > 1 and not Path(arg.rstrip("/")).is_dir():
+            name += "".join(f",{r.path.stem}" for r in rs[1:3]) + (
+                f",+{len(rs) - 3}" if len(rs) > 3 else "")
+        return name
+
+    names = [_label(rs) for rs in sides]
+    if not all(names) or len(set(names)) < len(names):
+        for depth in range(1, 1 + max(len(where(rs, g).parts) for rs, g in zip(sides, given))):
+            names = [fallback(rs, g, depth) for rs, g in zip(sides, given)]
+            if len(set(names)) == len(names):
+                break
+    seen: dict[str, int] = {}
+    out = []
+    for n in names:
+        seen[n] = seen.get(n, 0) + 1
+        out.append(n if seen[n] == 1 else f"{n}#{seen[n]}")
+    return out
+
+
+def side_of(i: int, name: str, rs: Sequence[Result], given: str) -> Side:
+    partial = [r for r in rs if r.partial]
+    why = "; ".join(f"{r.path.name if len(rs) > 1 else ''}{': ' if len(rs) > 1 else ''}"
+                    f"{r.failed.message if r.failed else 'the file ends early (a crash?)'}"
+                    for r in partial)
+    # from the files' headers: shown in tables and titles, so one line each, whatever a
+    # forged file holds
+    labels = sorted({visible(r.header.label) for r in rs})
+    kernels = sorted({visible(r.header.kernel_release) for r in rs})
+    values = [v for r in rs for v in r.values]
+    return Side(i, visible(name), ",".join(labels), ",".join(kernels), given,
+                visible(rs[0].header.variant), len(values), bool(partial), why,
+                summarize(values), tuple(str(r.path) for r in rs), len(rs))
+
+
+def process_blocks(header: Header) -> list[int]:
+    """How many runs each worker process of a session ran, in turn (as the session split
+    its plan's runs)."""
+    if header.runs is None or header.runs < 1:
+        return []
+    return process_shares(header.runs, header.processes)
+
+
+def interleaved_pair(a: Sequence[Result], b: Sequence[Result]) -> list[int] | None:
+    """Both sides one session of the same interleaved batch: their runs pair up by round,
+    in blocks of the worker processes that ran them (empty when those do not line up)."""
+    if len(a) != 1 or len(b) != 1 or a[0].path.resolve() == b[0].path.resolve():
+        return None
+    ba, bb = a[0].header.batch, b[0].header.batch
+    if not (ba and bb and ba.interleaved and ba.id is not None and ba.id == bb.id):
+        return None
+    blocks = process_blocks(a[0].header)
+    return blocks if blocks == process_blocks(b[0].header) else []
+
+
+def shared_histogram(sides: Sequence[Sequence[Result]], metric: str, unit: str,
+                     target: int = 10) -> SharedHistogram | None:
+    """Every side's distribution (its sessions pooled) on the edges of the union."""
+    values = [[v for r in rs for v in r.values] for rs in sides]
+    every = [v for vs in values for v in vs]
+    if not every:
+        return None
+    start, width = edges(every, target)
+    index = [[int(math.floor((v - start) / width + 1e-9)) for v in vs] for vs in values]
+    lo = min(min(ix) for ix in index if ix)
+    hi = max(max(ix) for ix in index if ix)
+    plain = [Bucket(start + i * width, start + (i + 1) * width, 0, 0.0) for i in range(lo, hi + 1)]
+    counts_of = [dict.fromkeys(range(lo, hi + 1), 0) for _ in index]
+    for ix, counts in zip(index, counts_of):
+        for i in ix:
+            counts[i] += 1
+    buckets = []
+    for k, i in enumerate(range(lo, hi + 1)):
+        row = tuple(c[i] for c in counts_of)
+        pcts = tuple(100.0 * c / len(ix) if ix else 0.0 for c, ix in zip(row, index))
+        buckets.append(SharedBucket(plain[k].low, plain[k].high, row, pcts))
+    return SharedHistogram(metric, unit, start, width, buckets)
+
+
+def hot_symbols(rs: Sequence[Result]) -> Sequence[HotSymbol] | None:
+    found = [r.session_symbols.symbols for r in rs
+             if r.session_symbols and r.session_symbols.symbols]
+    if len(found) != len(rs):
+        return None
+    return found[0] if len(found) == 1 else aggregate(found)
+
+
+
+def _accel(r: Result) -> str:
+    vm = r.header.vm
+    return "on this machine" if vm is None else \
+        "emulated in a VM (TCG)" if vm.accel == "tcg" else f"in a VM under {vm.accel.upper()}"
+
+
+def check_accel(rs: Sequence[Result]) -> None:
+    """Emulated sessions measure qemu's translation, not the CPU: never beside others."""
+    tcg = next((r for r in rs if r.header.vm is not None and r.header.vm.accel == "tcg"), None)
+    other = next((r for r in rs if r.header.vm is None or r.header.vm.accel != "tcg"), None)
+    if tcg is not None and other is not None:
+        raise HotloopError(f"{tcg.path}: ran {_accel(tcg)}, {other.path} {_accel(other)}: "
+                           f"emulated numbers cannot be compared with measured ones")
+
+def load_sides(args: Sequence[str | Path]) -> list[list[Result]]:
+    """Read every side's files (one-line HotloopError for what is not a result)."""
+    return [[results.read(p) for p in expand(str(a))] for a in args]
+
+
