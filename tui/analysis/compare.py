@@ -65,7 +65,15 @@ from typing import Any
 from hotloop.analysis import boots as boots_mod
 from hotloop.analysis import noise as noise_mod
 from hotloop.analysis import series_pairs
-from hotloop.analysis.comparison import Comparison, MetaDiff, MetricDelta, Pair, Verdict, meta_warning
+from hotloop.analysis.comparison import (
+    Comparison,
+    MetaDiff,
+    MetricDelta,
+    Pair,
+    Side,
+    Verdict,
+    meta_warning,
+)
 from hotloop.analysis.judge import correct_sides, test_metric
 from hotloop.analysis.metrics import series
 from hotloop.analysis.sides import (
@@ -165,187 +173,26 @@ def compare_sides(sides: Sequence[Sequence[Result]], given: Sequence[str] | None
     given = list(given) if given is not None else [str(rs[0].path) if len(rs) == 1 else
                                                   ",".join(str(r.path) for r in rs)
                                                   for rs in sides]
-    copied: list[str] = []
-    unique = []
-    for rs, g in zip(sides, given):
-        kept, note = distinct(rs, g)
-        unique.append(kept)
-        copied += [note] if note else []
-    sides = unique
-    for rs, g in zip(sides, given):
-        check_side(rs, g)
-        for r in rs:
-            if not r.runs:
-                what = "the baseline has" if rs is sides[0] else "has"
-                raise HotloopError(f"{r.path}: {what} no recorded runs, nothing to compare")
-    # A session (by its content: a copy is the same session) belongs to one side; a side
-    # against itself, or against copies of itself, is fine (exactly no change).
-    def ident(r: Result) -> str:
-        return r.digest or str(r.path.resolve())
-    owner: dict[str, int] = {}
-    for i, rs in enumerate(sides):
-        for r in rs:
-            j = owner.setdefault(ident(r), i)
-            if j != i and {ident(p) for p in sides[j]} != {ident(p) for p in rs}:
-                raise HotloopError(f"{r.path}: in two sides ({given[j]} and {given[i]}); a "
-                                   f"session belongs to one side (a side against itself is "
-                                   f"fine)")
+    sides, copied = _checked(sides, given)
     base = sides[0][0]
-    wname, metric, _ = identity(base)
-    for rs in sides[1:]:
-        other, other_metric, _ = identity(rs[0])
-        if other != wname:
-            raise HotloopError(f"{rs[0].path}: workload {other!r} cannot be compared with the "
-                               f"baseline's {wname!r} ({base.path})")
-        if other_metric != metric:
-            raise HotloopError(f"{rs[0].path}: metric {other_metric!r} cannot be compared with the "
-                               f"baseline's {metric!r} ({base.path})")
-    check_accel([r for rs in sides for r in rs])
-    names = side_names(sides, given)
-    out = [side_of(i, n, rs, g) for i, (n, rs, g) in enumerate(zip(names, sides, given))]
-    unit = base.workload.unit
-    comp = Comparison(wname, metric, unit, base.workload.higher_is_better,
+    out = [side_of(i, n, rs, g)
+           for i, (n, rs, g) in enumerate(zip(side_names(sides, given), sides, given))]
+    metric, unit = base.workload.metric, base.workload.unit
+    comp = Comparison(base.workload.name, metric, unit, base.workload.higher_is_better,
                       out, histogram=shared_histogram(sides, metric, unit))
-    profile, notes = noise_mod.find(base.header, noise_file)
-    compared = {r.path.resolve() for rs in sides for r in rs}
-    digests = {r.digest for rs in sides for r in rs if r.digest}
-    if profile is not None and (compared & {Path(f).resolve() for f in profile.files}
-                                or digests & set(profile.digests)):
-        # Its sessions would count twice: once as the calibration, once as the data.
-        notes.append(f"noise profile not used: {profile.path} was measured from sessions "
-                     f"compared here; calibrate from other A/A sessions")
-        profile = None
+    profile, notes = _profile(sides, noise_file)
     comp.noise = profile
-    comp.warnings += copied + notes
-    tcg = next((r for rs in sides for r in rs if r.header.vm is not None), None)
-    if tcg is not None and tcg.header.vm is not None and tcg.header.vm.accel == "tcg":
-        why = tcg.header.vm.why_not_kvm or "KVM not used"
-        comp.warnings.append(f"no usable KVM ({why}): the sessions ran in emulated guests; "
-                             f"their numbers do not measure this CPU")
-    base_series = [series(r) for r in sides[0]]
+    comp.warnings += copied + notes + _boot_warnings(sides)
     assumed: list[str] = []             # metrics whose session noise nothing measured
-    unknown = sum(not boots_mod.boot_of(r) for rs in sides for r in rs)
-    if unknown and len(sides) > 1:
-        comp.warnings.append(
-            f"{unknown} session{'s do' if unknown != 1 else ' does'} not say which boot "
-            f"{'they' if unknown != 1 else 'it'} ran in (result files before format 3): "
-            f"taken as possibly from another boot than the other side's, so one session a "
-            f"side cannot be called without a calibration across reboots; run them again "
-            f"with this hotloop to record their boots")
-    spread = profile.boot_spread if profile is not None else ""
     for side, rs in zip(out[1:], sides[1:]):
-        paired = interleaved_pair(sides[0], rs)
-        boots = boots_mod.of_sides(sides[0], rs)
-        # A calibration stands in for the sides' own replicates only if it measured what
-        # they differ by: taken within one boot, it measured no reboot.
-        unfit = (f"its {profile.sessions} sessions: {spread}" if profile is not None
-                 and not boots_mod.calibration_fits(boots, spread) else None)
-        if unfit and profile is not None:
-            comp.warnings.append(
-                f"{side.name}: noise profile not used ({unfit}): {side.name} and "
-                f"{out[0].name} ran in different boots ({boots.relation}), and a calibration "
-                f"measures a reboot only from sessions of one boot each; calibrate from A/A "
-                f"sessions one a boot: hotloop calibrate results/aa/")
-        found = series_pairs.pairs(sides[0], rs) if pair_sessions and paired is None \
-            else None
-        if found is not None and (found.unmatched or not found.usable):
-            comp.warnings.append(found.describe(out[0].name, side.name))
-        by_pairs = found.index if found is not None and found.usable else None
-        new_series = [series(r) for r in rs]
-        rows = []
-        for name, m in base_series[0].items():
-            if not all(name in x for x in base_series + new_series):
-                continue
-            calibrated = profile.metrics.get(name) if profile and not unfit else None
-            t = test_metric([x[name] for x in base_series], [x[name] for x in new_series],
-                            paired=paired, calibrated=calibrated,
-                            boots=None if paired is not None else boots, pairs=by_pairs)
-            if unfit:
-                t = dataclasses.replace(t, calibration=f"not used: {unfit}")
-            rows.append(MetricDelta(m.name, m.unit, m.higher_is_better, t, m.kind,
-                                    primary=m.name == metric))
-            if t.noise_source == "assumed" and m.name not in assumed:
-                assumed.append(m.name)
-        check = rows[0].test.noise_check if rows else None
-        if check and check["action"] == "dropped":
-            comp.warnings.append(
-                f"{side.name}: calibration dropped for {rows[0].metric}: the sessions "
-                f"compared vary by {check['measured_pct']:.2f}% from one to the next, the "
-                f"calibration says {check['calibrated_pct']:.2f}% (F test, p "
-                f"{check['p']:.3f}); compared on the sessions' own noise. Calibrate the way "
-                f"you compare (across reboots: hotloop calibrate results/aa/)")
-        symbols = None
-        bs, ns = hot_symbols(sides[0]), hot_symbols(rs)
-        if bs and ns:
-            symbols = diff_symbols(list(bs), list(ns))[:TOP_SYMBOLS]
-        meta = metadata_diff(base.header.to_json(), rs[0].header.to_json())
-        comp.pairs.append(Pair(out[0], side, rows, meta, symbols,
-                               rows[0].test.method if rows else "sessions"))
-        first_row = next((r for r in rows if r.primary), None)
-        if first_row is not None and first_row.test.verdict is Verdict.ACROSS_BOOTS:
-            t = first_row.test
-            maybe = "" if boots.relation == boots_mod.ACROSS else "possibly "
-            what = (f"one session a side, from {maybe}different boots"
-                    if t.sessions_baseline == t.sessions_new == 1 else
-                    f"one boot a side ({t.sessions_baseline} and {t.sessions_new} sessions): "
-                    f"sessions of one boot are not replicates of a reboot")
-            comp.warnings.append(
-                f"{side.name}: cannot call: {what}, and nothing measured how much a reboot "
-                f"moves {first_row.metric}; run sessions in several boots a side (a reboot "
-                f"between, or a VM booted for each), or calibrate across reboots (A/A "
-                f"sessions one a boot: hotloop calibrate results/aa/)")
-        if rows and rows[0].test.verdict is Verdict.TOO_FEW_PROCESSES:
-            comp.warnings.append(
-                f"{side.name} and {out[0].name} ran in fewer than {MIN_PROCESSES} worker "
-                f"processes each: a process's own offset (its memory layout, its CPU) cannot "
-                f"be told from a change; interleave with --processes 5 (the default)")
-    # The primary metric's verdicts, corrected together for the number of sides.
-    firsts = [next((j for j, m in enumerate(p.metrics) if m.primary), None) for p in comp.pairs]
-    at = [(p, j) for p, j in zip(comp.pairs, firsts) if j is not None]
-    fixed = correct_sides([p.metrics[j].test for p, j in at])
-    for (p, j), t in zip(at, fixed):
-        p.metrics[j] = dataclasses.replace(p.metrics[j], test=t)
-    if any(m.primary and m.test.noise_check and m.test.noise_check["action"] == "unchecked"
-           for p in comp.pairs for m in p.metrics):
-        comp.warnings.append(
-            "one session a side: nothing here can check that the calibration describes these "
-            "sessions (its boots fit theirs: within one boot, or one session a boot across "
-            "boots), so the verdict holds only if the machine was as it was when calibrated "
-            "(the same load, the same setup)")
-    rule = (f"the larger of {100 * ASSUMED_SESSION_NOISE:g}% and "
-            f"{ASSUMED_PER_WITHIN:g} times the runs' own spread")
-    if assumed and profile is None:
-        # the variants of one batch: interleaving them is the cheap way to a verdict
-        other = ("run the variants with --interleave" if batch else
-                 "run two sessions a side or more")
-        # the figure assumed is each row's (its noise_pct) and the header's: not said again
-        comp.warnings.append(
-            f"no {'usable ' if notes else ''}noise profile for "
-            f"{noise_mod.describe_key(noise_mod.key_of(base.header))}: "
-            f"with one session a side nothing measured how much sessions differ, so the "
-            f"interval assumes it ({rule}) and a change beyond it is a direction "
-            f"(\"faster?\"), not a call; {other}, or measure this machine's: "
-            f"{_calibrate_hint(base.header)}")
-    elif assumed:
-        comp.warnings.append(f"the noise profile has no figure for {', '.join(assumed)} "
-                             f"(values not all above 0): an assumed noise is used ({rule}), "
-                             f"and with one session a side a change beyond it is a "
-                             f"direction (\"faster?\"), not a call")
-    for rs, s in zip(sides, out):
-        shaky = [cv for r in rs if r.finished
-                 for cv in [r.finished.summary.cv] if cv is not None and cv > UNSTABLE_CV]
-        if shaky:
-            comp.warnings.append(
-                f"{len(shaky)} session{'s' * (len(shaky) != 1)} of {s.name} "
-                f"var{'y' if len(shaky) != 1 else 'ies'} by CV "
-                f"{100 * max(shaky):.0f}% within a session (above {100 * UNSTABLE_CV:.0f}%): "
-                f"result may be unstable; quieten the machine (hotloop doctor says what it "
-                f"allows; a CPU profile that pins the workload; run --apply-system), or run "
-                f"more runs and sessions")
-    for s in out:
-        if s.partial:
-            comp.warnings.append(f"{s.name} ({s.file}) is partial, {s.runs} runs: "
-                                 f"{s.partial_reason}")
+        pair, said = _pair(sides[0], rs, out[0], side, profile, pair_sessions)
+        comp.pairs.append(pair)
+        comp.warnings += said
+        assumed += [m.metric for m in pair.metrics
+                    if m.test.noise_source == "assumed" and m.metric not in assumed]
+    _correct(comp)
+    comp.warnings += _noise_warnings(comp, base.header, profile, notes, assumed, batch)
+    comp.warnings += _session_warnings(sides, out)
     # the variants of one interleaved batch (their headers say so) differ by design too
     comp.batch = batch or bool(comp.pairs) and all(p.method == "paired" for p in comp.pairs)
     if not comp.batch:
@@ -359,6 +206,227 @@ def compare_sides(sides: Sequence[Sequence[Result]], given: Sequence[str] | None
             comp.warnings.append(f"the sessions of {s.name} differ among themselves in "
                                  f"{', '.join(inside)}")
     return comp
+
+
+def _checked(sides: Sequence[Sequence[Result]],
+             given: Sequence[str]) -> tuple[list[list[Result]], list[str]]:
+    """The sides, each session once, checked to be comparable (HotloopError if not), and the
+    warnings naming the copies left out."""
+    copied: list[str] = []
+    unique = []
+    for rs, g in zip(sides, given):
+        kept, note = distinct(rs, g)
+        unique.append(kept)
+        copied += [note] if note else []
+    for rs, g in zip(unique, given):
+        check_side(rs, g)
+        for r in rs:
+            if not r.runs:
+                what = "the baseline has" if rs is unique[0] else "has"
+                raise HotloopError(f"{r.path}: {what} no recorded runs, nothing to compare")
+    # A session (by its content: a copy is the same session) belongs to one side; a side
+    # against itself, or against copies of itself, is fine (exactly no change).
+    def ident(r: Result) -> str:
+        return r.digest or str(r.path.resolve())
+    owner: dict[str, int] = {}
+    for i, rs in enumerate(unique):
+        for r in rs:
+            j = owner.setdefault(ident(r), i)
+            if j != i and {ident(p) for p in unique[j]} != {ident(p) for p in rs}:
+                raise HotloopError(f"{r.path}: in two sides ({given[j]} and {given[i]}); a "
+                                   f"session belongs to one side (a side against itself is "
+                                   f"fine)")
+    base = unique[0][0]
+    wname, metric, _ = identity(base)
+    for rs in unique[1:]:
+        other, other_metric, _ = identity(rs[0])
+        if other != wname:
+            raise HotloopError(f"{rs[0].path}: workload {other!r} cannot be compared with the "
+                               f"baseline's {wname!r} ({base.path})")
+        if other_metric != metric:
+            raise HotloopError(f"{rs[0].path}: metric {other_metric!r} cannot be compared with the "
+                               f"baseline's {metric!r} ({base.path})")
+    check_accel([r for rs in unique for r in rs])
+    return unique, copied
+
+
+def _profile(sides: Sequence[Sequence[Result]],
+             noise_file: Path | None) -> tuple[noise_mod.NoiseProfile | None, list[str]]:
+    """The noise profile for the baseline's header (or `noise_file`), unless it was measured
+    from sessions compared here; and the notes on why none was found or used."""
+    profile, notes = noise_mod.find(sides[0][0].header, noise_file)
+    compared = {r.path.resolve() for rs in sides for r in rs}
+    digests = {r.digest for rs in sides for r in rs if r.digest}
+    if profile is not None and (compared & {Path(f).resolve() for f in profile.files}
+                                or digests & set(profile.digests)):
+        # Its sessions would count twice: once as the calibration, once as the data.
+        notes.append(f"noise profile not used: {profile.path} was measured from sessions "
+                     f"compared here; calibrate from other A/A sessions")
+        profile = None
+    return profile, notes
+
+
+def _boot_warnings(sides: Sequence[Sequence[Result]]) -> list[str]:
+    """Sessions in emulated guests, and sessions that do not say their boot."""
+    out = []
+    tcg = next((r for rs in sides for r in rs if r.header.vm is not None), None)
+    if tcg is not None and tcg.header.vm is not None and tcg.header.vm.accel == "tcg":
+        why = tcg.header.vm.why_not_kvm or "KVM not used"
+        out.append(f"no usable KVM ({why}): the sessions ran in emulated guests; "
+                   f"their numbers do not measure this CPU")
+    unknown = sum(not boots_mod.boot_of(r) for rs in sides for r in rs)
+    if unknown and len(sides) > 1:
+        out.append(
+            f"{unknown} session{'s do' if unknown != 1 else ' does'} not say which boot "
+            f"{'they' if unknown != 1 else 'it'} ran in (result files before format 3): "
+            f"taken as possibly from another boot than the other side's, so one session a "
+            f"side cannot be called without a calibration across reboots; run them again "
+            f"with this hotloop to record their boots")
+    return out
+
+
+def _pair(base: Sequence[Result], rs: Sequence[Result], baseline: Side, side: Side,
+          profile: noise_mod.NoiseProfile | None,
+          pair_sessions: bool) -> tuple[Pair, list[str]]:
+    """One later side against the baseline: its rows, and the warnings they call for."""
+    said: list[str] = []
+    paired = interleaved_pair(base, rs)
+    boots = boots_mod.of_sides(base, rs)
+    # A calibration stands in for the sides' own replicates only if it measured what
+    # they differ by: taken within one boot, it measured no reboot.
+    spread = profile.boot_spread if profile is not None else ""
+    unfit = (f"its {profile.sessions} sessions: {spread}" if profile is not None
+             and not boots_mod.calibration_fits(boots, spread) else None)
+    if unfit and profile is not None:
+        said.append(
+            f"{side.name}: noise profile not used ({unfit}): {side.name} and "
+            f"{baseline.name} ran in different boots ({boots.relation}), and a calibration "
+            f"measures a reboot only from sessions of one boot each; calibrate from A/A "
+            f"sessions one a boot: hotloop calibrate results/aa/")
+    found = series_pairs.pairs(base, rs) if pair_sessions and paired is None else None
+    if found is not None and (found.unmatched or not found.usable):
+        said.append(found.describe(baseline.name, side.name))
+    by_pairs = found.index if found is not None and found.usable else None
+    base_series = [series(r) for r in base]
+    new_series = [series(r) for r in rs]
+    primary = base[0].workload.metric
+    rows = []
+    for name, m in base_series[0].items():
+        if not all(name in x for x in base_series + new_series):
+            continue
+        calibrated = profile.metrics.get(name) if profile and not unfit else None
+        t = test_metric([x[name] for x in base_series], [x[name] for x in new_series],
+                        paired=paired, calibrated=calibrated,
+                        boots=None if paired is not None else boots, pairs=by_pairs)
+        if unfit:
+            t = dataclasses.replace(t, calibration=f"not used: {unfit}")
+        rows.append(MetricDelta(m.name, m.unit, m.higher_is_better, t, m.kind,
+                                primary=m.name == primary))
+    said += _row_warnings(rows, baseline, side, boots)
+    symbols = None
+    bs, ns = hot_symbols(base), hot_symbols(rs)
+    if bs and ns:
+        symbols = diff_symbols(list(bs), list(ns))[:TOP_SYMBOLS]
+    meta = metadata_diff(base[0].header.to_json(), rs[0].header.to_json())
+    return Pair(baseline, side, rows, meta, symbols,
+                rows[0].test.method if rows else "sessions"), said
+
+
+def _row_warnings(rows: Sequence[MetricDelta], baseline: Side, side: Side,
+                  boots: boots_mod.Boots) -> list[str]:
+    """What one pair's rows found that a row cannot say: a calibration dropped, no call
+    across boots, too few worker processes."""
+    said = []
+    check = rows[0].test.noise_check if rows else None
+    if check and check["action"] == "dropped":
+        said.append(
+            f"{side.name}: calibration dropped for {rows[0].metric}: the sessions "
+            f"compared vary by {check['measured_pct']:.2f}% from one to the next, the "
+            f"calibration says {check['calibrated_pct']:.2f}% (F test, p "
+            f"{check['p']:.3f}); compared on the sessions' own noise. Calibrate the way "
+            f"you compare (across reboots: hotloop calibrate results/aa/)")
+    first_row = next((r for r in rows if r.primary), None)
+    if first_row is not None and first_row.test.verdict is Verdict.ACROSS_BOOTS:
+        t = first_row.test
+        maybe = "" if boots.relation == boots_mod.ACROSS else "possibly "
+        what = (f"one session a side, from {maybe}different boots"
+                if t.sessions_baseline == t.sessions_new == 1 else
+                f"one boot a side ({t.sessions_baseline} and {t.sessions_new} sessions): "
+                f"sessions of one boot are not replicates of a reboot")
+        said.append(
+            f"{side.name}: cannot call: {what}, and nothing measured how much a reboot "
+            f"moves {first_row.metric}; run sessions in several boots a side (a reboot "
+            f"between, or a VM booted for each), or calibrate across reboots (A/A "
+            f"sessions one a boot: hotloop calibrate results/aa/)")
+    if rows and rows[0].test.verdict is Verdict.TOO_FEW_PROCESSES:
+        said.append(
+            f"{side.name} and {baseline.name} ran in fewer than {MIN_PROCESSES} worker "
+            f"processes each: a process's own offset (its memory layout, its CPU) cannot "
+            f"be told from a change; interleave with --processes 5 (the default)")
+    return said
+
+
+def _correct(comp: Comparison) -> None:
+    """The primary metric's verdicts, corrected together for the number of sides."""
+    firsts = [next((j for j, m in enumerate(p.metrics) if m.primary), None) for p in comp.pairs]
+    at = [(p, j) for p, j in zip(comp.pairs, firsts) if j is not None]
+    fixed = correct_sides([p.metrics[j].test for p, j in at])
+    for (p, j), t in zip(at, fixed):
+        p.metrics[j] = dataclasses.replace(p.metrics[j], test=t)
+
+
+def _noise_warnings(comp: Comparison, header: Header, profile: noise_mod.NoiseProfile | None,
+                    notes: Sequence[str], assumed: Sequence[str], batch: bool) -> list[str]:
+    """What the session noise the verdicts used cannot vouch for: a calibration nothing
+    here checks, or a noise assumed for want of a measured one."""
+    out = []
+    if any(m.primary and m.test.noise_check and m.test.noise_check["action"] == "unchecked"
+           for p in comp.pairs for m in p.metrics):
+        out.append(
+            "one session a side: nothing here can check that the calibration describes these "
+            "sessions (its boots fit theirs: within one boot, or one session a boot across "
+            "boots), so the verdict holds only if the machine was as it was when calibrated "
+            "(the same load, the same setup)")
+    rule = (f"the larger of {100 * ASSUMED_SESSION_NOISE:g}% and "
+            f"{ASSUMED_PER_WITHIN:g} times the runs' own spread")
+    if assumed and profile is None:
+        # the variants of one batch: interleaving them is the cheap way to a verdict
+        other = ("run the variants with --interleave" if batch else
+                 "run two sessions a side or more")
+        # the figure assumed is each row's (its noise_pct) and the header's: not said again
+        out.append(
+            f"no {'usable ' if notes else ''}noise profile for "
+            f"{noise_mod.describe_key(noise_mod.key_of(header))}: "
+            f"with one session a side nothing measured how much sessions differ, so the "
+            f"interval assumes it ({rule}) and a change beyond it is a direction "
+            f"(\"faster?\"), not a call; {other}, or measure this machine's: "
+            f"{_calibrate_hint(header)}")
+    elif assumed:
+        out.append(f"the noise profile has no figure for {', '.join(assumed)} "
+                   f"(values not all above 0): an assumed noise is used ({rule}), "
+                   f"and with one session a side a change beyond it is a "
+                   f"direction (\"faster?\"), not a call")
+    return out
+
+
+def _session_warnings(sides: Sequence[Sequence[Result]], out: Sequence[Side]) -> list[str]:
+    """Sides whose sessions' runs vary too much to trust, and sides cut short."""
+    said = []
+    for rs, s in zip(sides, out):
+        shaky = [cv for r in rs if r.finished
+                 for cv in [r.finished.summary.cv] if cv is not None and cv > UNSTABLE_CV]
+        if shaky:
+            said.append(
+                f"{len(shaky)} session{'s' * (len(shaky) != 1)} of {s.name} "
+                f"var{'y' if len(shaky) != 1 else 'ies'} by CV "
+                f"{100 * max(shaky):.0f}% within a session (above {100 * UNSTABLE_CV:.0f}%): "
+                f"result may be unstable; quieten the machine (hotloop doctor says what it "
+                f"allows; a CPU profile that pins the workload; run --apply-system), or run "
+                f"more runs and sessions")
+    for s in out:
+        if s.partial:
+            said.append(f"{s.name} ({s.file}) is partial, {s.runs} runs: {s.partial_reason}")
+    return said
 
 
 def compare(rs: list[Result], batch: bool = False) -> Comparison:
