@@ -37,6 +37,13 @@ def cut(text: str, most: int = TEXT_MAX) -> str:
     return text if len(text) <= most else text[:most - 1] + "…"
 
 
+def compared(label: str, rank: int, *, within_side: bool = False) -> dict[str, Any]:
+    """Field metadata: compare holds this header field equal (a fair comparison differs in
+    the kernel only), names a difference `label` and lists it by `rank`; `within_side`:
+    only among the sessions of one side.  compared_fields reads them."""
+    return {"compared": (rank, label, within_side)}
+
+
 class NewerFormat(ValueError):
     """A record written by a newer hotloop, in a format this one does not read."""
 
@@ -64,8 +71,9 @@ class PlanInfo:
     kernel: str = "default"
     runs: int | None = field(default=None, metadata={"min": 1})
     warmup: int = field(default=1, metadata={"min": 0})
-    perf: bool = False
-    perf_freq: int = 999
+    # sampling keeps vCPUs out of idle: on vs off can move wake-up-bound workloads
+    perf: bool = field(default=False, metadata=compared("perf", 16))
+    perf_freq: int = field(default=999, metadata=compared("perf_freq", 17))
     call_graph: str = "none"
     timeout: float = 300.0
     processes: int = field(default=1, metadata={"min": 1})
@@ -79,14 +87,14 @@ class PlanInfo:
 @dataclass(frozen=True)
 class CpuInfo:
     """The CPU profile the run was pinned and scheduled by (catalog.CpuProfile's fields)."""
-    name: str = field(default="", metadata=NAME)
+    name: str = field(default="", metadata={**NAME, **compared("cpu", 1)})
     summary: str = ""
-    cpus: tuple[int, ...] = ()
-    sched: str = "other"
-    priority: int = 0
-    nice: int = 0
-    governor: str | None = None
-    boost: bool | None = None
+    cpus: tuple[int, ...] = field(default=(), metadata=compared("cpu.cpus", 2))
+    sched: str = field(default="other", metadata=compared("cpu.sched", 3))
+    priority: int = field(default=0, metadata=compared("cpu.priority", 4))
+    nice: int = field(default=0, metadata=compared("cpu.nice", 5))
+    governor: str | None = field(default=None, metadata=compared("cpu.governor", 6))
+    boost: bool | None = field(default=None, metadata=compared("cpu.boost", 7))
     cflags: tuple[str, ...] = ()
     isolated: bool = False
     strict: bool = False
@@ -153,15 +161,17 @@ class Header:
     """A result file's first line: the machine, the kernel, the build and the plan a session
     ran with, written before its first run."""
     format: int = field(default=FORMAT, metadata={"min": 1})
-    hotloop: str = "?"
+    hotloop: str = field(default="?", metadata=compared("hotloop", 14))
     hotloop_source: str = ""                # which sources, within one version
     time: str = field(default="", metadata=NAME)
-    host: str = field(default="", metadata=NAME)
-    kernel_release: str = field(default="?", metadata=NAME)
+    host: str = field(default="", metadata={**NAME, **compared("host", 8)})
+    # the sides differ in their kernel by design; one side's sessions should not
+    kernel_release: str = field(default="?", metadata={
+        **NAME, **compared("kernel", 18, within_side=True)})
     kernel_version: str = ""
-    arch: str = ""
+    arch: str = field(default="", metadata=compared("arch", 10))
     cmdline: str = ""
-    cpu_model: str = ""
+    cpu_model: str = field(default="", metadata=compared("cpu_model", 9))
     cpus: int = 0                           # the machine's; the pinned ones: cpu.cpus
     mitigations: str = ""
     vulnerabilities: dict[str, str] = field(default_factory=dict)
@@ -172,14 +182,15 @@ class Header:
     boot_id: str = field(default="", metadata=NAME)
     plan: PlanInfo = PlanInfo()
     workload: WorkloadInfo = WorkloadInfo()
-    params: dict[str, Any] = field(default_factory=dict)
+    # compared key by key: params.block_size
+    params: dict[str, Any] = field(default_factory=dict, metadata=compared("params", 13))
     cpu: CpuInfo = CpuInfo()
     kernel: KernelInfo = KernelInfo()
-    label: str = field(default="", metadata=NAME)
+    label: str = field(default="", metadata={**NAME, **compared("label", 19, within_side=True)})
     variant: str = field(default="", metadata=NAME)
-    compiler: str = ""
-    cflags: tuple[str, ...] = ()
-    source_sha256: str = ""
+    compiler: str = field(default="", metadata=compared("compiler", 11))
+    cflags: tuple[str, ...] = field(default=(), metadata=compared("cflags", 12))
+    source_sha256: str = field(default="", metadata=compared("source_sha256", 15))
     # The variants of one interleaved batch share an id: compare pairs their runs by round.
     batch: Batch | None = None
     perf_data: str = ""                     # the kept perf data, beside the file: NAME.perf
@@ -240,6 +251,29 @@ class Summary:
     @classmethod
     def from_json(cls, obj: Any) -> Summary:
         return from_json(cls, obj)
+
+
+@functools.cache
+def compared_fields(within_side: bool = False) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """The header fields compare holds equal, as (label, path in the header's JSON), in the
+    order it lists their differences: those marked `compared` above, so a field gains its
+    place here where it is defined.  `within_side`: also those that may differ between
+    sides but not among one side's sessions (the kernel, its label)."""
+    found: list[tuple[int, str, tuple[str, ...]]] = []
+
+    def walk(cls: type, path: tuple[str, ...]) -> None:
+        hints = _hints(cls)
+        for f in dataclasses.fields(cls):
+            mark = f.metadata.get("compared")
+            tp = hints[f.name]
+            if mark is not None:
+                rank, label, side_only = mark
+                if within_side or not side_only:
+                    found.append((rank, label, (*path, f.name)))
+            elif isinstance(tp, type) and dataclasses.is_dataclass(tp):
+                walk(tp, (*path, f.name))
+    walk(Header, ())
+    return tuple((label, path) for _, label, path in sorted(found))
 
 
 # --------------------------------------------------------------------------- the codec

@@ -126,12 +126,31 @@ def test_the_record_keeps_every_field_of_the_profiles_it_records(record_cls, mod
 
 
 def test_every_header_field_compare_holds_equal_is_in_the_record():
-    from hotloop.analysis.compare import META_FIELDS
-    for _, path in META_FIELDS:
+    for _, path in record.compared_fields(within_side=True):
         node = record.to_json(Header())
         for key in path:
             assert key in node, path
             node = node[key]
+
+
+def test_compare_lists_the_header_fields_it_holds_equal_in_its_order():
+    # the order of compare's "differs in more than the kernel" line
+    assert [label for label, _ in record.compared_fields()] == [
+        "cpu", "cpu.cpus", "cpu.sched", "cpu.priority", "cpu.nice", "cpu.governor", "cpu.boost",
+        "host", "cpu_model", "arch", "compiler", "cflags", "params", "hotloop", "source_sha256",
+        "perf", "perf_freq"]
+    assert record.compared_fields(within_side=True)[-2:] == (
+        ("kernel", ("kernel_release",)), ("label", ("label",)))
+
+
+def test_every_header_field_is_compared_or_knowingly_not():
+    # a field the header gains must say whether compare holds it equal (record.compared)
+    not_compared = {"format", "hotloop_source", "time", "kernel_version", "cmdline", "cpus",
+                    "mitigations", "vulnerabilities", "sysctl", "python", "boot_id",
+                    "workload", "kernel", "variant", "batch", "perf_data", "remote", "vm"}
+    compared = {path[0] for _, path in record.compared_fields(within_side=True)}
+    assert not compared & not_compared
+    assert {f.name for f in dataclasses.fields(Header)} == compared | not_compared
 
 
 def test_a_forged_huge_label_reads_as_a_bounded_one(tmp_path):

@@ -91,35 +91,12 @@ from hotloop.analysis.sides import (
 from hotloop.analysis.significance import MIN_PROCESSES
 from hotloop.analysis.symbols import diff_symbols
 from hotloop.errors import HotloopError
-from hotloop.record import Header
+from hotloop.record import Header, compared_fields
 from hotloop.results import Result
 from hotloop.stats import ASSUMED_PER_WITHIN, ASSUMED_SESSION_NOISE
 
 TOP_SYMBOLS = 15
 UNSTABLE_CV = 0.10                      # a session's runs above this CV: pyperf's "unstable"
-
-# Header fields that must match for a fair comparison (everything but the kernel).
-META_FIELDS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("cpu", ("cpu", "name")),
-    ("cpu.cpus", ("cpu", "cpus")),
-    ("cpu.sched", ("cpu", "sched")),
-    ("cpu.priority", ("cpu", "priority")),
-    ("cpu.nice", ("cpu", "nice")),
-    ("cpu.governor", ("cpu", "governor")),
-    ("cpu.boost", ("cpu", "boost")),
-    ("host", ("host",)),
-    ("cpu_model", ("cpu_model",)),
-    ("arch", ("arch",)),
-    ("compiler", ("compiler",)),
-    ("cflags", ("cflags",)),
-    ("params", ("params",)),            # compared key by key: params.block_size
-    ("hotloop", ("hotloop",)),
-    ("source_sha256", ("source_sha256",)),
-    # sampling keeps vCPUs out of idle: on vs off can move wake-up-bound workloads
-    ("perf", ("plan", "perf")),
-    ("perf_freq", ("plan", "perf_freq")),
-)
-
 
 
 # --------------------------------------------------------------------------- metadata
@@ -138,9 +115,7 @@ def metadata_diff(base: dict[str, Any], new: dict[str, Any],
     """Header fields other than the kernel that differ between two results (and the kernel
     too with `kernel`: the sessions of one side should all be of one)."""
     out: list[MetaDiff] = []
-    fields = META_FIELDS + ((("kernel", ("kernel_release",)), ("label", ("label",)))
-                            if kernel else ())
-    for name, path in fields:
+    for name, path in compared_fields(within_side=kernel):
         a, b = _get(base, path), _get(new, path)
         if isinstance(a, dict) and isinstance(b, dict):
             for key in sorted(a.keys() | b.keys()):
