@@ -61,7 +61,7 @@ import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from hotloop.analysis.room import make_room
 from hotloop.stats import Z95, assumed_session_noise, median_se, robust_spread
@@ -70,9 +70,6 @@ from hotloop.stats import detectable_pct as stats_detectable
 make_room()     # under `ulimit -v`: one line if they cannot load, never OpenBLAS's hang
 import numpy as np  # noqa: E402
 from scipy import stats as sps  # noqa: E402
-
-if TYPE_CHECKING:
-    from hotloop.analysis.noise import MetricNoise
 
 ALPHA = 0.05
 CONFIDENCE = 1 - ALPHA
@@ -197,8 +194,19 @@ def combine(ests: Sequence[SessionEstimate],
     return out
 
 
+class Calibration(Protocol):
+    """A metric's session noise as a calibration measured it (analysis.noise.MetricNoise,
+    which reads this module to measure it: so the tests name only what they use of it)."""
+    @property
+    def df(self) -> int: ...
+
+    def at(self, runs: float, session_var: float | None = None) -> float: ...
+
+    def runs_for(self, sides: Sequence[Sequence[int]]) -> float: ...
+
+
 def sessions_test(base: Sequence[Sequence[float]], new: Sequence[Sequence[float]],
-                  calibrated: MetricNoise | None = None,
+                  calibrated: Calibration | None = None,
                   units: tuple[Sequence[Sequence[int]], Sequence[Sequence[int]]] | None = None,
                   assume: bool = True) -> Outcome:
     """Each side a list of sessions (a list of runs each).  See the module docstring.
