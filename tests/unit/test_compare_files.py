@@ -24,6 +24,7 @@ from hotloop.cli import main
 from hotloop.errors import HotloopError
 from hotloop.events import HotSymbol, HotSymbols
 from hotloop.render import compare_formats, verdicts
+from hotloop.render.compare_formats.shared import PAIRED_NOTE
 
 SEQPACKET = {**forge.ZERO_NULL, "name": "seqpacket", "source": "/forged/csrc/seqpacket.c",
              "procs": 2}
@@ -435,7 +436,7 @@ def test_interleaved_variants_are_compared_round_by_round(tmp_path, cli):
         if r["change_pct"] and r["method"] == "paired":
             assert (r["diff"] > 0) == (r["change_pct"] > 0), r
     text = cli("compare", *files).stdout
-    assert compare_formats.PAIRED_NOTE in text
+    assert PAIRED_NOTE in text
     # the same drift on both sides with no cost between them: no change
     same = [str(p) for p in interleaved(tmp_path / "same", (0, 0), rounds=15, processes=5)]
     row_ = next(r for r in json.loads(cli("compare", *same, "--format", "json").stdout)

@@ -55,6 +55,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         compare_formats,  # scipy: only when comparing (0.8 s to import)
         svg,
     )
+    from hotloop.render.compare_formats.shared import gate_text
     if args.strict and args.fail_on is None:
         raise HotloopError("compare: --strict needs --fail-on (worse, better or change)")
     if args.threshold is not None:      # before reading anything: a typo is not a pass
@@ -97,7 +98,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         # is what the gate is for, and 3 says more than 4)
         return GATE_BLIND if args.strict and blind else 0
     what = "; ".join(f"{names[id(m)]} {verdicts.word(m)}: {m.metric} "
-                     f"{compare_formats.gate_text(m)}" for m in failed)
+                     f"{gate_text(m)}" for m in failed)
     limit = f", beyond {args.threshold:g}%" if args.threshold else ""
     print(f"hotloop: --fail-on {args.fail_on}{limit}: {visible(what)}", file=sys.stderr)
     return GATE_FAILED

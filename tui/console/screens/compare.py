@@ -512,7 +512,7 @@ class CompareScreen(Screen[None]):
 
     def _show(self, comp: Comparison) -> None:
         sides = []
-        from hotloop.render.compare_formats import noise_line
+        from hotloop.render.compare_formats.shared import noise_line
         for s in comp.sides:
             tag = "baseline" if s.index == 0 else f"[{s.index}]"
             runs = f"{s.runs} runs" if s.sessions == 1 else f"{s.sessions} sessions, {s.runs} runs"

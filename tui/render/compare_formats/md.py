@@ -1,0 +1,52 @@
+"""A comparison as a Markdown table."""
+from __future__ import annotations
+
+from hotloop.analysis.comparison import (
+    Comparison,
+)
+from hotloop.render.compare_formats.shared import (
+    HEAD,
+    better_way,
+    noise_line,
+    notes,
+    result_cell,
+    text_rows,
+)
+from hotloop.render.units import si
+from hotloop.visible import visible
+
+
+def _md(text: str) -> str:
+    """Text from a file in a md table or line: one line, a bar its own (not a new cell)."""
+    return visible(text).replace("|", "\\|")
+
+
+def render_md(comp: Comparison) -> str:
+    lines = [f"**{_md(comp.workload)}** {_md(comp.metric)} "
+             f"({better_way(comp.higher_is_better)}); "
+             f"baseline: `{_md(comp.baseline.name)}` ({_md(comp.baseline.file)})", ""]
+    if comp.single:
+        s = comp.baseline.summary
+        lines += ["| result | n | median | mean | stdev | CV | min | max |",
+                  "|---|---:|---:|---:|---:|---:|---:|---:|"]
+        if s:
+            u = comp.unit
+            lines.append(f"| {_md(result_cell(comp.baseline))} | {s.n} | {si(s.median, u)} | "
+                         f"{si(s.mean, u)} | {si(s.stdev, u)} | {100 * s.cv:.2f}% | "
+                         f"{si(s.min, u)} | {si(s.max, u)} |")
+    else:
+        lines += ["| result | sessions | " + " | ".join(HEAD) + " |",
+                  "|---|---:|---|---:|---:|---:|---:|---|---:|---|"]
+        for p in comp.pairs:
+            k = f"{p.baseline.sessions} vs {p.new.sessions}"
+            for m, row in zip(p.metrics, text_rows(p)[1:]):
+                verdict = f"**{row[-1]}**" if m.test.verdict.called else row[-1]
+                lines.append("| " + " | ".join(_md(c) for c in [result_cell(p.new), k]
+                                               + row[:-1] + [verdict]) + " |")
+        if noise_line(comp):
+            lines += ["", noise_line(comp)]
+    if comp.warnings or notes(comp):
+        lines.append("")
+        lines += [f"> note: {visible(n)}" for n in notes(comp)]
+        lines += [f"> warning: {visible(w)}" for w in comp.warnings]
+    return "\n".join(lines) + "\n"
