@@ -1,6 +1,6 @@
 """What a comparison holds: its sides, each later side's pair with the baseline, a row (a
-MetricDelta) per metric with its Test and Verdict, and the header fields that differ, in words
-(analysis.compare builds it; render words the rest).
+MetricDelta) per metric with its Test and Verdict, and the header fields that differ, with the
+words compare's own warnings say them in (analysis.compare builds it; render words the rest).
 """
 from __future__ import annotations
 

@@ -33,7 +33,7 @@ Two methods, chosen by how the runs were taken:
   change can hotloop call?") and a setup noisy within a session is noisy between sessions too;
   v is then the McKean-Schrader estimate (McKean & Schrader 1984), the only one there is.  The
   outcome's interval and p rest on that assumption, so compare calls nothing on it: a change
-  beyond it is a direction (compare.Verdict.BEYOND_ASSUMED), since sessions that differ by
+  beyond it is a direction (comparison.Verdict.BEYOND_ASSUMED), since sessions that differ by
   more than assumed (6% apart) had 22% of A/A pairs beyond it.
   Why not a hierarchical bootstrap: with the 1-5 sessions a side people run, resampling sessions
   has 1-126 distinct outcomes and its intervals are far too narrow; and it holds resamples x runs
