@@ -20,7 +20,7 @@ from hotloop.perf.annotate import (
 )
 from hotloop.render import annotation
 from hotloop.results import Result
-from hotloop.results.store import perf_dir
+from hotloop.results.perf_data import perf_dir
 from hotloop.visible import visible
 
 

@@ -61,7 +61,7 @@ from hotloop.console.widgets.symbols import SymbolsTable
 from hotloop.errors import HotloopError
 from hotloop.record import Header
 from hotloop.render.units import si
-from hotloop.results.store import perf_dir
+from hotloop.results.perf_data import perf_dir
 from hotloop.run import series, start
 from hotloop.run.preflight import preflight, system_settings
 from hotloop.run.remote import RemoteSession

@@ -38,7 +38,7 @@ from hotloop.perf.probe import find_perf, recording_warnings
 from hotloop.perf.recorder import PerfRecorder, PerfResult, merge
 from hotloop.record import Batch, Stop, Summary, SysctlState
 from hotloop.results import Writer
-from hotloop.results.store import claim_perf_dir, perf_dir, prune_perf_data
+from hotloop.results.perf_data import claim_perf_dir, perf_dir, prune_perf_data
 from hotloop.run import build, preflight, protocol
 from hotloop.run.process import REAP_S, WorkerProcess
 from hotloop.run.protocol import WorkerSpec
