@@ -24,7 +24,8 @@ from hotloop.record import (
     Vm,
     WorkloadInfo,
 )
-from hotloop.results.store import decode_line, encode_line
+from hotloop.results.reader import decode_line
+from hotloop.results.store import encode_line
 
 FULL = {
     "time": "2026-11-30T08:00:00+0000", "host": "vm", "kernel_release": "6.18", "label": "stock",

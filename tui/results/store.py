@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import fcntl
-import hashlib
 import json
 import math
 import os
@@ -17,17 +16,13 @@ import re
 import secrets
 import stat
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from hotloop import events as ev
 from hotloop.errors import HotloopError, RunFailed
 from hotloop.host.procs import pid_gone
-from hotloop.record import Header, NewerFormat, WorkloadInfo
 from hotloop.results.perf_data import perf_dir
-from hotloop.stats import Summary, summarize
-from hotloop.visible import visible
 
 
 def default_path(plan_name: str, directory: Path = Path("results")) -> Path:
@@ -387,147 +382,3 @@ class Writer:
                 pass
         self._named = True
         self.close()
-
-
-@dataclass
-class Result:
-    """A result file read back, or a session's events collected as they come."""
-    path: Path
-    header: Header
-    runs: list[ev.RunSample] = field(default_factory=list)
-    warmups: list[ev.RunSample] = field(default_factory=list)
-    windows: list[ev.HotSymbols] = field(default_factory=list)
-    session_symbols: ev.HotSymbols | None = None
-    warnings: list[str] = field(default_factory=list)
-    finished: ev.Finished | None = None
-    failed: ev.Failed | None = None
-    digest: str = ""                    # sha256 of the file as read: a session's identity
-
-    def add(self, event: ev.Event) -> None:
-        """One more event of the session (the header came first: `header`)."""
-        if isinstance(event, ev.RunSample):
-            (self.warmups if event.warmup else self.runs).append(event)
-        elif isinstance(event, ev.HotSymbols):
-            if event.scope == "session":
-                self.session_symbols = event
-            else:
-                self.windows.append(event)
-        # Messages carry a workload's error text: one line and inert (an ESC, a
-        # newline shown as \x1b, \n) for every reader that prints them.
-        elif isinstance(event, ev.Warning):
-            self.warnings.append(visible(event.message))
-        elif isinstance(event, ev.Finished):
-            self.finished = event
-        elif isinstance(event, ev.Failed):
-            self.failed = dataclasses.replace(event, message=visible(event.message))
-
-    @property
-    def partial(self) -> bool:
-        return self.finished is None
-
-    @property
-    def values(self) -> list[float]:
-        return [r.value for r in self.runs]
-
-    @property
-    def summary(self) -> Summary | None:
-        return summarize(self.values)
-
-    @property
-    def workload(self) -> WorkloadInfo:
-        return self.header.workload
-
-
-def _no_constant(token: str) -> Any:
-    # json.loads takes NaN and Infinity, which are not JSON and which hotloop never writes
-    raise ValueError(f"{token} is not JSON (hotloop never writes it: an edited file?)")
-
-
-def _open_regular(path: Path) -> str:
-    """The text of a regular file: a FIFO would block, /dev/zero would never end."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-        with open(fd, "rb") as f:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                raise HotloopError(f"{path}: not a regular file, not a hotloop result")
-            return f.read().decode("utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise HotloopError(f"{path}: cannot read: {getattr(e, 'strerror', None) or e}") \
-            from None
-
-
-def run_problem(result: Result, run: ev.RunSample) -> str | None:
-    """Why a run line cannot be the next of this session: its number out of turn, or a value
-    its own counters do not give (an edited file), or None."""
-    if not run.warmup and run.index != len(result.runs):
-        return f"run {run.index} where run {len(result.runs)} comes next"
-    if run.warmup and run.index >= 0:
-        return f"a warmup numbered {run.index} (warmups count down from -1)"
-    try:
-        want = ev.metric_value(result.workload.metric, run.ops, run.bytes, run.ns, run.cycles,
-                               run.extra)
-    except ValueError as e:
-        return f"value: {e}"
-    if abs(run.value - want) > 1e-9 * abs(want):
-        return (f"value {run.value:g} is not the {result.workload.metric} of its counters "
-                f"({want:g})")
-    return None
-
-
-class NotJson(ValueError):
-    pass
-
-
-def decode_line(line: str | bytes) -> ev.Event:
-    """One result line as its event, every field checked (a header's too); NotJson, or
-    ValueError saying what is wrong.  The one reader of result lines: files, and the events
-    a remote session streams."""
-    try:
-        obj = json.loads(line, parse_constant=_no_constant)
-    except json.JSONDecodeError:
-        raise NotJson("not JSON") from None
-    except RecursionError:
-        raise ValueError("nested too deep") from None
-    return ev.from_json(obj)
-
-
-def read(path: Path) -> Result:
-    """Read a result file; HotloopError (one line: file, line, what is wrong) if it is
-    not one.  Every field of what comes back has the type hotloop writes, and every
-    number is finite, so no consumer needs to check."""
-    text = _open_regular(path)
-    lines = text.split("\n")
-    while lines and not lines[-1].strip():
-        lines.pop()
-    result: Result | None = None
-    for no, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            event = decode_line(line)
-        except NewerFormat as e:
-            raise HotloopError(f"{path}: {e}") from None
-        except NotJson:
-            if no == len(lines) and result is not None:
-                break                   # a line cut short by a crash: keep the rest
-            raise HotloopError(f"{path}:{no}: not a hotloop result line (not JSON)") from None
-        except ValueError as e:
-            raise HotloopError(f"{path}:{no}: not a hotloop result line: {e}") from None
-        if result is None:
-            if not isinstance(event, ev.Started):
-                raise HotloopError(f"{path}:{no}: not a hotloop result (no header line)")
-            result = Result(path, event.header,
-                            digest=hashlib.sha256(text.encode()).hexdigest())
-        elif isinstance(event, ev.Started):
-            raise HotloopError(f"{path}:{no}: a second header line: two runs wrote this file")
-        elif result.finished is not None or result.failed is not None:
-            raise HotloopError(f"{path}:{no}: not a hotloop result line: a line after the "
-                               f"session's last")
-        else:
-            bad = run_problem(result, event) if isinstance(event, ev.RunSample) else None
-            if bad:
-                raise HotloopError(f"{path}:{no}: not a hotloop result line: {bad}")
-            result.add(event)
-    if result is None:
-        raise HotloopError(f"{path}: empty, not a hotloop result")
-    return result

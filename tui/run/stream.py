@@ -27,7 +27,7 @@ from hotloop.errors import HotloopError
 from hotloop.paths import source_digest
 from hotloop.record import Batch
 from hotloop.results import Writer
-from hotloop.results.store import NotJson, Result, decode_line, run_problem
+from hotloop.results.reader import NotJson, Result, decode_line, run_problem
 from hotloop.visible import visible
 
 STDERR_WAIT_S = 2.0                     # for the last of the child's words once stdout ended
