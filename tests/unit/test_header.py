@@ -25,7 +25,7 @@ from hotloop.record import (
     WorkloadInfo,
 )
 from hotloop.results.reader import decode_line
-from hotloop.results.store import encode_line
+from hotloop.results.writer import encode_line
 
 FULL = {
     "time": "2026-11-30T08:00:00+0000", "host": "vm", "kernel_release": "6.18", "label": "stock",

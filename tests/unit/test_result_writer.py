@@ -16,7 +16,7 @@ from hotloop import events as ev
 from hotloop import results
 from hotloop.errors import HotloopError
 from hotloop.record import Header
-from hotloop.results.store import WriteFailed, sweep_temps
+from hotloop.results.writer import WriteFailed, sweep_temps
 
 NEVER_A_PID = 999_999_999              # beyond any pid_max (at most 2**22): a dead writer
 

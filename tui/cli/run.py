@@ -31,7 +31,7 @@ from hotloop.cli.common import (
 from hotloop.errors import HotloopError, RunFailed
 from hotloop.render import report
 from hotloop.render.units import si
-from hotloop.results.store import encode_line
+from hotloop.results.writer import encode_line
 from hotloop.run import launch, start
 from hotloop.run.interleave import Runnable, interleave, together
 from hotloop.visible import visible, visible_lines

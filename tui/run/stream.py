@@ -26,8 +26,8 @@ from hotloop.catalog import STOP_WAIT_S  # stopped: how long the other side may 
 from hotloop.errors import HotloopError
 from hotloop.paths import source_digest
 from hotloop.record import Batch
-from hotloop.results import Writer
 from hotloop.results.reader import NotJson, Result, decode_line, run_problem
+from hotloop.results.writer import Writer
 from hotloop.visible import visible
 
 STDERR_WAIT_S = 2.0                     # for the last of the child's words once stdout ended

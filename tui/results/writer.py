@@ -1,4 +1,4 @@
-"""Result files: JSON Lines, one event a line, appended as events arrive.
+"""Writing result files: JSON Lines, one event a line, appended as events arrive.
 
 The first line is the `started` event with the header, then one line per
 repetition, per hot-symbol window and per warning, and a `finished` (with
