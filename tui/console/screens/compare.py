@@ -1,9 +1,7 @@
 """The compare screen: pick result files, see verdicts, histograms and the symbol diff.
 
-The files are the results directory's `**/*.jsonl` (the sessions `hotloop calibrate` keeps in
-results/<time>-calibrate-PLAN/<kernel>/ and a series' too), newest first, read in a thread,
-each named by what matters (plan, variant, its subdirectory) without the timestamp prefix:
-the date has a column.
+The files are the results directory's, as `hotloop.results.index` lists them (newest first,
+each named without its timestamp prefix: the date has a column), read in a thread.
 Below 130 columns the verdict table keeps metric, change, CI and a short verdict; the row under
 the cursor is spelled out in full beneath it.
 The user picks two or more sides (space or enter starts a side with the file under
@@ -19,8 +17,6 @@ from __future__ import annotations
 import contextlib
 import math
 import re
-import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -36,6 +32,7 @@ from textual_plotext import PlotextPlot
 from hotloop import results
 from hotloop.errors import HotloopError
 from hotloop.render.units import axis_scale, width_decimals
+from hotloop.results.index import Entry, scan
 from hotloop.visible import visible
 
 if TYPE_CHECKING:
@@ -51,82 +48,12 @@ NARROW_SYMBOL = 24
 DSO_WIDTH = 14
 
 
-@dataclass
-class Entry:
-    """One file of the results directory, read back (or why it could not be)."""
-    path: Path
-    mtime: float
-    result: results.Result | None = None
-    error: str = ""
-    name: str = ""                  # what the list shows: see `short_name`
-
-    @property
-    def workload(self) -> str:
-        return self.result.workload.name if self.result else "?"
-
-    @property
-    def label(self) -> str:
-        if self.result is None:
-            return "not a result"
-        h = self.result.header
-        return " · ".join(x for x in (h.label, h.variant) if x) or "-"
-
-    @property
-    def params(self) -> str:
-        params = self.result.header.params if self.result else {}
-        return " ".join(f"{k}={v}" for k, v in params.items())
-
-    @property
-    def date(self) -> str:
-        stamp = self.result.header.time if self.result else ""
-        if len(stamp) >= 16 and stamp[4] == "-":            # 2026-11-30T01:23:45+0000
-            return f"{stamp[5:10]} {stamp[11:16]}"
-        return time.strftime("%m-%d %H:%M", time.localtime(self.mtime))
-
-
-_STAMP = re.compile(r"^\d{8}-\d{6}-")
-
-
-def short_name(path: Path, directory: Path) -> str:
-    """results/20261130-034502-calibrate-quick/20261130-034512-quick-2.jsonl ->
-    'calibrate-quick/quick-2': the plan (and variant) first, no timestamp prefix."""
-    try:
-        rel = path.relative_to(directory)
-    except ValueError:
-        rel = Path(path.name)
-    parts = list(rel.parent.parts) + [rel.name.removesuffix(".jsonl")]
-    return "/".join(_STAMP.sub("", part) or part for part in parts)
-
-
 def short_dso(dso: str) -> str:
     """'[kernel.kallsyms]' -> '[kernel]', '/usr/lib/libc.so.6' -> 'libc.so', at most 14."""
     if dso.startswith("[kernel"):
         return "[kernel]"
     base = re.sub(r"\.so(\.[\d.]+)$", ".so", dso.rsplit("/", 1)[-1])
     return _cut(base, DSO_WIDTH)
-
-
-def scan(directory: Path) -> list[Entry]:
-    """Every `*.jsonl` in `directory` and its subdirectories, newest first, each read (errors
-    kept, not raised)."""
-    try:
-        files = [p for p in directory.glob("**/*.jsonl") if p.is_file()]
-    except OSError:
-        return []
-    entries = []
-    for p in files:
-        try:
-            mtime = p.stat().st_mtime
-        except OSError:
-            continue
-        e = Entry(p, mtime, name=short_name(p, directory))
-        try:
-            e.result = results.read(p)
-        except HotloopError as err:
-            e.error = str(err)
-        entries.append(e)
-    entries.sort(key=lambda e: (e.mtime, e.path.name), reverse=True)
-    return entries
 
 
 def _advice(warning: str) -> str:
