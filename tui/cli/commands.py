@@ -21,6 +21,7 @@ from hotloop.errors import HotloopError, RunFailed
 from hotloop.host import journal
 from hotloop.render import report
 from hotloop.render.units import duration, si
+from hotloop.results import index
 from hotloop.run import build, start
 from hotloop.stats import MIN_RUNS
 from hotloop.visible import visible, visible_lines
@@ -302,28 +303,18 @@ def last_measured(plans: set[str], directory: Path = Path("results")) -> dict[st
     measured section in the newest result of each plan under `directory` (results/ here,
     where runs write them), for those that ran here."""
     out: dict[str, str] = {}
-    try:
-        found = sorted(((f.stat().st_mtime, f) for f in directory.rglob("*.jsonl")
-                        if f.is_file()), reverse=True)[:RECENT]
-    except OSError:
-        return out
-    for _, f in found:
+    for f, mtime in index.files(directory)[:RECENT]:
         if out.keys() >= plans:
             break
-        try:
-            with open(f, encoding="utf-8", errors="replace") as fh:
-                first = json.loads(fh.readline(1 << 20))
-            name = first["header"]["plan"]["name"]
-        except (OSError, ValueError, KeyError, TypeError):
-            continue
-        if not isinstance(name, str) or name not in plans or name in out:
+        name = index.plan_of(f)
+        if name is None or name not in plans or name in out:
             continue
         try:
             runs = sorted(r.ns for r in results.read(f).runs)
         except HotloopError:
             continue
         if runs:
-            when = time.strftime("%Y-%m-%d", time.localtime(f.stat().st_mtime))
+            when = time.strftime("%Y-%m-%d", time.localtime(mtime))
             out[name] = (f"~{si(runs[len(runs) // 2] / 1e9, 's')} each (last measured "
                          f"{when}, {visible(str(f))})")
     return out
