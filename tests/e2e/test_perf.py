@@ -15,7 +15,8 @@ from conftest import cpu_time
 
 from hotloop.perf.parse import parse_report, report_argv
 from hotloop.perf.probe import capabilities
-from hotloop.perf.recorder import PerfRecorder, PerfWindow
+from hotloop.perf.recorder import PerfRecorder
+from hotloop.perf.windows import PerfWindow
 
 HAVE_PERF = shutil.which("perf") is not None
 needs_perf = pytest.mark.skipif(not HAVE_PERF, reason="perf not installed")

@@ -1,0 +1,144 @@
+"""`perf record` control: one recording attached to the worker's pids, writing
+`--switch-output=signal` files, started with events disabled and enabled over a `--control`
+pipe (so the recorder's start returns only once sampling really runs).  Its stderr says when
+a window's file is complete ("[ perf record: Dump FILE ]") and why perf failed.
+"""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import re
+import signal
+from collections.abc import Callable, Sequence
+
+from hotloop.perf.control import control, killpg, spawn
+
+DUMP_RE = re.compile(r"\[ perf record: Dump (.+?) \]")
+
+
+class PerfRecord:
+    """The `perf record` process: started, watched, stopped.  Its failures are warnings
+    (`warn`): the run goes on without hot symbols."""
+
+    def __init__(self, perf: str | None, pids: Sequence[int], *, cpus: Sequence[int],
+                 comm: str | None, frequency: int, call_graph: str, event: str | None,
+                 warn: Callable[[str], None]) -> None:
+        self.perf = perf
+        self.pids = list(pids)
+        self.cpus = list(cpus)
+        self.comm = comm
+        self.frequency = frequency
+        self.call_graph = call_graph
+        self.event = event
+        self._warn = warn
+        self.directory: str | None = None
+        self.proc: asyncio.subprocess.Process | None = None
+        self.reader: asyncio.Task[None] | None = None
+        self.stopping = False               # SIGINT sent (or about to be): an exit is expected
+        self._exited_early = False
+        self._ctl_w: int | None = None
+        self._ack_r: int | None = None
+        self._stderr_tail: list[str] = []
+
+    def argv(self, ctl: int, ack: int) -> list[str]:
+        assert self.perf and self.directory
+        target = (["-a"] + (["-C", ",".join(map(str, self.cpus))] if self.cpus else [])
+                  if self.comm else ["-p", ",".join(map(str, self.pids))])
+        argv = [self.perf, "record", "-F", str(self.frequency), *target,
+                "-o", os.path.join(self.directory, "perf.data"), "--switch-output=signal",
+                # no build-id pass at each rotation: it re-reads the file, costing CPU mid-run
+                "-B", "-N",
+                # start disabled; we enable over the control pipe and wait for the ack
+                "-D", "-1", "--control", f"fd:{ctl},{ack}"]
+        if self.event:
+            argv += ["-e", self.event]
+        if self.call_graph != "none":
+            argv += ["--call-graph", self.call_graph]
+        return argv
+
+    async def start(self, directory: str, on_dump: Callable[[str], None]) -> bool:
+        """Start perf record writing into `directory` and enable its events: True once it
+        samples; False (warned) when it would not.  `on_dump` gets each completed file."""
+        self.directory = directory
+        ctl_r, ctl_w = os.pipe()
+        ack_r, ack_w = os.pipe()
+        try:
+            self.proc = await spawn(self.argv(ctl_r, ack_w), self.cpus, pass_fds=(ctl_r, ack_w))
+        finally:
+            os.close(ctl_r)
+            os.close(ack_w)
+        self._ctl_w, self._ack_r = ctl_w, ack_r
+        os.set_blocking(ack_r, False)
+        self.reader = asyncio.create_task(self._read_stderr(on_dump))
+        if not await control(ctl_w, ack_r, self.proc, "enable"):
+            await asyncio.sleep(0.05)            # let stderr drain for the message
+            killpg(self.proc)
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self.proc.wait(), 2)
+            self._warn("perf record failed to start: " + (self.tail() or "no ack from perf"))
+            self.proc = None
+            return False
+        return True
+
+    def tail(self) -> str:
+        """perf's last words on stderr, its progress lines left out."""
+        lines = [ln for ln in self._stderr_tail
+                 if not ln.startswith(("Events ", "[ perf record: Woken", "[ perf record: dump"))]
+        return " | ".join(lines[-3:])
+
+    async def _read_stderr(self, on_dump: Callable[[str], None]) -> None:
+        assert self.proc and self.proc.stderr
+        while True:
+            raw = await self.proc.stderr.readline()
+            if not raw:
+                return
+            line = raw.decode(errors="replace").strip()
+            m = DUMP_RE.search(line)
+            if m:
+                path = m.group(1)
+                if self.directory and not os.path.isabs(path):
+                    path = os.path.join(self.directory, os.path.basename(path))
+                on_dump(path)
+            elif line:
+                self._stderr_tail = (self._stderr_tail + [line])[-20:]
+
+    async def watch(self, then: Callable[[], None]) -> None:
+        """Wait for perf to end; before `stopping`, a failure is warned.  Then `then` (collect
+        whatever perf wrote before it went away)."""
+        assert self.proc
+        rc = await self.proc.wait()
+        if not self.stopping and rc != 0:
+            known = rc < 0 and -rc in signal.Signals._value2member_map_
+            sig = f"signal {signal.Signals(-rc).name}" if known else f"status {rc}"
+            self._exited_early = True
+            self._warn(f"perf record exited early ({sig}): {self.tail() or 'no message'}; "
+                       "the run continues without hot symbols")
+        await asyncio.sleep(0.05)
+        then()
+
+    async def stop(self, timeout: float) -> None:
+        """Wait for perf to end after its SIGINT (SIGKILL after `timeout`, the last window
+        lost), and for its stderr to the end: the last Dump line with it."""
+        p = self.proc
+        assert p is not None
+        if p.returncode is None:
+            try:
+                await asyncio.wait_for(p.wait(), timeout)
+            except asyncio.TimeoutError:
+                self._warn(f"perf record ignored SIGINT for {timeout:g}s; killed (last window lost)")
+                killpg(p)
+                await p.wait()
+        rc = p.returncode
+        if rc not in (0, -signal.SIGINT, -signal.SIGKILL) and not self._exited_early:
+            self._warn(f"perf record ended with status {rc}: {self.tail() or 'no message'}")
+        if self.reader is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(asyncio.shield(self.reader), 2)
+
+    def close_control(self) -> None:
+        for fd in (self._ctl_w, self._ack_r):
+            if fd is not None:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+        self._ctl_w = self._ack_r = None

@@ -1,0 +1,201 @@
+"""A recording in windows: perf record's output rotated (SIGUSR2) every `window_s` seconds and
+at each `cut()`, each completed file summarised by `perf report` at idle priority and parsed
+into `HotSymbol`s, as a `PerfWindow`; and the kept files gzipped once the run is over.
+"""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import gzip
+import os
+import shutil
+import signal
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from hotloop.events import HotSymbol
+from hotloop.perf.control import killpg, spawn
+from hotloop.perf.parse import parse_report, report_argv
+from hotloop.perf.record import PerfRecord
+
+
+@dataclass
+class PerfWindow:
+    """One completed window: the symbols sampled between two output rotations.
+
+    `run` is how many `cut()` calls happened before this window closed, i.e. the
+    0-based repetition it belongs to when the session cuts at the end of each one.
+    `start`/`end` are seconds since recording started.
+    """
+    index: int
+    run: int
+    symbols: list[HotSymbol]
+    samples: int
+    start: float
+    end: float
+    path: str | None = None
+
+
+class Windows:
+    """The windows of one `PerfRecord`: when to rotate, which file is which run's, and each
+    file's report.  `out` yields each PerfWindow as it completes, then None."""
+
+    def __init__(self, record: PerfRecord, *, window_s: float, keep: bool,
+                 warn: Callable[[str], None],
+                 on_window: Callable[[PerfWindow], Any] | None = None) -> None:
+        self.record = record
+        self.window_s = window_s
+        self.keep = keep                    # the files stay (--keep-perf), else each goes once read
+        self._warn = warn
+        self.on_window = on_window
+        self.directory: str | None = None
+        self.preexisting: set[str] = set()  # in a kept directory before this run: not ours
+        self.out: asyncio.Queue[PerfWindow | None] = asyncio.Queue()
+        self.done: list[PerfWindow] = []
+        self.tasks: list[asyncio.Task[None]] = []
+        self.run = 0
+        self._paths: asyncio.Queue[tuple[str, float] | None] = asyncio.Queue()
+        self._seen: set[str] = set()
+        self._pending_since: float | None = None   # a SIGUSR2 sent, its Dump not seen yet
+        self._pending_runs: list[int] = []
+        self._last_rotate = 0.0
+        self._t0 = 0.0
+        self._reporter: asyncio.Task[None] | None = None
+
+    def begin(self) -> None:
+        """Sampling runs: the first window opens now."""
+        self._t0 = self._last_rotate = time.monotonic()
+        self._reporter = asyncio.create_task(self._report_loop())
+        self.tasks.append(self._reporter)
+        self.tasks.append(asyncio.create_task(self._timer_loop()))
+
+    def cut(self) -> None:
+        """Close the current window now (end of a repetition); the next is the next run's."""
+        self.rotate()
+        self.run += 1
+
+    def rotate(self) -> None:
+        """Ask perf for a new output file (SIGUSR2), unless one is already in flight."""
+        p = self.record.proc
+        if p is None or p.returncode is not None or self.record.stopping:
+            return
+        now = time.monotonic()
+        # perf drops a SIGUSR2 that arrives mid-rotation; resend only if one looks lost.
+        if self._pending_since is not None and now - self._pending_since < 1.0:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            p.send_signal(signal.SIGUSR2)
+            if self._pending_since is None:
+                self._pending_runs.append(self.run)
+            self._pending_since = now
+            self._last_rotate = now
+
+    async def _timer_loop(self) -> None:
+        while not self.record.stopping:
+            delay = self._last_rotate + self.window_s - time.monotonic()
+            if delay > 0:
+                await asyncio.sleep(min(delay, self.window_s))
+                continue
+            self.rotate()
+            await asyncio.sleep(0.05)
+
+    def dumped(self, path: str) -> None:
+        """perf says it completed `path`: the rotation in flight is done."""
+        self._pending_since = None
+        self._queue_path(path)
+
+    def _queue_path(self, path: str) -> None:
+        if path in self._seen:
+            return
+        self._seen.add(path)
+        self._paths.put_nowait((path, time.monotonic() - self._t0))   # when the window closed
+
+    def sweep(self) -> None:
+        """Queue every file perf wrote that no Dump line announced (perf gone, or ending)."""
+        if not self.directory:
+            return
+        with contextlib.suppress(OSError):
+            for name in sorted(os.listdir(self.directory)):
+                if name.startswith("perf.data.") and name not in self.preexisting:
+                    self._queue_path(os.path.join(self.directory, name))
+
+    async def finish(self) -> None:
+        """perf has ended: report the files left, the last window's too."""
+        self.sweep()
+        self._paths.put_nowait(None)
+        if self._reporter is not None:
+            try:
+                await asyncio.wait_for(self._reporter, 30)
+            except asyncio.TimeoutError:
+                self._warn("perf: summarising the last windows timed out")
+
+    async def _report_loop(self) -> None:
+        start = 0.0
+        while True:
+            item = await self._paths.get()
+            if item is None:
+                return
+            path, end = item
+            run = self._pending_runs.pop(0) if self._pending_runs else self.run
+            symbols = await self._report(path)
+            w = PerfWindow(index=len(self.done), run=run, symbols=symbols,
+                           samples=sum(s.samples for s in symbols), start=round(start, 3),
+                           end=round(end, 3), path=path if self.keep else None)
+            start = end
+            self.done.append(w)
+            if not self.keep:
+                with contextlib.suppress(OSError):
+                    os.unlink(path)
+            self.out.put_nowait(w)
+            if self.on_window is not None:
+                try:
+                    self.on_window(w)
+                except Exception as e:  # noqa: BLE001
+                    self._warn(f"perf window callback failed: {e}")
+
+    async def _report(self, path: str) -> list[HotSymbol]:
+        rec = self.record
+        assert rec.perf
+        proc = None
+        try:
+            # idle priority: summarising must not steal CPU from the measured workload
+            proc = await spawn(report_argv(rec.perf, path, rec.comm), rec.cpus,
+                               stdout=subprocess.PIPE, idle=True)
+            out, err = await asyncio.wait_for(proc.communicate(), 20)
+        except asyncio.TimeoutError:
+            killpg(proc)
+            self._warn(f"perf report timed out on {os.path.basename(path)}; window skipped")
+            return []
+        except asyncio.CancelledError:
+            killpg(proc)
+            raise
+        except OSError as e:
+            self._warn(f"perf report failed: {e}")
+            return []
+        text = out.decode(errors="replace")
+        if proc.returncode != 0 and not text.strip():
+            msg = err.decode(errors="replace").strip().splitlines()
+            self._warn(f"perf report failed on {os.path.basename(path)}: "
+                       f"{msg[-1] if msg else proc.returncode}")
+        return parse_report(text)
+
+    def gzip_kept(self) -> None:
+        """Each kept file gzipped once perf is done with it (about 5 times smaller)."""
+        if not self.directory:
+            return
+        for name in os.listdir(self.directory):
+            path = os.path.join(self.directory, name)
+            if name.startswith("perf.data") and not name.endswith(".gz") \
+                    and name not in self.preexisting:
+                try:
+                    with open(path, "rb") as src, gzip.open(path + ".gz", "wb") as dst:
+                        shutil.copyfileobj(src, dst)
+                    os.unlink(path)
+                except OSError as e:
+                    with contextlib.suppress(OSError):
+                        os.unlink(path + ".gz")
+                    self._warn(f"perf: {path} kept uncompressed: {e.strerror or e}")
+                    return
