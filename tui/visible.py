@@ -30,3 +30,10 @@ def visible(text: str) -> str:
 def visible_lines(text: str) -> str:
     """Several lines, each made `visible`: the line breaks between them stay."""
     return "\n".join(visible(line) for line in text.split("\n"))
+
+
+def cut(text: str, width: int) -> str:
+    """`text` in at most `width` columns: whole if it fits, else ending in an ellipsis."""
+    if width <= 0:
+        return ""
+    return text if len(text) <= width else text[:width - 1] + "…"

@@ -121,7 +121,10 @@ def test_an_address_perf_cannot_name_shows_with_its_dso_and_offset():
     assert [symbol_name(s) for s in rows] == [
         "[unknown] libfoo.so+0x1234", "0x00007f53ec7162ab", "do_syscall_64", "hl_run"]
     assert [s.named for s in rows] == [False, False, True, True]
-    assert [dso_name(s) for s in rows] == ["libfoo.so", "unknown", "kernel", "_hl_syscall_ab.so"]
+    assert [dso_name(s.dso) for s in rows] == ["libfoo.so", "unknown", "kernel",
+                                               "_hl_syscall_ab.so"]
+    assert dso_name("/usr/lib/x86_64-linux-gnu/libc.so.6") == "libc.so.6"
+    assert dso_name("[nf_tables]") == "nf_tables"
     assert "[unknown] libfoo.so+0x1234" in symbol_lines(rows)[0]
     assert "nothing to annotate" in nothing_to_annotate(rows[0])
     assert nothing_to_annotate(rows[3]) == ""

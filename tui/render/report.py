@@ -56,14 +56,15 @@ def symbol_name(s: ev.HotSymbol) -> str:
     return s.symbol
 
 
-def dso_name(s: ev.HotSymbol) -> str:
-    """A DSO short enough for a column: `kernel`, a module's name, a file's without
-    Python's extension suffix."""
-    if s.dso == "[kernel.kallsyms]":
+def dso_name(dso: str) -> str:
+    """A DSO short enough for a column: `kernel`, a module's name, a file's base name
+    without Python's extension suffix (`x.cpython-311-x86_64-linux-gnu.so`: `x.so`); a
+    library's version stays, as perf report shows it (`libc.so.6`)."""
+    if dso == "[kernel.kallsyms]":
         return "kernel"
-    if s.dso.startswith("[") and s.dso.endswith("]"):
-        return s.dso[1:-1]
-    return re.sub(r"\.cpython-[^.]+\.so$", ".so", s.dso)
+    if dso.startswith("[") and dso.endswith("]"):
+        return dso[1:-1]
+    return re.sub(r"\.cpython-[^.]+\.so$", ".so", dso.rsplit("/", 1)[-1])
 
 
 def symbol_lines(symbols: Sequence[ev.HotSymbol], top: int = 15) -> list[str]:

@@ -25,6 +25,7 @@ from textual.widgets.data_table import ColumnKey
 from hotloop import events as ev
 from hotloop.perf.buildid import KERNEL_DSO
 from hotloop.render.report import dso_name, symbol_name
+from hotloop.visible import cut
 
 TOP = 25
 OTHER_COLUMNS = 14      # the % and kind columns, and the three columns' cell padding
@@ -88,7 +89,7 @@ class SymbolsTable(DataTable):
         for s in hot.symbols[:TOP]:
             rows.append((Text(f"{s.percent:5.1f}", justify="right"),
                          Text("[k]" if s.kernel else "[.]", style="bold" if s.kernel else ""),
-                         name_cell(symbol_name(s), dso_name(s) if dsos and
+                         name_cell(symbol_name(s), dso_name(s.dso) if dsos and
                                    s.dso != KERNEL_DSO else "", room)))
         if not hot.symbols:
             rows.append(("", "", Text("no samples in this window", style="dim")))
@@ -133,13 +134,9 @@ def name_cell(name: str, dso: str, width: int) -> Text:
     """A symbol's cell, `width` wide at most: its name, and its DSO (if any) at the right,
     dim; a long name keeps DSO_KEEP columns for the DSO, the rest is the name's."""
     if not dso:
-        return Text(_cut(name, width))
-    dso = _cut(dso, max(DSO_KEEP, width - len(name) - 1))
-    name = _cut(name, width - len(dso) - 1)
+        return Text(cut(name, width))
+    dso = cut(dso, max(DSO_KEEP, width - len(name) - 1))
+    name = cut(name, width - len(dso) - 1)
     if width - len(name) - len(dso) < 1:        # too narrow for both: the name alone
-        return Text(_cut(name, width))
+        return Text(cut(name, width))
     return Text.assemble(name, " " * (width - len(name) - len(dso)), (dso, "dim"))
-
-
-def _cut(text: str, width: int) -> str:
-    return text if len(text) <= width else text[:max(0, width - 1)] + "…"
