@@ -22,7 +22,8 @@ from textual.content import Content
 from textual.widgets import DataTable, Static
 
 from hotloop.console.app import HotloopApp
-from hotloop.console.screens.compare import CompareHistogram, CompareScreen
+from hotloop.console.screens.compare import CompareScreen
+from hotloop.console.widgets.compare_histogram import CompareHistogram
 
 SIZE = (80, 24)
 

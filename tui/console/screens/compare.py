@@ -15,8 +15,6 @@ screen opens, never at the console's launch).  Anything that cannot be compared
 from __future__ import annotations
 
 import contextlib
-import math
-import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -27,13 +25,13 @@ from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static, TabbedContent, TabPane
-from textual_plotext import PlotextPlot
 
 from hotloop import results
+from hotloop.console.widgets.compare_histogram import CompareHistogram
 from hotloop.errors import HotloopError
-from hotloop.render.units import axis_scale, width_decimals
+from hotloop.render.report import dso_name
 from hotloop.results.index import Entry, scan
-from hotloop.visible import visible
+from hotloop.visible import cut, visible
 
 if TYPE_CHECKING:
     from hotloop.analysis.comparison import Comparison, MetricDelta, Pair
@@ -48,23 +46,11 @@ NARROW_SYMBOL = 24
 DSO_WIDTH = 14
 
 
-def short_dso(dso: str) -> str:
-    """'[kernel.kallsyms]' -> '[kernel]', '/usr/lib/libc.so.6' -> 'libc.so', at most 14."""
-    if dso.startswith("[kernel"):
-        return "[kernel]"
-    base = re.sub(r"\.so(\.[\d.]+)$", ".so", dso.rsplit("/", 1)[-1])
-    return _cut(base, DSO_WIDTH)
-
-
 def _advice(warning: str) -> str:
     """A warning with a command to run: the command on lines of its own, whole (a wrapped
     line in mid-sentence is hard to pick out, let alone copy)."""
     said, sep, command = warning.partition(": hotloop ")
     return f"{said}:\n    hotloop {command}" if sep else warning
-
-
-def _cut(text: str, width: int) -> str:
-    return text if len(text) <= width else text[:width - 1] + "…"
 
 
 def ci_text(low: float | None, high: float | None) -> str:
@@ -78,77 +64,6 @@ def verdict_text(m: MetricDelta, short: bool = False) -> Text:
     from hotloop.render import verdicts  # with the comparison's statistics: not at start
     style = {"good": "bold green", "bad": "bold red"}.get(verdicts.tone(m) or "", "dim")
     return Text(verdicts.word(m, short=short), style=style)
-
-
-class CompareHistogram(PlotextPlot):
-    """The primary metric's distributions on the comparison's shared bucket edges."""
-
-    DEFAULT_CSS = """
-    CompareHistogram { height: 1fr; min-height: 8; }
-    """
-
-    def __init__(self, *, id: str | None = None) -> None:
-        super().__init__(id=id)
-        self.comparison: Comparison | None = None
-
-    def show(self, comp: Comparison | None) -> None:
-        self.comparison = comp
-        self.refresh()
-
-    def series(self) -> dict[str, list[int]]:
-        """Per compared file (by name): its count in each shared bucket."""
-        comp = self.comparison
-        if comp is None or comp.histogram is None:
-            return {}
-        return {s.name: [b.counts[i] for b in comp.histogram.buckets]
-                for i, s in enumerate(comp.sides)}
-
-    def on_resize(self) -> None:
-        self.refresh()
-
-    def render(self):
-        plt = self.plt
-        plt.clear_figure()
-        plt.frame(False)
-        comp = self.comparison
-        hist = comp.histogram if comp is not None else None
-        if comp is None or hist is None or not hist.buckets:
-            plt.xticks([])
-            plt.yticks([])
-            plt.text("pick files and press c" if comp is None else "no runs to show",
-                     0.5, 0.5, alignment="center")
-            plt.xlim(0, 1)
-            plt.ylim(0, 1)
-            return super().render()
-        buckets = hist.buckets
-        top = max(abs(buckets[-1].high), abs(buckets[0].low))
-        scale, unit = axis_scale(top, hist.unit)
-        width = hist.width / scale
-        decimals = width_decimals(width)
-        labels = [f"{b.low / scale:.{decimals}f}-{b.high / scale:.{decimals}f}"
-                  for b in buckets]
-        ys = [[b.percents[i] for b in buckets] for i in range(len(comp.sides))]
-        names = [f"{s.name}{' (baseline)' if s.index == 0 else ''}" for s in comp.sides]
-        # each bucket k holds one bar per file, side by side within [k-0.4, k+0.4]
-        n = len(names)
-        slot = 0.8 / n
-        for i, (name, y) in enumerate(zip(names, ys)):
-            xs = [k + 1 + (i - (n - 1) / 2) * slot for k in range(len(labels))]
-            plt.bar(xs, y, width=slot * 0.85, label=name)
-        wide = max(len(x) for x in labels) + 2
-        room = max(2, (self.size.width - 8) // wide)        # tick labels that fit
-        step = max(1, math.ceil(len(labels) / room))
-        plt.xticks(list(range(1, len(labels) + 1))[::step], labels[::step])
-        plt.xlim(0.5, len(labels) + 0.5)
-        peak = max(max(y) for y in ys) or 1.0
-        # leave the top rows to the legend (one per file); ticks only up to the peak
-        rows = max(4, self.size.height - 3)
-        plt.ylim(0, peak * rows / max(1, rows - len(names) - 1))
-        step = next(s for s in (5, 10, 20, 25, 50, 100) if peak / s <= max(2, rows // 3))
-        plt.yticks([t for t in range(0, 101, step) if t <= peak + 1e-9])
-        plt.xlabel(f"{hist.metric}, {unit}")
-        plt.ylabel("% of runs")
-        return super().render()
 
 
 class CompareScreen(Screen[None]):
@@ -286,7 +201,7 @@ class CompareScreen(Screen[None]):
             # are anybody's ("[/]" as a workload name crashed the console)
             table.add_row("", Text(visible(e.name or e.path.name), style="bold"), label,
                           Text(visible(e.date)), runs, partial, Text(visible(e.workload)),
-                          Text(_cut(visible(e.params), PARAMS_WIDTH), style="dim"),
+                          Text(cut(visible(e.params), PARAMS_WIDTH), style="dim"),
                           key=str(e.path))
         self.loaded = True
         if entries:
@@ -475,11 +390,11 @@ class CompareScreen(Screen[None]):
             for d in p.symbols[:SYMBOLS_TOP]:
                 kind = "[k]" if d.kernel else "[.]"
                 style = "green" if d.delta < 0 else "red" if d.delta > 0 else ""
-                syms.add_row(Text(f"{kind} {_cut(d.symbol, width)}"),
+                syms.add_row(Text(f"{kind} {cut(d.symbol, width)}"),
                              Text(f"{d.baseline_pct:.2f}%", justify="right"),
                              Text(f"{d.new_pct:.2f}%", justify="right"),
                              Text(f"{d.delta:+.2f}", justify="right", style=style),
-                             Text(short_dso(d.dso), style="dim"))
+                             Text(cut(dso_name(d.dso), DSO_WIDTH), style="dim"))
 
     @staticmethod
     def _metric_rows(table: DataTable, p: Pair, narrow: bool = False) -> list[str]:
@@ -490,7 +405,7 @@ class CompareScreen(Screen[None]):
         details = []
         for i, m in enumerate(p.metrics):
             t = m.test
-            name = Text(_cut(m.metric, NARROW_METRIC if narrow else METRIC_WIDTH),
+            name = Text(cut(m.metric, NARROW_METRIC if narrow else METRIC_WIDTH),
                         style="bold" if i == 0 else "")
             change = Text(pct(t.change_pct), justify="right")
             ci = ci_text(t.ci_low, t.ci_high)
