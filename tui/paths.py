@@ -20,6 +20,9 @@ BUNDLED = PACKAGE if INSTALLED else PACKAGE.parent
 BUNDLED_PROFILES = BUNDLED / "profiles"
 CSRC = BUNDLED / "csrc"
 HEADER = CSRC / "hotloop.h"
+# Where result files (and the console's screenshots) go when none is named: results/ under
+# the working directory, as a build tree keeps its output beside the sources.
+RESULTS = Path("results")
 REINSTALL = ("this installation of hotloop is broken: reinstall it" if INSTALLED else
              f"restore it in {BUNDLED}, e.g. with git checkout")
 

@@ -298,7 +298,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 RECENT = 200                            # result files `list plans` looks through, newest first
 
 
-def last_measured(plans: set[str], directory: Path = Path("results")) -> dict[str, str]:
+def last_measured(plans: set[str], directory: Path = paths.RESULTS) -> dict[str, str]:
     """{plan: "~T each (last measured DATE, FILE)"}: the median time of a repetition's
     measured section in the newest result of each plan under `directory` (results/ here,
     where runs write them), for those that ran here."""

@@ -22,10 +22,11 @@ from typing import Any
 from hotloop import events as ev
 from hotloop.errors import HotloopError, RunFailed
 from hotloop.host.procs import pid_gone
+from hotloop.paths import RESULTS
 from hotloop.results.perf_data import perf_dir
 
 
-def default_path(plan_name: str, directory: Path = Path("results")) -> Path:
+def default_path(plan_name: str, directory: Path = RESULTS) -> Path:
     """results/TIME-PLAN.jsonl.  Taken (two sessions in the same second), the Writer numbers
     it as it creates the file (-2, -3...): numbered here too, it would read NAME-2-2."""
     return directory / f"{time.strftime('%Y%m%d-%H%M%S')}-{plan_name}.jsonl"

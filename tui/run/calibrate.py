@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from hotloop import events as ev
+from hotloop.paths import RESULTS
 from hotloop.run import series
 
 
@@ -60,7 +61,7 @@ def stem(plan: str) -> str:
     return f"calibrate-{plan}"
 
 
-def new_directory(plan: str, parent: Path = Path("results")) -> Path:
+def new_directory(plan: str, parent: Path = RESULTS) -> Path:
     """results/<time>-calibrate-<plan>/, made as a series' directory is (run.series): the
     sessions go in its <kernel>/sNN.jsonl, so two calibrations never share one."""
     return series.new_directory(stem(plan), parent)

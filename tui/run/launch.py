@@ -24,13 +24,13 @@ from hotloop import events as ev
 from hotloop import results
 from hotloop.catalog import Catalog, Host, KernelProfile, Plan, ResolvedPlan
 from hotloop.errors import HotloopError
+from hotloop.paths import RESULTS
 from hotloop.run import series, start
 from hotloop.run.preflight import preflight, system_settings
 from hotloop.run.remote import RemoteSession
 from hotloop.run.session import Session
 from hotloop.run.vm import VmSession
 
-RESULTS = Path("results")
 SERIES_HERE = "--sessions runs a series on this machine; --host runs one session on each host"
 
 

@@ -29,6 +29,7 @@ from pathlib import Path
 from hotloop import events as ev
 from hotloop.catalog.schema import NAME
 from hotloop.errors import HotloopError
+from hotloop.paths import RESULTS
 from hotloop.record import Batch
 from hotloop.run.interleave import Runnable, williams
 
@@ -82,7 +83,7 @@ def directory_names(kernels: Sequence[str]) -> list[str]:
     return out
 
 
-def new_directory(stem: str, parent: Path = Path("results")) -> Path:
+def new_directory(stem: str, parent: Path = RESULTS) -> Path:
     """results/<time>-<stem>/, made here and now, so that two series (or calibrations) never
     share one."""
     stamp = time.strftime("%Y%m%d-%H%M%S")
