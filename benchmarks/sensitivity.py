@@ -23,7 +23,7 @@ for each N in `--rounds`.
 Synthetic (`--simulate WITHIN,BETWEEN`): lognormal sessions with these CVs in percent, no runs:
 checks the statistics against known noise.  With `--modes` (`--simulate WITHIN,SESSION,BOOT`:
 runs, sessions within one boot, boots), the table of A/A false positives and power per mode
-the README shows (sessions within one boot or across boots, calibrations from one boot or one
+docs/statistics.md shows (sessions within one boot or across boots, calibrations from one boot or one
 a boot, unequal runs, thin calibrations, copies, outliers, 4 sides against one baseline),
 each judged as compare judges it (boots, deduplicated, corrected for the number of sides).
 

@@ -117,7 +117,7 @@ TOO_NOISY_PCT = 50.0
 
 def assumed_session_noise(within: float) -> float:
     """sigma_b (a fraction) when nothing measured it, from the spread of runs within the
-    sessions: on this project's machine sessions differed by up to that much (README)."""
+    sessions: on this project's machine sessions differed by up to that much (docs/statistics.md)."""
     return max(ASSUMED_SESSION_NOISE, ASSUMED_PER_WITHIN * within)
 
 

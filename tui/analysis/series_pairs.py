@@ -10,13 +10,14 @@ the mean of the d_i (df = pairs - 1).  It needs no calibration and takes none: w
 calibration measures is the noise of one session, and the noise of a round's difference is
 what remains of it after the drift both shared.
 
-What it costs and gains was measured on synthetic series (benchmarks/series_pairs.py, README
-"Comparing"): with no drift it loses 4-9 points of power to the unpaired test (it has half the
-degrees of freedom); with drift across the sitting it keeps much of its power where the
-unpaired test loses most of it (10 a kernel, a drift step as large as the session noise: 67%
-against 31%); its false alarms stay at 5% either way, where the unpaired test's fall to 1-2%
-(the drift widens its interval).  So compare pairs a series' sessions by default from
-MIN_PAIRS complete pairs (`compare --unpaired` does not).
+What it costs and gains was measured on synthetic series (benchmarks/series_pairs.py,
+docs/statistics.md, "Why a series' sessions are paired from 5"): with no drift it loses 4-9
+points of power to the unpaired test (it has half the degrees of freedom); with drift across
+the sitting it keeps much of its power where the unpaired test loses most of it (10 a kernel,
+a drift step as large as the session noise: 67% against 31%); its false alarms stay at 5%
+either way, where the unpaired test's fall to 1-2% (the drift widens its interval). So compare
+pairs a series' sessions by default from MIN_PAIRS complete pairs (`compare --unpaired` does
+not).
 
 Pairs whose other half failed are left out (the test is on the complete ones, and compare says
 how many); with fewer than MIN_PAIRS complete pairs, compare tests the sessions unpaired.
@@ -40,7 +41,7 @@ from hotloop.analysis.significance import (
 )
 from hotloop.results import Result
 
-# Complete pairs for the paired test.  Measured (benchmarks/series_pairs.py, README): with
+# Complete pairs for the paired test.  Measured (benchmarks/series_pairs.py, docs/statistics.md): with
 # fewer, its df (pairs - 1) against the unpaired test's (2 x sessions - 2) costs more power
 # without drift than pairing wins with it (4 a kernel: -9 points without drift, +4 with a
 # drift step as large as the session noise); from 5 pairing wins with drift (+8 at 5, +15

@@ -29,8 +29,8 @@ Two methods, chosen by how the runs were taken:
   With neither (one session a side within one boot, no
   calibration) sigma_b is assumed, with a normal quantile: the larger of
   `ASSUMED_SESSION_NOISE` and `ASSUMED_PER_WITHIN` times the spread of the sessions' runs,
-  because on this project's machine sessions differed by up to that much (README, "How small a
-  change can hotloop call?") and a setup noisy within a session is noisy between sessions too;
+  because on this project's machine sessions differed by up to that much (docs/statistics.md,
+  "How small a change can hotloop call") and a setup noisy within a session is noisy between sessions too;
   v is then the McKean-Schrader estimate (McKean & Schrader 1984), the only one there is.  The
   outcome's interval and p rest on that assumption, so compare calls nothing on it: a change
   beyond it is a direction (comparison.Verdict.BEYOND_ASSUMED), since sessions that differ by

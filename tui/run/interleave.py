@@ -10,8 +10,8 @@ BA AB BA..., ABDC BCAD CDBA DACB for four): with a fixed order the variant that
 always runs second gets half a round more of any drift, and the one that always
 runs after a heavy variant inherits what it leaves (caches, frequency), which a
 paired test on the rounds found as a "change" between two identical variants
-(README, measurements).  Over a cycle of rounds every variant runs in every
-position, and right after every other variant, equally often.
+(docs/statistics.md, "On one kernel: interleave").  Over a cycle of rounds every
+variant runs in every position, and right after every other variant, equally often.
 """
 from __future__ import annotations
 
