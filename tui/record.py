@@ -198,7 +198,7 @@ class Header:
     vm: Vm | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return to_json(self)
+        return object_json(self)
 
     @classmethod
     def from_json(cls, obj: Any) -> Header:
@@ -246,7 +246,7 @@ class Summary:
     stop: Stop | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return to_json(self)
+        return object_json(self)
 
     @classmethod
     def from_json(cls, obj: Any) -> Summary:
@@ -281,10 +281,15 @@ def compared_fields(within_side: bool = False) -> tuple[tuple[str, tuple[str, ..
 T = TypeVar("T")
 
 
+def object_json(obj: Any) -> dict[str, Any]:
+    """A dataclass record as a JSON object, field by field."""
+    return {f.name: to_json(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+
+
 def to_json(obj: Any) -> Any:
     """A record as JSON values: dataclasses as objects, tuples as lists."""
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return {f.name: to_json(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+        return object_json(obj)
     if isinstance(obj, dict):
         return {str(k): to_json(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
-from textual import work
+from textual import events, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
@@ -168,7 +168,7 @@ class CompareScreen(Screen[None]):
             syms.add_column(label, key=key)
         self.query_one("#compare-detail", Static).display = narrow
 
-    def on_resize(self, event) -> None:
+    def on_resize(self, event: events.Resize) -> None:
         narrow = event.size.width < WIDE_FROM
         if narrow != self.narrow:
             self._columns(narrow)
