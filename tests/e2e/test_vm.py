@@ -19,8 +19,9 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, path_without, profile_dir
 
-from hotloop import results
-from hotloop.run import vm
+from hotloop import paths, results
+from hotloop.host import kimage
+from hotloop.run import guest, pinning, vm
 
 pytestmark = pytest.mark.xdist_group("vm")
 
@@ -82,7 +83,7 @@ def descendants(pid: int) -> list[int]:
     out, todo = [], [pid]
     while todo:
         p = todo.pop()
-        for kid in vm._children(p):
+        for kid in pinning._children(p):
             out.append(kid)
             todo.append(kid)
     return out
@@ -100,9 +101,9 @@ def guest_qemu(roots: list[int], pinned_to: set[int] | None = None) -> int | Non
     """The guest's qemu under `roots`: the one with a vCPU thread (virtme-run starts others
     first, `qemu --version`), that thread on `pinned_to` when given."""
     for p in (d for r in roots for d in descendants(r)):
-        for tid, name in vm._threads(p).items():
+        for tid, name in pinning._threads(p).items():
             try:
-                if vm.VCPU_THREAD.fullmatch(name) and \
+                if pinning.VCPU_THREAD.fullmatch(name) and \
                         (pinned_to is None or os.sched_getaffinity(tid) == pinned_to):
                     return p
             except OSError:
@@ -136,7 +137,7 @@ def test_two_kernels_alternate_in_vms_come_home_as_files_and_are_compared(tmp_pa
             assert h.kernel_release == release(image)       # the guest's, not this machine's
             assert h.kernel.name == name and h.kernel.image == str(image)
             assert h.vm is not None and h.vm.image == str(image) and h.vm.cpus == 1
-            assert h.vm.image_sha256 == vm.kimage.sha256(image) and h.vm.append == APPEND
+            assert h.vm.image_sha256 == kimage.sha256(image) and h.vm.append == APPEND
             assert h.batch is not None and h.batch.session == int(f.name[1:3])
             boots.add(h.boot_id)
             # a kernel profile's sysctl is set in its own guests, without asking
@@ -162,7 +163,7 @@ def test_two_kernels_alternate_in_vms_come_home_as_files_and_are_compared(tmp_pa
     if "no usable KVM (" in r.stderr:       # text: as it came, on stderr; and in compare's
         assert any(w.startswith("no usable KVM (") and "the sessions ran in emulated guests"
                    in w for w in cmp["warnings"])
-    assert list((Path(vm.paths.cache_dir()) / "vm").glob("s-*")) == []   # swept at its end
+    assert list((Path(paths.cache_dir()) / "vm").glob("s-*")) == []   # swept at its end
     assert leftovers() == []
 
 
@@ -190,9 +191,9 @@ def test_hotloop_killed_mid_boot_leaves_no_qemu(tmp_path, leftovers):
     assert not alive(qemu)
     assert leftovers() == []
     # the next session sweeps the directory the dead one left
-    assert list((Path(vm.paths.cache_dir()) / "vm").glob("s-*"))
-    vm.sweep(Path(vm.paths.cache_dir()) / "vm")
-    assert list((Path(vm.paths.cache_dir()) / "vm").glob("s-*")) == []
+    assert list((Path(paths.cache_dir()) / "vm").glob("s-*"))
+    guest.sweep(Path(paths.cache_dir()) / "vm")
+    assert list((Path(paths.cache_dir()) / "vm").glob("s-*")) == []
 
 
 def test_without_virtme_ng_or_qemu_a_vm_session_says_so_in_one_line(tmp_path):

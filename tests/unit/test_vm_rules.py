@@ -17,8 +17,10 @@ from conftest import profile_dir
 from hotloop import catalog, results
 from hotloop.catalog import Catalog
 from hotloop.errors import HotloopError
-from hotloop.host import kimage
+from hotloop.host import kimage, kvm
+from hotloop.host.procs import TIME_SCALE_ENV
 from hotloop.run import start, vm
+from hotloop.run.guest import guest_cpus, guest_profiles, guest_program, sweep
 
 
 def fake_bzimage(path: Path, release: str = "6.9.0-test") -> Path:
@@ -130,7 +132,7 @@ def test_a_plan_with_an_image_kernel_starts_a_vm_session(tmp_path):
 
 def test_the_guests_catalogue_is_its_own_and_loads(tmp_path):
     rp = image_plan(tmp_path, cpus="[1, 0]", workload=True)
-    profiles = vm.guest_profiles(rp, vcpus=2)
+    profiles = guest_profiles(rp, vcpus=2)
     assert profiles["cpu"]["one"]["cpus"] == [0, 1]         # process i on vCPU i
     assert "governor" not in profiles["cpu"]["one"]         # this machine's, not the guest's
     assert "image" not in profiles["kernel"]["vmk"]         # it runs there: no VM in the VM
@@ -146,7 +148,7 @@ def test_the_guests_catalogue_is_its_own_and_loads(tmp_path):
 
 
 def test_a_bundled_workload_is_not_written_for_the_guest(tmp_path):
-    assert "workload" not in vm.guest_profiles(image_plan(tmp_path), vcpus=1)
+    assert "workload" not in guest_profiles(image_plan(tmp_path), vcpus=1)
 
 
 def test_the_guests_program_is_a_file_and_its_command_line_stays_short(tmp_path):
@@ -155,37 +157,37 @@ def test_the_guests_program_is_a_file_and_its_command_line_stays_short(tmp_path)
     argv = ["run", "--format=events", *[f"--param=k{i}={'x' * 50}" for i in range(100)],
             "--", "syscall"]
     d = tmp_path / "s-1"
-    text = vm.guest_program(d, argv, 20)
+    text = guest_program(d, argv, 20)
     assert len(text) > 5000
     words = shlex.split(text.splitlines()[-1])
     assert words[:3] == ["exec", words[1], "-m"] and words[3:5] == ["hotloop", "run"]
-    assert f"export {vm.TIME_SCALE_ENV}=20" in text
+    assert f"export {TIME_SCALE_ENV}=20" in text
     assert f"export XDG_CONFIG_HOME={d / 'config'}" in text     # none of the user's profiles
 
 
 def test_qemus_own_error_line_is_what_is_said():
     lines = ["boot noise", "qemu-system-x86_64: error: failed to set MSR 0x10a to 0x69",
              "qemu-system-x86_64: ../../target/i386/kvm/kvm.c:3183: Assertion failed."]
-    assert vm.qemu_said(lines) == "qemu: failed to set MSR 0x10a to 0x69"
-    assert vm.qemu_said(["nothing of qemu's"]) == ""
-    assert vm.tcg_warning("qemu: failed to set MSR 0x10a to 0x69") == (
+    assert kvm.qemu_said(lines) == "qemu: failed to set MSR 0x10a to 0x69"
+    assert kvm.qemu_said(["nothing of qemu's"]) == ""
+    assert kvm.tcg_warning("qemu: failed to set MSR 0x10a to 0x69") == (
         "no usable KVM (qemu: failed to set MSR 0x10a to 0x69): guests are emulated; their "
         "numbers do not measure this CPU")
 
 
 def test_a_forged_or_shared_kvm_cache_is_not_trusted(tmp_path):
     f = tmp_path / "kvm.json"
-    vm._write_cache(f, "k1", False, "qemu: no")
-    assert vm._read_cache(f) == {"k1": {"usable": False, "why": "qemu: no"}}
+    kvm._write_cache(f, "k1", False, "qemu: no")
+    assert kvm._read_cache(f) == {"k1": {"usable": False, "why": "qemu: no"}}
     f.chmod(0o666)                      # anyone could have written it: probed again
-    assert vm._read_cache(f) == {}
+    assert kvm._read_cache(f) == {}
     f.chmod(0o600)
     f.write_text(json.dumps({"k1": {"usable": "yes"}, "k2": [], "k3": {"usable": True}}))
-    assert vm._read_cache(f) == {"k3": {"usable": True}}
+    assert kvm._read_cache(f) == {"k3": {"usable": True}}
     f.write_text("{not json")
-    assert vm._read_cache(f) == {}
-    vm._write_cache(f, "k4", True, "")  # a broken file is replaced whole, atomically
-    assert vm._read_cache(f) == {"k4": {"usable": True, "why": ""}}
+    assert kvm._read_cache(f) == {}
+    kvm._write_cache(f, "k4", True, "")  # a broken file is replaced whole, atomically
+    assert kvm._read_cache(f) == {"k4": {"usable": True, "why": ""}}
     assert [p.name for p in tmp_path.iterdir()] == ["kvm.json"]
 
 
@@ -198,19 +200,19 @@ def test_the_sweep_removes_dead_sessions_directories_and_keeps_live_ones(tmp_pat
     fd = os.open(live / "lock", os.O_WRONLY | os.O_CREAT)
     fcntl.flock(fd, fcntl.LOCK_EX)
     try:
-        vm.sweep(tmp_path)
+        sweep(tmp_path)
         assert sorted(p.name for p in tmp_path.iterdir()) == ["kvm.json", "s-2-live"]
     finally:
         os.close(fd)
-    vm.sweep(tmp_path)
+    sweep(tmp_path)
     assert [p.name for p in tmp_path.iterdir()] == ["kvm.json"]
 
 
 def test_the_vcpus_are_pinned_one_each_when_the_profile_has_cpus_enough():
     cpu = catalog.CpuProfile("c", cpus=(3, 5))
-    assert vm.guest_cpus(cpu, 2) == (0, 1)
-    assert vm.guest_cpus(cpu, 1) == (0, 0)
-    assert vm.guest_cpus(catalog.CpuProfile("d"), 4) == ()
+    assert guest_cpus(cpu, 2) == (0, 1)
+    assert guest_cpus(cpu, 1) == (0, 0)
+    assert guest_cpus(catalog.CpuProfile("d"), 4) == ()
 
 
 def session(path: Path, ns: int, accel: str | None) -> Path:

@@ -359,8 +359,8 @@ def cmd_doctor(args: argparse.Namespace) -> int:
                  + (f"; {bad} bad file{'' if bad == 1 else 's'} and "
                     f"{len(cat.skipped) - bad} plan{'' if len(cat.skipped) - bad == 1 else 's'}"
                     " skipped (see above)" if cat.skipped else "")))
-    from hotloop.run import vm  # the VM rows: qemu, virtme-ng, KVM, each image's 9p
-    rows += vm.doctor_rows({k.name: k.image for k in cat.kernels.values() if k.image})
+    # the VM rows: qemu, virtme-ng, KVM, each image's 9p
+    rows += doctor.vm_rows({k.name: k.image for k in cat.kernels.values() if k.image})
     for name, ok, detail in rows:
         print(f"  {'yes' if ok else 'no '}  {name:<20} {visible(detail)}")
     return 0

@@ -3,7 +3,8 @@
 `sysfs` (the kernel's files, which tests point at fake trees), `cpus` (CPU lists), `settings`
 (one sysctl or cpufreq setting), `journal` (the restore journal), `changes` (planned changes,
 applied and restored), `facts` (kernel facts for the result header, `expect`), `procs`
-(scheduling, children that die with their parent) and `doctor` (what this machine allows).
+(scheduling, children that die with their parent), `kimage` (kernel images a VM boots), `kvm`
+(qemu, and whether KVM is usable here) and `doctor` (what this machine allows).
 These modules import nothing else of hotloop.
 
 The safety contract for changes (sysctl, governor, boost):

@@ -1,14 +1,28 @@
-"""What this machine allows: the host's lines of `hotloop doctor`.
+"""What this machine allows: the host's lines of `hotloop doctor`, and its VM lines (qemu,
+virtme-ng, KVM, each kernel image).
 """
 from __future__ import annotations
 
 import os
+import shutil
 import threading
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from hotloop.host import sysfs
+from hotloop.host import kimage, sysfs
 from hotloop.host.cpus import format_cpu_list, online_cpus, parse_cpu_list
+from hotloop.host.kvm import (
+    INSTALL_QEMU,
+    INSTALL_VIRTME,
+    QEMU,
+    VIRTME,
+    Accel,
+    kvm_state,
+    probe_kvm,
+    qemu_version,
+    tcg_warning,
+)
 from hotloop.host.settings import (
     available_governors,
     boost_control,
@@ -160,3 +174,40 @@ def capabilities() -> list[Capability]:
         caps.append(Capability("tsc", False, f"no TSC: cycles are not measured (clocksource {clock})", False))
 
     return caps
+
+
+# --------------------------------------------------------------------------- VMs
+
+def vm_rows(images: dict[str, str]) -> list[tuple[str, bool, str]]:
+    """`hotloop doctor`'s VM rows: qemu, virtme-ng, KVM (present, usable, why not) and, for
+    each kernel profile with an image (name: image), whether it boots with this root."""
+    rows: list[tuple[str, bool, str]] = []
+    qemu = shutil.which(QEMU)
+    version = qemu_version(qemu) if qemu else ""
+    rows.append(("qemu", qemu is not None,
+                 f"{qemu} {version}".strip() if qemu else f"no {QEMU} on PATH ({INSTALL_QEMU})"))
+    virtme = shutil.which(VIRTME)
+    rows.append(("virtme-ng", virtme is not None,
+                 virtme or f"no {VIRTME} on PATH ({INSTALL_VIRTME})"))
+    state = kvm_state()
+    if state == "absent":
+        rows.append(("kvm", False, "no /dev/kvm: guests would be emulated (TCG)"))
+    elif not images or qemu is None:
+        rows.append(("kvm", True, "/dev/kvm present; usable not probed (no kernel profile "
+                                  "with an image" + (", no qemu" if qemu is None else "") + ")"))
+    else:
+        image = Path(next(iter(images.values())))
+        problem = kimage.image_problem(image)
+        accel = Accel("tcg", problem) if problem else \
+            probe_kvm(qemu, image, kimage.sha256(image), version)
+        rows.append(("kvm", accel.kind == "kvm",
+                     "/dev/kvm present and usable" if accel.kind == "kvm" else
+                     "/dev/kvm present, not usable: " + tcg_warning(accel.why_not_kvm)))
+    for name, path in images.items():
+        problem = kimage.image_problem(Path(path))
+        release = kimage.image_release(Path(path)) if problem is None else ""
+        ninep = problem or kimage.ninep_problem(release)
+        rows.append((f"vm kernel {name}", ninep is None,
+                     f"{path}: {release}, mounts the root over 9p" if ninep is None
+                     else f"{path}: {ninep}"))
+    return rows

@@ -1,0 +1,147 @@
+"""What a VM's guest reads, all of it this session's own: a directory of the session's (locked
+while its hotloop lives; the next session sweeps those whose hotloop died) holding the guest's
+profiles (the CPU and kernel profiles as they apply there, the workload unless bundled), its
+program (`sh FILE`: virtme-ng's command line would carry it base64 past x86's 2048 bytes),
+qemu's wrapper (qemu dies with virtme-run, which dies with hotloop) and, for virtme-ng, its
+TMPDIR.  The workload itself the guest loads from the build cache: the same root.
+"""
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import secrets
+import shlex
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+import tomli_w
+
+from hotloop import paths
+from hotloop.catalog import CpuProfile, ResolvedPlan
+from hotloop.errors import HotloopError
+from hotloop.host.procs import TIME_SCALE_ENV
+
+
+def _locked(d: Path) -> bool:
+    """Whether a live hotloop holds `d`'s lock."""
+    try:
+        fd = os.open(d / "lock", os.O_RDONLY)
+    except OSError:
+        return False                    # never locked, or half made: a dead one's
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return False
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+
+
+def sweep(root: Path) -> None:
+    """Remove the session directories of hotloops that died (their lock is free)."""
+    with contextlib.suppress(OSError):
+        for d in root.iterdir():
+            if d.is_dir() and not d.is_symlink() and d.name.startswith("s-") and not _locked(d):
+                shutil.rmtree(d, ignore_errors=True)
+
+
+
+def make_dir() -> tuple[Path, int]:
+    """A new session directory, its lock held: (the directory, the lock's descriptor).  The
+    dead sessions' directories are swept first."""
+    root = paths.cache_dir() / "vm"
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        sweep(root)
+        d = root / f"s-{os.getpid()}-{secrets.token_hex(4)}"
+        d.mkdir(mode=0o700)
+        fd = os.open(d / "lock", os.O_WRONLY | os.O_CREAT, 0o600)
+    except OSError as e:
+        raise HotloopError(f"{root}: cannot make a VM session's directory: "
+                           f"{e.strerror}") from None
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    return d, fd
+
+
+def guest_cpus(cpu: CpuProfile, vcpus: int) -> tuple[int, ...]:
+    """The CPU profile inside the guest: process i on vCPU i (mod the VM's), as process i
+    runs on the profile's CPU i here; none pinned when the profile pins none."""
+    if not cpu.cpus:
+        return ()
+    return tuple(i % vcpus for i in range(len(cpu.cpus)))
+
+
+def guest_profiles(rp: ResolvedPlan, vcpus: int) -> dict[str, Any]:
+    """The guest's own catalogue: the plan's CPU and kernel profiles as they apply in it
+    (no image: it runs there; no governor, boost or isolation: this machine's), and the
+    workload unless it is bundled (its source by absolute path: the same root)."""
+    c, k, w = rp.cpu, rp.kernel, rp.workload
+    cpu: dict[str, Any] = {"summary": c.summary, "sched": c.sched, "priority": c.priority,
+                           "nice": c.nice, "cflags": list(c.cflags)}
+    if c.cpus:
+        cpu["cpus"] = list(guest_cpus(c, vcpus))
+    kernel: dict[str, Any] = {"summary": k.summary, "label": k.label or k.name,
+                              "sysctl": dict(k.sysctl)}
+    if k.expect:
+        kernel["expect"] = dict(k.expect)
+    out: dict[str, Any] = {"cpu": {c.name: cpu}, "kernel": {k.name: kernel}}
+    bundled = Path(w.origin).resolve().is_relative_to(paths.BUNDLED_PROFILES.resolve()) \
+        if w.origin else True
+    if not bundled:
+        params = {}
+        for p in w.params.values():
+            spec: dict[str, Any] = {"default": p.default, "help": p.help}
+            if p.min is not None:
+                spec["min"] = p.min
+            if p.max is not None:
+                spec["max"] = p.max
+            if p.choices:
+                spec["choices"] = list(p.choices)
+            params[p.name] = spec
+        out["workload"] = {w.name: {"source": str(w.source), "summary": w.summary,
+                                    "metric": w.metric, "unit": w.unit,
+                                    "higher_is_better": w.higher_is_better,
+                                    "procs": w.procs, "params": params}}
+    return out
+
+
+def guest_program(d: Path, argv: list[str], scale: float) -> str:
+    """The guest's program (sh): its environment, then this hotloop.  Its stdout is the
+    session's alone; whatever else it says goes to stderr."""
+    env = {"XDG_CONFIG_HOME": str(d / "config"), "XDG_STATE_HOME": str(d / "state"),
+           "XDG_CACHE_HOME": str(paths.cache_dir().parent), "HOME": str(Path.home()),
+           "PATH": os.environ.get("PATH", "/usr/bin:/bin"), TIME_SCALE_ENV: f"{scale:g}",
+           "PYTHONDONTWRITEBYTECODE": "1", "TMPDIR": str(d / "tmp"),
+           # the restore journal of the guest's sysctls: the guest's own (the root is
+           # read-only there)
+           "HOTLOOP_SYSTEM_DIR": str(d / "system")}
+    lines = ["# written by hotloop for one session in a VM", "exec 3>&1 1>&2"]
+    lines += [f"export {k}={shlex.quote(v)}" for k, v in env.items()]
+    lines += [f"cd {shlex.quote(str(d))} || exit 1",
+              f"exec {shlex.join([sys.executable, '-m', 'hotloop', *argv])} 1>&3 3>&-"]
+    return "\n".join(lines) + "\n"
+
+
+QEMU_WRAPPER = """#!/bin/sh
+# qemu dies with virtme-run (its parent), which dies with hotloop: no VM outlives it
+exec setpriv --pdeathsig KILL -- {qemu} "$@"
+"""
+
+
+def write_files(d: Path, rp: ResolvedPlan, vcpus: int, argv: list[str], scale: float,
+                qemu: str) -> tuple[Path, Path]:
+    """The guest's files in its session's directory `d`: (its program, qemu's wrapper)."""
+    (d / "config" / "hotloop").mkdir(parents=True)
+    (d / "state").mkdir()
+    (d / "tmp").mkdir()
+    (d / "virtme").mkdir()
+    (d / "config" / "hotloop" / "vm.toml").write_text(tomli_w.dumps(guest_profiles(rp, vcpus)))
+    program = d / "guest.sh"
+    program.write_text(guest_program(d, argv, scale))
+    wrapper = d / "qemu"
+    wrapper.write_text(QEMU_WRAPPER.format(qemu=shlex.quote(qemu)))
+    wrapper.chmod(0o700)
+    return program, wrapper
