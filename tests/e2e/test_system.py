@@ -26,13 +26,9 @@ from hotloop.host.facts import (
     kernel_facts,
     mitigations_state,
 )
-from hotloop.host.journal import (
-    boot_id,
-    describe_held,
-    held_elsewhere,
-    journal_path,
-    recover,
-)
+from hotloop.host.holds import describe_held, held_elsewhere
+from hotloop.host.journal import boot_id, journal_path
+from hotloop.host.recovery import recover
 from hotloop.host.settings import (
     read_sysctl,
 )

@@ -147,7 +147,7 @@ def test_a_moved_machine_place_still_honours_what_the_real_one_holds(tmp_path, m
     holding a setting in the real place (here a stand-in for /run/hotloop) refuses it."""
     import textwrap
 
-    from hotloop.host import journal
+    from hotloop.host import holds, journal
     from hotloop.host.changes import Change, apply
     from hotloop.host.sysfs import SystemSettingError
     real = tmp_path / "real-run"
@@ -170,7 +170,7 @@ def test_a_moved_machine_place_still_honours_what_the_real_one_holds(tmp_path, m
         assert (real / "restore.json").exists()
         monkeypatch.setattr(journal, "SYSTEM_DIR", real)
         assert journal.journal_path() != real / "restore.json"     # moved: elsewhere
-        owner, held = journal.held_elsewhere(governor=True, cpus=[1])
+        owner, held = holds.held_elsewhere(governor=True, cpus=[1])
         assert owner == f"pid {child.pid}" and [c.target for c in held] == ["cpu0"]
         with pytest.raises(SystemSettingError, match=f"held by a running hotloop "
                                                      f"\\(pid {child.pid}\\)"):
@@ -202,7 +202,7 @@ def test_another_users_run_sees_what_root_holds(prof, busy_poll, monkeypatch):
                     os.environ["XDG_STATE_HOME"] = "/nonexistent-hotloop-test-state"
                     os.setgid(65534)
                     os.setuid(65534)
-                    from hotloop.host.journal import held_elsewhere
+                    from hotloop.host.holds import held_elsewhere
                     owner, held = held_elsewhere(sysctls=[POLL])
                     os.write(w, json.dumps([owner, [c.value for c in held]]).encode())
                 finally:
@@ -224,7 +224,7 @@ def test_a_journal_root_left_in_its_state_dir_before_is_still_restored(busy_poll
     puts its settings back (while no run holds the machine's place), once."""
     import json
 
-    from hotloop.host.journal import recover
+    from hotloop.host.recovery import recover
     monkeypatch.setenv("HOTLOOP_SYSTEM_DIR", str(tmp_path / "machine"))
     legacy = tmp_path / "state" / "hotloop" / "restore.json"
     legacy.parent.mkdir(parents=True, mode=0o700)

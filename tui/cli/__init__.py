@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from hotloop.cli.common import _interrupt, interrupted_status
 from hotloop.cli.parser import parser
 from hotloop.errors import HotloopError
-from hotloop.host import journal
+from hotloop.host import recovery
 from hotloop.visible import visible
 
 # Each subcommand's module, imported once it is chosen: `run --format events` (what a VM
@@ -44,7 +44,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser().parse_args(argv)
         if args.command not in ("restore", "completion"):
             # A run killed with settings applied left a journal: put them back first.
-            for message in journal.recover():
+            for message in recovery.recover():
                 print(f"hotloop: {visible(message)}", file=sys.stderr)
         return command(args.command)(args)
     except HotloopError as e:

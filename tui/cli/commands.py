@@ -18,7 +18,7 @@ from hotloop.cli.hosts import calibration_sessions, hosts_named, run_on_hosts
 from hotloop.cli.parser import completion_script
 from hotloop.cli.run import _run_sessions, parse_params, plan_to_run, run_here
 from hotloop.errors import HotloopError, RunFailed
-from hotloop.host import journal
+from hotloop.host import journal, recovery
 from hotloop.render import report
 from hotloop.render.units import duration, si
 from hotloop.results import index
@@ -383,10 +383,10 @@ def cmd_save(args: argparse.Namespace) -> int:
 def cmd_restore(args: argparse.Namespace) -> int:
     """0 when everything is back (or nothing was changed); 1 when a value is still changed
     or its journal had to be set aside: the messages say which, for a look by hand."""
-    before = journal.left_behind()
-    messages = journal.recover()        # a live run's journal is its own: left in place, exit 1
+    before = recovery.left_behind()
+    messages = recovery.recover()        # a live run's journal is its own: left in place, exit 1
     print("\n".join(visible(m) for m in messages) if messages else "nothing to restore")
-    after = journal.left_behind()
+    after = recovery.left_behind()
     return 1 if journal.journal_path() in after or after - before else 0
 
 

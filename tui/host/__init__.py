@@ -1,7 +1,8 @@
 """The running system: everything that reads or writes /proc and /sys lives here.
 
 `sysfs` (the kernel's files, which tests point at fake trees), `cpus` (CPU lists), `settings`
-(one sysctl or cpufreq setting), `journal` (the restore journal), `changes` (planned changes,
+(one sysctl or cpufreq setting), `journal` (the restore journal), `recovery` (a dead run's
+journal restored), `holds` (what a live run's journal holds), `changes` (planned changes,
 applied and restored), `facts` (kernel facts for the result header, `expect`), `procs`
 (scheduling, children that die with their parent), `kimage` (kernel images a VM boots), `kvm`
 (qemu, and whether KVM is usable here) and `doctor` (what this machine allows).
@@ -15,7 +16,7 @@ The safety contract for changes (sysctl, governor, boost):
   *before* the first write, then applies; a failure part-way restores what was already written.
 * `Applied.restore` (or leaving the `with` block) puts the originals back in reverse order and
   removes the journal.
-* `journal.recover` runs at the start of every hotloop command: a journal left behind by a
+* `recovery.recover` runs at the start of every hotloop command: a journal left behind by a
   hotloop that was SIGKILLed or lost power is restored and reported.
 
 A lock file held for the lifetime of an `Applied` (flock, released by the kernel when the

@@ -11,22 +11,21 @@ from typing import Any
 
 from hotloop.host import sysfs
 from hotloop.host.cpus import format_cpu_list, online_cpus
+from hotloop.host.holds import describe_held, held_in
 from hotloop.host.journal import (
     JOURNAL_VERSION,
     RestoreLock,
     boot_id,
-    describe_held,
     finish_journal,
-    held_in,
     holder_dirs,
     journal_owner,
     journal_path,
     live_owner,
     process_start,
-    recover,
     restore_entries,
     write_journal,
 )
+from hotloop.host.recovery import recover
 from hotloop.host.settings import (
     Change,
     NotAsWritten,

@@ -20,7 +20,8 @@ from hotloop.host.changes import Applied, Change, describe_changes, plan_changes
 from hotloop.host.cpus import format_cpu_list
 from hotloop.host.doctor import capabilities
 from hotloop.host.facts import check_expect, kernel_facts
-from hotloop.host.journal import boot_id, describe_held, held_elsewhere
+from hotloop.host.holds import describe_held, held_elsewhere
+from hotloop.host.journal import boot_id
 from hotloop.host.settings import read_sysctl, show_original
 from hotloop.host.sysfs import SystemSettingError
 from hotloop.record import (
