@@ -36,7 +36,7 @@ ERROR_LINES = 20                        # lines of the child's stderr kept for a
 LINE_LIMIT = 1 << 24                    # a session's longest line (hot symbols of a window)
 START_S = 120.0                         # the child's start-up and the build, to its header
 GRACE_S = 30.0                          # beyond a repetition's timeout, between two lines: a
-                                        # worker process's start-up (session.SETUP_GRACE)
+                                        # worker process's start-up (drive.SETUP_GRACE)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,116 @@
+"""A session's perf, over its worker processes: one recorder a worker (its windows numbered on
+from the workers before it), the binaries their samples fall in (read as the workers mapped
+them), and at the end the per-run and whole-session hot symbols and the counters of them all.
+The perf data is kept beside the result file, within the plan's budget for its directory.
+"""
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import functools
+from pathlib import Path
+from typing import Any
+
+from hotloop import events as ev
+from hotloop.catalog import ResolvedPlan
+from hotloop.perf.buildid import binaries, build_ids, mapped_files, read_ids
+from hotloop.perf.recorder import PerfRecorder, PerfResult, merge
+from hotloop.results.perf_data import claim_perf_dir, perf_dir, prune_perf_data
+
+WINDOW_TOP = 30                         # symbols kept per perf window and per run
+SESSION_TOP = 100                       # symbols kept for the whole session
+
+
+class Recording:
+    """The perf of the session of `rp`, its data kept beside `result_file` when `keep`."""
+
+    def __init__(self, rp: ResolvedPlan, variant: str, result_file: Path, keep: bool):
+        self.rp = rp
+        self.variant = variant
+        self.result_file = result_file   # the session's, as the header names it
+        self.keep = keep                 # keep perf.data beside the result file
+        self.counters: dict[str, float | None] = {}
+        self._results: list[PerfResult] = []
+        self._windows = 0                # perf windows of earlier workers, to number on
+        self._said: set[str] = set()
+        self._mapped: dict[str, str] = {}   # {path: build id} of what the workers mapped
+        self._all_pids: list[int] = []      # every worker's and helper's, for annotate
+        self._comms: list[str] = []         # and their names, which what they fork inherits
+
+    def first_said(self, message: str) -> bool:
+        """Whether perf says `message` for the first time: once a session, not once a
+        worker."""
+        if message in self._said:
+            return False
+        self._said.add(message)
+        return True
+
+    async def ready(self, pids: list[int], comm: str) -> None:
+        """A worker is set up: the binaries its samples will be in, as they are now."""
+        self._all_pids += pids
+        self._comms.append(comm)
+        mapped = {p for pid in pids for p in mapped_files(pid)}
+        self._mapped.update(await asyncio.to_thread(read_ids, mapped - self._mapped.keys()))
+
+    def start(self, pids: list[int], comm: str,
+              inbox: asyncio.Queue[tuple[str, Any]]) -> PerfRecorder:
+        """A recorder of one worker, its windows and warnings put in `inbox`."""
+        plan = self.rp.plan
+        why = claim_perf_dir(self.result_file) if self.keep else None
+        if why:                         # taken since the session started
+            self.keep = False
+            inbox.put_nowait(("warning", f"data not kept: {why}"))
+        keep = perf_dir(self.result_file) if self.keep else None
+        return PerfRecorder(
+            pids, frequency=plan.perf_freq, call_graph=plan.call_graph, keep_dir=keep,
+            compress="gzip",
+            cpus=self.rp.cpu.cpus, comm=comm,
+            on_window=functools.partial(self._on_window, inbox, self._windows),
+            on_warning=lambda m: inbox.put_nowait(("warning", m)))
+
+    @staticmethod
+    def _on_window(inbox: asyncio.Queue[tuple[str, Any]], base: int, window: Any) -> None:
+        # `base`: the windows of earlier workers when this one started, to number on
+        inbox.put_nowait(("window", (base, window)))
+
+    def window(self, msg: tuple[int, Any]) -> ev.HotSymbols:
+        """A perf window as the inbox had it, numbered in the session."""
+        base, w = msg
+        return ev.HotSymbols(tuple(w.symbols[:WINDOW_TOP]), window=base + w.index,
+                             samples=w.samples, variant=self.variant)
+
+    async def stop(self, rec: PerfRecorder | None, first_run: int) -> None:
+        """Stop one worker's recording and keep its result, run numbers made global."""
+        if rec is None:
+            return
+        result = await rec.stop()
+        self._windows += rec.windows_done
+        result.runs = {first_run + i: syms for i, syms in result.runs.items()}
+        self._results.append(result)
+
+    def events(self) -> list[ev.Event]:
+        """The per-run and whole-session hot symbols, and the counters, of every worker."""
+        done, self._results = self._results, []
+        if not done:
+            return []
+        events, self.counters = merge(done, self.variant, WINDOW_TOP, SESSION_TOP)
+        return [dataclasses.replace(e, build_ids=build_ids(
+                    (s.dso for s in e.symbols), self._mapped),
+                    binaries=binaries((s.dso for s in e.symbols), self._mapped),
+                    pids=tuple(dict.fromkeys(self._all_pids)),
+                    comms=tuple(dict.fromkeys(self._comms)))
+                if isinstance(e, ev.HotSymbols) and e.scope == "session" else e
+                for e in events]
+
+    def prune(self) -> list[str]:
+        """Older runs' perf data beyond the plan's budget for the results directory: removed,
+        oldest first (never a result file, never this run's)."""
+        if not (self.keep and self.rp.plan.perf):
+            return []
+        budget = self.rp.plan.perf_keep_mb
+        gone = prune_perf_data(self.result_file.parent, budget * 1_000_000,
+                               perf_dir(self.result_file))
+        return [f"perf data of {len(gone)} older run{'' if len(gone) == 1 else 's'} removed "
+                f"({', '.join(d.name for d in gone[:3])}{'...' if len(gone) > 3 else ''}): "
+                f"the perf data in {self.result_file.parent} keeps within {budget} MB "
+                f"(plan key perf_keep_mb)"] if gone else []
