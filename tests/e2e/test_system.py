@@ -21,17 +21,11 @@ from conftest import POLL, POLL_FILE, READ, READ_FILE, cpu_time, hotloop, needs_
 from hotloop.host import sysfs
 from hotloop.host.changes import Change, apply, describe_changes, plan_changes
 from hotloop.host.doctor import capabilities
-from hotloop.host.facts import (
-    check_expect,
-    kernel_facts,
-    mitigations_state,
-)
+from hotloop.host.facts import check_expect, kernel_facts, mitigations_state
 from hotloop.host.holds import describe_held, held_elsewhere
 from hotloop.host.journal import boot_id, journal_path
 from hotloop.host.recovery import recover
-from hotloop.host.settings import (
-    read_sysctl,
-)
+from hotloop.host.settings import read_sysctl
 from hotloop.host.sysfs import SystemSettingError
 
 REPO = Path(__file__).resolve().parents[2]

@@ -65,15 +65,7 @@ from typing import Any
 from hotloop.analysis import boots as boots_mod
 from hotloop.analysis import noise as noise_mod
 from hotloop.analysis import series_pairs
-from hotloop.analysis.comparison import (
-    Comparison,
-    MetaDiff,
-    MetricDelta,
-    Pair,
-    Side,
-    Verdict,
-    meta_warning,
-)
+from hotloop.analysis.comparison import Comparison, MetaDiff, MetricDelta, Pair, Side, Verdict, meta_warning
 from hotloop.analysis.judge import correct_sides, test_metric
 from hotloop.analysis.metrics import series
 from hotloop.analysis.sides import (

@@ -29,16 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 # numpy and scipy as significance loads them, once it has checked they have room
-from hotloop.analysis.significance import (
-    ALPHA,
-    Outcome,
-    _half,
-    _pct,
-    np,
-    positive,
-    sps,
-    within_spread,
-)
+from hotloop.analysis.significance import ALPHA, Outcome, _half, _pct, np, positive, sps, within_spread
 from hotloop.results import Result
 
 # Complete pairs for the paired test.  Measured (benchmarks/series_pairs.py, docs/statistics.md): with

@@ -21,13 +21,7 @@ from hotloop import events as ev
 from hotloop.catalog import Catalog, ParamSetting, Plan
 from hotloop.catalog.loader import did_you_mean
 from hotloop.catalog.schema import NAME
-from hotloop.cli.common import (
-    _cancel,
-    _cancel_closed_output,
-    _interrupt,
-    _warn_skipped,
-    interrupted_status,
-)
+from hotloop.cli.common import _cancel, _cancel_closed_output, _interrupt, _warn_skipped, interrupted_status
 from hotloop.errors import HotloopError, RunFailed
 from hotloop.render import report
 from hotloop.render.units import si

@@ -24,15 +24,7 @@ from hotloop.host.holds import describe_held, held_elsewhere
 from hotloop.host.journal import boot_id
 from hotloop.host.settings import read_sysctl, show_original
 from hotloop.host.sysfs import SystemSettingError
-from hotloop.record import (
-    Batch,
-    CpuInfo,
-    Header,
-    KernelInfo,
-    PlanInfo,
-    SysctlState,
-    WorkloadInfo,
-)
+from hotloop.record import Batch, CpuInfo, Header, KernelInfo, PlanInfo, SysctlState, WorkloadInfo
 from hotloop.run import build, protocol
 
 T = TypeVar("T")

@@ -5,12 +5,8 @@ import csv
 import io
 from typing import Any
 
-from hotloop.analysis.comparison import (
-    Comparison,
-)
-from hotloop.render.compare_formats.shared import (
-    rows,
-)
+from hotloop.analysis.comparison import Comparison
+from hotloop.render.compare_formats.shared import rows
 from hotloop.visible import visible
 
 CSV_COLUMNS = ["file", "label", "name", "partial", "metric", "unit", "higher_is_better",

@@ -4,15 +4,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from hotloop.analysis.comparison import (
-    METHODS,
-    Comparison,
-    Side,
-)
+from hotloop.analysis.comparison import METHODS, Comparison, Side
 from hotloop.analysis.significance import ALPHA, CONFIDENCE, MIN_ROUNDS, NOISE_CHECK_ALPHA
-from hotloop.render.compare_formats.shared import (
-    rows,
-)
+from hotloop.render.compare_formats.shared import rows
 from hotloop.render.units import bucket_labels
 from hotloop.stats import ASSUMED_SESSION_NOISE, MIN_RUNS, TOO_NOISY_PCT
 

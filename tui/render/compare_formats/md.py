@@ -1,17 +1,8 @@
 """A comparison as a Markdown table."""
 from __future__ import annotations
 
-from hotloop.analysis.comparison import (
-    Comparison,
-)
-from hotloop.render.compare_formats.shared import (
-    HEAD,
-    better_way,
-    noise_line,
-    notes,
-    result_cell,
-    text_rows,
-)
+from hotloop.analysis.comparison import Comparison
+from hotloop.render.compare_formats.shared import HEAD, better_way, noise_line, notes, result_cell, text_rows
 from hotloop.render.units import si
 from hotloop.visible import visible
 

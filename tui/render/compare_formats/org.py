@@ -1,16 +1,9 @@
 """A comparison as an Org table."""
 from __future__ import annotations
 
-from hotloop.analysis.comparison import (
-    Comparison,
-)
+from hotloop.analysis.comparison import Comparison
 from hotloop.render import verdicts
-from hotloop.render.compare_formats.shared import (
-    better_way,
-    noise_line,
-    notes,
-    result_cell,
-)
+from hotloop.render.compare_formats.shared import better_way, noise_line, notes, result_cell
 from hotloop.render.units import p_value, plain
 from hotloop.visible import visible
 

@@ -6,14 +6,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from hotloop.analysis.comparison import (
-    Comparison,
-    MetricDelta,
-    Pair,
-    Side,
-    Test,
-    meta_text,
-)
+from hotloop.analysis.comparison import Comparison, MetricDelta, Pair, Side, Test, meta_text
 from hotloop.render import verdicts
 from hotloop.render.units import figure, number, p_value, pct
 

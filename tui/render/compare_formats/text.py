@@ -2,20 +2,8 @@
 from __future__ import annotations
 
 from hotloop.analysis.compare import TOP_SYMBOLS
-from hotloop.analysis.comparison import (
-    Comparison,
-    Pair,
-    Side,
-    meta_text,
-    meta_warning,
-)
-from hotloop.render.compare_formats.shared import (
-    PAIRED_NOTE,
-    better_way,
-    noise_line,
-    stat_notes,
-    text_rows,
-)
+from hotloop.analysis.comparison import Comparison, Pair, Side, meta_text, meta_warning
+from hotloop.render.compare_formats.shared import PAIRED_NOTE, better_way, noise_line, stat_notes, text_rows
 from hotloop.render.units import bucket_labels, si
 from hotloop.visible import visible
 
