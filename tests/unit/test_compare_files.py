@@ -65,10 +65,10 @@ def test_a_a_is_exactly_zero_and_not_significant(files):
     (pair,) = comp.pairs
     assert {m.metric for m in pair.metrics} >= {"bytes/s", "ns/op", "user_s", "sys_s"}
     for m in pair.metrics:
-        assert m.change_pct == 0.0 and m.diff == 0.0, m
-        assert not m.significant and m.verdict is Verdict.NO_CHANGE, m
-        assert m.p_value == pytest.approx(1.0)
-        assert m.ci_low is None or m.ci_low <= 0.0 <= m.ci_high
+        assert m.test.change_pct == 0.0 and m.test.diff == 0.0, m
+        assert not m.test.significant and m.test.verdict is Verdict.NO_CHANGE, m
+        assert m.test.p_value == pytest.approx(1.0)
+        assert m.test.ci_low is None or m.test.ci_low <= 0.0 <= m.test.ci_high
     assert pair.metadata == []
     text = compare_formats.render(comp)
     assert "+0.00%" in text and "no significant change" in text
@@ -80,21 +80,21 @@ def test_clearly_different_pair_is_significant_and_directions_follow_the_metric(
     longer (ns/op, lower is better: slower) - both directions from one pair."""
     pair = compare.load_and_compare([files["small"], files["big"]]).pairs[0]
     rate, per_op = row(pair, "bytes/s"), row(pair, "ns/op")
-    assert rate.change_pct > 50 and rate.ci_low > 0 and rate.p_value < 0.05
-    assert rate.significant and rate.verdict is Verdict.GOOD
-    assert per_op.change_pct > 0 and per_op.significant and per_op.verdict is Verdict.BAD
+    assert rate.test.change_pct > 50 and rate.test.ci_low > 0 and rate.test.p_value < 0.05
+    assert rate.test.significant and rate.test.verdict is Verdict.GOOD
+    assert per_op.test.change_pct > 0 and per_op.test.significant and per_op.test.verdict is Verdict.BAD
     # the other way round, a drop in ns/op (lower is better) is "faster"
     back = compare.load_and_compare([files["big"], files["small"]]).pairs[0]
-    assert row(back, "ns/op").change_pct < 0 and row(back, "ns/op").verdict is Verdict.GOOD
-    assert row(back, "bytes/s").verdict is Verdict.BAD
+    assert row(back, "ns/op").test.change_pct < 0 and row(back, "ns/op").test.verdict is Verdict.GOOD
+    assert row(back, "bytes/s").test.verdict is Verdict.BAD
     assert [d.field for d in pair.metadata] == ["params.block_size"]
 
 
 def test_fewer_than_five_runs_says_so(files):
     comp = compare.load_and_compare([files["small"], files["few"]])
     for m in comp.pairs[0].metrics:
-        assert m.verdict is Verdict.TOO_FEW_RUNS and not m.significant
-        assert m.n_new == 3
+        assert m.test.verdict is Verdict.TOO_FEW_RUNS and not m.test.significant
+        assert m.test.n_new == 3
     assert "too few runs (n<5)" in compare_formats.render(comp)
 
 
@@ -191,8 +191,8 @@ def test_synthetic_counters_are_shown_without_a_test(files):
         r.finished.counters.clear()
         r.finished.counters.update({"context-switches": cs, "cycles": None})
     m = row(compare.compare([a, b]).pairs[0], "perf:context-switches")
-    assert m.change_pct == pytest.approx(50) and m.verdict is Verdict.NO_TEST
-    assert m.p_value is None and not m.significant
+    assert m.test.change_pct == pytest.approx(50) and m.test.verdict is Verdict.NO_TEST
+    assert m.test.p_value is None and not m.test.significant
 
 
 # --------------------------------------------------------------------------- faults
@@ -243,7 +243,7 @@ def test_truncated_result_is_compared_and_flagged_partial(files, tmp_path, calib
     comp = compare.load_and_compare([files["small"], cut])
     new = comp.pairs[0].new
     assert new.partial and new.runs == 5
-    assert row(comp.pairs[0], "bytes/s").verdict is Verdict.GOOD
+    assert row(comp.pairs[0], "bytes/s").test.verdict is Verdict.GOOD
     text = compare_formats.render(comp)
     assert "PARTIAL" in text and "partial" in text.splitlines()[-1]
     doc = json.loads(compare_formats.render(comp, "json"))
@@ -285,13 +285,13 @@ def test_sides_made_of_sessions_directories_and_commas(sessions):
     assert base.name == "stock" and new.name == "patched"
     (pair,) = comp.pairs
     m = row(pair, "bytes/s")
-    assert m.method == "sessions" and (m.sessions_baseline, m.sessions_new) == (3, 2)
-    assert m.noise_source == "measured" and m.session_noise_pct is None
-    assert m.ci_low < m.change_pct < m.ci_high
+    assert m.test.method == "sessions" and (m.test.sessions_baseline, m.test.sessions_new) == (3, 2)
+    assert m.test.noise_source == "measured" and m.test.session_noise_pct is None
+    assert m.test.ci_low < m.test.change_pct < m.test.ci_high
     # the same sessions named one by one, joined by commas, are the same comparison
     files = sorted(str(p) for p in stock.glob("*.jsonl"))
     again = compare.load_and_compare([",".join(files), str(patched)])
-    assert row(again.pairs[0], "bytes/s").ci_low == pytest.approx(m.ci_low)
+    assert row(again.pairs[0], "bytes/s").test.ci_low == pytest.approx(m.test.ci_low)
     # a side's histogram pools its sessions
     h = comp.histogram
     assert [sum(b.counts[i] for b in h.buckets) for i in (0, 1)] == [18, 12]
@@ -333,12 +333,12 @@ def test_one_session_a_side_without_calibration_says_so(sessions):
     a, b = sorted(sessions["stock"].glob("*.jsonl"))[:2]
     comp = compare.load_and_compare([a, b])
     m = row(comp.pairs[0], "bytes/s")
-    assert m.noise_source == "assumed" and m.noise_pct >= 3.0
-    assert not m.significant and m.verdict is Verdict.WITHIN_NOISE
+    assert m.test.noise_source == "assumed" and m.test.noise_pct >= 3.0
+    assert not m.test.significant and m.test.verdict is Verdict.WITHIN_NOISE
     assert verdicts.word(m).startswith("within assumed noise (±")
     # at least an assumed 3% session noise: the interval is at least about ±8% wide (and
     # nothing beyond it is called either: a direction, "faster?")
-    assert m.ci_high - m.ci_low > 2 * 8
+    assert m.test.ci_high - m.test.ci_low > 2 * 8
     hint = "hotloop calibrate zero_null"
     assert any(hint in w and "no noise profile" in w for w in comp.warnings)
     for fmt in ("text", "md", "org"):

@@ -126,65 +126,6 @@ class MetricDelta:
     primary: bool = False               # the workload's own metric: the one verdict a side
                                         # gets (the rest are exploratory)
 
-    # The test's numbers, read off the row (row.change_pct): typed, one property each.
-
-    @property
-    def diff(self) -> float:
-        return self.test.diff
-
-    @property
-    def change_pct(self) -> float | None:
-        return self.test.change_pct
-
-    @property
-    def ci_low(self) -> float | None:
-        return self.test.ci_low
-
-    @property
-    def ci_high(self) -> float | None:
-        return self.test.ci_high
-
-    @property
-    def p_value(self) -> float | None:
-        return self.test.p_value
-
-    @property
-    def significant(self) -> bool:
-        return self.test.significant
-
-    @property
-    def verdict(self) -> Verdict:
-        return self.test.verdict
-
-    @property
-    def method(self) -> str:
-        return self.test.method
-
-    @property
-    def n_new(self) -> int:
-        return self.test.n_new
-
-    @property
-    def sessions_baseline(self) -> int:
-        return self.test.sessions_baseline
-
-    @property
-    def sessions_new(self) -> int:
-        return self.test.sessions_new
-
-    @property
-    def noise_source(self) -> str | None:
-        return self.test.noise_source
-
-    @property
-    def noise_pct(self) -> float | None:
-        return self.test.noise_pct
-
-    @property
-    def session_noise_pct(self) -> float | None:
-        return self.test.session_noise_pct
-
-
 
 @dataclass(frozen=True)
 class MetaDiff:
