@@ -357,10 +357,10 @@ def test_enter_on_a_hot_symbol_in_the_console_shows_its_instructions(spin, tmp_p
     async def go() -> None:
         app = HotloopApp([spin], results_dir=tmp_path / "results")
         async with app.run_test(size=(120, 36)) as pilot:
-            await wait(pilot, lambda: app.form.base is not None)
-            await app.form.load(app.cat, Plan("spin", "spin", runs=3, warmup=0))
+            await wait(pilot, lambda: app.main_screen.form.base is not None)
+            await app.main_screen.form.load(app.main_screen.cat, Plan("spin", "spin", runs=3, warmup=0))
             await pilot.press("r")
-            await wait(pilot, lambda: app.live is not None and app.live.state == "finished")
+            await wait(pilot, lambda: app.main_screen.controller.live is not None and app.main_screen.controller.live.state == "finished")
             table = app.query_one(SymbolsTable)
             await wait(pilot, lambda: table.latest is not None
                        and table.latest.scope == "session")

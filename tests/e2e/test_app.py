@@ -45,7 +45,7 @@ def log_text(app: HotloopApp) -> str:
 
 async def type_into(pilot, app: HotloopApp, key: str, text: str) -> ParamInput:
     """Focus a parameter field, clear it and type `text` key by key."""
-    field = app.form.fields[key]
+    field = app.main_screen.form.fields[key]
     assert isinstance(field, ParamInput)
     control: Input = field.control  # type: ignore[assignment]
     control.focus()
@@ -57,16 +57,16 @@ async def type_into(pilot, app: HotloopApp, key: str, text: str) -> ParamInput:
 
 
 async def set_choice(pilot, app: HotloopApp, key: str, value: str) -> None:
-    select: Select = app.form.fields[key].control  # type: ignore[assignment]
+    select: Select = app.main_screen.form.fields[key].control  # type: ignore[assignment]
     select.value = value
     await pilot.pause()
 
 
 async def picked(pilot, app: HotloopApp, workload: str) -> None:
     """The console up, `workload` loaded in the form, the catalogue focused again."""
-    await wait_for(pilot, lambda: app.form.base is not None, 10)
-    await app.pick("workload", workload)
-    await wait_for(pilot, lambda: app.form.base.workload == workload, 5, workload)
+    await wait_for(pilot, lambda: app.main_screen.form.base is not None, 10)
+    await app.main_screen.pick("workload", workload)
+    await wait_for(pilot, lambda: app.main_screen.form.base.workload == workload, 5, workload)
     await pilot.press("escape")
 
 
@@ -82,10 +82,10 @@ async def small_run(pilot, app: HotloopApp, msgs: str, runs: str) -> None:
 
 async def start_long_run(pilot, app: HotloopApp) -> None:
     """A run of quick's seqpacket that goes on until stopped, two runs measured."""
-    await wait_for(pilot, lambda: app.form.base is not None, 10)
+    await wait_for(pilot, lambda: app.main_screen.form.base is not None, 10)
     await small_run(pilot, app, "20000", "1000")
     await pilot.press("r")
-    await wait_for(pilot, lambda: app.live is not None and app.live.n >= 2, 60,
+    await wait_for(pilot, lambda: app.main_screen.controller.live is not None and app.main_screen.controller.live.n >= 2, 60,
                    "two runs measured")
 
 
@@ -93,13 +93,13 @@ def test_start_selects_quick_and_workload_from_tree(isolated: Path) -> None:
     async def go() -> None:
         app = HotloopApp()
         async with app.run_test(size=SIZE) as pilot:
-            await wait_for(pilot, lambda: app.form.base is not None, 10, "a plan loaded")
-            assert app.form.base.name == "quick"
+            await wait_for(pilot, lambda: app.main_screen.form.base is not None, 10, "a plan loaded")
+            assert app.main_screen.form.base.name == "quick"
             tree = app.query_one(CatalogTree)
             await wait_for(pilot, lambda: tree.cursor_node is not None
                            and tree.cursor_node.data == ("plan", "quick"), 5, "cursor on quick")
             assert app.focused is tree
-            assert app.check_action("run", ()) is True
+            assert app.main_screen.check_action("run", ()) is True
             assert "quick" in str(app.query_one("#status").render())
             # walk the tree with the keyboard to the zero_null workload and pick it
             for _ in range(40):
@@ -108,10 +108,10 @@ def test_start_selects_quick_and_workload_from_tree(isolated: Path) -> None:
                     break
                 await pilot.press("down")
             await pilot.press("enter")
-            await wait_for(pilot, lambda: app.form.base is not None
-                           and app.form.base.workload == "zero_null", 5, "zero_null loaded")
-            assert "param.block_size" in app.form.fields
-            assert "param.msgs" not in app.form.fields
+            await wait_for(pilot, lambda: app.main_screen.form.base is not None
+                           and app.main_screen.form.base.workload == "zero_null", 5, "zero_null loaded")
+            assert "param.block_size" in app.main_screen.form.fields
+            assert "param.msgs" not in app.main_screen.form.fields
     run(go())
 
 
@@ -119,7 +119,7 @@ def test_edit_param_invalid_then_valid(isolated: Path) -> None:
     async def go() -> None:
         app = HotloopApp(results_dir=isolated / "results")
         async with app.run_test(size=SIZE) as pilot:
-            await wait_for(pilot, lambda: app.form.base is not None, 10)
+            await wait_for(pilot, lambda: app.main_screen.form.base is not None, 10)
             field = await type_into(pilot, app, "param.msgs", "0")
             error = field.query_one(".field-error")
             await wait_for(pilot, lambda: field.has_class("-invalid"), 5, "inline error")
@@ -128,13 +128,13 @@ def test_edit_param_invalid_then_valid(isolated: Path) -> None:
             await pilot.press("escape")
             await pilot.press("r")                      # refused: nothing starts
             await wait_for(pilot, lambda: "cannot run" in log_text(app), 5, "refusal")
-            assert app.worker is None and not (isolated / "results").exists()
+            assert app.main_screen.controller.worker is None and not (isolated / "results").exists()
             await type_into(pilot, app, "param.msgs", "abc")
             await wait_for(pilot, lambda: "expected an integer" in str(error.render()), 5)
             await type_into(pilot, app, "param.msgs", "2_000")
             await wait_for(pilot, lambda: not field.has_class("-invalid"), 5, "error cleared")
             assert not error.display
-            assert app.form.build().params["msgs"] == 2000
+            assert app.main_screen.form.build().params["msgs"] == 2000
     run(go())
 
 
@@ -143,12 +143,12 @@ def test_run_to_completion(isolated: Path, leftovers) -> None:
         out = isolated / "results"
         app = HotloopApp(results_dir=out)
         async with app.run_test(size=SIZE) as pilot:
-            await wait_for(pilot, lambda: app.form.base is not None, 10)
+            await wait_for(pilot, lambda: app.main_screen.form.base is not None, 10)
             await small_run(pilot, app, "2000", "3")
             await pilot.press("r")
-            await wait_for(pilot, lambda: app.live is not None, 5, "run started")
-            await wait_for(pilot, lambda: app.live.state == "finished", 60, "run finished")
-            await wait_for(pilot, lambda: not app.running, 10)
+            await wait_for(pilot, lambda: app.main_screen.controller.live is not None, 5, "run started")
+            await wait_for(pilot, lambda: app.main_screen.controller.live.state == "finished", 60, "run finished")
+            await wait_for(pilot, lambda: not app.main_screen.controller.running, 10)
             stats = app.query_one(StatsPanel)
             await wait_for(pilot, lambda: "runs 3/3" in str(
                 stats.query_one("#stats-runs").render()), 5, "stats n=3")
@@ -173,9 +173,9 @@ def test_stop_mid_run_keeps_measured_runs(isolated: Path, leftovers) -> None:
         async with app.run_test(size=SIZE) as pilot:
             await start_long_run(pilot, app)
             await pilot.press("x")
-            await wait_for(pilot, lambda: not app.running, 5, "worker ended")
-            assert app.live.state == "stopped"
-            measured = app.live.n
+            await wait_for(pilot, lambda: not app.main_screen.controller.running, 5, "worker ended")
+            assert app.main_screen.controller.live.state == "stopped"
+            measured = app.main_screen.controller.live.n
             result = results.read(next(out.glob("*.jsonl")))
             assert len(result.runs) == measured >= 2
             assert result.failed is not None and result.failed.interrupted
@@ -199,7 +199,7 @@ def test_save_plan_appears_in_catalogue(isolated: Path) -> None:
     async def go() -> None:
         app = HotloopApp()
         async with app.run_test(size=SIZE) as pilot:
-            await wait_for(pilot, lambda: app.form.base is not None, 10)
+            await wait_for(pilot, lambda: app.main_screen.form.base is not None, 10)
             await type_into(pilot, app, "param.msgs", "3000")
             await pilot.press("escape")
             await pilot.press("w")
@@ -208,14 +208,14 @@ def test_save_plan_appears_in_catalogue(isolated: Path) -> None:
             name_input.value = ""
             await pilot.press(*"my-plan", "enter")
             await wait_for(pilot, lambda: not isinstance(app.screen, SavePlanScreen), 5)
-            await wait_for(pilot, lambda: "my-plan" in app.cat.plans, 5, "catalogue reloaded")
+            await wait_for(pilot, lambda: "my-plan" in app.main_screen.cat.plans, 5, "catalogue reloaded")
             saved = isolated / "config" / "hotloop" / "plans" / "my-plan.toml"
             assert saved.is_file()
-            assert app.cat.plans["my-plan"].params["msgs"] == 3000
+            assert app.main_screen.cat.plans["my-plan"].params["msgs"] == 3000
             tree = app.query_one(CatalogTree)
             assert tree.node_for("plan", "my-plan") is not None
             await wait_for(pilot, lambda: tree.cursor_node.data == ("plan", "my-plan"), 5)
-            assert app.form.base.name == "my-plan"
+            assert app.main_screen.form.base.name == "my-plan"
             # the same name again is refused inline, and the dialog stays open
             await pilot.press("w")
             await wait_for(pilot, lambda: isinstance(app.screen, SavePlanScreen), 5)
@@ -233,10 +233,10 @@ def test_quit_during_run_leaves_no_process(isolated: Path, leftovers) -> None:
         out = isolated / "results"
         app = HotloopApp(results_dir=out)
         async with app.run_test(size=(80, 24)) as pilot:
-            await wait_for(pilot, lambda: app.form.base is not None, 10)
+            await wait_for(pilot, lambda: app.main_screen.form.base is not None, 10)
             await small_run(pilot, app, "20000", "1000")
             await pilot.press("r")
-            await wait_for(pilot, lambda: app.live is not None and app.live.n >= 1, 60)
+            await wait_for(pilot, lambda: app.main_screen.controller.live is not None and app.main_screen.controller.live.n >= 1, 60)
             assert app.screen.has_class("-view-live")       # small screen: live view
             await pilot.press("q")
             await wait_for(pilot, lambda: not app.is_running, 10, "app exited")
@@ -261,9 +261,9 @@ def test_hot_symbols_window_then_session(isolated: Path) -> None:
     async def go() -> None:
         app = HotloopApp()
         async with app.run_test(size=SIZE) as pilot:
-            await wait_for(pilot, lambda: app.form.base is not None, 10)
+            await wait_for(pilot, lambda: app.main_screen.form.base is not None, 10)
             table = app.query_one(SymbolsTable)
-            app.post_message(SymbolsArrived(hot("window", 3, "k_sendmsg", "memcpy")))
+            app.main_screen.post_message(SymbolsArrived(hot("window", 3, "k_sendmsg", "memcpy")))
             await wait_for(pilot, lambda: table.symbol_at(1) is not None, 5, "window rows")
             # always TOP rows: those after the last symbol are blank (no layout as they come)
             assert table.row_count == TOP and table.symbol_at(2) is None
@@ -276,7 +276,7 @@ def test_hot_symbols_window_then_session(isolated: Path) -> None:
             assert str(user[2]).startswith("memcpy ") and str(user[2]).endswith(" x.so")
             await pilot.resize_terminal(110, 36)                # the right; narrower: none
             await wait_for(pilot, lambda: str(table.get_row_at(1)[2]) == "memcpy", 5, "no DSO")
-            app.post_message(SymbolsArrived(hot("session", 0, "k_a", "k_b", "u_c")))
+            app.main_screen.post_message(SymbolsArrived(hot("session", 0, "k_a", "k_b", "u_c")))
             await wait_for(pilot, lambda: table.symbol_at(2) is not None, 5, "session rows")
             assert table.row_count == TOP and str(table.get_row_at(2)[2]) == "u_c"
             assert "whole run" in str(table.border_title)
@@ -307,13 +307,13 @@ def test_a_annotates_the_selected_hot_symbol_from_anywhere(isolated: Path) -> No
     async def go() -> None:
         app = HotloopApp()
         async with app.run_test(size=SIZE) as pilot:
-            await wait_for(pilot, lambda: app.form.base is not None, 10)
+            await wait_for(pilot, lambda: app.main_screen.form.base is not None, 10)
             assert footer_a(app)._disabled                  # no symbol yet
             await pilot.press("a")
             assert not isinstance(app.screen, AnnotationScreen)
-            app.live = LiveRun("quick", 3, 0, "B/s", True, perf=True)
-            app.live.result_file = str(isolated / "results" / "r.jsonl")
-            app.post_message(SymbolsArrived(ev.HotSymbols(syms, scope="session")))
+            app.main_screen.controller.live = LiveRun("quick", 3, 0, "B/s", True, perf=True)
+            app.main_screen.controller.live.result_file = str(isolated / "results" / "r.jsonl")
+            app.main_screen.post_message(SymbolsArrived(ev.HotSymbols(syms, scope="session")))
             table = app.query_one(SymbolsTable)
             await wait_for(pilot, lambda: table.latest is not None, 5, "the symbols")
             await wait_for(pilot, lambda: not footer_a(app)._disabled, 5, "`a` enabled")
@@ -358,8 +358,8 @@ def test_command_palette_has_the_bindings(isolated: Path) -> None:
         from textual.command import CommandPalette
         app = HotloopApp()
         async with app.run_test(size=SIZE) as pilot:
-            await wait_for(pilot, lambda: app.form.base is not None, 10)
-            shown = {b.key: b.description for b in app.BINDINGS}
+            await wait_for(pilot, lambda: app.main_screen.form.base is not None, 10)
+            shown = {b.key: b.description for b in [*app.main_screen.BINDINGS, *app.BINDINGS]}
             assert {"r", "x", "w", "q"} <= set(shown)
             await pilot.press("ctrl+p")
             await wait_for(pilot, lambda: isinstance(app.screen, CommandPalette), 5)
@@ -394,7 +394,7 @@ def test_system_changes_ask_first_no_then_yes(isolated: Path, leftovers) -> None
         out = isolated / "results"
         app = HotloopApp(results_dir=out)
         async with app.run_test(size=SIZE) as pilot:
-            await wait_for(pilot, lambda: app.form.base is not None, 10)
+            await wait_for(pilot, lambda: app.main_screen.form.base is not None, 10)
             await small_run(pilot, app, "2000", "2")
             await set_choice(pilot, app, "kernel", "busy-poll")
             before = values()
@@ -406,15 +406,15 @@ def test_system_changes_ask_first_no_then_yes(isolated: Path, leftovers) -> None
             await pilot.press("n")
             await wait_for(pilot, lambda: "nothing was changed" in log_text(app), 5, "no")
             assert app.screen is app.main_screen
-            assert app.worker is None and not out.exists()
+            assert app.main_screen.controller.worker is None and not out.exists()
             assert values() == before
             # yes: the run happens with the sysctls set, and they are restored after it
             await pilot.press("r")
             await wait_for(pilot, lambda: isinstance(app.screen, ConsentScreen), 5, "modal")
             await pilot.press("y")
-            await wait_for(pilot, lambda: app.live is not None, 5, "run started")
-            await wait_for(pilot, lambda: app.live.state == "finished", 60, "run finished")
-            await wait_for(pilot, lambda: not app.running, 10)
+            await wait_for(pilot, lambda: app.main_screen.controller.live is not None, 5, "run started")
+            await wait_for(pilot, lambda: app.main_screen.controller.live.state == "finished", 60, "run finished")
+            await wait_for(pilot, lambda: not app.main_screen.controller.running, 10)
             assert values() == before
             result = results.read(next(out.glob("*.jsonl")))
             assert len(result.runs) == 2
@@ -438,14 +438,14 @@ def test_profile_that_cannot_run_here_is_one_log_line(isolated: Path) -> None:
     async def go() -> None:
         app = HotloopApp(results_dir=isolated / "results")
         async with app.run_test(size=SIZE) as pilot:
-            await wait_for(pilot, lambda: app.form.base is not None, 10)
+            await wait_for(pilot, lambda: app.main_screen.form.base is not None, 10)
             await set_choice(pilot, app, "kernel", "ancient")
             await pilot.press("escape")
             await pilot.press("r")
             await wait_for(pilot, lambda: "cannot run" in log_text(app), 5, "refusal")
             text = " ".join(log_text(app).split())        # the log wraps long lines
             assert "does not match '2.6.*'" in text.split("cannot run:", 1)[1]
-            assert app.worker is None and app.screen is app.main_screen
+            assert app.main_screen.controller.worker is None and app.screen is app.main_screen
     run(go())
 
 
@@ -460,10 +460,10 @@ def test_a_workload_that_does_not_build_is_said_and_nothing_waits(isolated: Path
         async with app.run_test(size=SIZE) as pilot:
             await picked(pilot, app, "broken")
             await pilot.press("r")
-            await wait_for(pilot, lambda: app.live is not None and not app.live.running, 120,
+            await wait_for(pilot, lambda: app.main_screen.controller.live is not None and not app.main_screen.controller.live.running, 120,
                            "the build failed")
             await wait_for(pilot, lambda: "broken.c" in log_text(app), 10, "the compiler's words")
-            assert app.query_one(HistogramPlot).empty(app.live) == "no runs: the log says why"
+            assert app.query_one(HistogramPlot).empty(app.main_screen.controller.live) == "no runs: the log says why"
     run(go())
 
 
@@ -471,19 +471,19 @@ def test_batch_plan_loads_its_first_variant(isolated: Path) -> None:
     async def go() -> None:
         app = HotloopApp(results_dir=isolated / "results")
         async with app.run_test(size=SIZE) as pilot:
-            await wait_for(pilot, lambda: app.form.base is not None, 10)
+            await wait_for(pilot, lambda: app.main_screen.form.base is not None, 10)
             tree = app.query_one(CatalogTree)
             tree.focus()
             node = tree.node_for("plan", "page-pool")
             assert node is not None
             tree.move_cursor(node)
             await pilot.press("enter")
-            await wait_for(pilot, lambda: app.form.base is not None
-                           and app.form.base.workload == "pool", 5, "page-pool loaded")
-            assert app.form.build().params["mode"] == "fast_path"
+            await wait_for(pilot, lambda: app.main_screen.form.base is not None
+                           and app.main_screen.form.base.workload == "pool", 5, "page-pool loaded")
+            assert app.main_screen.form.build().params["mode"] == "fast_path"
             assert "3 variants" in log_text(app)
-            assert "hotloop run page-pool" in str(app.form.query_one("#form-hint").render())
-            assert app.check_action("run", ()) is True
+            assert "hotloop run page-pool" in str(app.main_screen.form.query_one("#form-hint").render())
+            assert app.main_screen.check_action("run", ()) is True
             assert "page-pool" in str(app.query_one("#status").render())
     run(go())
 
@@ -496,9 +496,9 @@ def test_a_broken_user_profile_is_left_out_and_said_on_the_first_screen(isolated
     async def go() -> None:
         app = HotloopApp(results_dir=isolated / "results")
         async with app.run_test(size=(80, 24)) as pilot:
-            await wait_for(pilot, lambda: app.form.base is not None, 10, "quick selected")
-            assert "seqpacket" in app.cat.workloads and app.form.base.name == "quick"
-            assert any("broken.toml: malformed TOML" in e for e in app.cat.errors)
+            await wait_for(pilot, lambda: app.main_screen.form.base is not None, 10, "quick selected")
+            assert "seqpacket" in app.main_screen.cat.workloads and app.main_screen.form.base.name == "quick"
+            assert any("broken.toml: malformed TOML" in e for e in app.main_screen.cat.errors)
             await wait_for(pilot, lambda: any("broken.toml" in str(n.message)
                                               for n in app._notifications), 5, "notified")
             assert "malformed TOML" in log_text(app)
@@ -528,11 +528,11 @@ def test_sighup_stops_the_run_and_quits_like_q(isolated: Path, leftovers) -> Non
 async def settings(pilot, app: HotloopApp, workload: str, runs: str,
                    **params: str) -> None:
     """A workload picked from the catalogue, its params typed in, no warmup, no perf."""
-    await wait_for(pilot, lambda: app.form.base is not None, 10)
-    await app.pick("workload", workload)
-    await wait_for(pilot, lambda: app.form.base.workload == workload, 5, workload)
+    await wait_for(pilot, lambda: app.main_screen.form.base is not None, 10)
+    await app.main_screen.pick("workload", workload)
+    await wait_for(pilot, lambda: app.main_screen.form.base.workload == workload, 5, workload)
     for key, value in params.items():
-        if isinstance(app.form.fields[f"param.{key}"].control, Select):
+        if isinstance(app.main_screen.form.fields[f"param.{key}"].control, Select):
             await set_choice(pilot, app, f"param.{key}", value)
         else:
             await type_into(pilot, app, f"param.{key}", value)
@@ -554,12 +554,12 @@ def test_stop_means_stop_however_many_runs_are_buffered(isolated: Path, leftover
         async with app.run_test(size=SIZE) as pilot:
             await settings(pilot, app, "zero_null", "1000000", count="1")
             await pilot.press("r")
-            await wait_for(pilot, lambda: app.live is not None and app.live.n >= 200, 120,
+            await wait_for(pilot, lambda: app.main_screen.controller.live is not None and app.main_screen.controller.live.n >= 200, 120,
                            "a flood of runs")
             await pilot.press("x")
-            at_stop = app.live.n
-            await wait_for(pilot, lambda: not app.running, 10, "worker ended")
-            assert app.live.n == at_stop and app.live.state == "stopped"
+            at_stop = app.main_screen.controller.live.n
+            await wait_for(pilot, lambda: not app.main_screen.controller.running, 10, "worker ended")
+            assert app.main_screen.controller.live.n == at_stop and app.main_screen.controller.live.state == "stopped"
             result = results.read(next(out.glob("*.jsonl")))
             assert len(result.runs) == at_stop
             assert result.failed is not None and result.failed.interrupted
@@ -579,13 +579,13 @@ def test_stop_after_the_last_run_reports_a_completed_session(isolated: Path, fau
         async with app.run_test(size=SIZE) as pilot:
             await settings(pilot, app, "faulty", "3", fault="slow-teardown")
             await pilot.press("r")
-            await wait_for(pilot, lambda: app.live is not None and app.live.n == 3, 60,
+            await wait_for(pilot, lambda: app.main_screen.controller.live is not None and app.main_screen.controller.live.n == 3, 60,
                            "every run in")
-            assert app.running
+            assert app.main_screen.controller.running
             await pilot.press(key)
             if key == "x":
-                await wait_for(pilot, lambda: not app.running, 10, "worker ended")
-                assert app.live.state == "finished"
+                await wait_for(pilot, lambda: not app.main_screen.controller.running, 10, "worker ended")
+                assert app.main_screen.controller.live.state == "finished"
                 assert "done: 3 runs" in log_text(app)
             else:
                 await wait_for(pilot, lambda: not app.is_running, 10, "app exited")
@@ -606,20 +606,20 @@ def test_until_ci_stops_when_the_median_is_known_and_detect_uses_the_calibration
     from conftest import hotloop
 
     async def one_run(app: HotloopApp, pilot) -> str:
-        await wait_for(pilot, lambda: app.form.base is not None, 10)
-        await app.pick("workload", "faulty")
-        await wait_for(pilot, lambda: app.form.base.workload == "faulty", 5, "faulty")
+        await wait_for(pilot, lambda: app.main_screen.form.base is not None, 10)
+        await app.main_screen.pick("workload", "faulty")
+        await wait_for(pilot, lambda: app.main_screen.form.base.workload == "faulty", 5, "faulty")
         await type_into(pilot, app, "runs", "400")
         await type_into(pilot, app, "warmup", "0")
-        target: Input = app.form.fields["until_ci"].control  # type: ignore[assignment]
+        target: Input = app.main_screen.form.fields["until_ci"].control  # type: ignore[assignment]
         target.value = "3"
         await set_choice(pilot, app, "perf", "off")
         await pilot.press("escape")
         await wait_for(pilot, lambda: isinstance(app.focused, CatalogTree), 5, "tree focus")
         await pilot.press("r")
-        await wait_for(pilot, lambda: app.live is not None and app.live.state == "finished",
+        await wait_for(pilot, lambda: app.main_screen.controller.live is not None and app.main_screen.controller.live.state == "finished",
                        120, "the run stopped at its target")
-        await wait_for(pilot, lambda: not app.running, 10)
+        await wait_for(pilot, lambda: not app.main_screen.controller.running, 10)
         stats = app.query_one(StatsPanel)
         await wait_for(pilot, lambda: "reached" in str(stats.query_one("#stats-runs").render()),
                        5, "the target reached")
@@ -630,7 +630,7 @@ def test_until_ci_stops_when_the_median_is_known_and_detect_uses_the_calibration
         app = HotloopApp(profiles=[faulty], results_dir=out)
         async with app.run_test(size=SIZE) as pilot:
             numbers = await one_run(app, pilot)
-            assert 10 <= app.live.n < 400
+            assert 10 <= app.main_screen.controller.live.n < 400
             assert ("calibrated" in numbers) == calibrated and "detect" in numbers
             assert ("assumed noise" in numbers) != calibrated
             # not calibrated, beyond that change compare gives a direction, not a call
@@ -774,10 +774,10 @@ def test_the_log_wraps_at_its_width_without_losing_characters(isolated: Path) ->
     async def go() -> None:
         app = HotloopApp(results_dir=isolated / "results")
         async with app.run_test(size=(80, 24)) as pilot:
-            await wait_for(pilot, lambda: app.form.base is not None, 10, "a plan loaded")
+            await wait_for(pilot, lambda: app.main_screen.form.base is not None, 10, "a plan loaded")
             await pilot.press("v")
             log = app.query_one(LogPanel)
-            app.log_line(said, "warning")
+            app.main_screen.log_line(said, "warning")
             for width in (80, 120, 60):
                 if width != 80:
                     await pilot.resize_terminal(width, 24)

@@ -56,7 +56,7 @@ def results_dir(isolated: Path, files: list[Path]) -> Path:
 
 
 async def open_compare(pilot, app: HotloopApp, n: int) -> CompareScreen:
-    await wait_for(pilot, lambda: app.form.base is not None, 10, "a plan loaded")
+    await wait_for(pilot, lambda: app.main_screen.form.base is not None, 10, "a plan loaded")
     await pilot.press("c")
     await wait_for(pilot, lambda: isinstance(app.screen, CompareScreen) and app.screen.loaded,
                    10, "the compare screen and its file list")
@@ -132,7 +132,7 @@ def test_compare_two_files_verdict_histogram_and_back(isolated: Path,
                                                  for i in range(syms.row_count))
             await pilot.press("escape")
             await wait_for(pilot, lambda: app.screen is app.main_screen, 5, "back")
-            assert app.check_action("run", ()) is True
+            assert app.main_screen.check_action("run", ()) is True
     run(go())
 
 
@@ -249,8 +249,8 @@ def test_compare_from_the_palette_and_empty_dir(isolated: Path) -> None:
         from textual.command import CommandPalette
         app = HotloopApp(results_dir=isolated / "nothing-here")
         async with app.run_test(size=SIZE) as pilot:
-            await wait_for(pilot, lambda: app.form.base is not None, 10)
-            assert any(b.id == "compare" for b in app.BINDINGS)
+            await wait_for(pilot, lambda: app.main_screen.form.base is not None, 10)
+            assert any(b.id == "compare" for b in app.main_screen.BINDINGS)
             await pilot.press("ctrl+p")
             await wait_for(pilot, lambda: isinstance(app.screen, CommandPalette), 5)
             await pilot.press(*"compare res")
@@ -262,7 +262,7 @@ def test_compare_from_the_palette_and_empty_dir(isolated: Path) -> None:
             assert "no result files" in status(app.screen)
             await pilot.press("r")                  # the console's keys rest here
             await pilot.pause()
-            assert app.worker is None
+            assert app.main_screen.controller.worker is None
             await pilot.press("escape")
             await wait_for(pilot, lambda: app.screen is app.main_screen, 5)
     run(go())

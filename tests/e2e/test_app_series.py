@@ -33,12 +33,12 @@ def _status(app: HotloopApp) -> str:
 
 
 async def _series_form(pilot, app: HotloopApp, msgs: str, runs: str, sessions: str) -> None:
-    await wait_for(pilot, lambda: app.form.base is not None, 10)
+    await wait_for(pilot, lambda: app.main_screen.form.base is not None, 10)
     await set_choice(pilot, app, "kernel", "k1")
     await set_choice(pilot, app, "kernel2", "k2")
     await type_into(pilot, app, "sessions", sessions)
     await small_run(pilot, app, msgs, runs)
-    assert app.form.series == (["k1", "k2"], int(sessions))
+    assert app.main_screen.form.series == (["k1", "k2"], int(sessions))
 
 
 def test_the_console_runs_a_series_and_names_its_session(isolated: Path, leftovers) -> None:
@@ -46,17 +46,17 @@ def test_the_console_runs_a_series_and_names_its_session(isolated: Path, leftove
 
     async def series(app: HotloopApp, pilot, out: Path) -> Path:
         await _series_form(pilot, app, "2000", "3", "2")
-        draw = app._status
+        draw = app.main_screen._status
 
         def status() -> None:       # every header drawn, not those a poll happens to catch
             draw()
             seen.update(part for part in ("k1 · session 1 of 2", "k2 · session 1 of 2",
                                           "k2 · session 2 of 2", "k1 · session 2 of 2")
                         if part in _status(app))
-        app._status = status        # type: ignore[method-assign]
+        app.main_screen._status = status        # type: ignore[method-assign]
         await pilot.press("r")
         await wait_for(pilot, lambda: "series done" in log_text(app), 240, "the series done")
-        assert not app.running
+        assert not app.main_screen.controller.running
         text = log_text(app)
         (d,) = list(out.iterdir())
         for k in ("k1", "k2"):
@@ -102,9 +102,9 @@ def test_the_console_runs_a_series_and_names_its_session(isolated: Path, leftove
             await set_choice(pilot, app, "kernel2", NO_KERNEL)
             await type_into(pilot, app, "sessions", "1")
             await pilot.press("escape")
-            assert app.form.series is None
+            assert app.main_screen.form.series is None
             await pilot.press("r")
-            await wait_for(pilot, lambda: not app.running and app.series_sides is None, 120,
+            await wait_for(pilot, lambda: not app.main_screen.controller.running and app.main_screen.controller.series_sides is None, 120,
                            "a single run")
             await pilot.press("c")
             await wait_for(pilot, lambda: isinstance(app.screen, CompareScreen)
@@ -125,10 +125,10 @@ def test_stop_ends_the_series_and_keeps_the_sessions_done(isolated: Path, leftov
         async with app.run_test(size=SIZE) as pilot:
             await _series_form(pilot, app, "20000", "40", "3")
             await pilot.press("r")
-            await wait_for(pilot, lambda: app.series_at is not None
-                           and app.series_at[0].position >= 1, 240, "the second session")
+            await wait_for(pilot, lambda: app.main_screen.controller.series_at is not None
+                           and app.main_screen.controller.series_at[0].position >= 1, 240, "the second session")
             await pilot.press("x")
-            await wait_for(pilot, lambda: not app.running, 30, "the series stopped")
+            await wait_for(pilot, lambda: not app.main_screen.controller.running, 30, "the series stopped")
             assert "series stopped" in log_text(app)
         (d,) = list(out.iterdir())
         kept = sorted(d.glob("*/*.jsonl"))

@@ -188,7 +188,7 @@ def test_the_palettes_screenshot_goes_to_results_and_says_where(isolated):
                 while not predicate():
                     assert time.monotonic() < deadline, what
                     await pilot.pause(0.02)
-            await until(lambda: app.form.base is not None, "the form")
+            await until(lambda: app.main_screen.form.base is not None, "the form")
             await pilot.press("ctrl+p")
             await until(lambda: isinstance(app.screen, CommandPalette), "the palette")
             await pilot.press(*"save screenshot")

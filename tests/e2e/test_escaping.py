@@ -113,13 +113,13 @@ def test_the_console_logs_a_workload_error_with_escapes_as_one_visible_line(isol
     async def go() -> None:
         app = HotloopApp(profiles=[d], results_dir=isolated / "results")
         async with app.run_test(size=SIZE) as pilot:
-            await wait_for(pilot, lambda: app.form.base is not None, 10)
-            await app.pick("plan", "esc-5")
-            await wait_for(pilot, lambda: app.form.base.name == "esc-5", 5, "esc-5 loaded")
+            await wait_for(pilot, lambda: app.main_screen.form.base is not None, 10)
+            await app.main_screen.pick("plan", "esc-5")
+            await wait_for(pilot, lambda: app.main_screen.form.base.name == "esc-5", 5, "esc-5 loaded")
             await pilot.press("r")
-            await wait_for(pilot, lambda: app.live is not None and app.live.state == "failed",
+            await wait_for(pilot, lambda: app.main_screen.controller.live is not None and app.main_screen.controller.live.state == "failed",
                            60, "the run failed")
-            await wait_for(pilot, lambda: not app.running, 10)
+            await wait_for(pilot, lambda: not app.main_screen.controller.running, 10)
             # the error's line is a message of the worker's: on a busy machine it may be
             # handled after the worker has ended
             await wait_for(pilot, lambda: SHOWN in " ".join(log_text(app).split("\n")), 10,
@@ -139,7 +139,7 @@ def test_the_consoles_notifications_take_brackets_as_text(isolated):
     async def go() -> None:
         app = HotloopApp(results_dir=isolated / "results")
         async with app.run_test(size=SIZE, notifications=True) as pilot:
-            await wait_for(pilot, lambda: app.form.base is not None, 10)
+            await wait_for(pilot, lambda: app.main_screen.form.base is not None, 10)
 
             def toasts() -> str:
                 return " ".join(t.render().plain for t in app.screen.query(Toast))

@@ -413,7 +413,7 @@ def test_stdin_closing_stops_a_controlled_run(tmp_path, leftovers):
 
 async def until_run_ends(pilot, app: HotloopApp) -> None:
     deadline = time.monotonic() + 120
-    while app.live is None or app.live.running:
+    while app.main_screen.controller.live is None or app.main_screen.controller.live.running:
         assert time.monotonic() < deadline, "the run on the host did not end"
         await pilot.pause(0.1)
 
@@ -423,16 +423,16 @@ def test_the_console_runs_on_a_host_like_here(tmp_path, hosts, leftovers):
         app = HotloopApp(profiles=[hosts], results_dir=tmp_path / "results")
         async with app.run_test(size=(120, 36)) as pilot:
             await pilot.pause()
-            assert app.form.fields["host"].value == HERE
-            app.form.set_choice("host", "lab1")
-            await app.form.load(app.cat, app.form.build())  # the choice outlives a reload
-            assert app.form.host == "lab1"
+            assert app.main_screen.form.fields["host"].value == HERE
+            app.main_screen.form.set_choice("host", "lab1")
+            await app.main_screen.form.load(app.main_screen.cat, app.main_screen.form.build())  # the choice outlives a reload
+            assert app.main_screen.form.host == "lab1"
             for key, text in (("runs", "3"), ("warmup", "0"), ("param.msgs", "2000")):
-                app.form.fields[key].control.value = text
+                app.main_screen.form.fields[key].control.value = text
             await pilot.pause()
             await pilot.press("r")
             await until_run_ends(pilot, app)
-            assert app.live.state == "finished" and app.live.n == 3
+            assert app.main_screen.controller.live.state == "finished" and app.main_screen.controller.live.n == 3
             await pilot.pause(0.3)              # the next tick of the status line
             status = str(app.query_one("#status").content)
             assert "on lab1" in status and "done 3/3" in status
@@ -463,13 +463,13 @@ def test_every_key_of_a_plan_run_from_the_console_reaches_the_host(tmp_path, hos
         app = HotloopApp(profiles=[hosts], results_dir=tmp_path / "results")
         async with app.run_test(size=(120, 36)) as pilot:
             await pilot.pause()
-            assert app.cat is not None
-            await app.form.load(app.cat, app.cat.plans["sampled"])
-            app.form.set_choice("host", "lab1")
+            assert app.main_screen.cat is not None
+            await app.main_screen.form.load(app.main_screen.cat, app.main_screen.cat.plans["sampled"])
+            app.main_screen.form.set_choice("host", "lab1")
             await pilot.pause()
             await pilot.press("r")
             await until_run_ends(pilot, app)
-            assert app.live.state == "finished", app.live.state
+            assert app.main_screen.controller.live.state == "finished", app.main_screen.controller.live.state
             await pilot.press("q")
     asyncio.run(go())
     mine, = (tmp_path / "results").glob("*-lab1.jsonl")
@@ -565,7 +565,7 @@ def test_a_console_without_hosts_shows_no_host_choice(tmp_path):
         app = HotloopApp(results_dir=tmp_path / "results")
         async with app.run_test(size=(80, 24)) as pilot:
             await pilot.pause()
-            assert "host" not in app.form.fields and app.form.host is None
+            assert "host" not in app.main_screen.form.fields and app.main_screen.form.host is None
     asyncio.run(go())
 
 

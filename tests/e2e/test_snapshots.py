@@ -37,7 +37,7 @@ def test_the_setup_view(snap_compare, size):
     app = HotloopApp()
 
     async def loaded(pilot):
-        await wait_for(pilot, lambda: app.form.base is not None, 10, "a plan loaded")
+        await wait_for(pilot, lambda: app.main_screen.form.base is not None, 10, "a plan loaded")
         await charts_built(pilot, app)
 
     assert snap_compare(app, terminal_size=size, run_before=loaded)
@@ -61,7 +61,7 @@ def test_the_compare_screen(snap_compare, isolated, size):
 
 async def replay(pilot, app: HotloopApp, path: Path) -> None:
     """Show the recorded session `path` in the live view as if it had just run there."""
-    await wait_for(pilot, lambda: app.form.base is not None, 10, "a plan loaded")
+    await wait_for(pilot, lambda: app.main_screen.form.base is not None, 10, "a plan loaded")
     r = results.read(path)
     w = r.header.workload
     live = LiveRun(path.stem, len(r.runs), len(r.warmups), w.unit, w.higher_is_better,
@@ -72,15 +72,15 @@ async def replay(pilot, app: HotloopApp, path: Path) -> None:
         live.add(sample.value)
     live.end("finished")
     live.started_at, live.ended_at = 0.0, 4.2           # a fixed clock: "4.2s"
-    app.live = live
+    app.main_screen.controller.live = live
     for warning in r.warnings:
-        app.log_line(warning, "warning")
-    app.log_line(f"done: {live.n} runs → {path.name}", "success")
+        app.main_screen.log_line(warning, "warning")
+    app.main_screen.log_line(f"done: {live.n} runs → {path.name}", "success")
     assert r.session_symbols is not None
-    app.on_symbols_arrived(SymbolsArrived(r.session_symbols))
-    app.set_view("live")
-    app._redraw(plots=True)
-    app._status()
+    app.main_screen.on_symbols_arrived(SymbolsArrived(r.session_symbols))
+    app.main_screen.set_view("live")
+    app.main_screen._redraw(plots=True)
+    app.main_screen._status()
     await pilot.pause()
     await charts_built(pilot, app)
 

@@ -266,9 +266,9 @@ def test_the_console_says_booting_and_x_ends_the_guest_at_once(tmp_path, monkeyp
                 await type_into(pilot, app, "sessions", "2")
             await type_into(pilot, app, "runs", "2")
             await pilot.press("escape")
-            assert app.form.series == ((["deb47", "deb50"], 2) if series else None)
+            assert app.main_screen.form.series == ((["deb47", "deb50"], 2) if series else None)
             await pilot.press("r")
-            await wait_for(pilot, lambda: app.live is not None and app.live.state == "booting",
+            await wait_for(pilot, lambda: app.main_screen.controller.live is not None and app.main_screen.controller.live.state == "booting",
                            30, "booting")
             status = str(app.query_one("#status").render())
             assert "booting" in status
@@ -277,13 +277,13 @@ def test_the_console_says_booting_and_x_ends_the_guest_at_once(tmp_path, monkeyp
                 assert "deb47 · session 1 of 2" in status
                 assert f"deb47 · session 1 of 2, in a VM booting {IMAGE}" in log_text(app)
             else:
-                assert isinstance(app.session, vm.VmSession)
+                assert isinstance(app.main_screen.controller.session, vm.VmSession)
             await wait_for(pilot, lambda: guest_qemu([os.getpid()]) is not None, 120, "qemu")
             qemu = guest_qemu([os.getpid()])
             assert qemu is not None
             await pilot.press("x")
-            await wait_for(pilot, lambda: not app.running, 20, "stopped")
-            assert app.live.state == "stopped"
+            await wait_for(pilot, lambda: not app.main_screen.controller.running, 20, "stopped")
+            assert app.main_screen.controller.live.state == "stopped"
             assert not alive(qemu)
             text = log_text(app)
             assert "stopped" in text

@@ -4,16 +4,14 @@ from __future__ import annotations
 import time
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, Protocol, cast
 
 from rich.markup import escape
 from textual.app import App
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
+from hotloop.catalog import Catalog
 from hotloop.visible import visible
-
-if TYPE_CHECKING:
-    from hotloop.console.app import HotloopApp
 
 ACTIONS = (
     ("run", "Run", "run the current settings (r)"),
@@ -48,25 +46,46 @@ def save_screenshot(app: App[Any], directory: Path = SCREENSHOTS) -> Path | None
     return path
 
 
+class Console(Protocol):
+    """What the palette offers from: the console's own screen (hotloop.console.screens.main),
+    named by what it has, so that this module imports neither it nor the app."""
+    cat: Catalog | None
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None: ...
+
+    async def run_action(self, action: str) -> None: ...
+
+    async def pick(self, kind: str, name: str) -> None: ...
+
+
+class ConsoleApp(Protocol):
+    """The app this palette is for (hotloop.console.app)."""
+    main_screen: Console
+
+
 class HotloopCommands(Provider):
-    """The console's own actions, then 'Open plan NAME' for every plan."""
+    """The console's own actions (those its screen has on now), then 'Open plan NAME' for
+    every plan."""
 
     def _commands(self) -> list[tuple[str, object, str]]:
-        app = cast("HotloopApp", self.app)
+        app = self.app
+        console = cast(ConsoleApp, app).main_screen
         out: list[tuple[str, object, str]] = []
         for action, title, help in ACTIONS:
-            if app.check_action(action, ()) is not False:
+            if action == "quit":            # the app's, on every screen
                 out.append((title, partial(app.run_action, action), help))
+            elif console.check_action(action, ()) is not False:
+                out.append((title, partial(console.run_action, action), help))
         # after the palette has closed, as Textual's own "Screenshot" does
         out.append(("Save screenshot", partial(app.set_timer, 0.1, partial(save_screenshot, app)),
                     f"an SVG of the screen in {SCREENSHOTS}/, beside the result files"))
-        cat = getattr(app, "cat", None)
+        cat = console.cat
         if cat is not None:
             for name, plan in cat.plans.items():
-                out.append((f"Open plan {name}", partial(app.pick, "plan", name),
+                out.append((f"Open plan {name}", partial(console.pick, "plan", name),
                             plan.summary or f"{plan.workload}, {plan.runs} runs"))
             for name, w in cat.workloads.items():
-                out.append((f"Open workload {name}", partial(app.pick, "workload", name),
+                out.append((f"Open workload {name}", partial(console.pick, "workload", name),
                             w.summary))
         return out
 

@@ -1,4 +1,4 @@
-"""Messages the console's widgets and its session worker send each other.
+"""Messages the console's widgets and its run controller send the screen.
 
 Dataclasses, one module (UI side only: the core never imports this).  The
 high-rate ones say `can_replace`, so a newer one takes the place of a stale
@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from textual.message import Message
 
 from hotloop import events as ev
+from hotloop.console.live import LiveRun
 
 
 @dataclass
@@ -44,6 +45,18 @@ class LogLine(Message):
     """A line for the log panel; level is "info", "warning" or "error"."""
     text: str
     level: str = "info"
+
+
+@dataclass
+class LiveStarted(Message):
+    """A session is about to start (alone or in a series): its live model, for which the
+    panels are cleared."""
+    live: LiveRun
+
+
+@dataclass
+class LiveEnded(Message):
+    """A session of a series has ended: its panels are drawn whole now, before the next."""
 
 
 @dataclass

@@ -2,12 +2,17 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
 
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Input, Label, Static
+
+from hotloop import catalog
+from hotloop.catalog import Catalog, Plan
 
 
 class SavePlanScreen(ModalScreen[str | None]):
@@ -51,3 +56,22 @@ class SavePlanScreen(ModalScreen[str | None]):
 
     def action_cancel(self) -> None:
         self.dismiss(None)
+
+
+def free_name(cat: Catalog, base: str) -> str:
+    """The name the dialog suggests: `base`, or `base-2`... where a plan or workload has it
+    (a workload's own name is no plan's)."""
+    taken = {*cat.plans, *cat.workloads}
+    suggestion, n = base, 1
+    while suggestion in taken:
+        n += 1
+        suggestion = f"{base}-{n}"
+    return suggestion
+
+
+def save_as(cat: Catalog, plan: Plan, base: Plan | None, name: str) -> Path:
+    """Save `plan` (the form built as plan `name`, loaded from `base`) in the catalogue: the
+    path written.  Under its own name it keeps its summary, else it says where it came from."""
+    summary = plan.summary if base is not None and base.name == name else \
+        f"saved from {base.name if base else plan.workload} in the console"
+    return catalog.save_plan(replace(plan, summary=summary, origin=""), cat=cat)

@@ -16,6 +16,8 @@ from textual.geometry import Size
 from textual.reactive import Reactive
 from textual.widgets import RichLog
 
+from hotloop.visible import visible
+
 MAX_LINES = 500
 
 
@@ -43,6 +45,16 @@ class LogPanel(RichLog):
     def add(self, text: Text) -> None:
         self.entries.append(text)
         self.write(text)
+
+    def say(self, text: str, level: str = "info") -> None:
+        """A line of the console's: "warning: " or "error: " first, in the theme's colour."""
+        colour = {"warning": "warning", "error": "error", "success": "success"}.get(level)
+        style = ""
+        if colour:
+            style = self.app.theme_variables.get(colour, "") or ""
+        prefix = {"warning": "warning: ", "error": "error: "}.get(level, "")
+        # a workload's error text may hold an ESC or newlines: shown, never obeyed
+        self.add(Text(prefix + visible(text), style=style))
 
     def on_resize(self, event: Resize) -> None:
         width = self.scrollable_content_region.width

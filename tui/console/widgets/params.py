@@ -18,6 +18,7 @@ from textual.widgets import Input, Label, Select, Static
 
 from hotloop.catalog import RUN_LIMITS, Catalog, Param, Plan, until_ci_problem
 from hotloop.console.messages import FormChanged
+from hotloop.errors import HotloopError
 
 RUNS = Param("runs", 10, *RUN_LIMITS["runs"], help="recorded repetitions")
 WARMUP = Param("warmup", 1, *RUN_LIMITS["warmup"], help="unrecorded repetitions first")
@@ -323,6 +324,19 @@ class ParamsForm(Vertical):
                        until_ci=self.fields["until_ci"].value,
                        perf=self.fields["perf"].value, cpu=self.fields["cpu"].value,
                        kernel=self.fields["kernel"].value)
+
+    def built(self) -> tuple[Plan, bool] | None:
+        """The plan as edited and whether it differs from the one loaded (params resolved);
+        the loaded one, edited, when the form does not build; None before a load."""
+        base = self.base
+        if base is None or self.cat is None:
+            return None
+        try:
+            plan = self.build()
+            a, b = self.cat.resolve(plan), self.cat.resolve(base)
+        except (ValueError, HotloopError):
+            return base, True
+        return plan, a.params != b.params or replace(plan, params={}) != replace(base, params={})
 
     # --- events --------------------------------------------------------------
 

@@ -1,0 +1,401 @@
+"""The console's runs: a session or a series in a Textual worker, its live model, stop and
+abandon, and the console kept off the workload's CPUs.
+
+No widget here: what the UI should show goes to it as messages (hotloop.console.messages)
+posted to the node that owns the controller (the main screen), whose workers these are.
+The live model (`live`) is read by that screen's redraw timer; the worker only feeds it,
+so thousands of runs a second cost a handful of redraws.
+"""
+from __future__ import annotations
+
+import asyncio
+import os
+from dataclasses import replace
+from functools import partial
+from pathlib import Path
+
+from textual.dom import DOMNode
+from textual.worker import Worker, WorkerState
+
+from hotloop import events as ev
+from hotloop import results
+from hotloop.catalog import Catalog, Plan, ResolvedPlan
+from hotloop.console.live import LiveRun
+from hotloop.console.messages import (
+    LiveEnded,
+    LiveStarted,
+    LogLine,
+    SeriesEnded,
+    SessionEnded,
+    SymbolsArrived,
+)
+from hotloop.errors import HotloopError
+from hotloop.record import Header
+from hotloop.render.units import si
+from hotloop.run import series, start
+from hotloop.run.preflight import preflight, system_settings
+from hotloop.run.remote import RemoteSession
+from hotloop.run.session import Session
+from hotloop.run.vm import VmSession
+
+STOP_GRACE_S = 3.0              # then the worker is cancelled (the session kills its group)
+
+
+class RunController:
+    """The session or series the console runs, one at a time; its workers run on `ui`, and
+    what they have to say goes there as messages."""
+
+    def __init__(self, ui: DOMNode, results_dir: Path) -> None:
+        self.ui = ui
+        self.results_dir = Path(results_dir)
+        self.live: LiveRun | None = None
+        self.session: Session | RemoteSession | VmSession | None = None
+        self.series: series.Series | None = None     # a series running (run --sessions)
+        self.series_at: tuple[series.Slot, int] | None = None   # its session, of how many
+        # the last series' sessions, a side a kernel: what `c` compares until the next run
+        self.series_sides: list[list[Path]] | None = None
+        self.worker: Worker[None] | None = None
+        self._affinity: set[int] | None = None
+        self._stop_asked = False        # the user stopped the session being run
+        self._since_yield = 0
+
+    @property
+    def running(self) -> bool:
+        return self.worker is not None and self.worker.state in (WorkerState.PENDING,
+                                                                 WorkerState.RUNNING)
+
+    def _log(self, text: str, level: str = "info") -> None:
+        self.ui.post_message(LogLine(text, level))
+
+    # --- one session ---------------------------------------------------------------
+
+    def check_run(self, cat: Catalog, plan: Plan,
+                  host: str | None) -> tuple[ResolvedPlan, list[str]]:
+        """`plan` resolved, and what running it would change on the system (to ask first);
+        ValueError or HotloopError when it cannot run."""
+        # on a host, its own catalogue fits the CPU profile to its CPUs, and its own
+        # state tells what would change: here, what the profiles would set
+        rp = cat.resolve(plan, here=host is None)
+        changes = [c.describe() for c in preflight(rp).changes] if host is None \
+            else [f"{setting} on {host}" for setting in system_settings(rp)]
+        if rp.kernel.image:
+            changes = []        # a VM of the session's own: its sysctls are applied there
+        return rp, changes
+
+    def start_run(self, cat: Catalog, rp: ResolvedPlan, apply_system: bool = False,
+                  host: str | None = None) -> bool:
+        """Start a session of `rp` (system changes only with `apply_system`, the user's yes),
+        here or on a [host.NAME] over SSH; whether it started."""
+        if self.running:
+            return False
+        plan = rp.plan
+        chosen = start.Choices(apply_system=apply_system)
+        if host is not None and rp.kernel.image:
+            # there it would run that host's own kernel, silently
+            self._log(f"not run: kernel profile {rp.kernel.name} boots {rp.kernel.image} "
+                      f"in a VM on this machine, not on {host}", "error")
+            return False
+        if host is None:
+            path = results.default_path(plan.name, self.results_dir)
+            self.session = start.here(rp, path, chosen)
+        else:
+            path = results.default_path(f"{plan.name}-{host}", self.results_dir)
+            self.session = start.there(cat.hosts[host], plan, path, chosen)
+        self.series_sides = None
+        live = self._new_live(rp)
+        self._log(f"run {plan.name}: {rp.workload.name}, {plan.runs} runs "
+                  f"(+{plan.warmup} warmup), cpu {rp.cpu.name}"
+                  + (f", on {host} over SSH" if host else "") + _in_vm(rp) + f" → {path}")
+        if host is None:
+            self._away_from(rp.cpu.cpus)
+        self.worker = self.ui.run_worker(self._run_session(self.session, live), group="session",
+                                         exclusive=True, exit_on_error=False)
+        return True
+
+    def _new_live(self, rp: ResolvedPlan) -> LiveRun:
+        """The live model of a session about to start; the UI clears its panels for it."""
+        plan = rp.plan
+        self.live = LiveRun(plan.name, plan.runs, plan.warmup, rp.workload.unit,
+                            rp.workload.higher_is_better, plan.perf, plan.until_ci)
+        if rp.kernel.image:
+            self.live.state = "booting"         # its VM, until the guest's header
+        self.ui.post_message(LiveStarted(self.live))
+        return self.live
+
+    async def _run_session(self, session: Session | RemoteSession | VmSession,
+                           live: LiveRun) -> None:
+        """Drive one session to its end; the only place that reads its events."""
+        outcome = "failed"
+        self._stop_asked = False
+        try:
+            async for event in session.events():
+                outcome = await self._feed(event, live) or outcome
+            if self._stop_asked and live.n == 0 and outcome == "failed":
+                outcome = "stopped"             # stopped before anything came (a VM booting)
+        except asyncio.CancelledError:
+            outcome = "stopped"
+            raise
+        except HotloopError as e:             # e.g. the workload does not compile
+            self._log(str(e), "error")
+        except Exception as e:  # noqa: BLE001 - a session bug must not kill the console
+            self._log(f"session error: {type(e).__name__}: {e}", "error")
+        finally:
+            live.end(outcome)
+            path = session.result_file         # gone when nothing ran (bad input)
+            self._ended(outcome, str(path) if path.exists() else "", live)
+            self._restore_affinity()
+            self.ui.post_message(SessionEnded(outcome, str(path) if path.exists() else "",
+                                              live.n))
+
+    def _ended(self, outcome: str, result_file: str, live: LiveRun) -> None:
+        """The log's last word on a session."""
+        s = live.summary()
+        if outcome == "finished" and s is not None:
+            self._log(f"done: {s.n} runs, median {si(s.median, live.unit)}, "
+                      f"CV {s.cv * 100:.2f}% → {result_file}", "success")
+        elif outcome == "stopped":
+            kept = f"; {live.n} runs kept in {result_file}" if result_file else ""
+            self._log(f"stopped{kept}", "warning")
+        else:
+            self._log(f"failed after {live.n} runs"
+                      + (f"; see {result_file}" if result_file else ""), "error")
+
+    async def _feed(self, event: ev.Event, live: LiveRun) -> str | None:
+        """One event of the session that runs into its live model and the UI; the session's
+        outcome once it ends."""
+        if isinstance(event, ev.RunSample):
+            live.add(event.value, event.warmup)
+            self._since_yield += 1
+            if self._since_yield >= 64:       # a burst of buffered lines: let the UI in
+                self._since_yield = 0
+                await asyncio.sleep(0)
+        elif isinstance(event, ev.Started):
+            live.result_file = event.result_file
+            live.state = "running"
+            h, vm = event.header, event.header.vm
+            if vm is not None:
+                self._log(f"the VM is up: kernel {h.kernel_release} ({h.kernel.name}), "
+                          f"{vm.accel}, {vm.cpus} vCPUs", "info")
+            live.dirty = True
+            self.ui.run_worker(partial(_find_noise, live, event.header), thread=True,
+                               group="noise")
+        elif isinstance(event, ev.HotSymbols):
+            self.ui.post_message(SymbolsArrived(event))
+        elif isinstance(event, ev.Warning):
+            self._log(event.message, "warning")
+        elif isinstance(event, ev.Finished):
+            return "finished"
+        elif isinstance(event, ev.Failed):
+            if not event.interrupted:
+                self._log(event.message, "error")
+            return "stopped" if event.interrupted else "failed"
+        return None
+
+    # --- a series (run --sessions) ----------------------------------------------------
+
+    def check_series(self, cat: Catalog, plan: Plan, kernels: list[str], n: int,
+                     host: str | None) -> tuple[dict[str, ResolvedPlan], list[str]]:
+        """A series of `plan`, n sessions of each of `kernels`: each kernel's plan resolved,
+        and what they would change on the system (to ask first)."""
+        if host is not None:
+            raise HotloopError("a series runs on this machine (host: this machine)")
+        series.directory_names(kernels)
+        series.check_sessions(n, len(kernels))
+        rps = {k: cat.resolve(replace(plan, kernel=k)) for k in kernels}
+        # an image kernel's sysctls are its VM's own, applied there unasked
+        changes = list(dict.fromkeys(c.describe() for k in kernels if not rps[k].kernel.image
+                                     for c in preflight(rps[k]).changes))
+        return rps, changes
+
+    def start_series(self, plan: Plan, rps: dict[str, ResolvedPlan], n: int,
+                     apply_system: bool = False) -> bool:
+        """Start a series: n sessions of each kernel of `rps`, alternating, the live view
+        following the session that runs; whether it started."""
+        if self.running:
+            return False
+        chosen = start.Choices(apply_system=apply_system, on_exists="refuse")
+        kernels = list(rps)
+        try:
+            sp = series.plan(kernels, n, series.new_directory(plan.name, self.results_dir))
+        except HotloopError as e:
+            self._log(f"cannot run: {e}", "error")
+            return False
+        self.series_sides = None
+        self.series = series.Series(sp, lambda slot: start.here(
+            rps[slot.kernel], slot.path, chosen, variant=slot.kernel))
+        self._log(f"series {plan.name}: {', '.join(kernels)}, {n} session"
+                  f"{'s' * (n != 1)} each, alternating → {sp.directory}")
+        self._away_from(rps[kernels[0]].cpu.cpus)
+        self.worker = self.ui.run_worker(self._run_series(self.series, rps), group="session",
+                                         exclusive=True, exit_on_error=False)
+        return True
+
+    async def _run_series(self, s: series.Series, rps: dict[str, ResolvedPlan]) -> None:
+        """Drive a series to its end, each session's events into its own live model."""
+        live: LiveRun | None = None
+        stopped = False
+        try:
+            async for e in s.events():
+                if isinstance(e, series.Begins):
+                    self.series_at = (e.slot, s.plan.sessions)
+                    rp = rps[e.slot.kernel]
+                    live = self._new_live(rp)
+                    self._log(f"{e.slot.kernel} · session {e.slot.session} of "
+                              f"{s.plan.sessions}{_in_vm(rp)} → {e.slot.path}")
+                elif isinstance(e, series.Ends):
+                    if live is not None:
+                        live.end("finished" if isinstance(e.end, ev.Finished) else
+                                 "stopped" if isinstance(e.end, ev.Failed)
+                                 and e.end.interrupted else "failed")
+                        self._session_line(e.slot, e.end, live)
+                    self.session = None
+                    self.ui.post_message(LiveEnded())
+                elif live is not None:
+                    self.session = s.current  # type: ignore[assignment]
+                    await self._feed(e, live)
+        except asyncio.CancelledError:
+            stopped = True
+            raise
+        except HotloopError as e:             # e.g. the workload does not compile
+            self._log(str(e), "error")
+        except Exception as e:  # noqa: BLE001 - a session bug must not kill the console
+            self._log(f"session error: {type(e).__name__}: {e}", "error")
+        finally:
+            if live is not None and live.running:
+                live.end("stopped")
+            self.session = None
+            s.set_aside()
+            done = {k: sum(1 for x in s.done if x.kernel == k) for k in s.plan.kernels}
+            self._series_ended(str(s.plan.directory), done,
+                               [f"{x.kernel} s{x.session:02d}" for x in s.failed],
+                               stopped or s.stopped)
+
+    def _session_line(self, slot: series.Slot, end: ev.Event | None, live: LiveRun) -> None:
+        name = f"{slot.kernel} s{slot.session:02d}"
+        s = live.summary()
+        if isinstance(end, ev.Finished) and s is not None:
+            self._log(f"{name}: {si(s.median, live.unit)} median, {s.n} runs", "success")
+        elif isinstance(end, ev.Failed) and end.interrupted:
+            self._log(f"{name}: stopped", "warning")
+        else:
+            why = end.message if isinstance(end, ev.Failed) else "no result"
+            self._log(f"{name}: failed: {why}", "error")
+
+    def _series_ended(self, directory: str, done: dict[str, int], failed: list[str],
+                      stopped: bool) -> None:
+        counts = ", ".join(f"{k} {n}" for k, n in done.items())
+        state = "stopped" if stopped else "done"
+        self._log(f"series {state}: sessions finished: {counts} → {directory}",
+                  "warning" if stopped or failed else "success")
+        if failed:
+            self._log(f"failed: {', '.join(failed)} (set aside)", "error")
+        if len(done) > 1 and all(done.values()):
+            dirs = " ".join(f"{directory}/{k}/" for k in done)
+            self._log(f"c compares them here, or: hotloop compare {dirs}")
+            self.series_sides = [sorted(Path(directory, k).glob("*.jsonl")) for k in done]
+        self.series = None
+        self._restore_affinity()
+        self.ui.post_message(SeriesEnded(directory, done, failed, stopped))
+
+    # --- annotating the run's hot symbols --------------------------------------------
+
+    def perf_elsewhere(self, symbol: str) -> str:
+        """Why `symbol` of the session cannot be annotated here ("" when it can)."""
+        session = self.session
+        if isinstance(session, RemoteSession):
+            return (f"{symbol}: the run's perf data is on {session.host.name}: annotate it "
+                    f"there once the run is over (hotloop annotate RESULT {symbol})")
+        return ""
+
+    def perf_keeps_off(self) -> set[int] | None:
+        """While the session runs, the CPUs perf annotate keeps off (it runs at idle
+        priority too); None once it is over."""
+        session = self.session
+        if isinstance(session, Session) and self.live is not None and self.live.running:
+            return set(session.rp.cpu.cpus)
+        return None
+
+    # --- stopping -------------------------------------------------------------------
+
+    async def stop(self, wait: bool = True) -> None:
+        """Stop the session; with `wait`, return once its worker (and processes) are gone."""
+        worker, session = self.worker, self.session
+        if self.series is not None and worker is not None and self.running:
+            # a series: no session after this one, the one running ended as a stop does
+            self._log("stopping the series: the sessions done are kept", "warning")
+            self.series.stop()
+            if session is None or not session.pids:
+                worker.cancel()
+            waiter = asyncio.ensure_future(self._await_worker(worker))
+            if wait:
+                await waiter
+            return
+        if worker is None or session is None or not self.running:
+            return
+        self._log("stopping…" if not isinstance(session, RemoteSession) else
+                  f"stopping: {session.host.name} ends its run and restores its system "
+                  f"(up to {session.host.stop_wait:g} s)", "warning")
+        self._stop_asked = True
+        session.stop()
+        if not session.pids:                  # not started yet: nothing for stop() to kill
+            worker.cancel()
+        waiter = asyncio.ensure_future(self._await_worker(worker))
+        if wait:
+            await waiter
+
+    async def _await_worker(self, worker: Worker[None]) -> None:
+        try:
+            await asyncio.wait_for(asyncio.shield(worker.wait()), STOP_GRACE_S)
+        except asyncio.TimeoutError:
+            worker.cancel()
+        except Exception:  # noqa: BLE001 - cancelled or failed: it has ended either way
+            pass
+        try:
+            await worker.wait()
+        except Exception:  # noqa: BLE001
+            pass
+
+    def abandon(self, message: str, signame: str) -> None:
+        """From the watchdog's thread: end the run without the event loop."""
+        session = self.session
+        if session is not None:
+            session.abandon(message, signame)
+
+    # --- keeping off the worker's CPUs ---------------------------------------------
+
+    def _away_from(self, cpus: tuple[int, ...]) -> None:
+        """Run the console on CPUs the profile leaves free, where there are any."""
+        if not cpus or not hasattr(os, "sched_setaffinity"):
+            return
+        try:
+            mine = os.sched_getaffinity(0)
+            spare = mine - set(cpus)
+            if spare and spare != mine:
+                os.sched_setaffinity(0, spare)
+                self._affinity = mine
+        except OSError:
+            pass
+
+    def _restore_affinity(self) -> None:
+        if self._affinity is not None:
+            try:
+                os.sched_setaffinity(0, self._affinity)
+            except OSError:
+                pass
+            self._affinity = None
+
+
+def _find_noise(live: LiveRun, header: Header) -> None:
+    """The calibrated session noise of what runs (for the stats panel's "detect"); in a
+    thread, as the noise profiles are read from disk."""
+    from hotloop.analysis import noise
+    profile, _ = noise.find(header)
+    found = profile.metrics.get(header.workload.metric) if profile is not None else None
+    if found is not None:
+        live.noise = found
+        live.dirty = True
+
+
+def _in_vm(rp: ResolvedPlan) -> str:
+    """What a session's log line adds when its kernel profile boots a VM."""
+    return f", in a VM booting {rp.kernel.image}" if rp.kernel.image else ""
