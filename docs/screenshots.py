@@ -35,9 +35,10 @@ async def live(results: Path) -> None:
     """The console after a quick run: distribution, drift, stats, hot symbols, log."""
     app = HotloopApp(results_dir=results)
     async with app.run_test(size=SIZE) as pilot:
-        await until(pilot, lambda: app.form.base is not None, 30, "the quick plan")
+        await until(pilot, lambda: app.main_screen.form.base is not None, 30, "the quick plan")
         await pilot.press("r")
-        await until(pilot, lambda: app.live is not None and not app.running, 300, "the run")
+        runs = app.main_screen.controller
+        await until(pilot, lambda: runs.live is not None and not runs.running, 300, "the run")
         await pilot.pause(1.5)                  # the charts' last redraw, built in threads
         charts = [app.query_one(HistogramPlot), app.query_one(DriftPlot)]
         await until(pilot, lambda: all(c.settled for c in charts), 30, "the charts")
@@ -48,7 +49,7 @@ async def compare(results: Path) -> None:
     """The compare screen: zero_null with 512 B against 4096 B blocks, its table tab."""
     app = HotloopApp(results_dir=results)
     async with app.run_test(size=SIZE) as pilot:
-        await until(pilot, lambda: app.form.base is not None, 30, "the console")
+        await until(pilot, lambda: app.main_screen.form.base is not None, 30, "the console")
         await pilot.press("c")
         await until(pilot, lambda: isinstance(app.screen, CompareScreen) and app.screen.loaded,
                     30, "the compare screen")
