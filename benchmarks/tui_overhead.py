@@ -47,7 +47,7 @@ from hotloop import (
     catalog,
     results,
 )
-from hotloop.console import app as console_app
+from hotloop.console import controller as console_controller
 from hotloop.console.app import HotloopApp
 from hotloop.console.live import LiveRun
 from hotloop.console.widgets.plots import HistogramPlot
@@ -81,27 +81,31 @@ class BenchApp(HotloopApp):
         super().__init__(results_dir=out)
         self.rp = rp
         self.redraws = 0
+        view = self.main_screen.live_view       # the live panels, as the screen's timer draws them
+        draw = view.redraw
 
-    def _redraw(self, plots: bool) -> None:
-        self.redraws += plots
-        super()._redraw(plots)
+        def counted(live: LiveRun | None, plots: bool) -> None:
+            self.redraws += plots
+            draw(live, plots)
+        view.redraw = counted                   # type: ignore[method-assign]
 
 
 async def with_tui(rp: catalog.ResolvedPlan, out: Path) -> tuple[float, float, int]:
     """(median, wall seconds, plot redraws) of one session run from the app."""
     app = BenchApp(rp, out)
     async with app.run_test(size=(120, 36)) as pilot:
-        while app.form.base is None:
+        while app.main_screen.form.base is None:
             await pilot.pause(0.01)
-        await app.form.load(app.cat, replace(rp.plan, params=dict(rp.params)))
+        await app.main_screen.form.load(app.main_screen.cat, replace(rp.plan, params=dict(rp.params)))
         await pilot.pause()
         t = time.perf_counter()
         await pilot.press("r")
-        while app.live is None or app.running:
+        runs = app.main_screen.controller
+        while runs.live is None or runs.running:
             await asyncio.sleep(0.01)
         wall = time.perf_counter() - t
         await pilot.pause()
-        path = Path(app.session.result_file)
+        path = Path(runs.session.result_file)
     return statistics.median(results.read(path).values), wall, app.redraws
 
 
@@ -204,9 +208,9 @@ async def stall_once(rp: catalog.ResolvedPlan, out: Path, size: tuple[int, int])
     """One `r` in the app at `size`: the longest event-loop stall until run 1 is on screen."""
     app = BenchApp(rp, out)
     async with app.run_test(size=size) as pilot:
-        while app.form.base is None:
+        while app.main_screen.form.base is None:
             await pilot.pause(0.01)
-        await app.form.load(app.cat, replace(rp.plan, params=dict(rp.params)))
+        await app.main_screen.form.load(app.main_screen.cat, replace(rp.plan, params=dict(rp.params)))
         await pilot.pause()
         beat = Heartbeat()
         beat.start()
@@ -218,7 +222,8 @@ async def stall_once(rp: catalog.ResolvedPlan, out: Path, size: tuple[int, int])
 
         def on_screen() -> bool:         # "runs 1/20  running", and the histogram drew it
             shown = re.match(r"runs (\d+)/", str(runs.render()))
-            return app.live is not None and app.live.n >= 1 and bool(shown) \
+            live = app.main_screen.controller.live
+            return live is not None and live.n >= 1 and bool(shown) \
                 and int(shown.group(1)) >= 1 and hist.shown_n >= 1
         while not on_screen():
             if time.perf_counter() - t > 300:
@@ -229,9 +234,9 @@ async def stall_once(rp: catalog.ResolvedPlan, out: Path, size: tuple[int, int])
         await asyncio.sleep(0.015)      # the beat a block delayed wakes and is counted
         await beat.stop()
         late, cpu, beats = beat.worst(t, shown)
-        live = app.live
+        live = app.main_screen.controller.live
         measured = live.measured if isinstance(live, PinnedLive) else None
-        await app.stop_run(wait=True)
+        await app.main_screen.controller.stop(wait=True)
         await pilot.pause()
     return {"late": late, "cpu": cpu, "beats": beats, "shown": shown - t,
             "measured": measured}
@@ -240,7 +245,7 @@ async def stall_once(rp: catalog.ResolvedPlan, out: Path, size: tuple[int, int])
 async def stall(args: argparse.Namespace, out: Path) -> None:
     unit = "B/s"
     rows = []
-    console_app.LiveRun = PinnedLive          # type: ignore[misc]  # the app's model, rescaled
+    console_controller.LiveRun = PinnedLive   # type: ignore[misc]  # the console's model, rescaled
     try:
         for size in ((100, 30), (120, 36)):
             for perf in (False, True):
@@ -253,7 +258,7 @@ async def stall(args: argparse.Namespace, out: Path) -> None:
                     print(f"  {size[0]}x{size[1]} perf {'on' if perf else 'off'} trial "
                           f"{trial + 1}: stall {r['late'] * 1e3:.0f} ms", flush=True)
     finally:
-        console_app.LiveRun = LiveRun          # type: ignore[misc]
+        console_controller.LiveRun = LiveRun   # type: ignore[misc]
     print(f"\nstall: `r` to run 1 on screen, seqpacket msgs={args.stall_msgs}, run 1 shown "
           f"as {si(PinnedLive.FIRST, unit)}; heartbeat every 5 ms on the app's loop")
     print(f"{'size':<8}{'perf':<6}{'trial':>6}{'run 1 measured':>16}{'r to shown':>12}"
