@@ -142,10 +142,10 @@ class RunController:
         finally:
             live.end(outcome)
             path = session.result_file         # gone when nothing ran (bad input)
-            self._ended(outcome, str(path) if path.exists() else "", live)
+            kept = str(path) if path.exists() else ""
+            self._ended(outcome, kept, live)
             self._restore_affinity()
-            self.ui.post_message(SessionEnded(outcome, str(path) if path.exists() else "",
-                                              live.n))
+            self.ui.post_message(SessionEnded(outcome, kept, live.n))
 
     def _ended(self, outcome: str, result_file: str, live: LiveRun) -> None:
         """The log's last word on a session."""
