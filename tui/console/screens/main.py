@@ -19,7 +19,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.css.query import NoMatches
 from textual.screen import Screen
-from textual.widgets import DataTable, Input
+from textual.widgets import DataTable
 
 from hotloop import catalog
 from hotloop import events as ev
@@ -156,32 +156,15 @@ class MainScreen(Screen[None]):
                 variants = cat.variants(cat.plans[name])
                 await self.form.load(cat, variants[0][1])
                 if len(variants) > 1:
-                    self.batch_note(name, variants)
+                    self.log_line(self.form.show_batch(name, variants))
             elif kind == "workload":
                 await self.form.load(cat, Plan(name=name, workload=name))
             elif kind in ("cpu", "kernel"):
-                self.form.set_choice(kind, name)
-                if kind == "cpu":
-                    cpu = cat.cpus[name]
-                    self.form.hint(f"cpu {name}: {cpu.summary} (cpus "
-                                   f"{','.join(map(str, cpu.cpus)) or 'any'}, sched {cpu.sched})")
-                else:
-                    self.form.hint(f"kernel {name}: {cat.kernels[name].summary}")
+                self.form.choose_profile(cat, kind, name)
         except HotloopError as e:
             self.log_line(str(e), "error")
         self._form_plan = None
         self._status()
-
-    def batch_note(self, name: str, variants: list[tuple[str, Plan]]) -> None:
-        """A plan with list params is a batch: the form holds its first variant."""
-        labels = ", ".join(label for label, _ in variants)
-        keys = sorted({k for _, v in variants for k in v.params
-                       if v.params[k] != variants[0][1].params[k]})
-        note = (f"{name} is a batch of {len(variants)} variants ({labels}); the form holds "
-                f"the first, change {', '.join(keys) or 'the params'} for another; run them "
-                f"all headless with `hotloop run {name}`")
-        self.form.hint(note)
-        self.log_line(note)
 
     async def on_catalog_picked(self, message: CatalogPicked) -> None:
         await self.pick(message.kind, message.name)
@@ -189,10 +172,6 @@ class MainScreen(Screen[None]):
     def on_form_changed(self, message: FormChanged) -> None:
         self._form_plan = None
         self._status()
-
-    def on_input_submitted(self, event: Input.Submitted) -> None:
-        if self.form in event.input.ancestors:
-            self.focus_next()
 
     def action_leave_field(self) -> None:
         focused = self.focused

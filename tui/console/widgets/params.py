@@ -283,6 +283,28 @@ class ParamsForm(Vertical):
     def hint(self, text: str) -> None:
         self.query_one("#form-hint", Static).update(text)
 
+    def choose_profile(self, cat: Catalog, kind: str, name: str) -> None:
+        """A CPU or kernel profile picked in the catalogue: set, and said in the hint."""
+        self.set_choice(kind, name)
+        if kind == "cpu":
+            cpu = cat.cpus[name]
+            self.hint(f"cpu {name}: {cpu.summary} (cpus "
+                      f"{','.join(map(str, cpu.cpus)) or 'any'}, sched {cpu.sched})")
+        else:
+            self.hint(f"kernel {name}: {cat.kernels[name].summary}")
+
+    def show_batch(self, name: str, variants: list[tuple[str, Plan]]) -> str:
+        """A plan with list params is a batch: the form holds its first variant.  The note
+        shown in the hint, returned (for the log)."""
+        labels = ", ".join(label for label, _ in variants)
+        keys = sorted({k for _, v in variants for k in v.params
+                       if v.params[k] != variants[0][1].params[k]})
+        note = (f"{name} is a batch of {len(variants)} variants ({labels}); the form holds "
+                f"the first, change {', '.join(keys) or 'the params'} for another; run them "
+                f"all headless with `hotloop run {name}`")
+        self.hint(note)
+        return note
+
     def set_choice(self, key: str, value: str) -> None:
         f = self.fields.get(key)
         if isinstance(f, SelectField):
@@ -350,6 +372,9 @@ class ParamsForm(Vertical):
         f = self._field_of(event.widget)
         if f is not None:
             self.hint(f.hint)
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        self.screen.focus_next()            # enter: on to the next field
 
     @on(Input.Changed)
     def _input_changed(self, event: Input.Changed) -> None:
