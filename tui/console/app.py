@@ -23,6 +23,7 @@ from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
 
+from hotloop import paths
 from hotloop.console.commands import HotloopCommands
 from hotloop.console.controller import STOP_GRACE_S
 from hotloop.console.screens.main import WIDE_FROM, MainScreen
@@ -46,7 +47,7 @@ class HotloopApp(App[None]):
         yield from (c for c in super().get_system_commands(screen) if c.title != "Screenshot")
 
     def __init__(self, profiles: list[Path] | None = None,
-                 results_dir: Path = Path("results")) -> None:
+                 results_dir: Path = paths.RESULTS) -> None:
         super().__init__()
         self.main_screen = MainScreen(list(profiles or []), Path(results_dir))
         self.watchdog: Watchdog | None = None

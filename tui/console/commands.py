@@ -10,6 +10,7 @@ from rich.markup import escape
 from textual.app import App
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
+from hotloop import paths
 from hotloop.catalog import Catalog
 from hotloop.visible import visible
 
@@ -23,7 +24,7 @@ ACTIONS = (
 )
 
 
-SCREENSHOTS = Path("results")          # beside the result files the console writes
+SCREENSHOTS = paths.RESULTS            # beside the result files the console writes
 
 
 def save_screenshot(app: App[Any], directory: Path = SCREENSHOTS) -> Path | None:

@@ -9,6 +9,7 @@ from textual.widgets import Static
 
 from hotloop.catalog import Plan
 from hotloop.console.live import LiveRun
+from hotloop.visible import cut
 
 if TYPE_CHECKING:
     from hotloop.run.series import Slot
@@ -66,8 +67,8 @@ def status_row(plans: list[tuple[str, str]], tail: list[str], room: int,
     if choice is None and plans:
         sep, (head, end) = SEPARATORS[-1], plans[-1]
         spare = room - width(sep, ("", ""))
-        end = _cut(end, max(min(len(end), 12), spare - len(head)))     # the host's name first
-        choice = sep, (_cut(head, max(0, spare - len(end))), end)
+        end = cut(end, max(min(len(end), 12), spare - len(head)))     # the host's name first
+        choice = sep, (cut(head, max(0, spare - len(end))), end)
     sep, plan = choice if choice is not None else (
         next((s for s in SEPARATORS if width(s, None) <= room), SEPARATORS[-1]), None)
     text = Text("hotloop", style="bold")
@@ -77,7 +78,3 @@ def status_row(plans: list[tuple[str, str]], tail: list[str], room: int,
         text.append(sep)
         text.append(t, style="dim" if dim_last and i == len(tail) - 1 else "")
     return text
-
-
-def _cut(text: str, width: int) -> str:
-    return text if len(text) <= width else text[:max(0, width - 1)] + "…" if width else ""
