@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from test_app import SIZE, log_text, set_choice, small_run, type_into, wait_for
+from test_app import SIZE, log_text, picked, set_choice, small_run, type_into, wait_for
 
 from hotloop import results
 from hotloop.console.app import HotloopApp
@@ -141,5 +141,63 @@ def test_stop_ends_the_series_and_keeps_the_sessions_done(isolated: Path, leftov
         for f in d.glob("*/*.stopped"):
             r = results.read(f)
             assert r.failed is not None and r.failed.interrupted
+    asyncio.run(go())
+    assert leftovers() == []
+
+
+REFUSER_C = r"""
+#include "hotloop.h"
+
+void *hl_setup(const struct hl_param *p, int n, const struct hl_env *env,
+               char *err, size_t errlen)
+{
+    (void)p; (void)n; (void)env;
+    hl_bad_param(err, errlen, "calls", "refused by the workload");
+    return NULL;
+}
+int hl_run(void *state, struct hl_result *res, char *err, size_t errlen)
+{ (void)state; (void)res; (void)err; (void)errlen; return 0; }
+int hl_pids(void *state, int *pids, int max) { (void)state; (void)pids; (void)max; return 0; }
+void hl_teardown(void *state) { (void)state; }
+"""
+REFUSER_TOML = """
+[workload.refuser]
+source = "refuser.c"
+summary = "a setup that refuses every value"
+metric = "ns/op"
+params.calls = { default = 1, min = 1, help = "refused whatever it is" }
+"""
+
+
+def test_a_series_every_session_would_refuse_leaves_nothing(isolated: Path, leftovers) -> None:
+    """The console starts a series through the launcher, as the command line does: a plan its
+    workload refuses (bad input) ends the series at its first session, says why, and leaves
+    no empty series directory behind."""
+    profiles = _profiles(isolated)
+    (profiles / "refuser.c").write_text(REFUSER_C)
+    (profiles / "refuser.toml").write_text(REFUSER_TOML)
+
+    async def go() -> None:
+        out = isolated / "results"
+        app = HotloopApp(profiles=[profiles], results_dir=out)
+        async with app.run_test(size=SIZE) as pilot:
+            await picked(pilot, app, "refuser")
+            await set_choice(pilot, app, "kernel", "k1")
+            await set_choice(pilot, app, "kernel2", "k2")
+            await type_into(pilot, app, "sessions", "2")
+            await type_into(pilot, app, "runs", "3")
+            await type_into(pilot, app, "warmup", "0")
+            await set_choice(pilot, app, "perf", "off")
+            await pilot.press("escape")
+            assert app.main_screen.form.series == (["k1", "k2"], 2)
+            await pilot.press("r")
+            await wait_for(pilot, lambda: "series not run" in log_text(app), 120,
+                           "the series refused")
+            await wait_for(pilot, lambda: not app.main_screen.controller.running, 10)
+            text = log_text(app)
+            assert "calls: refused by the workload" in text, text
+            assert "removed)" in text, text
+            assert "series done" not in text and "(set aside)" not in text, text
+            assert not out.exists() or list(out.iterdir()) == []
     asyncio.run(go())
     assert leftovers() == []

@@ -18,7 +18,6 @@ from textual.dom import DOMNode
 from textual.worker import Worker, WorkerState
 
 from hotloop import events as ev
-from hotloop import results
 from hotloop.catalog import Catalog, Plan, ResolvedPlan
 from hotloop.console.live import LiveRun
 from hotloop.console.messages import (
@@ -32,8 +31,7 @@ from hotloop.console.messages import (
 from hotloop.errors import HotloopError
 from hotloop.record import Header
 from hotloop.render.units import si
-from hotloop.run import series, start
-from hotloop.run.preflight import preflight, system_settings
+from hotloop.run import launch, series, start
 from hotloop.run.remote import RemoteSession
 from hotloop.run.session import Session
 from hotloop.run.vm import VmSession
@@ -71,16 +69,12 @@ class RunController:
 
     def check_run(self, cat: Catalog, plan: Plan,
                   host: str | None) -> tuple[ResolvedPlan, list[str]]:
-        """`plan` resolved, and what running it would change on the system (to ask first);
-        ValueError or HotloopError when it cannot run."""
-        # on a host, its own catalogue fits the CPU profile to its CPUs, and its own
-        # state tells what would change: here, what the profiles would set
+        """`plan` resolved, and what running it would change on the system (to ask first),
+        by the launcher's rules; ValueError or HotloopError when it cannot run."""
+        # on a host, its own catalogue fits the CPU profile to its CPUs
         rp = cat.resolve(plan, here=host is None)
-        changes = [c.describe() for c in preflight(rp).changes] if host is None \
-            else [f"{setting} on {host}" for setting in system_settings(rp)]
-        if rp.kernel.image:
-            changes = []        # a VM of the session's own: its sysctls are applied there
-        return rp, changes
+        launch.check_host(rp.kernel, host)
+        return rp, launch.consent([rp], host)
 
     def start_run(self, cat: Catalog, rp: ResolvedPlan, apply_system: bool = False,
                   host: str | None = None) -> bool:
@@ -89,18 +83,10 @@ class RunController:
         if self.running:
             return False
         plan = rp.plan
-        chosen = start.Choices(apply_system=apply_system)
-        if host is not None and rp.kernel.image:
-            # there it would run that host's own kernel, silently
-            self._log(f"not run: kernel profile {rp.kernel.name} boots {rp.kernel.image} "
-                      f"in a VM on this machine, not on {host}", "error")
-            return False
-        if host is None:
-            path = results.default_path(plan.name, self.results_dir)
-            self.session = start.here(rp, path, chosen)
-        else:
-            path = results.default_path(f"{plan.name}-{host}", self.results_dir)
-            self.session = start.there(cat.hosts[host], plan, path, chosen)
+        path = launch.result_path(plan.name, host, self.results_dir)
+        self.session = launch.start_run(launch.RunRequest(
+            rp, start.Choices(apply_system=apply_system),
+            host=cat.hosts[host] if host is not None else None, output=path))
         self.series_sides = None
         live = self._new_live(rp)
         self._log(f"run {plan.name}: {rp.workload.name}, {plan.runs} runs "
@@ -194,36 +180,31 @@ class RunController:
     # --- a series (run --sessions) ----------------------------------------------------
 
     def check_series(self, cat: Catalog, plan: Plan, kernels: list[str], n: int,
-                     host: str | None) -> tuple[dict[str, ResolvedPlan], list[str]]:
-        """A series of `plan`, n sessions of each of `kernels`: each kernel's plan resolved,
-        and what they would change on the system (to ask first)."""
-        if host is not None:
-            raise HotloopError("a series runs on this machine (host: this machine)")
-        series.directory_names(kernels)
-        series.check_sessions(n, len(kernels))
-        rps = {k: cat.resolve(replace(plan, kernel=k)) for k in kernels}
-        # an image kernel's sysctls are its VM's own, applied there unasked
-        changes = list(dict.fromkeys(c.describe() for k in kernels if not rps[k].kernel.image
-                                     for c in preflight(rps[k]).changes))
-        return rps, changes
+                     host: str | None
+                     ) -> tuple[launch.SeriesRequest, dict[str, ResolvedPlan], list[str]]:
+        """A series of `plan`, n sessions of each of `kernels`, by the launcher's rules: the
+        request, each kernel's plan resolved, and what they would change on the system (to
+        ask first)."""
+        req = launch.SeriesRequest(plan, tuple(kernels), n, host=host,
+                                   results=self.results_dir)
+        launch.check_series(req)
+        rps = launch.resolve_series(cat, req)
+        return req, rps, launch.consent(rps.values())
 
-    def start_series(self, plan: Plan, rps: dict[str, ResolvedPlan], n: int,
+    def start_series(self, req: launch.SeriesRequest, rps: dict[str, ResolvedPlan],
                      apply_system: bool = False) -> bool:
-        """Start a series: n sessions of each kernel of `rps`, alternating, the live view
+        """Start a series: its sessions of each kernel of `rps`, alternating, the live view
         following the session that runs; whether it started."""
         if self.running:
             return False
-        chosen = start.Choices(apply_system=apply_system, on_exists="refuse")
-        kernels = list(rps)
         try:
-            sp = series.plan(kernels, n, series.new_directory(plan.name, self.results_dir))
+            self.series = launch.start_series(replace(req, apply_system=apply_system), rps)
         except HotloopError as e:
             self._log(f"cannot run: {e}", "error")
             return False
         self.series_sides = None
-        self.series = series.Series(sp, lambda slot: start.here(
-            rps[slot.kernel], slot.path, chosen, variant=slot.kernel))
-        self._log(f"series {plan.name}: {', '.join(kernels)}, {n} session"
+        sp, n, kernels = self.series.plan, req.sessions, list(req.kernels)
+        self._log(f"series {req.plan.name}: {', '.join(kernels)}, {n} session"
                   f"{'s' * (n != 1)} each, alternating → {sp.directory}")
         self._away_from(rps[kernels[0]].cpu.cpus)
         self.worker = self.ui.run_worker(self._run_series(self.series, rps), group="session",
@@ -264,11 +245,11 @@ class RunController:
             if live is not None and live.running:
                 live.end("stopped")
             self.session = None
-            s.set_aside()
+            over = launch.finish(s, interrupted=stopped or s.stopped)
             done = {k: sum(1 for x in s.done if x.kernel == k) for k in s.plan.kernels}
             self._series_ended(str(s.plan.directory), done,
                                [f"{x.kernel} s{x.session:02d}" for x in s.failed],
-                               stopped or s.stopped)
+                               stopped or s.stopped, over)
 
     def _session_line(self, slot: series.Slot, end: ev.Event | None, live: LiveRun) -> None:
         name = f"{slot.kernel} s{slot.session:02d}"
@@ -282,12 +263,18 @@ class RunController:
             self._log(f"{name}: failed: {why}", "error")
 
     def _series_ended(self, directory: str, done: dict[str, int], failed: list[str],
-                      stopped: bool) -> None:
+                      stopped: bool, over: launch.Finished) -> None:
         counts = ", ".join(f"{k} {n}" for k, n in done.items())
         state = "stopped" if stopped else "done"
-        self._log(f"series {state}: sessions finished: {counts} → {directory}",
-                  "warning" if stopped or failed else "success")
-        if failed:
+        if over.refused is not None:        # every session would fail alike: nothing kept
+            self._log(f"series not run: {over.refused}"
+                      + (f" (nothing kept: {directory} removed)" if over.removed else ""),
+                      "error")
+        else:
+            self._log(f"series {state}: sessions finished: {counts} → {directory}"
+                      + (" (removed: nothing ran)" if over.removed else ""),
+                      "warning" if stopped or failed else "success")
+        if failed and over.refused is None:
             self._log(f"failed: {', '.join(failed)} (set aside)", "error")
         if len(done) > 1 and all(done.values()):
             dirs = " ".join(f"{directory}/{k}/" for k in done)

@@ -233,19 +233,19 @@ class MainScreen(Screen[None]):
         kernels, n = asked
         try:
             plan = self.form.build()
-            rps, changes = self.controller.check_series(self.cat, plan, kernels, n, host)
+            req, rps, changes = self.controller.check_series(self.cat, plan, kernels, n, host)
         except (ValueError, HotloopError) as e:
             self._cannot_run(e)
             return
         if not changes:
-            self._started(self.controller.start_series(plan, rps, n))
+            self._started(self.controller.start_series(req, rps))
             return
 
         def answered(yes: bool | None) -> None:
             if yes:
                 self.log_line(f"consent given: {', '.join(changes)} (restored after each "
                               f"session)", "warning")
-                self._started(self.controller.start_series(plan, rps, n, apply_system=True))
+                self._started(self.controller.start_series(req, rps, apply_system=True))
             else:
                 self.log_line(f"not run: the series' kernel profiles would change "
                               f"{', '.join(changes)}; nothing was changed", "warning")
