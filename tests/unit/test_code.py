@@ -41,15 +41,28 @@ def test_the_type_check_sees_across_modules(tmp_path):
     probe.write_text("from hotloop.catalog import Plan\n"
                      "from hotloop.errors import HotloopError\n"
                      "wrong: int = HotloopError('one line')\n"
-                     "plan = Plan(name=1, workload=None)\n")
+                     "plan = Plan(name=1, workload=None)\n"
+                     "def untyped(x):\n"
+                     "    return x\n")
     p = _run(sys.executable, "-m", "mypy", "--config-file", "pyproject.toml", str(probe))
     assert p.returncode == 1, p.stdout[-3000:]
     assert 'probe.py:3: error: Incompatible types in assignment (expression has type ' \
            '"HotloopError", variable has type "int")' in p.stdout, p.stdout[-3000:]
     assert 'probe.py:4: error: Argument "name" to "Plan" has incompatible type "int"' \
         in p.stdout, p.stdout[-3000:]
+    # every function typed (disallow_untyped_defs): an untyped one fails the check
+    assert "probe.py:5: error: Function is missing a type annotation" in p.stdout, \
+        p.stdout[-3000:]
 
 
 def test_the_linter_finds_nothing():
     p = _run(sys.executable, "-m", "ruff", "check", "tui", "tests", "benchmarks")
     assert p.returncode == 0, p.stdout[-3000:]
+
+
+def test_every_module_is_at_most_500_lines():
+    """One concern a module: a module past 500 lines holds more than one, and is split (no
+    list of exceptions)."""
+    long = {str(p.relative_to(ROOT)): n for p in sorted(ROOT.joinpath("tui").rglob("*.py"))
+            if (n := len(p.read_text().splitlines())) > 500}
+    assert long == {}, f"split these by concern: {long}"
