@@ -3,11 +3,15 @@ file) is cleaned up by the next hotloop: only files of hotloop's own temp naming
 process is dead; nothing of a live run's, nothing that only looks like one."""
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from pathlib import Path
 
+import pytest
 from conftest import hotloop
 from faulty import start as _start
 
@@ -106,3 +110,35 @@ def test_a_run_killed_around_its_start_leaves_no_empty_result_file(faulty, tmp_p
     p = hotloop(*args[:-4], "--runs", "1", "--out", str(d / "next.jsonl"))
     assert p.returncode == 0, p.stderr
     assert [f for f in os.listdir(d) if f.startswith(".")] == []
+
+
+@contextlib.contextmanager
+def _small_disk(where: Path, **opts: str) -> Iterator[None]:
+    """A real file system at `where` that runs out (of inodes, of space) at once: a tmpfs."""
+    where.mkdir()
+    options = ",".join(f"{k}={v}" for k, v in opts.items())
+    made = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(where)],
+                          capture_output=True, text=True)
+    if made.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {made.stderr.strip()}")
+    try:
+        yield
+    finally:
+        subprocess.run(["umount", "-l", str(where)], check=True)
+
+
+def test_a_series_the_disk_breaks_leaves_no_empty_directory(isolated, leftovers):
+    """No room for the first session's file: the series ends in one line, and neither its
+    directory nor a kernel's folder made before the one that failed is left behind."""
+    results_dir = isolated / "results"
+    with _small_disk(results_dir, nr_inodes="3"):       # the root, the series, one folder
+        one = hotloop("run", "zero_null", "--sessions", "3", "--runs", "3", "--no-perf")
+        assert one.returncode == 2, one.stderr
+        assert list(results_dir.iterdir()) == [], list(results_dir.rglob("*"))
+        two = hotloop("run", "zero_null", "--kernel", "default", "--kernel", "busy-poll",
+                      "--sessions", "2", "--runs", "3", "--no-perf")
+        assert two.returncode == 2, two.stderr
+        assert "cannot make a kernel's directory" in two.stderr
+        assert list(results_dir.iterdir()) == [], list(results_dir.rglob("*"))
+    assert leftovers() == []
+

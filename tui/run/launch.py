@@ -143,8 +143,8 @@ def start_series(req: SeriesRequest, rps: dict[str, ResolvedPlan]) -> series.Ser
     directory = series.new_directory(req.stem or req.plan.name, req.results)
     try:
         sp = series.plan(req.kernels, req.sessions, directory)
-    except HotloopError:
-        _remove_empty(directory, ())
+    except HotloopError:                # a kernel's folder: those made before it go too
+        _remove_empty(directory, [directory / n for n in series.directory_names(req.kernels)])
         raise
     chosen = start.Choices(req.apply_system, req.keep_perf, on_exists="refuse")
     return series.Series(sp, lambda slot: start.here(rps[slot.kernel], slot.path, chosen,
@@ -163,12 +163,13 @@ class Finished:
 
 def finish(s: series.Series, interrupted: bool = False) -> Finished:
     """Once a series is over (ended, stopped, or broken by an error): each session that did
-    not finish set aside (series.ASIDE), and its directory removed when nothing ran or the
-    plan was refused before a session finished.  A stopped series keeps its directory."""
+    not finish set aside (series.ASIDE), and its directory removed where it holds nothing when
+    no session finished (the plan refused, the disk full before the first file).  A stopped
+    series keeps its directory."""
     moved = s.set_aside()
     bad = next((e for e in s.ends.values() if isinstance(e, ev.Failed) and e.bad_input), None)
     refused = bad.message if bad is not None and not s.done else None
-    if refused is not None or (not s.ends and not interrupted):
+    if refused is not None or (not s.done and not interrupted):
         _remove_empty(s.plan.directory, [s.plan.folder(k) for k in s.plan.kernels])
     return Finished(moved, refused, not s.plan.directory.exists())
 
