@@ -191,9 +191,16 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     try:
         series_cli.drive(s, "text", line, observe)
     except (KeyboardInterrupt, asyncio.CancelledError):
-        launch.finish(s, interrupted=True)
-        print(f"hotloop: interrupted; the sessions so far are in {where}", file=sys.stderr)
+        over = launch.finish(s, interrupted=True)
+        print("hotloop: interrupted; " + (f"the sessions so far are in {where}"
+                                          if not over.removed else "no session was kept"),
+              file=sys.stderr)
         return interrupted_status()
+    except HotloopError:
+        # the series cannot go on (a full disk): the session it broke set aside, as
+        # run --sessions does, so no later calibrate or compare reads it as a session
+        launch.finish(s)
+        raise
     over = launch.finish(s)
     if over.refused is not None:
         raise HotloopError(over.refused)
