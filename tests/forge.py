@@ -81,9 +81,10 @@ def run(index: int, metric: str, *, ops: int, bytes: int = 0, ns: int, cycles: i
 
 
 def symbols(pcts: Iterable[float], scope: str = "session", window: int = 0,
-            kernel: bool = True) -> dict[str, Any]:
-    """A hot_symbols line: sym0, sym1... with these percents."""
-    syms = [{"symbol": f"sym{i}", "dso": "[kernel.kallsyms]" if kernel else "libc.so.6",
+            kernel: bool = True, names: Sequence[str] = ()) -> dict[str, Any]:
+    """A hot_symbols line: sym0, sym1... (or `names`, in order) with these percents."""
+    syms = [{"symbol": names[i] if i < len(names) else f"sym{i}",
+             "dso": "[kernel.kallsyms]" if kernel else "libc.so.6",
              "percent": p, "kernel": kernel, "samples": int(p * 10)}
             for i, p in enumerate(pcts)]
     return {"type": "hot_symbols", "symbols": syms, "scope": scope, "window": window,

@@ -42,7 +42,7 @@ def document(comp: Comparison) -> dict[str, Any]:
             {"file": p.new.file, "name": p.new.name,
              "symbols": [{"symbol": d.symbol, "dso": d.dso, "kernel": d.kernel,
                           "baseline_pct": d.baseline_pct, "new_pct": d.new_pct,
-                          "delta": d.delta} for d in p.symbols]}
+                          "delta": d.delta, "names": list(d.names)} for d in p.symbols]}
             for p in comp.pairs if p.symbols],
         "warnings": comp.warnings,
         "method": {"alpha": ALPHA, "confidence": CONFIDENCE, "min_runs": MIN_RUNS,

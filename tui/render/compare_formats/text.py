@@ -79,8 +79,11 @@ def render_text(comp: Comparison) -> str:
                           f"(top {TOP_SYMBOLS} by |delta|, % of samples)"]
             rows = [["symbol", "dso", "baseline", "new", "delta"]]
             for d in p.symbols:
-                rows.append([f"[{'k' if d.kernel else '.'}] {d.symbol[:50]}", d.dso[:30],
+                held = f" ({len(d.names)} names)" if d.merged else ""
+                rows.append([f"[{'k' if d.kernel else '.'}] {d.symbol[:50]}{held}", d.dso[:30],
                              f"{d.baseline_pct:.2f}%", f"{d.new_pct:.2f}%", f"{d.delta:+.2f}"])
+                # a function's clones, added up in the row above: a line a name, under it
+                rows += [[f"      {name[:50]}", "", "", "", ""] for name in d.names if d.merged]
             lines += _table(rows, right={2, 3, 4})
     shown = {meta_warning(p) for p in comp.pairs if p.metadata}     # each under its pair
     rest = [w for w in comp.warnings if w not in shown]
