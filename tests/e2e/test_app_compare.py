@@ -136,6 +136,36 @@ def test_compare_two_files_verdict_histogram_and_back(isolated: Path,
     run(go())
 
 
+def test_symbols_tab_shows_a_function_renamed_across_builds_as_one_row(
+        isolated: Path) -> None:
+    """read_zero is GCC's .isra.0 clone in the baseline's build, plain in the new one: one row
+    of the symbols tab, its names dim beneath it; a row of one name as before."""
+    def clones(name: str, pcts: list[float], names: list[str]) -> Path:
+        return forge.zero_null(isolated / "made" / name, forge.NS_512,
+                               more=[forge.symbols(pcts, names=names)])
+    async def go() -> None:
+        out = results_dir(isolated, [
+            clones("isra.jsonl", [40.0, 20.0], ["read_zero.isra.0", "write_null"]),
+            clones("plain.jsonl", [35.0, 25.0], ["read_zero", "write_null"])])
+        app = HotloopApp(results_dir=out)
+        async with app.run_test(size=SIZE) as pilot:
+            screen = await open_compare(pilot, app, 2)
+            await pick(pilot, screen, "isra.jsonl", "enter")       # the baseline
+            await pick(pilot, screen, "plain.jsonl", "space")
+            await pilot.press("c")
+            await wait_for(pilot, lambda: screen.comparison is not None or screen.error, 30,
+                           "the comparison")
+            assert screen.error == ""
+            await pilot.press("4")
+            syms = screen.query_one("#compare-symbols", DataTable)
+            rows = [[str(c).strip() for c in syms.get_row_at(i)] for i in range(syms.row_count)]
+            assert rows == [["[k] read_zero (2 names)", "40.00%", "35.00%", "-5.00", "kernel"],
+                            ["read_zero", "", "", "", ""],
+                            ["read_zero.isra.0", "", "", "", ""],
+                            ["[k] write_null", "20.00%", "25.00%", "+5.00", "kernel"]]
+    run(go())
+
+
 def test_sessions_marked_into_sides(isolated: Path, made: dict[str, Path]) -> None:
     """Two sessions a side: space starts a side, `a` adds a session to the last one."""
     async def go() -> None:

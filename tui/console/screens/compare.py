@@ -390,11 +390,14 @@ class CompareScreen(Screen[None]):
             for d in p.symbols[:SYMBOLS_TOP]:
                 kind = "[k]" if d.kernel else "[.]"
                 style = "green" if d.delta < 0 else "red" if d.delta > 0 else ""
-                syms.add_row(Text(f"{kind} {cut(d.symbol, width)}"),
+                held = f" ({len(d.names)} names)" if d.merged else ""
+                syms.add_row(Text(f"{kind} {cut(d.symbol, width)}{held}"),
                              Text(f"{d.baseline_pct:.2f}%", justify="right"),
                              Text(f"{d.new_pct:.2f}%", justify="right"),
                              Text(f"{d.delta:+.2f}", justify="right", style=style),
                              Text(cut(dso_name(d.dso), DSO_WIDTH), style="dim"))
+                for name in d.names if d.merged else ():    # the clones added up above
+                    syms.add_row(Text(f"    {cut(name, width)}", style="dim"), "", "", "", "")
 
     @staticmethod
     def _metric_rows(table: DataTable, p: Pair, narrow: bool = False) -> list[str]:
