@@ -13,7 +13,9 @@ import os
 import signal
 import subprocess
 import sys
+import sysconfig
 import time
+import venv
 from pathlib import Path
 
 import pytest
@@ -73,10 +75,24 @@ def vm_env(path: str | None = None) -> dict[str, str]:
     return env
 
 
-def hotloop(*args: str, env: dict[str, str], timeout: float = 300
-            ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "hotloop", *args], capture_output=True,
+def hotloop(*args: str, env: dict[str, str], timeout: float = 300,
+            python: str = sys.executable) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([python, "-m", "hotloop", *args], capture_output=True,
                           text=True, timeout=timeout, env=env)
+
+
+def python_without_virtme(tmp_path: Path) -> str:
+    """A venv's Python with no virtme-run beside it (hotloop looks there before PATH) that
+    imports what this one does: its site-packages names this venv's."""
+    d = tmp_path / "bare-venv"
+    venv.create(d, with_pip=False)
+    python = d / "bin" / "python"
+    site = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()"
+                           "['purelib'])"], capture_output=True, text=True, check=True)
+    real = sysconfig.get_paths()["purelib"]
+    Path(site.stdout.strip(), "hotloop-env.pth").write_text(
+        f"import site; site.addsitedir({real!r})\n")
+    return str(python)
 
 
 def descendants(pid: int) -> list[int]:
@@ -199,15 +215,20 @@ def test_hotloop_killed_mid_boot_leaves_no_qemu(tmp_path, leftovers):
 def test_without_virtme_ng_or_qemu_a_vm_session_says_so_in_one_line(tmp_path):
     d = vm_profiles(tmp_path)
     no_virtme = path_without(tmp_path, "virtme-run")        # PATH as it is: no venv bin
+    python = python_without_virtme(tmp_path)                # nor one beside the Python
     r = hotloop("run", "syscall", "--kernel", "deb47", "--runs", "2", "--profiles", str(d),
-                env=vm_env(no_virtme))
+                env=vm_env(no_virtme), python=python)
     assert r.returncode != 0
-    assert r.stderr.strip() == ("hotloop: a kernel profile with an image boots a VM: no "
-                                "`virtme-run` on PATH (pip install 'hotloop[vm]' (virtme-ng), "
-                                "with its bin directory on PATH)")
+    assert r.stderr.strip() == (f"hotloop: a kernel profile with an image boots a VM: no "
+                                f"`virtme-run` beside {python} nor on PATH (pip install "
+                                f"'hotloop[vm]': virtme-ng, beside hotloop's Python)")
     assert not list(tmp_path.glob("results/*.jsonl"))      # nothing ran: no file
+    doctor = hotloop("doctor", "--profiles", str(d), env=vm_env(no_virtme), python=python)
+    assert "no   virtme-ng            no virtme-run beside this Python nor on PATH" \
+        in doctor.stdout
+    # the venv's own, its bin/ not on PATH (`.venv/bin/hotloop` run without activating it)
     doctor = hotloop("doctor", "--profiles", str(d), env=vm_env(no_virtme))
-    assert "no   virtme-ng            no virtme-run on PATH" in doctor.stdout
+    assert f"yes  virtme-ng            {VENV_BIN}/virtme-run" in doctor.stdout
     assert f"yes  vm kernel deb47      {IMAGE}: {RELEASE}, mounts the root over 9p" \
         in doctor.stdout
     (tmp_path / "only").mkdir()

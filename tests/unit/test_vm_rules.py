@@ -7,6 +7,8 @@ import fcntl
 import json
 import os
 import shlex
+import shutil
+import sys
 from pathlib import Path
 
 import forge
@@ -240,3 +242,14 @@ def test_compare_refuses_emulated_sessions_beside_measured_ones(tmp_path):
     for fmt in compare_formats.FORMATS:
         if fmt != "csv":                            # csv carries rows, not warnings
             assert "emulated guests" in compare_formats.render(both, fmt), fmt
+
+
+def test_virtme_run_is_found_beside_this_python_without_it_on_path(monkeypatch):
+    # `.venv/bin/hotloop` run without activating the venv: its bin/ is not on PATH, and the
+    # vm extra put virtme-run there
+    beside = Path(sys.executable).parent / "virtme-run"
+    assert beside.exists()
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    assert kvm.find_virtme() == str(beside)
+    if shutil.which(kvm.QEMU):              # tools() takes qemu from PATH, as before
+        assert kvm.tools()[0] == str(beside)

@@ -18,6 +18,7 @@ from hotloop.host.kvm import (
     QEMU,
     VIRTME,
     Accel,
+    find_virtme,
     kvm_state,
     probe_kvm,
     qemu_version,
@@ -186,9 +187,9 @@ def vm_rows(images: dict[str, str]) -> list[tuple[str, bool, str]]:
     version = qemu_version(qemu) if qemu else ""
     rows.append(("qemu", qemu is not None,
                  f"{qemu} {version}".strip() if qemu else f"no {QEMU} on PATH ({INSTALL_QEMU})"))
-    virtme = shutil.which(VIRTME)
+    virtme = find_virtme()
     rows.append(("virtme-ng", virtme is not None,
-                 virtme or f"no {VIRTME} on PATH ({INSTALL_VIRTME})"))
+                 virtme or f"no {VIRTME} beside this Python nor on PATH ({INSTALL_VIRTME})"))
     state = kvm_state()
     if state == "absent":
         rows.append(("kvm", False, "no /dev/kvm: guests would be emulated (TCG)"))

@@ -13,6 +13,7 @@ import shutil
 import signal
 import stat
 import subprocess
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,7 +25,7 @@ from hotloop.visible import visible
 
 VIRTME = "virtme-run"
 QEMU = "qemu-system-x86_64"
-INSTALL_VIRTME = "pip install 'hotloop[vm]' (virtme-ng), with its bin directory on PATH"
+INSTALL_VIRTME = "pip install 'hotloop[vm]': virtme-ng, beside hotloop's Python"
 INSTALL_QEMU = "Debian: apt-get install qemu-system-x86"
 PROBE_S = 20.0                      # a guest under KVM prints its banner within this
 
@@ -34,12 +35,18 @@ def tcg_warning(why: str) -> str:
             f"this CPU")
 
 
+def find_virtme() -> str | None:
+    """virtme-run beside this Python first (pip put it in the venv's bin/, which need not be
+    on PATH: `.venv/bin/hotloop` runs without activating it), then on PATH."""
+    return shutil.which(VIRTME, path=str(Path(sys.executable).parent)) or shutil.which(VIRTME)
+
+
 def tools() -> tuple[str, str]:
-    """virtme-run and qemu as PATH finds them; HotloopError naming what is missing."""
-    virtme = shutil.which(VIRTME)
+    """virtme-run (find_virtme) and qemu (PATH); HotloopError naming what is missing."""
+    virtme = find_virtme()
     if virtme is None:
-        raise HotloopError(f"a kernel profile with an image boots a VM: no `{VIRTME}` on "
-                           f"PATH ({INSTALL_VIRTME})")
+        raise HotloopError(f"a kernel profile with an image boots a VM: no `{VIRTME}` "
+                           f"beside {sys.executable} nor on PATH ({INSTALL_VIRTME})")
     qemu = shutil.which(QEMU)
     if qemu is None:
         raise HotloopError(f"a kernel profile with an image boots a VM: no `{QEMU}` on "
