@@ -26,8 +26,10 @@ from hotloop.run.guest import guest_cpus, guest_profiles, guest_program, sweep
 
 
 def fake_bzimage(path: Path, release: str = "6.9.0-test") -> Path:
-    """A file with the x86 boot header's magic and a version string where it points."""
+    """A file with the x86 boot header's magic and a version string where it points, as
+    long as the header says: one setup sector after the boot sector, no kernel after them."""
     data = bytearray(0x400)
+    data[0x1F1] = 1
     data[0x202:0x206] = b"HdrS"
     data[0x20E:0x210] = (0x300 - 0x200).to_bytes(2, "little")
     text = f"{release} (builder@host) #1 SMP".encode()
@@ -77,11 +79,42 @@ def test_an_image_that_is_no_kernel_is_refused_at_load(tmp_path, image, expected
     ('append = "a\\nb"', "[kernel.k] append: 'a\\nb' holds a control character"),
     ("cpus = 0", "[kernel.k] cpus: 0 is below the minimum 1"),
     ("memory = \"lots\"", "[kernel.k] memory: 'lots': expected a size like \"2G\""),
+    # virtme-run appends M to what has no M, G or K: "-m 1TM", "-m 2gM"
+    ("memory = \"1T\"", "p.toml:3: [kernel.k] memory: '1T': expected a size like \"2G\" or "
+                        "\"512M\" (a number with M or G, or alone for MiB) from 256M to 1024G"),
+    ("memory = \"2g\"", "[kernel.k] memory: '2g': expected a size like"),
+    ("memory = \"512K\"", "[kernel.k] memory: '512K': expected a size like"),
+    ("memory = \"64\"", "[kernel.k] memory: '64': expected a size like"),
+    ("memory = \"2048G\"", "[kernel.k] memory: '2048G': expected a size like"),
+    ("memory = 2048", "[kernel.k] memory: expected a string, got an integer"),
 ])
 def test_the_vm_keys_are_checked_one_line_each(tmp_path, extra, expected):
     fake_bzimage(tmp_path / "bz")
     error = load_error(tmp_path, f"[kernel.k]\nimage = '{tmp_path / 'bz'}'\n{extra}\n")
     assert expected in error and "\n" not in error
+
+
+@pytest.mark.parametrize("memory", ["2048", "512M", "1G", "1024G"])
+def test_memory_is_what_virtme_run_passes_to_qemu(tmp_path, memory):
+    fake_bzimage(tmp_path / "bz")
+    d = profile_dir(tmp_path, f"[kernel.k]\nimage = '{tmp_path / 'bz'}'\nmemory = '{memory}'\n")
+    assert catalog.load([d]).kernels["k"].memory == memory      # a bare number: MiB
+
+
+def test_a_truncated_bzimage_is_refused_at_load(tmp_path):
+    image = fake_bzimage(tmp_path / "bz")
+    data = bytearray(image.read_bytes())
+    data[0x1F1] = 0                                 # 0: four setup sectors, 2560 bytes
+    data[0x206:0x208] = (0x20F).to_bytes(2, "little")
+    data[0x1F4:0x1F8] = (0x10000).to_bytes(4, "little")     # then 1 MiB of kernel
+    image.write_bytes(bytes(data) + bytes(2560 + (1 << 20) - len(data)))
+    assert kimage.image_problem(image) is None
+    image.write_bytes(image.read_bytes()[:-1])      # HdrS intact, the kernel's end cut off
+    error = load_error(tmp_path, f"[kernel.k]\nlabel = 'x'\nimage = '{image}'\n")
+    assert error.endswith(f"p.toml:3: [kernel.k] image: {image} is truncated: 1051135 bytes, "
+                          f"where its boot header says 1051136 (setup_sects and syssize)")
+    image.write_bytes(image.read_bytes() + b"\0" * 1473)       # a signature after it: fine
+    assert kimage.image_problem(image) is None
 
 
 @pytest.mark.parametrize("key", ["append = 'quiet'", "cpus = 2", "memory = '1G'"])

@@ -115,13 +115,21 @@ def _ssh_option(v: Any) -> str | None:
         f"{v!r}: expected an ssh option as Key=value (e.g. ProxyJump=bastion)"
 
 
+MEMORY_MIB = (256, 1 << 20)        # 9p's buffers want more than 128M; 1024G is a lot
+
+
 def _memory(v: Any) -> str | None:
-    """A VM's memory as qemu's -m takes it: a number and a unit, "2G", "512M"."""
+    """A VM's memory as virtme-run's --memory passes it to qemu's -m: a number with M or G,
+    or a bare number, to which virtme-run appends M ("1T" would become "-m 1TM")."""
     bad = _is(str)(v)
     if bad:
         return bad
-    return None if re.fullmatch(r"[1-9][0-9]{0,6}[KMGT]?", v) else \
-        f"{v!r}: expected a size like \"2G\" or \"512M\""
+    m = re.fullmatch(r"([1-9][0-9]{0,7})([MG]?)", v)
+    mib = int(m.group(1)) * (1024 if m.group(2) == "G" else 1) if m else 0
+    lo, hi = MEMORY_MIB
+    return None if lo <= mib <= hi else \
+        (f"{v!r}: expected a size like \"2G\" or \"512M\" (a number with M or G, or alone "
+         f"for MiB) from {lo}M to {hi >> 10}G")
 
 
 def _one_of(choices: tuple[str, ...]) -> Check:

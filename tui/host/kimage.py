@@ -13,6 +13,10 @@ from pathlib import Path
 # 0x200) of its version string ("6.1.0-47-amd64 (debian-kernel@...) #1 SMP ...").
 MAGIC_AT, MAGIC = 0x202, b"HdrS"
 VERSION_PTR_AT = 0x20E
+# Its length: the setup's sectors (the byte at 0x1f1; 0 means 4) plus the boot sector, then
+# the protected-mode kernel, 0x1f4's syssize in 16-byte units (32 bits from protocol 2.04,
+# the version at 0x206; 16 before).  A signed image carries more after it, never less.
+SETUP_SECTS_AT, SYSSIZE_AT, PROTOCOL_AT = 0x1F1, 0x1F4, 0x206
 ELF = b"\x7fELF"
 # the modules or built-in options virtme-ng's guest needs for a 9p root over virtio
 NINEP_MODULES = ("9p.ko", "9pnet.ko", "9pnet_virtio.ko")
@@ -38,11 +42,24 @@ def image_problem(path: Path) -> str | None:
     except OSError as e:
         return f"{path}: cannot read: {e.strerror}"
     if head[MAGIC_AT:MAGIC_AT + 4] == MAGIC:
+        expected = declared_size(head)
+        if st.st_size < expected:
+            return (f"{path} is truncated: {st.st_size} bytes, where its boot header says "
+                    f"{expected} (setup_sects and syssize)")
         return None
     if head[:4] == ELF:
         return (f"{path} is an ELF file, not a bootable kernel image (for a built tree: "
                 f"arch/x86/boot/bzImage, not vmlinux)")
     return f"{path} is not a kernel image (no bzImage header 'HdrS' at 0x202)"
+
+
+def declared_size(head: bytes) -> int:
+    """A bzImage's length as its setup header gives it (its first 0x210 bytes)."""
+    setup_sects = head[SETUP_SECTS_AT] or 4
+    protocol = int.from_bytes(head[PROTOCOL_AT:PROTOCOL_AT + 2], "little")
+    width = 4 if protocol >= 0x204 else 2
+    syssize = int.from_bytes(head[SYSSIZE_AT:SYSSIZE_AT + width], "little")
+    return (setup_sects + 1) * 512 + syssize * 16
 
 
 def image_release(path: Path) -> str:
