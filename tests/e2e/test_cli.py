@@ -1,15 +1,22 @@
 """The command line as a user meets it, where it runs something: warnings once, a bad profile
 file skipped by a run and counted by doctor, Ctrl-C's summary, shell completion in a real bash,
-the console's screenshot.  What starts no process (typos, bad files, help, list, show, --svg)
-is tests/unit/test_command_line.py's."""
+the console's screenshot, the console refused without a terminal and started on one.  What
+starts no process (typos, bad files, help, list, show, --svg) is
+tests/unit/test_command_line.py's."""
 from __future__ import annotations
 
+import fcntl
 import json
 import os
+import pty
 import re
+import select
 import signal
+import struct
 import subprocess
 import sys
+import termios
+import time
 from pathlib import Path
 
 import pytest
@@ -243,3 +250,69 @@ def test_list_plans_says_the_last_measured_time_of_a_repetition(tmp_path):
     assert f"3 repetitions x ~{si(ns / 1e9, 's')} each (last measured " in line, line
     assert "results/t.jsonl" in line
     assert "21 repetitions x ~? each" in "\n".join(out)           # quick: never run here
+
+
+# --- the console wants a terminal ----------------------------------------------------------
+
+NO_TERMINAL = ("hotloop: the console needs a terminal (stdin, stdout and stderr); for scripts "
+               "use `hotloop run ...`")
+
+
+def _close_stdin() -> None:
+    os.close(0)
+
+
+@pytest.mark.parametrize("how", ["stdin /dev/null, stdout a file", "stdin /dev/null",
+                                 "stdin closed", "stdin closed by bash"])
+def test_the_console_without_a_terminal_refuses_in_one_line(tmp_path, how):
+    """Textual from /dev/null never ended (drawing into the file for ever); with stdin
+    closed it died with a traceback."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    argv = [sys.executable, "-m", "hotloop"]
+    out = tmp_path / "out"
+    kw: dict = {"stdin": subprocess.DEVNULL, "stderr": subprocess.PIPE, "text": True,
+                "timeout": 30, "env": env}
+    if how == "stdin /dev/null, stdout a file":
+        with open(out, "w") as f:
+            p = subprocess.run(argv, stdout=f, **kw)
+        assert out.read_text() == ""
+    elif how == "stdin /dev/null":
+        p = subprocess.run(argv, stdout=subprocess.PIPE, **kw)
+    elif how == "stdin closed":
+        p = subprocess.run(argv, stdout=subprocess.PIPE, preexec_fn=_close_stdin,
+                           **{**kw, "stdin": None})
+    else:
+        p = subprocess.run(["bash", "-c", 'exec "$@" <&-', "bash", *argv],
+                           stdout=subprocess.PIPE, **{**kw, "stdin": None})
+    assert one_line_exit_2(p).strip() == NO_TERMINAL
+
+
+def test_the_console_on_a_terminal_starts_and_q_quits(tmp_path):
+    """The other side of the refusal: on a terminal (a pty for stdin, stdout and stderr) the
+    console draws its plan and `q` ends it with 0."""
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))
+    proc = subprocess.Popen([sys.executable, "-m", "hotloop"], stdin=slave, stdout=slave,
+                            stderr=slave, start_new_session=True,
+                            env=dict(os.environ, PYTHONPATH=str(ROOT), TERM="xterm-256color"))
+    os.close(slave)
+    seen, sent = b"", False
+    deadline = time.monotonic() + 60
+    try:
+        while proc.poll() is None and time.monotonic() < deadline:
+            if select.select([master], [], [], 0.2)[0]:
+                try:
+                    seen += os.read(master, 65536)
+                except OSError:             # EIO: the console has closed the terminal
+                    break
+            if not sent and b"quick" in seen:
+                os.write(master, b"q")
+                sent = True
+        assert sent, seen[-2000:]
+        assert proc.wait(timeout=30) == 0
+        assert b"the console needs a terminal" not in seen
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        os.close(master)

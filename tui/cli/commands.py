@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import json
 import math
+import os
 import sys
 import time
 from pathlib import Path
@@ -407,6 +408,19 @@ def cmd_completion(args: argparse.Namespace) -> int:
     return 0
 
 
+def _on_a_terminal() -> bool:
+    """Whether stdin, stdout and stderr are all a terminal.  Textual reads keys from stdin
+    and draws on stderr: from /dev/null it never ends (drawing into a file for ever), closed
+    it fails with a traceback; stdout elsewhere is a script's, which wants `run`."""
+    for f in (sys.__stdin__, sys.__stdout__, sys.__stderr__):
+        try:
+            if f is None or not os.isatty(f.fileno()):
+                return False
+        except (OSError, ValueError):       # closed, or its descriptor taken by another file
+            return False
+    return True
+
+
 def complete_names(kind: str, profiles: list[Path]) -> int:
     """The names a shell completes, one a line; nothing at all when they cannot be known
     (a --profiles directory that does not exist, a broken file): completion stays quiet."""
@@ -421,9 +435,13 @@ def complete_names(kind: str, profiles: list[Path]) -> int:
 
 
 def cmd_tui(args: argparse.Namespace) -> int:
-    problem = paths.bundled_problem()   # a broken installation: one line, not an empty console
+    # a broken installation first: it is what every command would say, terminal or not
+    problem = paths.bundled_problem()   # one line, not an empty console
     if problem:
         raise HotloopError(problem)
+    if not _on_a_terminal():
+        raise HotloopError("the console needs a terminal (stdin, stdout and stderr); for "
+                           "scripts use `hotloop run ...`")
     from hotloop.console.app import HotloopApp  # only the console needs Textual loaded
     app = HotloopApp(profiles=_profiles(args))
     app.run()
