@@ -161,7 +161,8 @@ def test_run_to_completion(isolated: Path, leftovers) -> None:
             assert len(files) == 1
             result = results.read(files[0])
             assert len(result.runs) == 3 and not result.partial
-            assert "done: 3 runs" in log_text(app)
+            # the controller's log line is a message to the screen: it may trail the run's end
+            await wait_for(pilot, lambda: "done: 3 runs" in log_text(app), 10, "the done line")
         assert leftovers() == []
     run(go())
 
@@ -630,11 +631,17 @@ def test_until_ci_stops_when_the_median_is_known_and_detect_uses_the_calibration
         app = HotloopApp(profiles=[faulty], results_dir=out)
         async with app.run_test(size=SIZE) as pilot:
             numbers = await one_run(app, pilot)
-            assert 10 <= app.main_screen.controller.live.n < 400
-            assert ("calibrated" in numbers) == calibrated and "detect" in numbers
-            assert ("assumed noise" in numbers) != calibrated
-            # not calibrated, beyond that change compare gives a direction, not a call
-            assert ("%? " in numbers) != calibrated
+            live = app.main_screen.controller.live
+            assert 10 <= live.n < 400
+            # the calibration is found, or not, however the runs spread
+            assert (live.noise is not None) == calibrated and "detect" in numbers
+            # the figure's words, where there is a figure: a loaded machine can spread the
+            # runs past what compare could call ("too noisy to call", calibrated or not)
+            if "too noisy to call" not in numbers:
+                assert ("calibrated" in numbers) == calibrated
+                assert ("assumed noise" in numbers) != calibrated
+                # not calibrated, beyond that change compare gives a direction, not a call
+                assert ("%? " in numbers) != calibrated
             newest = max(out.glob("*faulty*.jsonl"), key=lambda p: p.stat().st_mtime)
             result = results.read(newest)
             stop = result.finished.summary.stop
