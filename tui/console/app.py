@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import os
 import signal
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from textual.app import App, SystemCommand
@@ -66,6 +67,9 @@ class HotloopApp(App[None]):
                                      stop_grace=STOP_GRACE_S)
             self.watchdog.install()
         await self.main_screen.loaded.wait()    # up (for a test: ready) once it has a plan
+        advice = ssh_advice(os.environ)
+        if advice is not None:
+            self.main_screen.log_line(advice)
         self.call_after_refresh(self._settle_heap)
 
     def _settle_heap(self) -> None:
@@ -98,6 +102,16 @@ class HotloopApp(App[None]):
             await self.main_screen.controller.stop(wait=True)
             self.exit(return_code=128 + signum)
         self.run_worker(quit_cleanly(), group="signal", exclusive=True)
+
+
+def ssh_advice(env: Mapping[str, str]) -> str | None:
+    """Over SSH and in no tmux or screen, a dropped connection ends the console, and the run
+    with it (stopped, its runs kept): a long series is better started where it outlives the
+    connection.  None where that is not so."""
+    if env.get("SSH_CONNECTION") and not (env.get("TMUX") or env.get("STY")):
+        return ("over SSH: a dropped connection stops the run (its runs are kept); for long "
+                "series start hotloop inside tmux or screen on this machine")
+    return None
 
 
 def _terminal_fds() -> list[int]:
