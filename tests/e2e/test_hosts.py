@@ -716,3 +716,18 @@ def test_a_result_file_that_cannot_be_written_stops_it_before_the_host_starts(tm
     line, = done.stderr.splitlines()
     assert line.startswith(f"hotloop: {out}: cannot write the result file: ")
     assert remote_copies(tmp_path, "lab1") == []    # nothing ran there
+
+
+def test_a_shared_hosts_ssh_config_cannot_run_a_command_here(tmp_path):
+    """A repository that ships a host and the ssh config it names (`--profiles .`): a
+    ProxyCommand there would run on this machine, so the host is refused, in one line naming
+    the file and the key, and nothing ran."""
+    (tmp_path / "ssh.conf").write_text('Host *\n ProxyCommand sh -c "touch PWNED"\n')
+    (tmp_path / "h.toml").write_text('[host.lab]\naddress="x"\nssh_config="ssh.conf"\n')
+    done = hotloop("--profiles", ".", "host", "check", "lab", cwd=tmp_path)
+    assert not (tmp_path / "PWNED").exists()
+    assert done.returncode == 2, done
+    last = done.stderr.splitlines()[-1]     # after the skipped file's warning, its error
+    assert "Traceback" not in done.stderr, done.stderr
+    assert last.startswith(f"hotloop: h.toml:3: [host.lab] ssh_config: {tmp_path / 'ssh.conf'}"
+                           ":2: ProxyCommand runs a command on this machine"), done.stderr

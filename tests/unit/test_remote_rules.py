@@ -138,7 +138,7 @@ def test_what_is_quoted_is_what_shlex_splits_back():
     "ProxyCommand=nc %h %p", "ProxyCommand nc %h %p", "proxycommand=sh -c 'touch /tmp/x'",
     "LocalCommand=touch /tmp/x", "PermitLocalCommand=yes", "KnownHostsCommand=/bin/sh -c x",
     "Match=exec \"touch /tmp/x\"", "PKCS11Provider=/tmp/evil.so",
-    "SecurityKeyProvider=/tmp/evil.so",
+    "SecurityKeyProvider=/tmp/evil.so", "XAuthLocation=/tmp/evil",
 ])
 def test_ssh_options_that_run_local_commands_only_from_the_users_own_directory(
         tmp_path, monkeypatch, option):
@@ -163,3 +163,53 @@ def test_ssh_options_that_run_local_commands_only_from_the_users_own_directory(
 
 def _toml(s: str) -> str:
     return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+@pytest.mark.parametrize("line, key", [
+    ('ProxyCommand sh -c "touch PWNED"', "ProxyCommand"), ("proxycommand=nc %h %p", "proxycommand"),
+    ('  "ProxyCommand" nc %h %p', "ProxyCommand"), ("LocalCommand touch x", "LocalCommand"),
+    ("PermitLocalCommand yes", "PermitLocalCommand"), ("KnownHostsCommand /bin/x", "KnownHostsCommand"),
+    ('Match host x exec "touch PWNED"', "Match exec"), ("match !EXEC x", "match exec"),
+    ("Include ~/.ssh/other", "Include"), ("PKCS11Provider /tmp/evil.so", "PKCS11Provider"),
+    ("SecurityKeyProvider=/tmp/evil.so", "SecurityKeyProvider"),
+    ("XAuthLocation /tmp/evil", "XAuthLocation"),
+])
+def test_a_shared_hosts_ssh_config_is_read_beside_it_and_refused_if_it_runs_commands(
+        tmp_path, monkeypatch, line, key):
+    """A --profiles directory may ship the ssh config its host names: relative, it is the TOML
+    file's neighbour (not the working directory's), and a line of it that runs a command here
+    is refused in one line naming both files and the key; from the user's own config
+    directory the same host loads as before."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    shared = profile_dir(tmp_path, '[host.lab]\naddress = "x"\nssh_config = "ssh.conf"\n')
+    (shared / "ssh.conf").write_text(f"Host *\n  Port 2222\n{line}\n")
+    monkeypatch.chdir(tmp_path)         # a cwd with no ssh.conf: the TOML's neighbour is read
+    with pytest.raises(HotloopError) as e:
+        catalog.load([shared])
+    message = str(e.value)
+    assert "\n" not in message
+    assert message.startswith(f"{shared / 'p.toml'}:3: [host.lab] ssh_config: "
+                              f"{shared / 'ssh.conf'}:3: {key} runs a command on this "
+                              "machine, accepted only from your own config directory"), message
+    mine = tmp_path / "config" / "hotloop"
+    mine.mkdir(parents=True)
+    (mine / "hosts.toml").write_text((shared / "p.toml").read_text())
+    (mine / "ssh.conf").write_text((shared / "ssh.conf").read_text())
+    assert catalog.load([]).hosts["lab"].ssh_config == str(mine / "ssh.conf")
+
+
+def test_a_shared_hosts_harmless_ssh_config_loads_and_a_missing_one_is_one_line(
+        tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    shared = profile_dir(tmp_path, '[host.lab]\naddress = "x"\nssh_config = "ssh.conf"\n'
+                                   'identity_file = "keys/lab"\n')
+    with pytest.raises(HotloopError, match=r"p.toml:3: \[host.lab\] ssh_config: .*/prof/"
+                                           r"ssh.conf: cannot read: No such file"):
+        catalog.load([shared])
+    (shared / "ssh.conf").write_text("# Match exec is said in a comment only\nHost lab\n"
+                                     "  ProxyJump bastion\n  Match host lab user root\n"
+                                     "  PermitLocalCommand no\n")
+    lab = catalog.load([shared]).hosts["lab"]
+    assert (lab.ssh_config, lab.identity_file) == (str(shared / "ssh.conf"),
+                                                   str(shared / "keys" / "lab"))
+    assert ssh_argv(lab, "true")[2:4] == ["-F", str(shared / "ssh.conf")]

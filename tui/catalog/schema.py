@@ -26,6 +26,7 @@ from hotloop.catalog.model import (
     timeout_problem,
     until_ci_problem,
 )
+from hotloop.catalog.ssh_trust import config_runs_locally, own, runs_locally
 from hotloop.checks import Check, list_of
 from hotloop.errors import HotloopError
 from hotloop.host import kimage, procs
@@ -307,40 +308,47 @@ def _plan(where: Where, name: str, t: dict) -> Plan:
     return Plan(name=name, params=dict(t.get("params", {})), origin=str(where.path), **fields)
 
 
-# ssh options that run a command (or load a library) on this machine, as -o or in a Match:
-# a profile may come from a shared repository, so only the user's own directory may say them
-LOCAL_EXEC = {"proxycommand", "localcommand", "permitlocalcommand", "knownhostscommand",
-              "match", "pkcs11provider", "securitykeyprovider"}
+def _beside(where: Where, path: str) -> str:
+    """A file a host names: a relative path is its TOML file's neighbour (as a profile's
+    `source` is), never the working directory's; "~/..." and absolute paths stay as written."""
+    if not path or os.path.isabs(os.path.expanduser(path)):
+        return path
+    return os.path.abspath(where.path.parent / path)
 
 
-def _runs_locally(option: str) -> str | None:
-    """The key of an ssh option that runs something on this machine, else None."""
-    m = re.match(r"\s*([A-Za-z][A-Za-z0-9]*)\s*[= ]\s*(.*)", option)
-    if m is None or m.group(1).lower() not in LOCAL_EXEC:
-        return None
-    if m.group(1).lower() == "permitlocalcommand" and m.group(2).strip().lower() == "no":
-        return None
-    return m.group(1)
-
-
-def _own(path: Path) -> bool:
-    """A file in the user's own config directory (not a --profiles one, not bundled)."""
+def _trusted(where: Where, name: str, t: dict, ssh_config: str) -> None:
+    """Refuse what would run a command here from a profile outside the user's own directory:
+    its ssh options, and what its ssh config file says (read now, before ssh ever runs)."""
+    if own(where.path):
+        return
+    mine = f"accepted only from your own config directory ({paths.config_dir()}), not from " \
+           f"{where.path}"
+    for option in t.get("ssh_options", ()):
+        if key := runs_locally(option):
+            raise where.error("host", name, "ssh_options", (
+                f"{option!r}: {key} runs a command on this machine, {mine}: "
+                f"put it there, or in ~/.ssh/config"))
+    if not ssh_config:
+        return
+    path = os.path.expanduser(ssh_config)
     try:
-        return path.resolve().is_relative_to(paths.config_dir().resolve())
-    except OSError:
-        return False
+        with open(path, encoding="utf-8", errors="replace") as f:
+            said = config_runs_locally(f.read())
+    except OSError as e:
+        raise where.error("host", name, "ssh_config",
+                          f"{path}: cannot read: {e.strerror or e}") from None
+    if said:
+        raise where.error("host", name, "ssh_config", (
+            f"{path}:{said.line}: {said.key} runs a command on this machine, {mine}: put the "
+            f"host there, or the setting in ~/.ssh/config"))
 
 
 def _host(where: Where, name: str, t: dict) -> Host:
-    if not _own(where.path):
-        for option in t.get("ssh_options", ()):
-            if key := _runs_locally(option):
-                raise where.error("host", name, "ssh_options", (
-                    f"{option!r}: {key} runs a command on this machine, accepted only from "
-                    f"your own config directory ({paths.config_dir()}), not from {where.path}: "
-                    f"put it there, or in ~/.ssh/config"))
-    return Host(name, t["address"], t.get("user", ""), t.get("port"), t.get("identity_file", ""),
-                t.get("ssh_config", ""), tuple(t.get("ssh_options", ())), t.get("hotloop", ""),
+    ssh_config = _beside(where, t.get("ssh_config", ""))
+    _trusted(where, name, t, ssh_config)
+    return Host(name, t["address"], t.get("user", ""), t.get("port"),
+                _beside(where, t.get("identity_file", "")), ssh_config,
+                tuple(t.get("ssh_options", ())), t.get("hotloop", ""),
                 t.get("directory", ""), t.get("label", ""), t.get("summary", ""),
                 str(where.path), float(t.get("stop_wait", STOP_WAIT_S)))
 
