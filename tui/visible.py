@@ -27,6 +27,18 @@ def visible(text: str) -> str:
     return _HIDDEN.sub(_escape, text)
 
 
+# A spreadsheet takes a cell starting so as a formula (=HYPERLINK(...), -2+cmd|...): OWASP's
+# CSV injection advice is a leading single quote, which makes it text
+_FORMULA = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_text(text: str) -> str:
+    """A csv cell of text from outside hotloop (a label, a name, a file): `visible`, and never
+    a formula.  Numbers are not text: they are written as numbers, a minus and all."""
+    shown = visible(text)
+    return "'" + shown if text.startswith(_FORMULA) or shown.startswith(_FORMULA) else shown
+
+
 def visible_lines(text: str) -> str:
     """Several lines, each made `visible`: the line breaks between them stay."""
     return "\n".join(visible(line) for line in text.split("\n"))

@@ -16,6 +16,7 @@ import pytest
 from conftest import bad_profiles
 
 from hotloop import results
+from hotloop.visible import csv_text
 
 
 def one_line_exit_2(p: subprocess.CompletedProcess[str]) -> str:
@@ -181,3 +182,37 @@ def test_csv_from_a_forged_file_sends_no_escape_sequence(tmp_path, good, cli):
         p = cli(*args)
         assert p.returncode == 0, p.stderr
         assert "\x1b" not in p.stdout and "B\\x1b[2J/s" in p.stdout, args
+
+
+def test_csv_text_from_a_forged_file_is_never_a_spreadsheets_formula(tmp_path, cli):
+    """A label, a name or a unit starting with = + - @ would be a formula in a spreadsheet
+    that opens the csv (OWASP's CSV injection): it is written as text, behind a single quote.
+    Numbers are numbers: a slower side's negative diff keeps its minus, unquoted."""
+    base = forge.zero_null(tmp_path / "base.jsonl", forge.NS_512)
+    link = forge.zero_null(tmp_path / "link.jsonl", forge.NS_512 * 6 // 5,
+                           head=forge.header(label='=HYPERLINK("x")'))
+    cmd = forge.zero_null(tmp_path / "cmd.jsonl", forge.NS_512 * 6 // 5,
+                          head=forge.header(label="-cmd"))
+    p = cli("compare", str(base), str(link), str(cmd), "--format", "csv")
+    assert p.returncode == 0, p.stderr
+    rows = [r for r in csv.DictReader(io.StringIO(p.stdout)) if r["metric"] == "bytes/s"]
+    assert [(r["label"], r["name"]) for r in rows] == [("'=HYPERLINK(\"x\")",) * 2,
+                                                       ("'-cmd",) * 2]
+    assert all(float(r["diff"]) < 0 and r["diff"].startswith("-") for r in rows)
+    single = cli("compare", str(link), "--format", "csv")
+    assert single.returncode == 0, single.stderr
+    (one,) = csv.DictReader(io.StringIO(single.stdout))
+    assert one["label"] == "'=HYPERLINK(\"x\")" and float(one["median"]) > 0
+    unit = forge.edited(cmd, tmp_path / "unit.jsonl", lambda rows: rows[0]["header"][
+        "workload"].__setitem__("unit", "@SUM(1+1)"))
+    shown = list(csv.reader(io.StringIO(cli("show", str(unit), "--format", "csv").stdout)))
+    assert {row[2] for row in shown[1:]} == {"'@SUM(1+1)"}
+    assert float(shown[1][1]) > 0
+
+
+@pytest.mark.parametrize("text, cell", [
+    ("=1+1", "'=1+1"), ("+1", "'+1"), ("-cmd", "'-cmd"), ("@SUM(A1)", "'@SUM(A1)"),
+    ("\tx", "'\\tx"), ("\rx", "'\\rx"), ("lab1 (stock)", "lab1 (stock)"), ("", ""),
+])
+def test_a_csv_text_cell_is_inert(text, cell):
+    assert csv_text(text) == cell

@@ -14,7 +14,7 @@ from hotloop.record import Stop
 from hotloop.render.units import bucket_labels, si
 from hotloop.results import Result
 from hotloop.stats import Summary, histogram, summarize
-from hotloop.visible import visible
+from hotloop.visible import csv_text, visible
 
 BAR = 40
 
@@ -127,10 +127,11 @@ def runs_csv(result: Result) -> str:
     names = _extra_names(result.runs)
     buf = io.StringIO()
     out = csv.writer(buf, lineterminator="\n")
-    # names and the unit come from the file: inert, as in every other format
+    # names and the unit come from the file: inert, as in every other format, and never a
+    # spreadsheet's formula; the values are numbers (repr), a negative one's minus kept
     out.writerow(["run", "value", "unit", "ops", "bytes", "ns", "cycles",
-                  *(visible(n) for n in names)])
-    unit = visible(result.workload.unit)
+                  *(csv_text(n) for n in names)])
+    unit = csv_text(result.workload.unit)
     for r in result.runs:
         out.writerow([r.index + 1, repr(r.value), unit, r.ops, r.bytes, r.ns,
                       r.cycles, *(repr(r.extra[n]) if n in r.extra else "" for n in names)])

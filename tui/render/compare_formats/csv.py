@@ -7,7 +7,7 @@ from typing import Any
 
 from hotloop.analysis.comparison import Comparison
 from hotloop.render.compare_formats.shared import rows
-from hotloop.visible import visible
+from hotloop.visible import csv_text
 
 CSV_COLUMNS = ["file", "label", "name", "partial", "metric", "unit", "higher_is_better",
                "n_baseline", "n_new", "baseline", "new", "diff", "change_pct", "ci_low",
@@ -31,12 +31,13 @@ def _summary_row(comp: Comparison) -> dict[str, Any]:
 
 def _cell(v: Any) -> Any:
     """A csv cell: words for yes/no, as the other formats say them; text from the files
-    inert (an escape sequence in a forged unit is shown, not sent to the terminal)."""
+    inert (an escape sequence in a forged unit is shown, not sent to the terminal; a label
+    "=HYPERLINK(...)" is text, not a spreadsheet's formula); numbers stay numbers."""
     if v is None:
         return ""
     if isinstance(v, bool):
         return "yes" if v else "no"
-    return visible(v) if isinstance(v, str) else v
+    return csv_text(v) if isinstance(v, str) else v
 
 
 def render_csv(comp: Comparison) -> str:
