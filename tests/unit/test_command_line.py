@@ -86,6 +86,23 @@ def test_a_bad_file_that_defines_what_the_command_needs_is_the_error(tmp_path, a
     assert not Path("results").exists()
 
 
+@pytest.mark.parametrize("args, said", [
+    (["--sessions", "100"], "--sessions 100: at most 99 a kernel"),
+    (["--sessions", "100", "--host", "lab1"], "--sessions 100: at most 99 a kernel"),
+    (["--kernel", "default", "--kernel", "busy-poll"],
+     "calibrate: --kernel default --kernel busy-poll: calibrate measures one kernel's noise; "
+     "calibrate each kernel on its own"),
+])
+def test_calibrates_arguments_are_refused_as_runs_are_before_anything_runs(args, said, cli):
+    """calibrate takes run's bound on sessions, in run's words, and one kernel: a second
+    --kernel is refused, not silently measured instead of the first."""
+    err = one_line_exit_2(cli("calibrate", "zero_null", *args))
+    assert err == f"hotloop: {said}\n"
+    assert not Path("results").exists()
+    if "--sessions" in args:
+        assert one_line_exit_2(cli("run", "zero_null", "--sessions", "100")) == f"hotloop: {said}\n"
+
+
 def test_completion_without_a_shell_is_bad_usage(cli):
     assert "name the shell: bash or zsh" in one_line_exit_2(cli("completion"))
     assert "invalid choice" in one_line_exit_2(cli("completion", "fish"))

@@ -128,6 +128,8 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         raise HotloopError(f"--sessions {args.sessions}: a calibration needs at least "
                            f"{noise.MIN_SESSIONS} sessions (fewer give a session variance too "
                            f"uncertain to trust)")
+    from hotloop.run import series
+    series.check_sessions(args.sessions, 1)     # run's bound and words: here or on a host
     if args.runs is not None and args.runs < MIN_RUNS:
         raise HotloopError(f"--runs {args.runs}: a calibration session needs at least "
                            f"{MIN_RUNS} runs")
@@ -165,11 +167,12 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         return _calibrate_there(cat, args, plan, chosen)
     # here: a series of one kernel (run --sessions N), in a directory made the same way
     from hotloop.cli import series as series_cli
-    from hotloop.run import launch, series
+    from hotloop.run import launch
     req = launch.SeriesRequest(plan, (plan.kernel,), args.sessions,
                                apply_system=chosen.apply_system, keep_perf=chosen.keep_perf,
                                stem=calibrate.stem(plan.name), gap=args.gap,
                                variant=lambda slot: f"session {slot.session}")
+    launch.check_series(req)
     rps = launch.resolve_series(cat, req)
     _warn_skipped(cat)
     s = launch.start_series(req, rps)
