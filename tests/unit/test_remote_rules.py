@@ -173,6 +173,9 @@ def _toml(s: str) -> str:
     ("Include ~/.ssh/other", "Include"), ("PKCS11Provider /tmp/evil.so", "PKCS11Provider"),
     ("SecurityKeyProvider=/tmp/evil.so", "SecurityKeyProvider"),
     ("XAuthLocation /tmp/evil", "XAuthLocation"),
+    # spellings ssh reads as these: a quote inside a keyword, a leading "=", a quoted exec
+    ('Proxy"Command" sh -c x', "ProxyCommand"), ("=ProxyCommand sh -c x", "ProxyCommand"),
+    ("Match host x ex'ec' y", "Match exec"), ("PermitLocalCommand=\"yes\"", "PermitLocalCommand"),
 ])
 def test_a_shared_hosts_ssh_config_is_read_beside_it_and_refused_if_it_runs_commands(
         tmp_path, monkeypatch, line, key):

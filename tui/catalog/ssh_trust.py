@@ -20,7 +20,9 @@ LOCAL_EXEC = {"proxycommand", "localcommand", "permitlocalcommand", "knownhostsc
 # A config file's Include reads files this check did not (globs, ~/.ssh/...): refused too.
 # Its Match is refused only with `exec` (Match host/user/... run nothing).
 FILE_ONLY = {"include"}
-_KEY = re.compile(r'\s*"?([A-Za-z0-9]+)"?\s*(?:=\s*|\s+|$)(.*)')
+# ssh drops quotes anywhere in a keyword (Proxy"Command" is ProxyCommand) and reads quoted
+# and escaped words in Match: the check reads a line without them, so no spelling slips past
+_QUOTING = str.maketrans("", "", "\"'\\")
 
 
 def runs_locally(option: str) -> str | None:
@@ -50,17 +52,21 @@ class Said:
 
 def config_runs_locally(text: str) -> Said | None:
     """The first line of an ssh config file that runs a command or loads a library here (or
-    includes a file unread), else None.  ssh's keywords are case-insensitive, may be quoted
-    and end at a space or "=": read as loosely, so no spelling slips past."""
-    for number, line in enumerate(text.splitlines(), 1):
-        m = _KEY.match(line)
-        if m is None or line.lstrip().startswith("#"):
+    includes a file unread), else None.  Read more loosely than ssh reads it (keywords in any
+    case, quoted, after a "=", "exec" anywhere in a Match line): a doubt is a refusal."""
+    for number, line in enumerate(text.split("\n"), 1):
+        bare = line.translate(_QUOTING).lstrip(" \t\r=")
+        m = re.match(r"([A-Za-z0-9]+)(.*)", bare, re.S)
+        if m is None:                   # a comment, a blank line
             continue
         key, rest = m.group(1), m.group(2)
         low = key.lower()
         if low == "match":
-            if re.search(r"(?i)\bexec\b", rest):
+            if "exec" in rest.lower():
                 return Said(number, f"{key} exec")
-        elif low in FILE_ONLY or (runs_locally(f"{key}={rest}") if low in LOCAL_EXEC else False):
+            continue
+        permitted_no = low == "permitlocalcommand" and \
+            rest.strip(" \t\r=").lower().split()[:1] == ["no"]
+        if low in FILE_ONLY or (low in LOCAL_EXEC and not permitted_no):
             return Said(number, key)
     return None
