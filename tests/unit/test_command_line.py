@@ -92,6 +92,9 @@ def test_a_bad_file_that_defines_what_the_command_needs_is_the_error(tmp_path, a
     (["--kernel", "default", "--kernel", "busy-poll"],
      "calibrate: --kernel default --kernel busy-poll: calibrate measures one kernel's noise; "
      "calibrate each kernel on its own"),
+    (["--cpu", "default", "--cpu", "split"],
+     "calibrate: --cpu default --cpu split: calibrate measures one CPU profile's noise; "
+     "calibrate each CPU profile on its own"),
 ])
 def test_calibrates_arguments_are_refused_as_runs_are_before_anything_runs(args, said, cli):
     """calibrate takes run's bound on sessions, in run's words, and one kernel: a second

@@ -98,24 +98,26 @@ class _Parser(argparse.ArgumentParser):
                            f"{message}")
 
 
-class _OneKernel(argparse.Action):
-    """calibrate's --kernel: a second one is refused, not silently taken for the first."""
+class _Once(argparse.Action):
+    """calibrate's --kernel and --cpu: a second one is refused, not silently taken for the
+    first (a calibration measures the noise of one kernel, on one CPU profile)."""
 
     def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
                  values: Any, option_string: str | None = None) -> None:
         first = getattr(namespace, self.dest)
         if first is not None:
-            parser.error(f"--kernel {first} --kernel {values}: calibrate measures one "
-                         f"kernel's noise; calibrate each kernel on its own")
+            what = "kernel" if self.dest == "kernel" else "CPU profile"
+            parser.error(f"{option_string} {first} {option_string} {values}: calibrate "
+                         f"measures one {what}'s noise; calibrate each {what} on its own")
         setattr(namespace, self.dest, values)
 
 
 def _plan_options(p: argparse.ArgumentParser, several: bool = False) -> None:
     """What `run` and `calibrate` take to adjust the plan they run."""
-    _complete(p.add_argument("--cpu", action="append" if several else "store",
+    _complete(p.add_argument("--cpu", action="append" if several else _Once,
                              help="CPU profile" + ("; repeat to compare profiles" if several
                                                    else "")), _names("cpu"))
-    _complete(p.add_argument("--kernel", action="append" if several else _OneKernel,
+    _complete(p.add_argument("--kernel", action="append" if several else _Once,
                              help="kernel profile" + ("; repeat to compare kernels (with "
                                                       "--sessions N: N sessions of each, "
                                                       "alternating)" if several else "")),
