@@ -183,6 +183,66 @@ def test_two_kernels_alternate_in_vms_come_home_as_files_and_are_compared(tmp_pa
     assert leftovers() == []
 
 
+def _cut_short(image: Path) -> None:
+    """What a copied kernel image becomes once the load has checked it: its first 1000 bytes
+    (qemu would say "invalid kernel header"; the session's own check says it first)."""
+    image.write_bytes(image.read_bytes()[:1000])
+
+
+def test_a_vm_that_does_not_boot_fails_its_sessions_and_the_series_goes_on(tmp_path,
+                                                                         leftovers):
+    """An image cut short after the profiles were loaded (a load refuses it at once): each of
+    its sessions is a failed session, named at the end, and the other kernels' sessions (here,
+    no boot) run and are compared."""
+    cut = tmp_path / "bzImage"
+    cut.write_bytes(IMAGE.read_bytes())
+    d = profile_dir(tmp_path, f"""
+        [kernel.cut]
+        label = "cut short"
+        image = "{cut}"
+        cpus = 1
+        [kernel.k1]
+        label = "k one"
+        [kernel.k2]
+        label = "k two"
+        """)
+    # the order is k1 k2 cut k2 cut k1: the image is cut while k1's first session runs
+    proc = subprocess.Popen([sys.executable, "-m", "hotloop", "run", "zero_null", "--kernel",
+                             "k1", "--kernel", "k2", "--kernel", "cut", "--sessions", "2",
+                             "--runs", "20", "--param", "count=20000", "--no-perf",
+                             "--format", "json", "--profiles", str(d)],
+                            env=vm_env(), cwd=tmp_path, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 240
+        while not list(tmp_path.glob("results/*/k1/s01.jsonl")) and proc.poll() is None \
+                and time.monotonic() < deadline:
+            time.sleep(0.02)
+        _cut_short(cut)
+        out, err = proc.communicate(timeout=BOOT_S)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 1, err
+    assert f"cut s01: failed: [kernel.cut] image: {cut} is truncated: 1000 bytes" in err
+    assert "the series' sessions that failed: cut s01, cut s02" in err
+    doc = json.loads(out)
+    series = doc["series"]
+    assert [(x["kernel"], x["session"], x["file"]) for x in series["failed"]] == [
+        ("cut", 1, None), ("cut", 2, None)]                 # nothing ran: no file
+    assert series["failed"][0]["message"].startswith(f"[kernel.cut] image: {cut} is truncated")
+    assert sorted((x["kernel"], x["session"]) for x in series["done"]) == [
+        ("k1", 1), ("k1", 2), ("k2", 1), ("k2", 2)]
+    # the kernels that ran, compared
+    cmp = doc["comparison"]
+    assert [s["name"] for s in [cmp["baseline"], *cmp["results"]]] == ["k1", "k2"]
+    assert "no finished session of cut: compared without it" in err
+    top = tmp_path / series["directory"]
+    assert list((top / "cut").iterdir()) == []
+    assert list((Path(paths.cache_dir()) / "vm").glob("s-*")) == []
+    assert leftovers() == []
+
+
 def test_hotloop_killed_mid_boot_leaves_no_qemu(tmp_path, leftovers):
     d = vm_profiles(tmp_path)
     proc = subprocess.Popen([sys.executable, "-m", "hotloop", "run", "syscall", "--kernel",

@@ -88,20 +88,25 @@ def bracket(p: series.Plan, slot: series.Slot, kind: str, **more: Any) -> dict[s
 
 def comparison(s: series.Series) -> Any:
     """The kernels compared on their finished sessions (as `hotloop compare DIR/A/ DIR/B/`
-    would, once the unfinished ones are set aside), or None and why on stderr."""
+    would, once the unfinished ones are set aside), or None and why on stderr.  A kernel
+    left with no finished session is left out, while two kernels remain."""
     if len(s.plan.kernels) < 2:
         return None
-    sides = [[results.read(slot.path) for slot in s.done if slot.kernel == k]
-             for k in s.plan.kernels]
-    short = [k for k, side in zip(s.plan.kernels, sides) if not side]
-    if short:
-        print(f"hotloop: no comparison: no finished session of {', '.join(short)}",
+    sides = {k: [results.read(slot.path) for slot in s.done if slot.kernel == k]
+             for k in s.plan.kernels}
+    short = [k for k, side in sides.items() if not side]
+    kept = [k for k, side in sides.items() if side]
+    if len(kept) < 2:
+        print(visible(f"hotloop: no comparison: no finished session of {', '.join(short)}"),
               file=sys.stderr)
         return None
+    if short:
+        print(visible(f"hotloop: no finished session of {', '.join(short)}: compared without "
+                      f"{'it' if len(short) == 1 else 'them'}"), file=sys.stderr)
     from hotloop.analysis import compare  # scipy: only when comparing
     try:
-        comp = compare.compare_sides(sides, [str(s.plan.folder(k)) + "/"
-                                             for k in s.plan.kernels])
+        comp = compare.compare_sides([sides[k] for k in kept],
+                                     [str(s.plan.folder(k)) + "/" for k in kept])
     except HotloopError as e:
         print(f"hotloop: no comparison: {visible(str(e))}", file=sys.stderr)
         return None
@@ -158,14 +163,20 @@ def run_series(cat: Catalog, args: argparse.Namespace) -> int:
     return 0
 
 
+def file_of(slot: series.Slot, moved: dict[series.Slot, Path]) -> str | None:
+    """Where a session's file is, None when it has none (it failed before its header, or
+    its file was deleted)."""
+    where = moved.get(slot, slot.path)
+    return str(where) if where.exists() else None
+
+
 def document(s: series.Series, moved: dict[series.Slot, Path], interrupted: bool
              ) -> dict[str, Any]:
     """The series in --format json: its order, the sessions done and those that failed."""
     def one(slot: series.Slot) -> dict[str, Any]:
         end = s.ends.get(slot)
         out: dict[str, Any] = {"kernel": slot.kernel, "session": slot.session,
-                               "position": slot.position + 1,
-                               "file": str(moved.get(slot, slot.path))}
+                               "position": slot.position + 1, "file": file_of(slot, moved)}
         if isinstance(end, ev.Finished):
             out |= {"runs": end.summary.n, "median": end.summary.median}
         elif isinstance(end, ev.Failed):
@@ -200,7 +211,8 @@ def report(s: series.Series, comp: Any, moved: dict[series.Slot, Path], interrup
     for slot in s.failed:
         end = s.ends.get(slot)
         why = end.message if isinstance(end, ev.Failed) else "no result"
-        print(visible(f"  failed: {slot.kernel} s{slot.session:02d}: {why} "
-                      f"({moved.get(slot, slot.path)})"))
+        where = file_of(slot, moved)
+        print(visible(f"  failed: {slot.kernel} s{slot.session:02d}: {why}"
+                      + (f" ({where})" if where else "")))
     if comp is not None:
         print("\n" + visible_lines(compare_formats.render(comp, "text")))

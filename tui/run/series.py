@@ -28,7 +28,7 @@ from pathlib import Path
 
 from hotloop import events as ev
 from hotloop.catalog.schema import NAME
-from hotloop.errors import HotloopError
+from hotloop.errors import HotloopError, SessionFailed
 from hotloop.paths import RESULTS
 from hotloop.record import Batch
 from hotloop.run.interleave import Runnable, williams
@@ -168,9 +168,10 @@ SeriesEvent = Begins | Ends | ev.Event
 @dataclass
 class Series:
     """Drive a series: each slot's session made by `make` when its turn comes (a VM session
-    boots then), one after another.  A session that fails does not stop the others; one
-    stopped (stop(), a signal cancelling the loop) stops the series, the sessions done kept
-    as they are (complete files) and the running one ended as a stopped session is."""
+    boots then), one after another.  A session that fails does not stop the others (nor one
+    that fails before its header: a VM that does not boot); one stopped (stop(), a signal
+    cancelling the loop) stops the series, the sessions done kept as they are (complete
+    files) and the running one ended as a stopped session is."""
     plan: Plan
     make: Callable[[Slot], Runnable]
     gap: float = 0.0            # seconds between two sessions
@@ -201,6 +202,8 @@ class Series:
                     if isinstance(e, (ev.Finished, ev.Failed)):
                         end = e
                     yield e
+            except SessionFailed as x:
+                end = ev.Failed(str(x), variant=s.variant)     # nothing ran: no file
             except (asyncio.CancelledError, KeyboardInterrupt):
                 # a signal: the session wrote its own last line as it was cancelled
                 self.stopped = True

@@ -23,7 +23,7 @@ from typing import Any
 
 from hotloop import events as ev
 from hotloop.catalog import STOP_WAIT_S  # stopped: how long the other side may take to end
-from hotloop.errors import HotloopError
+from hotloop.errors import SessionFailed
 from hotloop.paths import source_digest
 from hotloop.record import Batch
 from hotloop.results.reader import NotJson, Result, decode_line, run_problem
@@ -200,7 +200,7 @@ class StreamSession:
 
     async def events(self) -> AsyncIterator[ev.Event]:
         """The other side's events, each written here first.  Before its header, a failure
-        is a HotloopError (the child's words: nothing ran, no file here); after it, the
+        is a SessionFailed (the child's words: nothing ran, no file here); after it, the
         stream ends with Finished or Failed like a local one's."""
         await asyncio.to_thread(source_digest)     # compared with the header's: read once,
         # off the event loop.  The file here first: one that cannot be written stops the run
@@ -242,12 +242,13 @@ class StreamSession:
                 if result is None:
                     if isinstance(event, _Silent):
                         self._kill()
-                        raise HotloopError(self._silent_start())
+                        raise SessionFailed(self._silent_start())
                     if not isinstance(event, ev.Started):
                         what = event if isinstance(event, str) else \
                             f"sent {type(event).__name__} before its header"
                         self._kill()
-                        raise HotloopError(f"{self.where}: {what}: not a hotloop session")
+                        raise SessionFailed(f"{self.where}: {what}: not a hotloop "
+                                            f"session")
                     started = self._local_header(event)
                     started = dataclasses.replace(started, result_file=str(writer.path))
                     result = Result(self.result_file, started.header)
@@ -277,7 +278,7 @@ class StreamSession:
                 assert proc.returncode is not None
                 if self._stopping:
                     return
-                raise HotloopError(self._no_header(proc.returncode))
+                raise SessionFailed(self._no_header(proc.returncode))
             if not ended:
                 assert result is not None
                 await asyncio.wait(helpers[:1], timeout=STDERR_WAIT_S)

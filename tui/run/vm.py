@@ -25,7 +25,7 @@ from pathlib import Path
 
 from hotloop import events as ev
 from hotloop.catalog import ResolvedPlan
-from hotloop.errors import HotloopError
+from hotloop.errors import SessionFailed
 from hotloop.host import kimage
 from hotloop.host.kvm import Accel, probe_kvm, qemu_said, qemu_version, tcg_warning, tools
 from hotloop.host.procs import die_with_parent
@@ -108,7 +108,7 @@ class VmSession(StreamSession):
         rp = self.rp
         problem = kimage.image_problem(self.image)      # gone or replaced since loading
         if problem:
-            raise HotloopError(f"[kernel.{rp.kernel.name}] image: {problem}")
+            raise SessionFailed(f"[kernel.{rp.kernel.name}] image: {problem}")
         await asyncio.to_thread(build.build, rp.workload.source, rp.cpu.cflags,
                                 rp.workload.name)
         self._qemu_version = await asyncio.to_thread(qemu_version, qemu)
