@@ -199,3 +199,54 @@ def test_a_failed_session_is_named_set_aside_and_the_others_run(tmp_path, kernel
     assert [doc["comparison"]["baseline"]["sessions"],
             doc["comparison"]["results"][0]["sessions"]] == [2, 1]
     assert not leftovers()
+
+
+@pytest.mark.parametrize("how", ["deleted", "a directory", "garbled"])
+def test_a_finished_sessions_file_lost_mid_series_is_a_failed_session(tmp_path, kernels,
+                                                                      leftovers, how):
+    """k1 s01's file deleted, replaced by a directory or garbled while the later sessions
+    run: that session is named as failed and set aside, and the rest are reported and
+    compared."""
+    proc = subprocess.Popen([sys.executable, "-m", "hotloop", "run", "zero_null", "--profiles",
+                             str(kernels), "--kernel", "k1", "--kernel", "k2", "--sessions", "2",
+                             "--runs", "400", "--param", "count=2000", "--no-perf",
+                             "--format", "json"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**__import__("os").environ, "PYTHONPATH": str(ROOT)})
+    try:
+        first = None
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline and proc.poll() is None:
+            found = list((tmp_path / "results").glob("*/k1/s01.jsonl"))
+            if found and '"type":"finished"' in found[0].read_text():
+                first = found[0]
+                break
+            time.sleep(0.05)
+        assert first is not None, "the first session never finished"
+        first.unlink()
+        if how == "a directory":
+            first.mkdir()
+        elif how == "garbled":
+            first.write_text("not a result line\n")
+        out, err = proc.communicate(timeout=240)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 1, err
+    assert "the series' sessions that failed: k1 s01" in err
+    assert second_session_ran(err)
+    doc = json.loads(out)
+    assert [(x["kernel"], x["session"]) for x in doc["series"]["failed"]] == [("k1", 1)]
+    assert [(x["kernel"], x["session"]) for x in doc["series"]["done"]] == [
+        ("k2", 1), ("k2", 2), ("k1", 2)]
+    d = _series_dir(tmp_path)
+    left = ["s02.jsonl"] if how == "deleted" else ["s01.jsonl.failed", "s02.jsonl"]
+    assert sorted(f.name for f in (d / "k1").iterdir()) == left
+    # compared on what remains: 1 session of k1, 2 of k2
+    cmp = doc["comparison"]
+    assert [cmp["baseline"]["sessions"], cmp["results"][0]["sessions"]] == [1, 2]
+    assert not leftovers()
+
+
+def second_session_ran(err: str) -> bool:
+    return any(ln.startswith("k2 s01: ") and "median" in ln for ln in err.splitlines())

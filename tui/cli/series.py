@@ -88,12 +88,18 @@ def bracket(p: series.Plan, slot: series.Slot, kind: str, **more: Any) -> dict[s
 
 def comparison(s: series.Series) -> Any:
     """The kernels compared on their finished sessions (as `hotloop compare DIR/A/ DIR/B/`
-    would, once the unfinished ones are set aside), or None and why on stderr.  A kernel
-    left with no finished session is left out, while two kernels remain."""
+    would, once the unfinished ones are set aside), or None and why on stderr.  A finished
+    session whose file no longer reads is a failed one (Series.lost); a kernel left with no
+    finished session is left out, while two kernels remain."""
     if len(s.plan.kernels) < 2:
         return None
-    sides = {k: [results.read(slot.path) for slot in s.done if slot.kernel == k]
-             for k in s.plan.kernels}
+    read: dict[series.Slot, results.Result] = {}
+    for slot in s.done:
+        try:
+            read[slot] = results.read(slot.path)
+        except HotloopError as e:
+            s.lost(slot, str(e))
+    sides = {k: [r for slot, r in read.items() if slot.kernel == k] for k in s.plan.kernels}
     short = [k for k, side in sides.items() if not side]
     kept = [k for k, side in sides.items() if side]
     if len(kept) < 2:
@@ -154,7 +160,8 @@ def run_series(cat: Catalog, args: argparse.Namespace) -> int:
     if interrupted:
         print(f"hotloop: interrupted; {len(s.done)} session{'s' * (len(s.done) != 1)} "
               f"done, kept in {visible(str(directory))}", file=sys.stderr)
-    report(s, comparison(s), over.moved, interrupted, args.format)
+    comp = comparison(s)        # a finished session whose file no longer reads: failed too
+    report(s, comp, {**over.moved, **s.set_aside()}, interrupted, args.format)
     if interrupted:
         return interrupted_status()
     if s.failed:

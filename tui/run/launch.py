@@ -165,7 +165,9 @@ def finish(s: series.Series, interrupted: bool = False) -> Finished:
     """Once a series is over (ended, stopped, or broken by an error): each session that did
     not finish set aside (series.ASIDE), and its directory removed where it holds nothing when
     no session finished (the plan refused, the disk full before the first file).  A stopped
-    series keeps its directory."""
+    series keeps its directory.  A finished session whose file was deleted or replaced
+    meanwhile is a failed one."""
+    s.check_files()
     moved = s.set_aside()
     bad = next((e for e in s.ends.values() if isinstance(e, ev.Failed) and e.bad_input), None)
     refused = bad.message if bad is not None and not s.done else None

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import stat
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -231,6 +232,23 @@ class Series:
         return [s for s, e in self.ends.items()
                 if not isinstance(e, ev.Finished) and not (isinstance(e, ev.Failed)
                                                            and e.interrupted)]
+
+    def lost(self, slot: Slot, why: str) -> None:
+        """A finished session whose file is no longer what it wrote (deleted, replaced, edited
+        while the series ran): a failed session, its runs gone from its kernel's."""
+        self.ends[slot] = ev.Failed(why)
+
+    def check_files(self) -> None:
+        """Each finished session's file still a file: one deleted or replaced (by a directory)
+        since is lost."""
+        for slot in self.done:
+            try:
+                mode = slot.path.stat().st_mode
+            except OSError as e:
+                self.lost(slot, f"{slot.path}: gone since the session finished ({e.strerror})")
+                continue
+            if not stat.S_ISREG(mode):
+                self.lost(slot, f"{slot.path}: no longer a file since the session finished")
 
     def set_aside(self) -> dict[Slot, Path]:
         """Every session that did not finish moved out of its kernel's *.jsonl (ASIDE)."""
