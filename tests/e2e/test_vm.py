@@ -243,6 +243,44 @@ def test_a_vm_that_does_not_boot_fails_its_sessions_and_the_series_goes_on(tmp_p
     assert leftovers() == []
 
 
+def test_the_console_goes_on_past_a_vm_that_does_not_boot(tmp_path, monkeypatch, leftovers):
+    from test_app import SIZE, log_text, picked, set_choice, type_into, wait_for
+
+    from hotloop.console.app import HotloopApp
+    monkeypatch.setenv("PATH", VENV_BIN + os.pathsep + os.environ["PATH"])
+    cut = tmp_path / "bzImage"
+    cut.write_bytes(IMAGE.read_bytes())
+    d = profile_dir(tmp_path, f"""
+        [kernel.cut]
+        label = "cut short"
+        image = "{cut}"
+        cpus = 1
+        [kernel.k1]
+        label = "k one"
+        """)
+
+    async def go() -> None:
+        app = HotloopApp(profiles=[d], results_dir=tmp_path / "results")
+        async with app.run_test(size=SIZE) as pilot:
+            await picked(pilot, app, "syscall")
+            await set_choice(pilot, app, "kernel", "cut")
+            await set_choice(pilot, app, "kernel2", "k1")
+            await type_into(pilot, app, "sessions", "2")
+            await type_into(pilot, app, "param.calls", "1000")
+            await type_into(pilot, app, "runs", "2")
+            await set_choice(pilot, app, "perf", "off")
+            await pilot.press("escape")
+            _cut_short(cut)                     # loaded whole, cut before its boots
+            await pilot.press("r")
+            await wait_for(pilot, lambda: "series done" in log_text(app), BOOT_S, "its end")
+            text = log_text(app)
+            assert f"cut s01: failed: [kernel.cut] image: {cut} is truncated" in text, text
+            assert "series done: sessions finished: cut 0, k1 2" in text, text
+            assert "failed: cut s01, cut s02 (set aside)" in text, text
+    asyncio.run(go())
+    assert leftovers() == []
+
+
 def test_hotloop_killed_mid_boot_leaves_no_qemu(tmp_path, leftovers):
     d = vm_profiles(tmp_path)
     proc = subprocess.Popen([sys.executable, "-m", "hotloop", "run", "syscall", "--kernel",
