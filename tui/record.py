@@ -208,7 +208,7 @@ class Header:
                 raise NewerFormat(f"result format {n}, and this hotloop reads up to format "
                                   f"{FORMAT}: read it with a newer hotloop")
             obj = {**obj, "format": n}
-        return from_json(cls, obj)
+        return from_json(cls, obj, strict=True)
 
     # What readers ask of it, said once.
     @property
@@ -297,10 +297,11 @@ def to_json(obj: Any) -> Any:
     return obj
 
 
-def from_json(cls: type[T], obj: Any) -> T:
+def from_json(cls: type[T], obj: Any, *, strict: bool = False) -> T:
     """`cls` from a parsed JSON object, every field checked against its annotation;
-    ValueError naming the field's path ("workload: unit: expected a string, got 5")."""
-    value = _decode(cls, obj)
+    ValueError naming the field's path ("workload: unit: expected a string, got 5").
+    `strict`: a key no field names is refused too ("plan: unknown key 'runz'")."""
+    value = _decode(cls, obj, strict=strict)
     assert isinstance(value, cls)
     return value
 
@@ -321,7 +322,7 @@ def _hints(cls: type) -> dict[str, Any]:
     return typing.get_type_hints(cls)
 
 
-def _decode(tp: Any, v: Any, most: int = TEXT_MAX) -> Any:
+def _decode(tp: Any, v: Any, most: int = TEXT_MAX, strict: bool = False) -> Any:
     if tp is Any:
         return cut_all(v)
     origin, args = typing.get_origin(tp), typing.get_args(tp)
@@ -329,16 +330,22 @@ def _decode(tp: Any, v: Any, most: int = TEXT_MAX) -> Any:
         if v is None and type(None) in args:
             return None
         (inner,) = [a for a in args if a is not type(None)]
-        return _decode(inner, v, most)
+        return _decode(inner, v, most, strict)
     if isinstance(tp, type) and dataclasses.is_dataclass(tp):
         if not isinstance(v, dict):
             raise ValueError(f"expected an object, got {show(v)}")
         hints, out = _hints(tp), {}
+        if strict:
+            names = {f.name for f in dataclasses.fields(tp)}
+            unknown = next((k for k in v if k not in names), None)
+            if unknown is not None:
+                raise ValueError(f"unknown key {show(unknown)}")
         for f in dataclasses.fields(tp):
             if f.name not in v:
                 continue                    # an older file's: the default
             try:
-                out[f.name] = _decode(hints[f.name], v[f.name], f.metadata.get("max", TEXT_MAX))
+                out[f.name] = _decode(hints[f.name], v[f.name], f.metadata.get("max", TEXT_MAX),
+                                      strict)
                 least = f.metadata.get("min")
                 if least is not None and out[f.name] is not None and out[f.name] < least:
                     raise ValueError(f"{out[f.name]} is below {least}")
@@ -351,7 +358,7 @@ def _decode(tp: Any, v: Any, most: int = TEXT_MAX) -> Any:
         out = {}
         for k, x in v.items():
             try:
-                out[cut(k, NAME["max"])] = _decode(args[1], x)
+                out[cut(k, NAME["max"])] = _decode(args[1], x, strict=strict)
             except ValueError as e:
                 raise ValueError(f"{cut(k, 40)}: {e}") from None
         return out
@@ -361,7 +368,7 @@ def _decode(tp: Any, v: Any, most: int = TEXT_MAX) -> Any:
         items = []
         for i, x in enumerate(v):
             try:
-                items.append(_decode(args[0], x))
+                items.append(_decode(args[0], x, strict=strict))
             except ValueError as e:
                 raise ValueError(f"item {i}: {e}") from None
         return tuple(items) if origin is tuple else items

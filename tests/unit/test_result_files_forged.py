@@ -76,6 +76,13 @@ CASES = [
      "header: workload: unit: expected a string"),
     ("cpus-number", lambda rows: rows[0]["header"]["cpu"].__setitem__("cpus", 5), 1,
      "header: cpu: cpus: expected a list"),
+    # a key no format ever wrote: a typo read as nothing, were it not refused
+    ("header-unknown-key", header_key("runz", 5), 1, "header: unknown key 'runz'"),
+    ("plan-unknown-key", lambda rows: rows[0]["header"]["plan"].__setitem__("runz", 3), 1,
+     "header: plan: unknown key 'runz'"),
+    ("sysctl-unknown-key", lambda rows: rows[0]["header"].__setitem__(
+        "sysctl", {"vm.x": {"before": "0", "after": "1"}}), 1,
+     "header: sysctl: vm.x: unknown key 'after'"),
     ("counters-string", lambda rows: rows[-1].__setitem__("counters", "x"), 0,
      "counters: expected an object"),
     ("old-counters-string", lambda rows: rows[-1]["summary"].__setitem__("counters", "x"), 0,
