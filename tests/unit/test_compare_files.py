@@ -12,6 +12,7 @@ import csv
 import dataclasses
 import io
 import json
+import os
 from pathlib import Path
 
 import forge
@@ -327,6 +328,20 @@ def test_bad_sides_are_one_line_exit_2(sessions, tmp_path, cli):
         p = cli("compare", *args)
         assert p.returncode == 2, (args, p.stderr)
         assert expected in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
+
+
+def test_one_file_named_twice_by_a_link_is_refused_either_kind(sessions, tmp_path, cli):
+    # A symbolic and a hard link are the same file as the name they link: the same inode,
+    # one rule for both (a copy, another inode, is counted once with a warning instead).
+    one = sorted(sessions["stock"].glob("*.jsonl"))[0]
+    (tmp_path / "sym.jsonl").symlink_to(one)
+    os.link(one, tmp_path / "hard.jsonl")
+    for name in ("hard.jsonl", "sym.jsonl"):
+        link = tmp_path / name
+        p = cli("compare", f"{one},{link}", str(sessions["patched"]))
+        assert p.returncode == 2, (name, p.stdout, p.stderr)
+        assert f"{link}: named twice in one side (as {one})" in p.stderr, p.stderr
+        assert len(p.stderr.strip().splitlines()) == 1, p.stderr
 
 
 def test_one_session_a_side_without_calibration_says_so(sessions):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -22,7 +23,8 @@ from hotloop.visible import visible
 
 
 def expand(arg: str) -> list[Path]:
-    """The session files one side names: a file, a directory of them, or files joined by ","."""
+    """The session files one side names: a file, a directory of them, or files joined by ",";
+    HotloopError for one file named twice (by one path, a symbolic or a hard link)."""
     whole = Path(arg)
     parts = [whole] if whole.exists() or "," not in arg else \
         [Path(p) for p in arg.split(",") if p.strip()]
@@ -37,12 +39,20 @@ def expand(arg: str) -> list[Path]:
             out += found
         else:
             out.append(p)
-    seen: set[Path] = set()
+    # One file named twice, whichever way (the same path, a symbolic link or a hard link to
+    # it: the same inode): a slip in a list of paths, refused.  A copy (another inode, the
+    # same content) may be deliberate, gathered from elsewhere: `distinct` warns of it.
+    seen: dict[tuple[int, int] | Path, Path] = {}
     for p in out:
-        real = p.resolve()
-        if real in seen:
-            raise HotloopError(f"{p}: named twice in one side ({arg})")
-        seen.add(real)
+        try:
+            st = os.stat(p)
+            key: tuple[int, int] | Path = (st.st_dev, st.st_ino)
+        except OSError:
+            key = p.resolve()           # unreadable: results.read says why
+        if key in seen:
+            also = "" if seen[key] == p else f" (as {seen[key]})"
+            raise HotloopError(f"{p}: named twice in one side{also} ({arg})")
+        seen[key] = p
     return out
 
 
