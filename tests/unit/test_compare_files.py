@@ -465,3 +465,30 @@ def test_interleaved_variants_are_compared_round_by_round(tmp_path, cli):
     assert any("--processes 5" in w for w in comparison["warnings"])
     # the same session on both sides is not paired
     assert compare.load_and_compare([files[0], files[0]]).pairs[0].method == "exact"
+
+
+def test_json_carries_a_forged_label_as_it_is_and_text_shows_it_inert(tmp_path, cli):
+    # JSON escapes a control character itself (\u001b): a reader gets the real string back,
+    # not "\\x1b" as text; the text formats show it as an escape, never send it.
+    nasty = {"label": "st\x1b[31mock", "kernel_release": "6.1\x1b[2J", "variant": "v\u202eX"}
+    head = forge.header(params={"block_size": 512, "count": 20000, "spin": 0}, **nasty)
+    a = forge.zero_null(tmp_path / "a.jsonl", forge.NS_512, head=head)
+    b = forge.zero_null(tmp_path / "b.jsonl", forge.NS_512 * 11 // 10)
+    p = cli("compare", str(a), str(b), "--format", "json")
+    assert p.returncode == 0, p.stderr
+    assert "\x1b" not in p.stdout and "\\\\x1b" not in p.stdout
+    doc = json.loads(p.stdout)
+    base = doc["baseline"]
+    assert (base["label"], base["kernel"], base["variant"]) == (
+        nasty["label"], nasty["kernel_release"], nasty["variant"])
+    assert base["name"] == nasty["variant"]         # named by its variant
+    p = cli("compare", str(b), str(a), "--format", "json")
+    doc = json.loads(p.stdout)
+    assert doc["results"][0]["label"] == nasty["label"]
+    assert {r["label"] for r in doc["comparisons"]} == {nasty["label"]}
+    shown = cli("show", str(a), "--format", "json")
+    assert json.loads(shown.stdout)["label"] == nasty["label"] and "\x1b" not in shown.stdout
+    for fmt in ("text", "md", "org", "csv"):          # the forged side a row's (csv: only)
+        p = cli("compare", str(b), str(a), "--format", fmt)
+        assert p.returncode == 0 and "\x1b" not in p.stdout, (fmt, p.stderr)
+        assert "\u202e" not in p.stdout and "v\\u202eX" in p.stdout, (fmt, p.stdout)

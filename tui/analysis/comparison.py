@@ -65,6 +65,16 @@ METHODS = {
 
 
 @dataclass(frozen=True)
+class SideText:
+    """A side's names as its files hold them: what JSON carries (JSON escapes a control
+    character itself).  Side's own fields are these made `visible`, for a terminal."""
+    name: str = ""
+    label: str = ""
+    kernel: str = ""
+    variant: str = ""
+
+
+@dataclass(frozen=True)
 class Side:
     """One compared side: one session or several, as the report names it."""
     index: int                          # 0 = the baseline
@@ -79,6 +89,7 @@ class Side:
     summary: Summary | None             # of all its runs, pooled
     files: tuple[str, ...] = ()         # one per session
     sessions: int = 1
+    text: SideText = SideText()         # name, label, kernel, variant unescaped
 
 
 @dataclass(frozen=True)

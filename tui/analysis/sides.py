@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from hotloop import results
-from hotloop.analysis.comparison import SharedBucket, SharedHistogram, Side
+from hotloop.analysis.comparison import SharedBucket, SharedHistogram, Side, SideText
 from hotloop.catalog import process_shares
 from hotloop.errors import HotloopError
 from hotloop.events import HotSymbol
@@ -142,13 +142,15 @@ def side_of(i: int, name: str, rs: Sequence[Result], given: str) -> Side:
                     f"{r.failed.message if r.failed else 'the file ends early (a crash?)'}"
                     for r in partial)
     # from the files' headers: shown in tables and titles, so one line each, whatever a
-    # forged file holds
-    labels = sorted({visible(r.header.label) for r in rs})
-    kernels = sorted({visible(r.header.kernel_release) for r in rs})
+    # forged file holds; JSON carries them as they are (`text`)
+    text = SideText(name, ",".join(sorted({r.header.label for r in rs})),
+                    ",".join(sorted({r.header.kernel_release for r in rs})),
+                    rs[0].header.variant)
     values = [v for r in rs for v in r.values]
-    return Side(i, visible(name), ",".join(labels), ",".join(kernels), given,
-                visible(rs[0].header.variant), len(values), bool(partial), why,
-                summarize(values), tuple(str(r.path) for r in rs), len(rs))
+    return Side(i, visible(name), ",".join(sorted({visible(r.header.label) for r in rs})),
+                ",".join(sorted({visible(r.header.kernel_release) for r in rs})), given,
+                visible(text.variant), len(values), bool(partial), why,
+                summarize(values), tuple(str(r.path) for r in rs), len(rs), text)
 
 
 def process_blocks(header: Header) -> list[int]:

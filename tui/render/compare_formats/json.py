@@ -12,9 +12,11 @@ from hotloop.stats import ASSUMED_SESSION_NOISE, MIN_RUNS, TOO_NOISY_PCT
 
 
 def _side_json(s: Side) -> dict[str, Any]:
-    return {"file": s.file, "files": list(s.files), "sessions": s.sessions, "name": s.name,
-            "label": s.label, "kernel": s.kernel,
-            "variant": s.variant, "runs": s.runs, "partial": s.partial,
+    # the names as the files hold them (s.text): json.dumps escapes what would drive a
+    # terminal itself, and a reader of JSON gets the real string back
+    return {"file": s.file, "files": list(s.files), "sessions": s.sessions,
+            "name": s.text.name, "label": s.text.label, "kernel": s.text.kernel,
+            "variant": s.text.variant, "runs": s.runs, "partial": s.partial,
             "partial_reason": s.partial_reason or None,
             "summary": s.summary.to_json() if s.summary else None}
 
@@ -30,7 +32,7 @@ def document(comp: Comparison) -> dict[str, Any]:
         "summary": _side_json(comp.baseline)["summary"] if comp.single else None,
         "comparisons": rows(comp),
         "metadata_differences": [
-            {"file": p.new.file, "name": p.new.name, "field": d.field,
+            {"file": p.new.file, "name": p.new.text.name, "field": d.field,
              "baseline": d.baseline, "new": d.new} for p in comp.pairs for d in p.metadata],
         "histogram": None if h is None else {
             "metric": h.metric, "unit": h.unit, "start": h.start, "width": h.width,
@@ -39,7 +41,7 @@ def document(comp: Comparison) -> dict[str, Any]:
                          "counts": list(b.counts), "percents": [round(x, 3) for x in b.percents]}
                         for b, label in zip(h.buckets, bucket_labels(h.buckets, h.unit))]},
         "symbol_diffs": [
-            {"file": p.new.file, "name": p.new.name,
+            {"file": p.new.file, "name": p.new.text.name,
              "symbols": [{"symbol": d.symbol, "dso": d.dso, "kernel": d.kernel,
                           "baseline_pct": d.baseline_pct, "new_pct": d.new_pct,
                           "delta": d.delta, "names": list(d.names)} for d in p.symbols]}

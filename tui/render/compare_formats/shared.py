@@ -113,7 +113,8 @@ def rows(comp: Comparison) -> list[dict[str, Any]]:
     for p in comp.pairs:
         for m in p.metrics:
             t = m.test
-            out.append({"file": p.new.file, "label": p.new.label, "name": p.new.name,
+            # as the files hold them: csv makes every cell visible, JSON escapes itself
+            out.append({"file": p.new.file, "label": p.new.text.label, "name": p.new.text.name,
                         "partial": p.new.partial, "metric": m.metric, "unit": m.unit,
                         "higher_is_better": m.higher_is_better, "n_baseline": t.n_baseline,
                         "n_new": t.n_new, "baseline": json_num(t.baseline),
