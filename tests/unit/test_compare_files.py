@@ -492,3 +492,60 @@ def test_json_carries_a_forged_label_as_it_is_and_text_shows_it_inert(tmp_path, 
         p = cli("compare", str(b), str(a), "--format", fmt)
         assert p.returncode == 0 and "\x1b" not in p.stdout, (fmt, p.stderr)
         assert "\u202e" not in p.stdout and "v\\u202eX" in p.stdout, (fmt, p.stdout)
+
+
+def _perf_side(d: Path, label: str, perf: list[bool], symbols: list[bool]) -> Path:
+    """Sessions of zero_null labelled `label`, each with perf on or off in its header and
+    with hot symbols or without (perf asked for but not started, or its report failed)."""
+    for i, (on, syms) in enumerate(zip(perf, symbols)):
+        head = forge.header(params={"block_size": 512, "count": 20000, "spin": 0}, label=label)
+        head["plan"]["perf"] = on
+        forge.zero_null(d / f"{i}.jsonl", SESSION_NS[i], head=head,
+                        more=[forge.symbols([40.0, 20.0])] if syms else [])
+    return d
+
+
+def _said(comp: comparison.Comparison, cli, a: Path, b: Path) -> list[str]:
+    """The warnings, after checking every format says each of those on perf (text shows a
+    header difference under its pair, in words of its own)."""
+    for fmt in ("text", "md", "org", "json"):
+        out = cli("compare", str(a), str(b), "--format", fmt).stdout
+        flat = " ".join(out.split())
+        for w in comp.warnings:
+            if "hot symbols" not in w and "differ in perf" not in w:
+                continue
+            assert " ".join(w.split()) in flat, (fmt, w)
+    return comp.warnings
+
+
+def test_sessions_without_hot_symbols_are_warned_of_in_every_format(tmp_path, cli):
+    # perf asked for on both sides, and failed in 3 of 4 sessions (no ack from perf, its
+    # report timed out): no symbol section, and it must say why
+    a = _perf_side(tmp_path / "A", "stock", [True, True], [True, False])
+    b = _perf_side(tmp_path / "B", "patched", [True, True], [False, False])
+    comp = compare.load_and_compare([a, b])
+    assert comp.pairs[0].symbols is None
+    said = _said(comp, cli, a, b)
+    assert ("1 of 2 sessions of side stock has no hot symbols (perf did not run or failed): "
+            "no symbol diff with this side") in said
+    assert "2 of 2 sessions of side patched have no hot symbols (perf did not run or failed): " \
+        "no symbol diff with this side" in said
+    assert not any("differ in perf" in w for w in said)     # both asked for it
+
+
+def test_sides_that_differ_in_perf_on_or_off_are_warned_of(tmp_path, cli):
+    a = _perf_side(tmp_path / "A", "stock", [True, True], [True, True])
+    b = _perf_side(tmp_path / "B", "patched", [False, False], [False, False])
+    comp = compare.load_and_compare([a, b])
+    said = _said(comp, cli, a, b)
+    assert ("sides differ in perf: on in stock, off in patched: perf's overhead is in one "
+            "side's numbers only") in said
+    assert not any("side stock" in w for w in said)         # its symbols are all there
+    c = _perf_side(tmp_path / "C", "mixed", [True, False], [True, False])
+    said = compare.load_and_compare([b, c]).warnings
+    assert ("sides differ in perf: off in patched, on in 1 of 2 sessions of mixed: perf's "
+            "overhead is in some sessions' numbers only") in said
+    # neither side asked for perf: nothing is missing, nothing differs
+    quiet = compare.load_and_compare([b, _perf_side(tmp_path / "D", "other", [False] * 2,
+                                                    [False] * 2)])
+    assert not any("perf" in w for w in quiet.warnings), quiet.warnings
