@@ -65,6 +65,12 @@ class RunController:
     def _log(self, text: str, level: str = "info") -> None:
         self.ui.post_message(LogLine(text, level))
 
+    def _failed(self, e: Exception) -> None:
+        """What ended a session or series early, one line in the log: hotloop's own error as
+        it says itself (the workload does not compile), any other named as a session error."""
+        self._log(str(e) if isinstance(e, HotloopError)
+                  else f"session error: {type(e).__name__}: {e}", "error")
+
     # --- one session ---------------------------------------------------------------
 
     def check_run(self, cat: Catalog, plan: Plan,
@@ -121,10 +127,8 @@ class RunController:
         except asyncio.CancelledError:
             outcome = "stopped"
             raise
-        except HotloopError as e:             # e.g. the workload does not compile
-            self._log(str(e), "error")
         except Exception as e:  # noqa: BLE001 - a session bug must not kill the console
-            self._log(f"session error: {type(e).__name__}: {e}", "error")
+            self._failed(e)
         finally:
             live.end(outcome)
             path = session.result_file         # gone when nothing ran (bad input)
@@ -237,10 +241,8 @@ class RunController:
         except asyncio.CancelledError:
             stopped = True
             raise
-        except HotloopError as e:             # e.g. the workload does not compile
-            self._log(str(e), "error")
         except Exception as e:  # noqa: BLE001 - a session bug must not kill the console
-            self._log(f"session error: {type(e).__name__}: {e}", "error")
+            self._failed(e)
         finally:
             if live is not None and live.running:
                 live.end("stopped")
