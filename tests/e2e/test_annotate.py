@@ -647,3 +647,64 @@ def test_the_processes_a_worker_forks_per_run_are_the_runs_own(tmp_path):
     annotated = hotloop("annotate", str(out), "read", "--format", "json")
     assert annotated.returncode == 0, annotated.stderr
     assert json.loads(annotated.stdout)["samples"] == sampled["samples"]
+
+
+def _perf_noting_its_starts(tmp_path: Path, monkeypatch) -> Path:
+    """A perf first on PATH that notes each start's arguments (a file a process, one
+    argument a line), then is perf; the directory of its notes."""
+    log = tmp_path / "perf-started"
+    log.mkdir()
+    shim = tmp_path / "noting-bin" / "perf"
+    shim.parent.mkdir()
+    shim.write_text(f"#!/bin/sh\nprintf '%s\\n' \"$@\" > {log}/$$\n"
+                    f"exec {shutil.which('perf')} \"$@\"\n")
+    shim.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{shim.parent}:{os.environ['PATH']}")
+    return log
+
+
+@needs_perf
+def test_a_kernel_symbol_that_cannot_annotate_is_refused_before_perf_starts(
+        kept, tmp_path, cli, monkeypatch):
+    """Counting a kernel symbol's samples loads the kernel's symbols for every window
+    (minutes on a loaded machine) before perf annotate refuses it: a --vmlinux that is no
+    file, a kernel other than the one sampled, or no kernel code here, is known first, and
+    no perf starts for it; --top still annotates the user-space symbols."""
+    hot = json.loads(cli("show", str(kept), "--format", "json").stdout)["hot_symbols"]
+    name = next(s["symbol"] for s in hot if s["kernel"] and s["dso"] == "[kernel.kallsyms]")
+    log = _perf_noting_its_starts(tmp_path, monkeypatch)
+    gone = tmp_path / "no-such" / "vmlinux"
+    done = hotloop("annotate", str(kept), name, "--vmlinux", str(gone))
+    assert done.returncode == 2
+    line, = done.stderr.splitlines()
+    assert line == f"hotloop: {name} is a kernel symbol, and --vmlinux {gone} is no file " \
+                   f"to disassemble it from"
+    assert list(log.iterdir()) == []
+    copy = tmp_path / "other-kernel.jsonl"
+    _forge_build_ids(kept, copy, lambda ids: {**ids, "[kernel.kallsyms]": "cd" * 20})
+    done = hotloop("annotate", str(copy), name)
+    assert done.returncode == 2
+    line, = done.stderr.splitlines()
+    assert line.startswith("hotloop: the kernel running now is not the one the run sampled") \
+        and f"then {'cd' * 20}" in line
+    assert list(log.iterdir()) == []
+    if not kernel_code().available:         # as on this kind of VM: no kcore, no vmlinux
+        done = hotloop("annotate", str(kept), name)
+        line, = done.stderr.splitlines()
+        assert done.returncode == 2 and line.startswith(f"hotloop: {name} is a kernel symbol: "
+                                                        f"the kernel's code is not here")
+        assert list(log.iterdir()) == []
+    # --top: every kernel symbol refused up front, the user-space ones annotated
+    names = [s["symbol"] for s in hot]
+    top = max(names.index(name), names.index("hl_run")) + 1
+    done = hotloop("annotate", str(copy), "--top", str(top), "--format", "json")
+    assert done.returncode == 0, done.stderr
+    assert "hl_run" in {d["symbol"] for d in json.loads(done.stdout)}
+    assert any("the kernel running now is not the one" in ln for ln in done.stderr.splitlines())
+    kernel = {s["symbol"] for s in hot if s["dso"] == "[kernel.kallsyms]"}
+    started = [f.read_text().splitlines() for f in log.iterdir()]
+    assert started
+    for argv in started:        # counted without the kernel's symbols: user-space symbols
+        assert argv[0] in ("script", "annotate")
+        assert argv[0] == "annotate" or argv[argv.index("--kallsyms") + 1] == os.devnull
+        assert argv[0] == "script" or argv[argv.index("-s") + 1] not in kernel

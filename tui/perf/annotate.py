@@ -7,7 +7,7 @@ with most of them: the whole run's annotation, as a single perf.data would give,
 disassembly rather than one per window.  perf names binaries by path only (hotloop
 records with -B), so the build ids the run kept are checked against what is on disk now.
 Kernel symbols need the kernel's code: /proc/kcore or a vmlinux of the running kernel's
-build (`--vmlinux`); without it, one line with the fixes.
+build (`--vmlinux`); without it, one line with the fixes, before any perf starts.
 """
 from __future__ import annotations
 
@@ -44,10 +44,12 @@ PARALLEL = 4                            # perf annotate processes at once
 EXPANSION = 32
 EXPANSION_FLOOR = 32 << 20
 CHUNK = 1 << 20                         # unpacked a chunk at a time: a stop is seen between
-# perf looks for a vmlinux of the running kernel in these (and /proc/kcore first)
+# perf looks for a vmlinux of the running kernel in these (and /proc/kcore first, and its
+# build-id cache: perf buildid-cache -a VMLINUX)
 VMLINUX_PLACES = ("/usr/lib/debug/boot/vmlinux-{r}", "/usr/lib/debug/lib/modules/{r}/vmlinux",
                   "/boot/vmlinux-{r}", "/lib/modules/{r}/build/vmlinux",
-                  "/usr/lib/debug/vmlinux-{r}")
+                  "/usr/lib/debug/vmlinux-{r}", "/usr/lib/debug/boot/vmlinux-{r}.debug",
+                  "/boot/vmlinux", "vmlinux")
 KERNEL_FIXES = ("pass --vmlinux PATH (a vmlinux of this kernel's build), install the "
                 "distribution's kernel debug symbols (Debian: linux-image-$(uname -r)-dbg), "
                 "or add one to perf's cache (perf buildid-cache -a VMLINUX)")
@@ -338,6 +340,10 @@ def annotate(files: list[Path], symbol: str, vmlinux: str | None = None, *, dso:
     perf = find_perf()
     if perf is None:
         raise HotloopError(PERF_MISSING)
+    if dso == KERNEL_DSO:
+        # before any perf: counting a kernel symbol's samples loads the kernel's symbols for
+        # every window, minutes on a loaded machine, only for perf annotate to refuse it
+        _kernel_annotates(symbol, vmlinux, build_ids or {})
     try:
         return _annotate(perf, files, symbol, vmlinux, dso, kernel, build_ids or {},
                          binaries or {}, (frozenset(pids), frozenset(comms)), background)
@@ -406,6 +412,44 @@ def _annotate(perf: str, files: list[Path], symbol: str, vmlinux: str | None, ds
                       files=sum(1 for c in counted if any(p == where for p, _ in c.hits)))
 
 
+def _kernel_annotates(symbol: str, vmlinux: str | None, build_ids: dict[str, str]) -> None:
+    """A kernel symbol perf can disassemble, or one line saying why not, known without
+    perf: the --vmlinux given is no file, the kernel is not the build the run sampled, or
+    there is no kernel code here to read (no /proc/kcore, no vmlinux perf would find)."""
+    if vmlinux and not os.path.isfile(vmlinux):
+        raise HotloopError(f"{symbol} is a kernel symbol, and --vmlinux {vmlinux} is no file "
+                           f"to disassemble it from")
+    _check_build(KERNEL_DSO, build_ids, vmlinux)
+    if not vmlinux and not kernel_code_here(build_ids.get(KERNEL_DSO)):
+        raise KernelCodeMissing(f"{symbol} is a kernel symbol: {NO_KERNEL_CODE}")
+
+
+def _perf_cache() -> Path:
+    """perf's build-id cache (perf buildid-cache), where perf finds a vmlinux by build id."""
+    return Path(os.environ.get("PERF_BUILDID_DIR") or Path.home() / ".debug")
+
+
+def kernel_code_here(build_id: str | None = None) -> str:
+    """Where perf would read the running kernel's code from (its build id `build_id`, when
+    known), or "": /proc/kcore, a vmlinux in one of perf's places, or perf's build-id
+    cache."""
+    if os.access("/proc/kcore", os.R_OK):
+        return "/proc/kcore readable"
+    release = platform.release()
+    for place in VMLINUX_PLACES:
+        path = place.format(r=release)
+        if os.path.isfile(path):
+            return f"vmlinux of this kernel: {path}"
+    build_id = build_id or kernel_build_id()
+    cache = _perf_cache()
+    if build_id and any((cache / ".build-id" / build_id[:2] / build_id[2:] / name).is_file()
+                        for name in ("elf", "vmlinux")):
+        return f"vmlinux of this kernel in perf's build-id cache ({cache})"
+    if (cache / "[kernel.kcore]").is_dir():
+        return f"a copy of /proc/kcore in perf's build-id cache ({cache})"
+    return ""
+
+
 def nothing_to_annotate(hot: HotSymbol) -> str:
     """Why a hot symbol's row has no instructions to show, or ""."""
     if hot.named:
@@ -416,14 +460,9 @@ def nothing_to_annotate(hot: HotSymbol) -> str:
 
 def kernel_code() -> Capability:
     """doctor: whether kernel symbols can be annotated here."""
-    if os.access("/proc/kcore", os.R_OK):
-        return Capability("annotate kernel", True, "/proc/kcore readable: kernel symbols "
-                                                   "annotate")
-    release = platform.release()
-    for place in VMLINUX_PLACES:
-        path = place.format(r=release)
-        if os.path.isfile(path):
-            return Capability("annotate kernel", True, f"vmlinux of this kernel: {path}")
+    if where := kernel_code_here():
+        return Capability("annotate kernel", True, where + (": kernel symbols annotate"
+                                                            if "kcore" in where else ""))
     return Capability("annotate kernel", False, "no /proc/kcore and no vmlinux of this "
                                                 f"kernel: kernel symbols do not annotate; "
                                                 f"{KERNEL_FIXES}")
