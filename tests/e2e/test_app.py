@@ -185,6 +185,21 @@ def test_stop_mid_run_keeps_measured_runs(isolated: Path, leftovers) -> None:
     run(go())
 
 
+def test_a_stop_the_user_asked_for_is_logged_as_news_not_a_warning(isolated: Path,
+                                                                   leftovers) -> None:
+    async def go() -> None:
+        app = HotloopApp(results_dir=isolated / "results")
+        async with app.run_test(size=SIZE) as pilot:
+            await start_long_run(pilot, app)
+            await pilot.press("x")
+            await wait_for(pilot, lambda: not app.main_screen.controller.running, 5, "worker ended")
+            said = log_text(app)
+            assert "stopping…" in said and "stopped; " in said and " runs kept in " in said
+            assert "warning: stop" not in said, said
+            assert leftovers() == []
+    run(go())
+
+
 def test_saving_a_workloads_settings_proposes_a_name_no_workload_has(isolated: Path) -> None:
     async def go() -> None:
         app = HotloopApp()

@@ -145,7 +145,7 @@ class RunController:
                       f"CV {s.cv * 100:.2f}% → {result_file}", "success")
         elif outcome == "stopped":
             kept = f"; {live.n} runs kept in {result_file}" if result_file else ""
-            self._log(f"stopped{kept}", "warning")
+            self._log(f"stopped{kept}")   # asked for: news, not a warning
         else:
             self._log(f"failed after {live.n} runs"
                       + (f"; see {result_file}" if result_file else ""), "error")
@@ -259,7 +259,7 @@ class RunController:
         if isinstance(end, ev.Finished) and s is not None:
             self._log(f"{name}: {si(s.median, live.unit)} median, {s.n} runs", "success")
         elif isinstance(end, ev.Failed) and end.interrupted:
-            self._log(f"{name}: stopped", "warning")
+            self._log(f"{name}: stopped")
         else:
             why = end.message if isinstance(end, ev.Failed) else "no result"
             self._log(f"{name}: failed: {why}", "error")
@@ -311,7 +311,7 @@ class RunController:
         worker, session = self.worker, self.session
         if self.series is not None and worker is not None and self.running:
             # a series: no session after this one, the one running ended as a stop does
-            self._log("stopping the series: the sessions done are kept", "warning")
+            self._log("stopping the series: the sessions done are kept")    # asked for
             self.series.stop()
             if session is None or not session.pids:
                 worker.cancel()
@@ -323,7 +323,7 @@ class RunController:
             return
         self._log("stopping…" if not isinstance(session, RemoteSession) else
                   f"stopping: {session.host.name} ends its run and restores its system "
-                  f"(up to {session.host.stop_wait:g} s)", "warning")
+                  f"(up to {session.host.stop_wait:g} s)")     # the user asked: info
         self._stop_asked = True
         session.stop()
         if not session.pids:                  # not started yet: nothing for stop() to kill
