@@ -810,3 +810,54 @@ def test_the_log_wraps_at_its_width_without_losing_characters(isolated: Path) ->
                 assert all(len(row) <= room for row in rows), (room, rows)
                 assert " ".join(rows).split() == ("warning: " + said).split()
     run(go())
+
+
+def test_the_header_drops_the_view_key_once_the_terminal_grows_wide(isolated: Path) -> None:
+    async def go() -> None:
+        app = HotloopApp(results_dir=isolated / "results")
+        async with app.run_test(size=(20, 5)) as pilot:
+            await wait_for(pilot, lambda: app.main_screen.form.base is not None, 10)
+            await pilot.pause()
+            await pilot.resize_terminal(120, 36)
+            status = app.main_screen.query_one("#status")
+
+            def said() -> str:
+                return str(status.render())
+            await wait_for(pilot, lambda: "quick · seqpacket" in said(), 5, "the wide header")
+            for _ in range(5):
+                await pilot.pause(0.05)
+            assert "v live" not in said() and "v setup" not in said(), said()
+    run(go())
+
+
+def test_the_hot_symbols_cursor_row_shows_without_colour_when_focused(isolated: Path) -> None:
+    """The cursor row's cells are reversed (and bold) while the panel has focus, so they
+    show on a terminal without colours; unfocused, no cursor style but Textual's own."""
+    from hotloop import events as ev
+    from hotloop.console.messages import SymbolsArrived
+    from hotloop.console.widgets.symbols import SymbolsTable
+
+    syms = (ev.HotSymbol("k_sendmsg", "[kernel.kallsyms]", 40.0, True),
+            ev.HotSymbol("k_recvmsg", "[kernel.kallsyms]", 30.0, True))
+
+    def row_styles(table: SymbolsTable, row: int) -> list:
+        y = row + 1                                     # under the header
+        return [seg.style for seg in table.render_line(y) if seg.text.strip()]
+
+    async def go() -> None:
+        app = HotloopApp()
+        async with app.run_test(size=(80, 24)) as pilot:
+            await wait_for(pilot, lambda: app.main_screen.form.base is not None, 10)
+            app.main_screen.post_message(SymbolsArrived(ev.HotSymbols(syms, scope="session")))
+            table = app.query_one(SymbolsTable)
+            await wait_for(pilot, lambda: table.latest is not None, 5, "the symbols")
+            app.main_screen.set_view("live")            # focuses the panel
+            await wait_for(pilot, lambda: table.has_focus, 5, "the panel focused")
+            await pilot.pause()
+            assert all(s is not None and s.reverse for s in row_styles(table, 0))
+            assert not any(s is not None and s.reverse for s in row_styles(table, 1))
+            app.main_screen.set_view("setup")           # the focus elsewhere
+            await wait_for(pilot, lambda: not table.has_focus, 5, "the panel blurred")
+            await pilot.pause()
+            assert not any(s is not None and s.reverse for s in row_styles(table, 0))
+    run(go())

@@ -42,8 +42,12 @@ Cell = str | Text
 
 
 class SymbolsTable(DataTable):
+    # The cursor row (what `a` annotates) is reversed when the panel has focus, as Textual
+    # shows a focused cursor at all: a background colour alone is lost on a terminal of
+    # few or no colours (NO_COLOR, a monochrome theme), and the zebra rows look alike there.
     DEFAULT_CSS = """
     SymbolsTable { height: 1fr; min-height: 3; overflow-x: hidden; }
+    SymbolsTable:focus > .datatable--cursor { text-style: bold reverse; }
     """
 
     def __init__(self, *, id: str | None = None) -> None:
