@@ -861,3 +861,40 @@ def test_the_hot_symbols_cursor_row_shows_without_colour_when_focused(isolated: 
             await pilot.pause()
             assert not any(s is not None and s.reverse for s in row_styles(table, 0))
     run(go())
+
+
+def test_a_hot_symbol_cut_at_80x24_is_spelled_out_whole_for_the_cursor_row(
+        isolated: Path) -> None:
+    """At 80x24 the symbol column has 29 columns: a longer name is cut there, and the panel's
+    bottom border names the cursor row's whole (the hint to annotate when it fits)."""
+    from textual.content import Content
+
+    from hotloop import events as ev
+    from hotloop.console.messages import SymbolsArrived
+    from hotloop.console.widgets.symbols import HINT, SymbolsTable
+
+    long = "__kmalloc_node_track_caller_noprof"
+    syms = (ev.HotSymbol(long, "[kernel.kallsyms]", 40.0, True),
+            ev.HotSymbol("k_recvmsg", "[kernel.kallsyms]", 30.0, True),
+            ev.HotSymbol("[weird]_name_from_a_module_that_is_long", "[nf_tables]", 20.0, True))
+
+    async def go() -> None:
+        app = HotloopApp()
+        async with app.run_test(size=(80, 24)) as pilot:
+            await wait_for(pilot, lambda: app.main_screen.form.base is not None, 10)
+            app.main_screen.set_view("live")
+            table = app.query_one(SymbolsTable)
+
+            def said() -> str:          # the border as it reads: its markup rendered
+                return Content.from_markup(str(table.border_subtitle)).plain
+            app.main_screen.post_message(SymbolsArrived(ev.HotSymbols(syms, scope="session")))
+            await wait_for(pilot, lambda: table.latest is not None, 5, "the symbols")
+            await pilot.pause()
+            assert str(table.get_row_at(0)[2]) != long            # cut in its cell...
+            assert said() == long             # ...whole beneath
+            await pilot.press("down")
+            await wait_for(pilot, lambda: said() == HINT, 5, "the hint")
+            await pilot.press("down")                             # "[...]" is no markup
+            await wait_for(pilot, lambda: said() == syms[2].symbol, 5,
+                           f"the third name, not {table.border_subtitle!r}")
+    run(go())

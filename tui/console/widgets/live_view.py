@@ -15,7 +15,7 @@ from hotloop.console.live import LiveRun
 from hotloop.console.widgets.log import LogPanel
 from hotloop.console.widgets.plots import DriftPlot, HistogramPlot
 from hotloop.console.widgets.stats_panel import StatsPanel
-from hotloop.console.widgets.symbols import SymbolsTable
+from hotloop.console.widgets.symbols import HINT, SymbolsTable
 
 REDRAW_S = 0.1                  # stats: at most 10 redraws a second, however fast runs arrive
 PLOT_BUDGET = 0.03              # charts: at most ~3% of a CPU, so their rate adapts to their cost
@@ -41,7 +41,7 @@ class LiveView(Vertical):
         yield LogPanel(id="log")
 
     def on_mount(self) -> None:
-        self.query_one(SymbolsTable).border_subtitle = "a: annotate"
+        self.query_one(SymbolsTable).border_subtitle = HINT
         titles = {"#histogram": "distribution", "#drift": "run by run", "#stats": "stats",
                   "#symbols": "hot symbols", "#log": "log"}
         for sel, title in titles.items():

@@ -11,7 +11,8 @@ for a message and for a window with fewer symbols too.
 With room, a symbol that is not the kernel proper's also names its DSO, at the right of
 its cell ("memcpy … libc.so.6", "nft_do_chain … nf_tables"): the name comes first (the
 DSO is cut before it is), and a kernel row's name has the whole width.  The cursor row
-is the one `a` (anywhere) or `enter` (here) annotates.
+is the one `a` (anywhere) or `enter` (here) annotates; when its name is cut to fit, the
+panel's bottom border spells it out whole (in place of "a: annotate").
 """
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ from textual.widgets.data_table import ColumnKey
 from hotloop import events as ev
 from hotloop.perf.buildid import KERNEL_DSO
 from hotloop.render.report import dso_name, symbol_name
-from hotloop.visible import cut
+from hotloop.visible import cut, visible
 
 TOP = 25
 OTHER_COLUMNS = 14      # the % and kind columns, and the three columns' cell padding
@@ -37,6 +38,7 @@ SYMBOL = ColumnKey("symbol")
 # when the name is long.
 WITH_DSO = 48
 DSO_KEEP = 9
+HINT = "a: annotate"            # the bottom border, unless the cursor row's name is cut
 
 Cell = str | Text
 
@@ -56,6 +58,7 @@ class SymbolsTable(DataTable):
         self.placeholder = "no samples yet"
         self._room = 0                  # the symbol column's width (set from the panel's)
         self.message = ""               # shown instead of symbols (latest is None then)
+        self._cut: list[bool] = []      # per row shown: its name cut to fit its cell
 
     def selected(self) -> ev.HotSymbol | None:
         """The symbol `a` annotates: the cursor row's (the top one until it is moved)."""
@@ -82,6 +85,8 @@ class SymbolsTable(DataTable):
         self.latest = None
         self.message = text
         self.show_cursor = False
+        self._cut = []
+        self._say_cursor()
         lines = textwrap.wrap(text, max(1, (self._room or self.room()) - SCROLLBAR))[:TOP]
         self._fill([("", "", Text(line, style="dim")) for line in lines])
 
@@ -90,15 +95,34 @@ class SymbolsTable(DataTable):
         room = (self._room or self.room()) - SCROLLBAR
         dsos = self.size.width >= WITH_DSO
         rows: list[tuple[Cell, Cell, Cell]] = []
+        self._cut = []
         for s in hot.symbols[:TOP]:
+            name = symbol_name(s)
+            cell = name_cell(name, dso_name(s.dso) if dsos and s.dso != KERNEL_DSO else "", room)
+            self._cut.append(not cell.plain.startswith(name))
             rows.append((Text(f"{s.percent:5.1f}", justify="right"),
                          Text("[k]" if s.kernel else "[.]", style="bold" if s.kernel else ""),
-                         name_cell(symbol_name(s), dso_name(s.dso) if dsos and
-                                   s.dso != KERNEL_DSO else "", room)))
+                         cell))
         if not hot.symbols:
             rows.append(("", "", Text("no samples in this window", style="dim")))
         self.show_cursor = bool(hot.symbols)    # the row `a` and `enter` annotate
         self._fill(rows)
+        self._say_cursor()
+
+    def _say_cursor(self) -> None:
+        """The bottom border: the cursor row's whole name when its cell cuts it (80x24 has
+        room for 29 columns of it), else the key that annotates it."""
+        row = self.cursor_row if self.symbol_at(self.cursor_row) is not None else 0
+        sym = self.symbol_at(row)
+        cut_here = sym is not None and row < len(self._cut) and self._cut[row]
+        # Text: a symbol's "[...]" is no markup, and a name's control characters show inert
+        said: str | Text = Text(visible(symbol_name(sym))) if sym is not None and cut_here \
+            else HINT
+        if str(self.border_subtitle) != str(said):
+            self.border_subtitle = said
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        self._say_cursor()
 
     def _fill(self, rows: list[tuple[Cell, Cell, Cell]]) -> None:
         """Show `rows`, padded with blank ones to TOP: the table always has as many rows
