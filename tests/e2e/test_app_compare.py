@@ -311,3 +311,23 @@ def test_console_launch_does_not_import_scipy(module: str) -> None:
 
 def run(coro) -> None:
     asyncio.run(coro)
+
+
+def test_sessions_of_one_plan_a_minute_apart_read_apart(isolated: Path) -> None:
+    """Two sessions of a plan in the same minute (a series' turns) have the same name and
+    label: the date column tells them apart, to the second."""
+    async def go() -> None:
+        out = isolated / "results"
+        out.mkdir()
+        for stamp, iso in (("20261202-081005", "2026-12-02T08:10:05+0000"),
+                           ("20261202-081047", "2026-12-02T08:10:47+0000")):
+            forge.zero_null(out / f"{stamp}-quick.jsonl", forge.NS_512, n=3,
+                            head=forge.header(time=iso, label="stock"))
+        app = HotloopApp(results_dir=out)
+        async with app.run_test(size=SIZE) as pilot:
+            screen = await open_compare(pilot, app, 2)
+            files = screen.query_one("#compare-files", DataTable)
+            rows = [" ".join(str(files.get_cell(str(e.path), key)) for key in
+                             ("file", "label", "date")) for e in screen.entries]
+            assert rows == ["quick stock 12-02 08:10:47", "quick stock 12-02 08:10:05"], rows
+    run(go())

@@ -45,10 +45,13 @@ class Entry:
 
     @property
     def date(self) -> str:
+        """When it ran, to the second: two sessions of a plan a minute apart (a series,
+        calibrate) have the same name and label, and only this tells them apart (in the
+        same second the file names do: NAME-2)."""
         stamp = self.result.header.time if self.result else ""
-        if len(stamp) >= 16 and stamp[4] == "-":            # 2026-11-30T01:23:45+0000
-            return f"{stamp[5:10]} {stamp[11:16]}"
-        return time.strftime("%m-%d %H:%M", time.localtime(self.mtime))
+        if len(stamp) >= 19 and stamp[4] == "-":            # 2026-11-30T01:23:45+0000
+            return f"{stamp[5:10]} {stamp[11:19]}"
+        return time.strftime("%m-%d %H:%M:%S", time.localtime(self.mtime))
 
 
 _STAMP = re.compile(r"^\d{8}-\d{6}-")
