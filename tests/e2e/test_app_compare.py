@@ -331,3 +331,41 @@ def test_sessions_of_one_plan_a_minute_apart_read_apart(isolated: Path) -> None:
                              ("file", "label", "date")) for e in screen.entries]
             assert rows == ["quick stock 12-02 08:10:47", "quick stock 12-02 08:10:05"], rows
     run(go())
+
+
+def test_a_latency_in_nanoseconds_reads_in_seconds_as_the_command_line_says(
+        isolated: Path) -> None:
+    """tcp_rr's lat_p50_ns counts nanoseconds: 39.5e6 of them read "39.5 ms" in the verdict
+    table's detail, as `hotloop show` says it (not "39.5 Mns")."""
+    from hotloop.render.report import extra_si
+
+    def session(path: Path, lat: float) -> Path:
+        runs = [forge.run(i, "bytes/s", ops=20000, bytes=20000 * 512,
+                          ns=round(forge.NS_512 * forge.JITTER[i]),
+                          extra={"lat_p50_ns": lat * forge.JITTER[i]}) for i in range(5)]
+        return forge.write(path, forge.header(params={"block_size": 512, "count": 20000,
+                                                      "spin": 0}, runs=5), runs)
+
+    async def go() -> None:
+        out = isolated / "results"
+        session(out / "a.jsonl", 39.5e6)
+        session(out / "b.jsonl", 41.0e6)
+        os.utime(out / "a.jsonl", (1_700_000_000, 1_700_000_000))     # the older: first
+        app = HotloopApp(results_dir=out)
+        async with app.run_test(size=SIZE) as pilot:
+            screen = await open_compare(pilot, app, 2)
+            await pick(pilot, screen, "a.jsonl")
+            await pick(pilot, screen, "b.jsonl")
+            await pilot.press("c")
+            await wait_for(pilot, lambda: screen.comparison is not None or screen.error, 30,
+                           "the comparison")
+            table = screen.query_one("#compare-table", DataTable)
+            row = [str(table.get_row_at(i)[0]) for i in range(table.row_count)].index(
+                "lat_p50_ns")
+            table.move_cursor(row=row)
+            detail = screen.query_one("#compare-detail", Static)
+            await wait_for(pilot, lambda: str(detail.render()).startswith("lat_p50_ns: "), 5)
+            said = str(detail.render())
+            assert said.startswith(f"lat_p50_ns: {extra_si('lat_p50_ns', 39.5e6)} → "), said
+            assert said.startswith("lat_p50_ns: 39.5 ms → 41.0 ms "), said
+    run(go())

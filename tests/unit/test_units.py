@@ -63,3 +63,15 @@ def test_running_statistics_match_the_reports_on_any_values():
         assert got.mean == pytest.approx(want.mean) and got.stdev == pytest.approx(want.stdev)
         assert [(b.low, b.count) for b in live.histogram()] == \
             [(b.low, b.count) for b in histogram(values)]
+
+
+def test_a_time_in_nanoseconds_reads_in_seconds_everywhere() -> None:
+    """lat_p50_ns (tcp_rr) is nanoseconds: 39.5e6 of them is 39.5 ms wherever it is shown
+    (compare's tables, the console, `hotloop show`), never "39.5 Mns"; per op it stays ns."""
+    from hotloop.render.report import extra_si
+    from hotloop.render.units import axis_scale, number, si, si_range
+    assert si(39.5e6, "ns") == number(39.5e6, "ns") == extra_si("lat_p50_ns", 39.5e6) == "39.5 ms"
+    assert si(812.0, "ns") == "812 ns" and number(-1.2e6, "ns", signed=True) == "-1.20 ms"
+    assert si_range(39.2e6, 46.9e6, "ns") == "39.2-46.9 ms"
+    assert axis_scale(46.9e6, "ns") == (1e6, "ms")
+    assert number(3694, "ns/op") == "3694 ns/op"

@@ -22,6 +22,17 @@ _PREFIXES = [(1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, ""), (1e-3, 
 PER_OP_PLAIN_BELOW = 1e5
 
 
+# A time counted in nanoseconds (an `extra` named *_ns, tcp_rr's lat_p50_ns) is shown in
+# seconds with a prefix: 39.5e6 ns reads "39.5 ms", as a person says it, never "39.5 Mns".
+# Per op it stays nanoseconds ("3694 ns/op": see PER_OP_PLAIN_BELOW).
+_NANOSECONDS = "ns"
+
+
+def _base(unit: str) -> tuple[float, str]:
+    """(what a value in `unit` is divided by, the unit it then reads in)."""
+    return (1e9, "s") if unit == _NANOSECONDS else (1.0, unit)
+
+
 def _plain_per_op(top: float, unit: str) -> bool:
     return "/op" in unit and top < PER_OP_PLAIN_BELOW
 
@@ -36,8 +47,9 @@ def scale(top: float, unit: str = "") -> tuple[float, str]:
 
 def axis_scale(top: float, unit: str) -> tuple[float, str]:
     """(divisor, label) so values on an axis read as e.g. '12.5' with 'MB/s'."""
-    divisor, prefix = scale(top, unit)
-    return divisor, f"{prefix}{unit}"
+    base, unit = _base(unit)
+    divisor, prefix = scale(top / base, unit)
+    return divisor * base, f"{prefix}{unit}"
 
 
 def _decimals(value: float, digits: int) -> int:
@@ -52,6 +64,8 @@ def width_decimals(width: float) -> int:
 
 def si(value: float, unit: str = "", digits: int = 3) -> str:
     """12345678 B/s -> '12.3 MB/s'; per-op units stay plain digits: '3694 ns/op'."""
+    base, unit = _base(unit)
+    value /= base
     if value == 0 or not math.isfinite(value):
         return f"{value:g} {unit}".strip()
     divisor, prefix = scale(value, unit)
@@ -61,6 +75,8 @@ def si(value: float, unit: str = "", digits: int = 3) -> str:
 
 def si_range(lo: float, hi: float, unit: str = "", digits: int = 3) -> str:
     """'15.6-22.7 MB/s': both ends on the scale of the larger, the unit once."""
+    base, unit = _base(unit)
+    lo, hi = lo / base, hi / base
     top = max(abs(lo), abs(hi))
     if not (math.isfinite(lo) and math.isfinite(hi)) or top == 0:
         return f"{si(lo, unit)} - {si(hi, unit)}"
@@ -73,7 +89,9 @@ def bucket_labels(buckets: Sequence[Span], unit: str = "", with_unit: bool = Tru
     """'13-14 MB/s' style labels, one SI scale for all, as precise as the width needs."""
     if not buckets:
         return []
-    divisor, prefix = scale(max(abs(b.high) for b in buckets) or 1.0, unit)
+    base, unit = _base(unit)
+    divisor, prefix = scale(max(abs(b.high) for b in buckets) / base or 1.0, unit)
+    divisor *= base
     decimals = width_decimals((buckets[0].high - buckets[0].low) / divisor)
     suffix = f" {prefix}{unit}" if with_unit else ""
     return [f"{b.low / divisor:.{decimals}f}-{b.high / divisor:.{decimals}f}{suffix}".rstrip()
