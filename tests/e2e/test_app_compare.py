@@ -369,3 +369,28 @@ def test_a_latency_in_nanoseconds_reads_in_seconds_as_the_command_line_says(
             assert said.startswith(f"lat_p50_ns: {extra_si('lat_p50_ns', 39.5e6)} → "), said
             assert said.startswith("lat_p50_ns: 39.5 ms → 41.0 ms "), said
     run(go())
+
+
+def test_noisy_pinned_runs_are_not_told_to_pin(isolated: Path) -> None:
+    """Sessions whose runs vary by more than 10% are warned about; runs already pinned by
+    their CPU profile are told to keep other work off those CPUs, not to pin."""
+    async def go() -> None:
+        out = isolated / "results"
+        cpu = dict(forge.header()["cpu"], name="split", cpus=[1])
+        spread = [4_000_000, 6_000_000, 4_200_000, 6_100_000, 5_000_000]    # CV about 18%
+        for i, name in enumerate(("a.jsonl", "b.jsonl")):
+            forge.zero_null(out / name, spread, head=forge.header(cpu=cpu, runs=5))
+            os.utime(out / name, (1_700_000_000 + i, 1_700_000_000 + i))
+        app = HotloopApp(results_dir=out)
+        async with app.run_test(size=(130, 36)) as pilot:
+            screen = await open_compare(pilot, app, 2)
+            await pick(pilot, screen, "a.jsonl")
+            await pick(pilot, screen, "b.jsonl")
+            await pilot.press("c")
+            await wait_for(pilot, lambda: screen.comparison is not None or screen.error, 30,
+                           "the comparison")
+            said = " ".join(str(screen.query_one("#compare-warnings", Static).render()).split())
+            assert "within a session (above 10%)" in said, said
+            assert "pins the workload" not in said
+            assert "pinned to cpus 1: keep other work off them" in said
+    run(go())

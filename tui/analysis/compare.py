@@ -376,6 +376,17 @@ def _noise_warnings(comp: Comparison, header: Header, profile: noise_mod.NoisePr
     return out
 
 
+def _quieter(rs: Sequence[Result]) -> str:
+    """What the CPU profile could still do for a noisy side: pin the workload; once pinned
+    (advising that again told the user nothing), keep other work off those CPUs."""
+    pinned = sorted({c for r in rs for c in r.header.cpu.cpus})
+    if not pinned or not all(r.header.cpu.cpus for r in rs):
+        return "a CPU profile that pins the workload"
+    cpus = ",".join(map(str, pinned))
+    return (f"the runs were pinned to cpus {cpus}: keep other work off them, e.g. "
+            f"isolcpus={cpus} nohz_full={cpus} on the kernel command line")
+
+
 def _session_warnings(sides: Sequence[Sequence[Result]], out: Sequence[Side]) -> list[str]:
     """Sides whose sessions' runs vary too much to trust, and sides cut short."""
     said = []
@@ -388,8 +399,7 @@ def _session_warnings(sides: Sequence[Sequence[Result]], out: Sequence[Side]) ->
                 f"var{'y' if len(shaky) != 1 else 'ies'} by CV "
                 f"{100 * max(shaky):.0f}% within a session (above {100 * UNSTABLE_CV:.0f}%): "
                 f"result may be unstable; quieten the machine (hotloop doctor says what it "
-                f"allows; a CPU profile that pins the workload; run --apply-system), or run "
-                f"more runs and sessions")
+                f"allows; {_quieter(rs)}; run --apply-system), or run more runs and sessions")
     for s in out:
         if s.partial:
             said.append(f"{s.name} ({s.file}) is partial, {s.runs} runs: {s.partial_reason}")
