@@ -394,3 +394,36 @@ def test_noisy_pinned_runs_are_not_told_to_pin(isolated: Path) -> None:
             assert "pins the workload" not in said
             assert "pinned to cpus 1: keep other work off them" in said
     run(go())
+
+
+def test_a_file_a_run_is_writing_reads_as_running_not_a_crash(isolated: Path,
+                                                              leftovers) -> None:
+    """The compare screen's list says "running" of the file the console's run is writing
+    (its writer holds it locked), "partial" of one a crash cut short; compare and show say
+    why in those words."""
+    from test_app import start_long_run
+
+    from hotloop import results
+    from hotloop.results.liveness import CRASHED, RUNNING, partial_reason
+
+    async def go() -> None:
+        out = isolated / "results"
+        crashed = forge.zero_null(out / "crashed.jsonl", forge.NS_512, n=3, end=None)
+        os.utime(crashed, (1_700_000_000, 1_700_000_000))
+        app = HotloopApp(results_dir=out)
+        async with app.run_test(size=(120, 36)) as pilot:
+            await start_long_run(pilot, app)
+            live = Path(app.main_screen.controller.live.result_file)
+            assert partial_reason(results.read(live)) == RUNNING
+            assert partial_reason(results.read(crashed)) == CRASHED
+            screen = await open_compare(pilot, app, 2)
+            files = screen.query_one("#compare-files", DataTable)
+            assert str(files.get_cell(str(live), "partial")) == "running"
+            assert str(files.get_cell(str(crashed), "partial")) == "partial"
+            await pilot.press("escape")
+            await wait_for(pilot, lambda: app.screen is app.main_screen, 5, "back")
+            await pilot.press("x")
+            await wait_for(pilot, lambda: not app.main_screen.controller.running, 10,
+                           "the run stopped")
+        assert leftovers() == []
+    run(go())

@@ -18,6 +18,7 @@ from hotloop.events import HotSymbol
 from hotloop.perf.parse import aggregate
 from hotloop.record import Header
 from hotloop.results import Result
+from hotloop.results.liveness import partial_reason
 from hotloop.stats import Bucket, edges, summarize
 from hotloop.visible import visible
 
@@ -139,7 +140,7 @@ def side_names(sides: Sequence[Sequence[Result]], given: Sequence[str]) -> list[
 def side_of(i: int, name: str, rs: Sequence[Result], given: str) -> Side:
     partial = [r for r in rs if r.partial]
     why = "; ".join(f"{r.path.name if len(rs) > 1 else ''}{': ' if len(rs) > 1 else ''}"
-                    f"{r.failed.message if r.failed else 'the file ends early (a crash?)'}"
+                    f"{partial_reason(r)}"
                     for r in partial)
     # from the files' headers: shown in tables and titles, so one line each, whatever a
     # forged file holds; JSON carries them as they are (`text`)

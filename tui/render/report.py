@@ -13,6 +13,7 @@ from hotloop import record
 from hotloop.record import Stop
 from hotloop.render.units import bucket_labels, si
 from hotloop.results import Result
+from hotloop.results.liveness import partial_reason
 from hotloop.stats import Summary, histogram, summarize
 from hotloop.visible import csv_text, visible
 
@@ -170,7 +171,7 @@ def text(result: Result, warnings: bool = True, runs: bool = False) -> str:
              f"{w.metric} ({'higher' if w.higher_is_better else 'lower'}"
              f" is better), {len(result.runs)} run{'' if len(result.runs) == 1 else 's'}"]
     if result.partial:
-        why = result.failed.message if result.failed else "the file ends early (a crash?)"
+        why = partial_reason(result)
         lines.append(f"PARTIAL: {why}")
     stop = stop_line(result)
     if stop:

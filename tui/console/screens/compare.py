@@ -31,6 +31,7 @@ from hotloop.console.widgets.compare_histogram import CompareHistogram
 from hotloop.errors import HotloopError
 from hotloop.render.report import dso_name
 from hotloop.results.index import Entry, scan
+from hotloop.results.liveness import being_written
 from hotloop.visible import cut, visible
 
 if TYPE_CHECKING:
@@ -194,7 +195,10 @@ class CompareScreen(Screen[None]):
         table.clear()
         for e in entries:
             runs = str(len(e.result.runs)) if e.result else "-"
-            partial = Text("partial", style="yellow") if e.result and e.result.partial else ""
+            # a file a run is still writing is not what a crash left
+            partial: str | Text = "" if not (e.result and e.result.partial) else \
+                Text("running", style="cyan") if being_written(e.path) else \
+                Text("partial", style="yellow")
             label = Text(e.label, style="dim red") if e.result is None else \
                 Text(visible(e.label))
             # Text, not str: a DataTable reads a str as markup, and a file's strings
