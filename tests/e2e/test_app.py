@@ -898,3 +898,16 @@ def test_a_hot_symbol_cut_at_80x24_is_spelled_out_whole_for_the_cursor_row(
             await wait_for(pilot, lambda: said() == syms[2].symbol, 5,
                            f"the third name, not {table.border_subtitle!r}")
     run(go())
+
+
+def test_at_20_columns_the_header_keeps_the_view_key_whole(isolated: Path) -> None:
+    """20x5: no room for the plan, so it goes (no empty "│  │"), and the key to the other
+    view is whole rather than cut to "v"."""
+    async def go() -> None:
+        app = HotloopApp(results_dir=isolated / "results")
+        async with app.run_test(size=(20, 5)) as pilot:
+            await wait_for(pilot, lambda: app.main_screen.form.base is not None, 10)
+            status = app.main_screen.query_one("#status")
+            await wait_for(pilot, lambda: "v live" in str(status.render()), 5, "the view key")
+            assert str(status.render()) == "hotloop  │  v live"         # 18 columns: room
+    run(go())

@@ -58,7 +58,8 @@ def status_row(plans: list[tuple[str, str]], tail: list[str], room: int,
     """The status row in `room` columns: "hotloop", the first of `plans` (each a head and an
     end, most to least said) that fits, and `tail` (the run's progress, the view key), the
     separators narrowed if need be.  When none fits, the last one's end (a host's long
-    name) is cut, down to 12 columns, then its head: the tail is never cut."""
+    name) is cut, down to 12 columns, then its head, and with no room left for it the plan
+    goes: the tail is never cut."""
     def width(sep: str, plan: tuple[str, str] | None) -> int:
         return len("hotloop") + sum(len(sep) + len(t) for t in tail) + \
             (len(sep) + len(plan[0]) + len(plan[1]) if plan else 0)
@@ -69,6 +70,8 @@ def status_row(plans: list[tuple[str, str]], tail: list[str], room: int,
         spare = room - width(sep, ("", ""))
         end = cut(end, max(min(len(end), 12), spare - len(head)))     # the host's name first
         choice = sep, (cut(head, max(0, spare - len(end))), end)
+        if width(*choice) > room or not "".join(choice[1]):
+            choice = None       # no room for the plan at all: none, not an empty " │  │ "
     sep, plan = choice if choice is not None else (
         next((s for s in SEPARATORS if width(s, None) <= room), SEPARATORS[-1]), None)
     text = Text("hotloop", style="bold")
