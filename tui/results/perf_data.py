@@ -4,12 +4,13 @@ wrote there is ever removed, and no symlink is followed on the way.
 """
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import re
 import stat
 from pathlib import Path
+
+from hotloop.results.liveness import being_written
 
 
 def perf_dir(path: Path) -> Path:
@@ -119,23 +120,6 @@ def _marked(dfd: int, result: str) -> bool:
         os.close(fd)
 
 
-def _in_use(path: Path) -> bool:
-    """Whether a run still writes this result file (its Writer holds it locked)."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    except OSError:
-        return False
-    finally:
-        os.close(fd)
-    return False
-
-
 def _remove_perf_dir(d: Path, parent: int) -> bool:
     """Remove a perf directory hotloop made, file by file, all through the directory's fd (a
     name swapped for a symlink meanwhile is not followed); True once it is gone.  Anything of
@@ -175,7 +159,7 @@ def prune_perf_data(directory: Path, budget: int, keep: Path) -> list[Path]:
         for name in names:
             result = directory / name
             d = perf_dir(result)
-            if not _names_perf_dir(result) or (_in_use(result) and d.name != keep.name):
+            if not _names_perf_dir(result) or (being_written(result) is True and d.name != keep.name):
                 continue
             try:
                 dfd = _open_dir(d, parent)
