@@ -77,6 +77,13 @@ async def pick(pilot, screen: CompareScreen, name: str, key: str = "space") -> N
     await wait_for(pilot, lambda: screen.sides != before, 5, f"{name} (un)picked")
 
 
+async def compared(pilot, screen: CompareScreen) -> None:
+    """`c` on the sides picked, and the comparison (or its error) back from its thread."""
+    await pilot.press("c")
+    await wait_for(pilot, lambda: screen.comparison is not None or screen.error, 30,
+                   "the comparison")
+
+
 def status(screen: CompareScreen) -> str:
     return str(screen.query_one("#compare-status", Static).render())
 
@@ -97,9 +104,7 @@ def test_compare_two_files_verdict_histogram_and_back(isolated: Path,
             assert [p.name for p in screen.picked] == ["bs512.jsonl", "bs16k.jsonl"]
             assert str(files.get_cell(str(out / "bs512.jsonl"), "pick")) == "base"
             assert str(files.get_cell(str(out / "bs16k.jsonl"), "pick")) == "2"
-            await pilot.press("c")
-            await wait_for(pilot, lambda: screen.comparison is not None or screen.error, 30,
-                           "the comparison")
+            await compared(pilot, screen)
             assert screen.error == ""
             table = screen.query_one("#compare-table", DataTable)
             await wait_for(pilot, lambda: table.row_count > 0, 5, "table rows")
@@ -152,9 +157,7 @@ def test_symbols_tab_shows_a_function_renamed_across_builds_as_one_row(
             screen = await open_compare(pilot, app, 2)
             await pick(pilot, screen, "isra.jsonl", "enter")       # the baseline
             await pick(pilot, screen, "plain.jsonl", "space")
-            await pilot.press("c")
-            await wait_for(pilot, lambda: screen.comparison is not None or screen.error, 30,
-                           "the comparison")
+            await compared(pilot, screen)
             assert screen.error == ""
             await pilot.press("4")
             syms = screen.query_one("#compare-symbols", DataTable)
@@ -190,9 +193,7 @@ def test_sessions_marked_into_sides(isolated: Path, made: dict[str, Path]) -> No
             assert str(files.get_cell(str(out / "bs512-again.jsonl"), "pick")) == "base"
             assert str(files.get_cell(str(out / "bs16k-again.jsonl"), "pick")) == "2"
             assert "2 sessions" in status(screen)
-            await pilot.press("c")
-            await wait_for(pilot, lambda: screen.comparison is not None or screen.error, 30,
-                           "the comparison")
+            await compared(pilot, screen)
             assert screen.error == ""
             comp = screen.comparison
             assert [s.sessions for s in comp.sides] == [2, 2]
@@ -356,9 +357,7 @@ def test_a_latency_in_nanoseconds_reads_in_seconds_as_the_command_line_says(
             screen = await open_compare(pilot, app, 2)
             await pick(pilot, screen, "a.jsonl")
             await pick(pilot, screen, "b.jsonl")
-            await pilot.press("c")
-            await wait_for(pilot, lambda: screen.comparison is not None or screen.error, 30,
-                           "the comparison")
+            await compared(pilot, screen)
             table = screen.query_one("#compare-table", DataTable)
             row = [str(table.get_row_at(i)[0]) for i in range(table.row_count)].index(
                 "lat_p50_ns")
@@ -386,9 +385,7 @@ def test_noisy_pinned_runs_are_not_told_to_pin(isolated: Path) -> None:
             screen = await open_compare(pilot, app, 2)
             await pick(pilot, screen, "a.jsonl")
             await pick(pilot, screen, "b.jsonl")
-            await pilot.press("c")
-            await wait_for(pilot, lambda: screen.comparison is not None or screen.error, 30,
-                           "the comparison")
+            await compared(pilot, screen)
             said = " ".join(str(screen.query_one("#compare-warnings", Static).render()).split())
             assert "within a session (above 10%)" in said, said
             assert "pins the workload" not in said
