@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 import sysconfig
+import textwrap
 import time
 import venv
 from pathlib import Path
@@ -183,6 +184,20 @@ def test_two_kernels_alternate_in_vms_come_home_as_files_and_are_compared(tmp_pa
     assert leftovers() == []
 
 
+def _cut_profiles(tmp_path: Path, *others: str) -> tuple[Path, Path]:
+    """A copy of a real kernel image, whole for the profiles' load, and profiles naming it
+    `cut` beside kernels without an image (`others`): (the image, the profiles' directory)."""
+    cut = tmp_path / "bzImage"
+    cut.write_bytes(IMAGE.read_bytes())
+    tables = "".join(f'[kernel.{k}]\nlabel = "{k}"\n' for k in others)
+    return cut, profile_dir(tmp_path, textwrap.dedent(f"""
+        [kernel.cut]
+        label = "cut short"
+        image = "{cut}"
+        cpus = 1
+        """) + tables)
+
+
 def _cut_short(image: Path) -> None:
     """What a copied kernel image becomes once the load has checked it: its first 1000 bytes
     (qemu would say "invalid kernel header"; the session's own check says it first)."""
@@ -194,18 +209,7 @@ def test_a_vm_that_does_not_boot_fails_its_sessions_and_the_series_goes_on(tmp_p
     """An image cut short after the profiles were loaded (a load refuses it at once): each of
     its sessions is a failed session, named at the end, and the other kernels' sessions (here,
     no boot) run and are compared."""
-    cut = tmp_path / "bzImage"
-    cut.write_bytes(IMAGE.read_bytes())
-    d = profile_dir(tmp_path, f"""
-        [kernel.cut]
-        label = "cut short"
-        image = "{cut}"
-        cpus = 1
-        [kernel.k1]
-        label = "k one"
-        [kernel.k2]
-        label = "k two"
-        """)
+    cut, d = _cut_profiles(tmp_path, "k1", "k2")
     # the order is k1 k2 cut k2 cut k1: the image is cut while k1's first session runs
     proc = subprocess.Popen([sys.executable, "-m", "hotloop", "run", "zero_null", "--kernel",
                              "k1", "--kernel", "k2", "--kernel", "cut", "--sessions", "2",
@@ -248,16 +252,7 @@ def test_the_console_goes_on_past_a_vm_that_does_not_boot(tmp_path, monkeypatch,
 
     from hotloop.console.app import HotloopApp
     monkeypatch.setenv("PATH", VENV_BIN + os.pathsep + os.environ["PATH"])
-    cut = tmp_path / "bzImage"
-    cut.write_bytes(IMAGE.read_bytes())
-    d = profile_dir(tmp_path, f"""
-        [kernel.cut]
-        label = "cut short"
-        image = "{cut}"
-        cpus = 1
-        [kernel.k1]
-        label = "k one"
-        """)
+    cut, d = _cut_profiles(tmp_path, "k1")
 
     async def go() -> None:
         app = HotloopApp(profiles=[d], results_dir=tmp_path / "results")
