@@ -241,18 +241,19 @@ class Catalog:
             params[key] = value
         return ResolvedPlan(plan, w, cpu, kernel, params, tuple(warnings))
 
+    def builtin(self, kind: str) -> tuple[str, ...]:
+        """The names of one kind that need no table: the default CPU and kernel profiles."""
+        return ("default",) if kind in ("cpu", "kernel") else ()
+
     def names(self, kind: str) -> list[str]:
-        """The names of one kind, with the built-in default CPU and kernel profiles."""
-        found = set(self.table(kind))
-        if kind in ("cpu", "kernel"):
-            found.add("default")
-        return sorted(found)
+        """The names of one kind, with the built-in ones."""
+        return sorted({*self.table(kind), *self.builtin(kind)})
 
     def unknown(self, kind: str, name: str) -> str | None:
         """Why `name` is no `kind` of the catalogue ("did you mean" a close one), or None."""
         # a membership test: plans are checked one by one, and a sorted list of every name
         # per check made 10,000 files of profiles take half a minute to load
-        if name in self.table(kind) or kind in ("cpu", "kernel") and name == "default":
+        if name in self.table(kind) or name in self.builtin(kind):
             return None
         known = self.names(kind)
         return (f"unknown {KIND_NAMES[kind]} {name!r}{did_you_mean(name, known)} "
