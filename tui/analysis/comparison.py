@@ -10,7 +10,7 @@ from typing import Any
 
 from hotloop.analysis import noise as noise_mod
 from hotloop.analysis.metrics import SPEED
-from hotloop.analysis.symbols import SymbolDelta
+from hotloop.analysis.symbols import Explained, SymbolDelta
 from hotloop.stats import Summary
 
 
@@ -154,6 +154,11 @@ class Pair:
     metadata: list[MetaDiff]
     symbols: list[SymbolDelta] | None   # None unless both sides have session hot symbols
     method: str = "sessions"            # how the primary metric was tested
+    # the differential profile (analysis.symdiff): the worker CPU ns/op change split into
+    # the top symbols' and the rest (None without a cost per op on both sides, and why)
+    explained: Explained | None = None
+    symbol_note: str = ""               # why the rows have no cost per op, if so
+    symbols_tested: int = 0             # the rows whose q-values were computed together
 
 
 @dataclass(frozen=True)

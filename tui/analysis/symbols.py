@@ -1,5 +1,8 @@
 """The perf symbol diff of a comparison: which hot symbols grew or shrank, a function's
-compiler clones counted as the function.
+compiler clones counted as the function; and its model, a row a symbol (SymbolDelta: the
+shares of samples, and where the sessions give one the cost per operation, its test and its
+word) and the pair's change explained (Explained).  analysis.symcost says what a cost per
+operation is, analysis.symdiff how a row is tested.
 
 A build names a function's copies by what the compiler did to it: GCC's interprocedural
 passes add `.isra.N`, `.constprop.N`, `.part.N` (and `.lto_priv.N`, `.localalias`), its
@@ -10,6 +13,7 @@ one row, which names them all.
 """
 from __future__ import annotations
 
+import enum
 import math
 import re
 from collections.abc import Sequence
@@ -37,11 +41,28 @@ def base_name(symbol: str) -> str:
 
 # --------------------------------------------------------------------------- symbol diff
 
+class SymbolVerdict(enum.Enum):
+    """What the differential test found of one symbol's cost per operation (analysis.symdiff
+    says the rules)."""
+    COSTLIER = "costlier"               # called, after the false discovery rate's control
+    CHEAPER = "cheaper"
+    NO_CHANGE = "no change"             # tested, nothing called (or not after BH)
+    TOO_FEW_SAMPLES = "too few samples"     # a side's samples a session below MIN_SAMPLES
+    NEW = "new"                         # sampled on the new side only
+    GONE = "gone"                       # on the baseline only
+    NO_TEST = "no test"                 # one session a side (why: SymbolDelta.why)
+
+
 @dataclass(frozen=True)
 class SymbolDelta:
-    """One row of a `perf diff`-like comparison, in percentage points. `symbol` is the name
-    the sides share (the base name when the row holds several), `names` every name of the
-    row seen on either side, sorted."""
+    """One row of a `perf diff`-like comparison. `symbol` is the name the sides share (the
+    base name when the row holds several), `names` every name of the row seen on either side,
+    sorted.  baseline_pct/new_pct/delta: the sides' shares of their samples (sessions
+    pooled), in percentage points.  The rest is the cost per operation (analysis.symcost),
+    None where the sessions cannot give one: a side's centre is the arithmetic mean of its
+    sessions' ns/op (linear, so the rows add up: Explained); change_pct, the interval and p
+    are the test's (judge.test_metric on the sessions' costs), q_value the p corrected for
+    the false discovery rate across the symbols tested in the pair (Benjamini-Hochberg)."""
     symbol: str
     dso: str
     kernel: bool
@@ -49,11 +70,75 @@ class SymbolDelta:
     new_pct: float
     delta: float
     names: tuple[str, ...]
+    baseline_ns_per_op: float | None = None
+    new_ns_per_op: float | None = None
+    change_pct: float | None = None
+    ci_low: float | None = None         # 95% interval of change_pct (not corrected)
+    ci_high: float | None = None
+    p_value: float | None = None
+    q_value: float | None = None
+    significant: bool = False           # called: costlier or cheaper
+    verdict: SymbolVerdict | None = None    # None: no cost per op on a side
+    samples_baseline: float = 0.0       # the side's samples of the row, a session (mean)
+    samples_new: float = 0.0
+    baseline_costs: tuple[float, ...] = ()  # each session's ns/op (0: not sampled)
+    new_costs: tuple[float, ...] = ()
+    method: str = ""                    # the test's (comparison.METHODS), "" untested
+    why: str = ""                       # what the word leaves out (no test: why not)
 
     @property
     def merged(self) -> bool:
         """The row adds up more than one name (a function's clones)."""
         return len(self.names) > 1
+
+    @property
+    def word(self) -> str:
+        """The verdict as every format says it ("too few samples: 12"); "" without a cost."""
+        if self.verdict is None:
+            return ""
+        if self.verdict is SymbolVerdict.TOO_FEW_SAMPLES:
+            return f"{self.verdict.value}: {math.floor(min(self.samples_baseline, self.samples_new))}"
+        return str(self.verdict.value)
+
+    @property
+    def change_ns(self) -> float | None:
+        """new - baseline, ns/op (the centres' difference: what Explained adds up)."""
+        if self.baseline_ns_per_op is None or self.new_ns_per_op is None:
+            return None
+        return self.new_ns_per_op - self.baseline_ns_per_op
+
+    @property
+    def ci_ns(self) -> tuple[float, float] | None:
+        """The interval of the change in ns/op: the test's interval in % of the baseline's
+        centre (the test's % is of its own, log-scale centre: close, not the same)."""
+        if self.ci_low is None or self.ci_high is None or self.baseline_ns_per_op is None:
+            return None
+        b = self.baseline_ns_per_op
+        return b * self.ci_low / 100, b * self.ci_high / 100
+
+
+SymbolRow = SymbolDelta                 # the name the issue's console work uses
+
+
+@dataclass(frozen=True)
+class Explained:
+    """A pair's worker CPU time per operation (perf stat's task-clock over the measured
+    runs' ops), each side the arithmetic mean of its sessions', split into the `top` rows'
+    costs and the rest: rest = total - sum(top) on each side, so the changes add up exactly
+    (change == sum of the top rows' change_ns + rest_change)."""
+    baseline_ns_per_op: float
+    new_ns_per_op: float
+    rest_baseline_ns_per_op: float
+    rest_new_ns_per_op: float
+    top: tuple[SymbolDelta, ...]
+
+    @property
+    def change(self) -> float:
+        return self.new_ns_per_op - self.baseline_ns_per_op
+
+    @property
+    def rest_change(self) -> float:
+        return self.rest_new_ns_per_op - self.rest_baseline_ns_per_op
 
 
 def _shares(syms: Sequence[HotSymbol]) -> dict[tuple[str, str, bool], list[HotSymbol]]:
