@@ -64,7 +64,7 @@ from typing import Any
 
 from hotloop.analysis import boots as boots_mod
 from hotloop.analysis import noise as noise_mod
-from hotloop.analysis import series_pairs
+from hotloop.analysis import series_pairs, symdiff
 from hotloop.analysis.comparison import Comparison, MetaDiff, MetricDelta, Pair, Side, Verdict, meta_warning
 from hotloop.analysis.judge import correct_sides, test_metric
 from hotloop.analysis.metrics import series
@@ -290,13 +290,17 @@ def _pair(base: Sequence[Result], rs: Sequence[Result], baseline: Side, side: Si
         rows.append(MetricDelta(m.name, m.unit, m.higher_is_better, t, m.kind,
                                 primary=m.name == primary))
     said += _row_warnings(rows, baseline, side, boots)
-    symbols = None
+    diff = None
     bs, ns = hot_symbols(base), hot_symbols(rs)
-    if bs and ns:
-        symbols = diff_symbols(list(bs), list(ns))[:TOP_SYMBOLS]
+    if bs and ns:       # the differential profile: analysis.symdiff
+        diff = symdiff.differential(base, rs, boots=None if paired is not None else boots,
+                                    pairs=by_pairs, shares=diff_symbols(list(bs), list(ns)))
     meta = metadata_diff(base[0].header.to_json(), rs[0].header.to_json())
-    return Pair(baseline, side, rows, meta, symbols,
-                rows[0].test.method if rows else "sessions"), said
+    return Pair(baseline, side, rows, meta, diff.rows[:TOP_SYMBOLS] if diff else None,
+                rows[0].test.method if rows else "sessions",
+                explained=diff.explained if diff else None,
+                symbol_note=diff.note if diff else "",
+                symbols_tested=diff.tested if diff else 0), said
 
 
 def _row_warnings(rows: Sequence[MetricDelta], baseline: Side, side: Side,

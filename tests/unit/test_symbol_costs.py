@@ -1,0 +1,148 @@
+"""The differential profile on forged sessions with known samples and task-clock (issue #32):
+a symbol's cost per op, the words and their rules, Benjamini-Hochberg on known p-values, and
+the change explained adding up exactly.
+"""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import forge
+import pytest
+
+from hotloop import results
+from hotloop.analysis import compare
+from hotloop.analysis.symbols import SymbolVerdict
+from hotloop.analysis.symcost import session_cost, side_cost
+from hotloop.analysis.symdiff import MIN_SAMPLES, bh
+
+KERNEL = "[kernel.kallsyms]"
+OPS = 6 * 20000                         # forge.zero_null: 6 runs of 20000 ops
+
+
+def hot(samples: dict[str, int], total: int) -> dict[str, Any]:
+    """A session's hot symbols: these counts, of `total` worker samples (the rest unlisted)."""
+    syms = [{"symbol": name, "dso": KERNEL, "kernel": True, "samples": n,
+             "percent": round(100 * n / total, 4)} for name, n in samples.items()]
+    return {"type": "hot_symbols", "symbols": syms, "scope": "session", "window": 0,
+            "samples": total, "variant": ""}
+
+
+def session(path: Path, samples: dict[str, int], total: int = 1000,
+            clock_ms: float | None = 120.0, **kw: Any) -> Path:
+    return forge.zero_null(path, forge.NS_512, more=[hot(samples, total)],
+                           counters={"task-clock": clock_ms}, **kw)
+
+
+def test_a_symbols_cost_is_its_share_of_the_workers_samples_times_its_cpu_time_per_op(
+        tmp_path: Path) -> None:
+    # 120 ms of task-clock over 120000 ops: the worker's 1000 ns/op; read_zero's two names
+    # hold 400 of its 1000 samples: 400 ns/op
+    f = session(tmp_path / "s.jsonl", {"read_zero": 300, "read_zero.isra.0": 100,
+                                       "do_syscall_64": 250})
+    c = session_cost(results.read(f))
+    assert c.ops == OPS and c.task_clock_ms == 120.0 and c.samples == 1000 and not c.why
+    assert c.ns_per_op == pytest.approx(1000.0)
+    rz = c.symbols["read_zero", KERNEL, True]
+    assert rz.names == ("read_zero", "read_zero.isra.0") and rz.samples == 400
+    assert rz.share == pytest.approx(0.4) and rz.ns_per_op == pytest.approx(400.0)
+    assert c.symbols["do_syscall_64", KERNEL, True].ns_per_op == pytest.approx(250.0)
+    side = side_cost([results.read(f)])
+    assert [s.symbol for s in side.symbols] == ["read_zero", "do_syscall_64"]
+    assert side.symbols[0].sd_ns is None            # one session: no spread
+
+
+@pytest.mark.parametrize(("kw", "why"), [
+    ({"clock_ms": None}, "no task-clock"),
+    ({"end": None}, "partial session"),
+])
+def test_no_cost_where_the_data_give_none_never_zero(tmp_path: Path, kw: dict[str, Any],
+                                                     why: str) -> None:
+    c = session_cost(results.read(session(tmp_path / "s.jsonl", {"read_zero": 300}, **kw)))
+    assert c.ns_per_op is None and c.symbols["read_zero", KERNEL, True].ns_per_op is None
+    assert c.why.startswith(why)
+    off = session_cost(results.read(forge.zero_null(tmp_path / "off.jsonl", forge.NS_512)))
+    assert off.ns_per_op is None and off.why.startswith("no perf samples")
+
+
+def test_benjamini_hochberg_on_known_p_values() -> None:
+    # by hand: sorted 0.005 0.01 0.03 0.04 -> x4/1 0.02, x4/2 0.02, x4/3 0.04, x4/4 0.04
+    assert bh([0.01, 0.04, 0.03, 0.005]) == pytest.approx([0.02, 0.04, 0.04, 0.02])
+    # step-up: the smallest's 0.06 is lowered to the second's 0.0315
+    assert bh([0.02, 0.021, 0.5]) == pytest.approx([0.0315, 0.0315, 0.5])
+    assert bh([0.9, 0.8]) == pytest.approx([0.9, 0.9]) and bh([]) == []
+    assert bh([0.5] * 3 + [1.0]) == pytest.approx([2 / 3] * 3 + [1.0])
+
+
+def test_too_few_samples_is_where_poisson_alone_spans_the_too_noisy_width() -> None:
+    # 1.96 / sqrt(N) > 50% below 16 samples a session
+    assert MIN_SAMPLES == 16
+    assert 1.96 / math.sqrt(MIN_SAMPLES) < 0.5 < 1.96 / math.sqrt(MIN_SAMPLES - 1)
+
+
+# Three sessions a side: read_zero doubles, do_syscall_64 stays (its sessions scatter),
+# a rare symbol has 5 samples a session, one is only on the new side, one only on the old.
+BASE = [{"read_zero": 200, "do_syscall_64": 300, "rare": 5, "old_path": 40},
+        {"read_zero": 205, "do_syscall_64": 310, "rare": 4, "old_path": 42},
+        {"read_zero": 196, "do_syscall_64": 290, "rare": 6, "old_path": 39}]
+NEW = [{"read_zero": 400, "do_syscall_64": 305, "rare": 5, "new_path": 50},
+       {"read_zero": 410, "do_syscall_64": 296, "rare": 5, "new_path": 48},
+       {"read_zero": 395, "do_syscall_64": 308, "rare": 6, "new_path": 52}]
+
+
+@pytest.fixture
+def sides(tmp_path: Path) -> tuple[Path, Path]:
+    for name, side in (("a", BASE), ("b", NEW)):
+        for i, s in enumerate(side):
+            session(tmp_path / name / f"s{i}.jsonl", s)
+    return tmp_path / "a", tmp_path / "b"
+
+
+def test_the_differential_test_words_each_symbol(sides: tuple[Path, Path]) -> None:
+    comp = compare.load_and_compare(sides)
+    (p,) = comp.pairs
+    rows = {d.symbol: d for d in p.symbols or ()}
+    rz = rows["read_zero"]
+    assert rz.verdict is SymbolVerdict.COSTLIER and rz.significant and rz.word == "costlier"
+    assert rz.baseline_ns_per_op == pytest.approx(1000 * (200 + 205 + 196) / 3 / 1000)
+    assert rz.ci_low is not None and rz.ci_low > 0 and rz.q_value is not None
+    assert rz.q_value >= rz.p_value and rz.q_value < 0.05
+    assert rows["do_syscall_64"].word == "no change"
+    assert rows["rare"].word == "too few samples: 5" and rows["rare"].p_value is None
+    assert rows["new_path"].word == "new" and rows["new_path"].baseline_ns_per_op == 0
+    assert rows["old_path"].word == "gone" and rows["old_path"].new_ns_per_op == 0
+    assert rows["old_path"].baseline_ns_per_op == pytest.approx((40 + 42 + 39) / 3)
+    assert p.symbols_tested == 2                    # read_zero and do_syscall_64
+
+
+def test_the_change_explained_adds_up_exactly(sides: tuple[Path, Path]) -> None:
+    (p,) = compare.load_and_compare(sides).pairs
+    e = p.explained
+    assert e is not None and e.top[0].symbol == "read_zero"    # the largest change first
+    # the total is the worker's (task-clock), the rest what the top rows leave of it
+    assert e.baseline_ns_per_op == pytest.approx(1000.0)
+    assert e.rest_baseline_ns_per_op == pytest.approx(
+        1000.0 - math.fsum(r.baseline_ns_per_op or 0 for r in e.top), abs=1e-9)
+    parts = math.fsum(r.change_ns or 0 for r in e.top) + e.rest_change
+    assert e.change == pytest.approx(parts, abs=1e-9)
+    # the new side's read_zero doubled (+200.3 ns/op), its whole CPU time did not: the rows
+    # shown with their changes, the rest taking what the top rows leave
+    assert e.top[0].change_ns == pytest.approx((400 + 410 + 395 - 200 - 205 - 196) / 3)
+
+
+def test_one_session_a_side_shows_the_change_and_calls_nothing(tmp_path: Path) -> None:
+    a = session(tmp_path / "a.jsonl", BASE[0])
+    b = session(tmp_path / "b.jsonl", NEW[0])
+    (p,) = compare.load_and_compare([a, b]).pairs
+    rz = next(d for d in p.symbols or () if d.symbol == "read_zero")
+    assert rz.verdict is SymbolVerdict.NO_TEST and not rz.significant
+    assert rz.change_pct == pytest.approx(100.0) and "one session a side" in rz.why
+
+
+def test_without_task_clock_the_rows_are_shares_and_say_why(tmp_path: Path) -> None:
+    a = session(tmp_path / "a.jsonl", BASE[0], clock_ms=None)
+    b = session(tmp_path / "b.jsonl", NEW[0])
+    (p,) = compare.load_and_compare([a, b]).pairs
+    assert p.explained is None and "no task-clock" in p.symbol_note
+    assert all(d.baseline_ns_per_op is None and d.word == "" for d in p.symbols or ())

@@ -1,0 +1,170 @@
+"""A symbol's CPU time per operation, of one session and of a side's sessions.
+
+What the data hold (run/drive, run/worker, perf/recorder): the worker does its warmups, then
+says Ready; perf record and perf stat are attached then, both enabled over their control
+pipes before the first measured run is let go, and both stopped together (SIGINT) after the
+last measured run, before the worker's teardown.  So the samples and the counters cover the
+same interval: the measured runs (and the worker's few lines of Python between them), never
+the warmups, the setup or the teardown.  perf record samples the worker's CPUs (`-a -C`) and
+`perf report --comm` keeps the worker's own samples (its comm, inherited by what it forks),
+or without system-wide sampling it records the worker's pids (`-p`); either way the session
+HotSymbols' percent is of the worker's samples only, and their `samples` is the worker's
+total, of which the listed symbols (the top 100) are a part.  perf stat counts the worker's
+pids: its task-clock (ms) is the CPU time they ran in that interval, user and kernel.  The
+ops of that interval are the measured runs' ops; with several worker processes a session,
+each has its own recording over its own runs, and the counts and samples are summed.
+
+The cost of a symbol in a session, in ns per operation:
+
+    cost = (samples of the symbol / the worker's samples) x task-clock / ops
+
+its share of the worker's CPU time, spread over the operations.  Why this and not the
+others the data offer: samples x the sampling period counts CPU time too, but at perf's
+`-F` the period floats and a window's count is rounded; the measured wall time (a run's
+ns) holds the time the worker sleeps (a blocking read, a helper's turn), in which no sample
+falls.  task-clock is an exact count over the very interval sampled, so only the split
+between symbols is a sampling estimate, and the symbols of a session add up to its worker
+CPU time per op.  A symbol missing from a session's list (below its top 100) counts 0.
+
+No cost (None, never 0), with the reason in `why`: perf off or no samples, no task-clock
+(perf stat could not count, or the session is partial: the counters come with its last
+line), no ops.  A workload whose helpers fork per run has their samples (the comm is
+inherited) but perf stat, attached to the pids at Ready, misses the forked ones' CPU time.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from hotloop.analysis.symbols import base_name
+from hotloop.results import Result
+
+Key = tuple[str, str, bool]             # (base name, dso, kernel): one row, clones merged
+
+
+@dataclass(frozen=True)
+class SymbolCost:
+    """One row (a function's clones merged) of one session."""
+    names: tuple[str, ...]
+    samples: int
+    share: float                        # of the worker's samples, 0..1
+    ns_per_op: float | None             # None: the session has no cost (SessionCost.why)
+
+
+@dataclass(frozen=True)
+class SessionCost:
+    """One session's worker CPU time per op and its symbols' shares of it."""
+    file: str
+    samples: int                        # the worker's, all symbols
+    task_clock_ms: float | None
+    ops: int                            # of the measured runs
+    ns_per_op: float | None             # the worker's CPU ns/op; None: see why
+    why: str                            # "" when there is a cost
+    symbols: dict[Key, SymbolCost]
+
+
+def _why_none(r: Result, samples: int) -> str:
+    if not samples:
+        return "no perf samples (perf off or it did not run)"
+    if r.finished is None:
+        return "partial session: perf stat's counters come with its last line"
+    clock = r.finished.counters.get("task-clock")
+    if clock is None or not math.isfinite(clock) or clock <= 0:
+        return "no task-clock: perf stat did not count"
+    if not sum(x.ops for x in r.runs):
+        return "no ops recorded"
+    return ""
+
+
+def session_cost(r: Result) -> SessionCost:
+    """The session's costs (see the module docstring); rows keyed by base name."""
+    hs = r.session_symbols
+    syms = hs.symbols if hs is not None else ()
+    total = hs.samples if hs is not None else 0
+    ops = sum(x.ops for x in r.runs)
+    why = _why_none(r, total if syms else 0)
+    clock = r.finished.counters.get("task-clock") if r.finished and not why else None
+    worker = clock * 1e6 / ops if clock is not None else None
+    grouped: dict[Key, list[tuple[str, int, float]]] = {}
+    for s in syms:
+        share = s.samples / total if total and s.samples else s.percent / 100
+        grouped.setdefault((base_name(s.symbol), s.dso, s.kernel), []).append(
+            (s.symbol, s.samples, share))
+    out = {}
+    for key, parts in grouped.items():
+        share = math.fsum(p[2] for p in parts)
+        out[key] = SymbolCost(tuple(sorted({p[0] for p in parts})), sum(p[1] for p in parts),
+                              share, share * worker if worker is not None else None)
+    return SessionCost(str(r.path), total, clock, ops, worker, why, out)
+
+
+def display_name(key: Key, names: Sequence[str]) -> str:
+    """A row's name: its one name, or the base name its clones share."""
+    return names[0] if len(names) == 1 else key[0]
+
+
+@dataclass(frozen=True)
+class SideSymbol:
+    """One row over a side's sessions: what `show` prints."""
+    key: Key
+    symbol: str
+    dso: str
+    kernel: bool
+    names: tuple[str, ...]
+    samples: tuple[int, ...]            # a session each (0: not sampled there)
+    shares: tuple[float, ...]
+    costs: tuple[float, ...] | None     # ns/op a session each; None: no cost on the side
+
+    @property
+    def mean_ns(self) -> float | None:
+        return math.fsum(self.costs) / len(self.costs) if self.costs else None
+
+    @property
+    def sd_ns(self) -> float | None:
+        """The sessions' standard deviation of the cost; None with one session."""
+        c = self.costs
+        if not c or len(c) < 2:
+            return None
+        m = math.fsum(c) / len(c)
+        return math.sqrt(math.fsum((x - m) ** 2 for x in c) / (len(c) - 1))
+
+
+@dataclass(frozen=True)
+class SideCost:
+    """A side's sessions: their worker CPU ns/op and their symbols."""
+    sessions: tuple[SessionCost, ...]
+    symbols: tuple[SideSymbol, ...]     # by mean cost (or share), highest first
+
+    @property
+    def costed(self) -> bool:
+        return all(s.ns_per_op is not None for s in self.sessions)
+
+    @property
+    def why(self) -> str:
+        """Why the side has no cost per op: its first session's reason."""
+        return next((f"{s.file}: {s.why}" for s in self.sessions if s.why), "")
+
+    @property
+    def worker_ns(self) -> tuple[float, ...]:
+        return tuple(s.ns_per_op for s in self.sessions if s.ns_per_op is not None)
+
+
+def side_cost(rs: Sequence[Result]) -> SideCost:
+    """Every row of the side's sessions, a value a session (0 where a session did not list
+    it), by mean cost per op, or by mean share where there is none."""
+    sessions = tuple(session_cost(r) for r in rs)
+    costed = all(s.ns_per_op is not None for s in sessions)
+    keys = list(dict.fromkeys(k for s in sessions for k in s.symbols))
+    rows = []
+    for k in keys:
+        got = [s.symbols.get(k) for s in sessions]
+        names = tuple(sorted({n for g in got if g for n in g.names}))
+        rows.append(SideSymbol(
+            k, display_name(k, names), k[1], k[2], names,
+            tuple(g.samples if g else 0 for g in got),
+            tuple(g.share if g else 0.0 for g in got),
+            tuple((g.ns_per_op or 0.0) if g else 0.0 for g in got) if costed else None))
+    rows.sort(key=lambda r: (-(r.mean_ns if r.mean_ns is not None else math.fsum(r.shares)),
+                             r.symbol))
+    return SideCost(sessions, tuple(rows))
