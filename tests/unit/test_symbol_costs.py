@@ -4,7 +4,9 @@ the change explained adding up exactly.
 """
 from __future__ import annotations
 
+import json
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +18,7 @@ from hotloop.analysis import compare
 from hotloop.analysis.symbols import SymbolVerdict
 from hotloop.analysis.symcost import session_cost, side_cost
 from hotloop.analysis.symdiff import MIN_SAMPLES, bh
+from hotloop.render import compare_formats
 
 KERNEL = "[kernel.kallsyms]"
 OPS = 6 * 20000                         # forge.zero_null: 6 runs of 20000 ops
@@ -126,7 +129,7 @@ def test_the_change_explained_adds_up_exactly(sides: tuple[Path, Path]) -> None:
         1000.0 - math.fsum(r.baseline_ns_per_op or 0 for r in e.top), abs=1e-9)
     parts = math.fsum(r.change_ns or 0 for r in e.top) + e.rest_change
     assert e.change == pytest.approx(parts, abs=1e-9)
-    # the new side's read_zero doubled (+200.3 ns/op), its whole CPU time did not: the rows
+    # the new side's read_zero doubled (+201.3 ns/op), its whole CPU time did not: the rows
     # shown with their changes, the rest taking what the top rows leave
     assert e.top[0].change_ns == pytest.approx((400 + 410 + 395 - 200 - 205 - 196) / 3)
 
@@ -146,3 +149,68 @@ def test_without_task_clock_the_rows_are_shares_and_say_why(tmp_path: Path) -> N
     (p,) = compare.load_and_compare([a, b]).pairs
     assert p.explained is None and "no task-clock" in p.symbol_note
     assert all(d.baseline_ns_per_op is None and d.word == "" for d in p.symbols or ())
+
+
+def test_every_format_says_the_differential_profile(sides: tuple[Path, Path]) -> None:
+    comp = compare.load_and_compare(sides)
+    doc = json.loads(compare_formats.render(comp, "json"))
+    (diff,) = doc["symbol_diffs"]
+    rz = next(r for r in diff["symbols"] if r["symbol"] == "read_zero")
+    # the issue's names, kept for scripts, with the share keys as before
+    assert {"baseline_ns_per_op", "new_ns_per_op", "change_pct", "ci_low", "ci_high",
+            "p_value", "q_value", "significant", "verdict", "names", "baseline_pct",
+            "new_pct", "delta", "symbol", "dso", "kernel"} <= rz.keys()
+    assert rz["verdict"] == "costlier" and rz["significant"] is True
+    assert diff["correction"] == "benjamini-hochberg" and diff["tested"] == 2
+    e = diff["explained"]
+    top = sum(r["new_ns_per_op"] - r["baseline_ns_per_op"] for r in e["top"])
+    rest = e["rest_new_ns_per_op"] - e["rest_baseline_ns_per_op"]
+    assert e["new_ns_per_op"] - e["baseline_ns_per_op"] == pytest.approx(top + rest, abs=1e-9)
+
+    text = compare_formats.render(comp, "text")
+    line = next(x for x in text.splitlines() if x.startswith("  change explained: "))
+    # what is shown adds up too: the total, each part, the rest (rounding in the rest)
+    total = float(line.split()[2])
+    parts = line.split("): ", 1)[1]
+    shown = [float(x) for x in re.findall(r"(?:^|\), |\], )\S+ ([+-]\d+\.\d)", parts)]
+    rest = float(re.findall(r"the rest ([+-]\d+\.\d)$", parts)[0])
+    assert len(shown) == 5 and total == pytest.approx(sum(shown) + rest, abs=1e-9)
+    assert "read_zero +201.3 [" in line
+    row = next(x for x in text.splitlines() if x.startswith("  [k] read_zero"))
+    assert row.split()[-1] == "costlier"
+    assert "| `read_zero` |" in compare_formats.render(comp, "md")
+    assert "# change explained: " in compare_formats.render(comp, "org")
+    csv_lines = compare_formats.render(comp, "csv").splitlines()
+    assert any(x.startswith("b,") and ",symbol read_zero,ns/op," in x and ",costlier," in x
+               for x in [line.replace(str(sides[1]), "b") for line in csv_lines])
+
+
+def test_show_prints_a_symbols_cost_per_op_and_a_sides_spread(
+        sides: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    from hotloop.cli import main
+    f = sorted(sides[0].glob("*.jsonl"))[0]
+    assert main(["show", str(f)]) == 0
+    out = capsys.readouterr().out
+    assert "  worker CPU time  1000.0 ns/op (perf stat task-clock / ops)" in out
+    row = next(x for x in out.splitlines() if x.startswith("  [k] read_zero") and "%" in x
+               and "ns" not in x and len(x.split()) == 6)
+    assert row.split()[3:] == ["200.0", "20.00%", "200"]    # ns/op, share, samples
+    # a directory: the side's sessions, each symbol's mean cost and its spread
+    assert main(["show", str(sides[0])]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("3 sessions in ")
+    row = next(x for x in out.splitlines() if x.startswith("  [k] read_zero"))
+    assert row.split()[3:5] == [f"{(200 + 205 + 196) / 3:.1f}", "±4.5"]
+    assert main(["show", str(sides[0]), "--format", "csv"]) == 2
+
+
+def test_show_says_why_there_is_no_cost(tmp_path: Path,
+                                        capsys: pytest.CaptureFixture[str]) -> None:
+    from hotloop.cli import main
+    f = session(tmp_path / "s.jsonl", BASE[0], clock_ms=None)
+    assert main(["show", str(f)]) == 0
+    assert "cost per op: none (" in capsys.readouterr().out
+    assert main(["show", str(f), "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["symbol_costs"]["worker_ns_per_op"] is None
+    assert doc["symbol_costs"]["symbols"][0]["ns_per_op"] is None

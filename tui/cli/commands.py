@@ -32,6 +32,8 @@ def cmd_show(args: argparse.Namespace) -> int:
     from hotloop.render import svg  # rich: loaded by the commands that can draw, not by run
     if args.svg is not None:
         svg.check_target(args.svg)           # before reading anything
+    if args.file.is_dir():                   # a side: its sessions' symbol costs
+        return _show_side(args)
     result = results.read(args.file)
     if args.format == "json":
         print(json.dumps(report.document(result), indent=2))
@@ -43,6 +45,25 @@ def cmd_show(args: argparse.Namespace) -> int:
         svg.save(args.svg, svg.coloured(report.text(result, runs=args.runs)),
                  f"hotloop show {args.file.name}")
         print(f"hotloop: the report as a picture: {visible(str(args.svg))}", file=sys.stderr)
+    return 0
+
+
+def _show_side(args: argparse.Namespace) -> int:
+    """`show DIR`: the per-symbol cost per op of a directory's sessions, with their spread."""
+    from hotloop.analysis.sides import expand
+    from hotloop.analysis.symcost import side_cost
+    from hotloop.render import svg, symbol_costs
+    if args.format == "csv" or args.runs:
+        raise HotloopError(f"show {args.file}: a directory shows its sessions' symbol costs; "
+                           f"--format csv and --runs are for one result file")
+    side = side_cost([results.read(p) for p in expand(str(args.file))])
+    if args.format == "json":
+        print(json.dumps(symbol_costs.cost_json(side), indent=2))
+    text = "\n".join(map(visible, symbol_costs.side_text(side, str(args.file)).splitlines()))
+    if args.format == "text":
+        print(text)
+    if args.svg is not None:
+        svg.save(args.svg, svg.coloured(text), f"hotloop show {args.file.name}")
     return 0
 
 

@@ -269,7 +269,8 @@ def parser() -> argparse.ArgumentParser:
     _plan_options(run, several=True)
 
     show = _sub("show", help="summary, histogram and hot symbols of a result file")
-    _complete(show.add_argument("file", type=Path, help="a result file (.jsonl)"), FILE)
+    _complete(show.add_argument("file", type=Path, help="a result file (.jsonl), or a "
+                                "directory of sessions: their symbols' cost per op"), FILE)
     show.add_argument("--format", choices=("text", "json", "csv"), default="text",
                       help="text (default), json, or csv: the runs, one row each")
     show.add_argument("--runs", action="store_true",

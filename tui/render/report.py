@@ -10,6 +10,7 @@ from typing import Any
 
 from hotloop import events as ev
 from hotloop import record
+from hotloop.analysis.symcost import side_cost
 from hotloop.record import Stop
 from hotloop.render.units import bucket_labels, si
 from hotloop.results import Result
@@ -187,6 +188,8 @@ def text(result: Result, warnings: bool = True, runs: bool = False) -> str:
     if result.session_symbols and result.session_symbols.symbols:
         lines += ["", f"hot symbols ({result.session_symbols.samples} samples)"]
         lines += symbol_lines(result.session_symbols.symbols)
+        from hotloop.render.symbol_costs import cost_lines  # it imports dso_name from here
+        lines += cost_lines(side_cost([result]))
     counters = result.finished.counters if result.finished else None
     if counters:
         lines += ["", "counters (perf stat, whole session)"] + counter_lines(counters)
@@ -195,6 +198,13 @@ def text(result: Result, warnings: bool = True, runs: bool = False) -> str:
     lines += ["", f"result file: {result.path}"]
     # a workload's error text, a warning, a file name: never a terminal command
     return "\n".join(visible(line) for line in lines)
+
+
+def _costs_json(result: Result) -> dict[str, Any] | None:
+    if not (result.session_symbols and result.session_symbols.symbols):
+        return None
+    from hotloop.render.symbol_costs import cost_json
+    return cost_json(side_cost([result]))
 
 
 def document(result: Result) -> dict[str, Any]:
@@ -228,6 +238,8 @@ def document(result: Result) -> dict[str, Any]:
         "hot_symbols": [{"symbol": h.symbol, "dso": h.dso, "percent": h.percent,
                          "kernel": h.kernel, "samples": h.samples}
                         for h in sorted(symbols, key=lambda h: -h.percent)[:30]],
+        # a symbol's CPU time per op (analysis.symcost): null where the data give none
+        "symbol_costs": _costs_json(result),
         "partial": result.partial,
         "error": result.failed.message if result.failed else None,
         "warnings": result.warnings,

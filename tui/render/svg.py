@@ -38,12 +38,20 @@ def picture(lines: Sequence[str | Text], title: str) -> str:
     return console.export_svg(title=title)
 
 
+# The differential profile's words (compare_formats.symbols), as the console colours a change
+WORDS = {r"\bcostlier\b": "bold red", r"\bcheaper\b": "bold green", r"\bnew\b$": "yellow",
+         r"\bgone\b$": "yellow"}
+
+
 def coloured(text: str, colour: str = COLOURS[0]) -> list[Text]:
-    """A text report's lines, its bars (█) in a colour."""
+    """A text report's lines, its bars (█) in a colour, a symbol row's word in its own."""
     out = []
     for line in text.splitlines():
         t = Text(line)
         t.highlight_regex("█+", colour)
+        if line.startswith("  [k] ") or line.startswith("  [.] "):
+            for pattern, style in WORDS.items():
+                t.highlight_regex(pattern, style)
         out.append(t)
     return out
 

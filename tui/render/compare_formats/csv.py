@@ -7,6 +7,7 @@ from typing import Any
 
 from hotloop.analysis.comparison import Comparison
 from hotloop.render.compare_formats.shared import rows
+from hotloop.render.compare_formats.symbols import csv_rows
 from hotloop.visible import csv_text
 
 CSV_COLUMNS = ["file", "label", "name", "partial", "metric", "unit", "higher_is_better",
@@ -15,7 +16,7 @@ CSV_COLUMNS = ["file", "label", "name", "partial", "metric", "unit", "higher_is_
                "sessions_baseline", "sessions_new", "session_noise_pct", "noise_pct",
                "noise_source", "noise_profile", "differs", "p_adjusted", "correction",
                "exploratory", "noise_check", "boots", "boots_baseline", "boots_new",
-               "calibration"]
+               "calibration", "q_value", "dso", "names"]
 
 
 CSV_SUMMARY_COLUMNS = ["file", "label", "name", "partial", "metric", "unit", "n", "median",
@@ -53,4 +54,7 @@ def render_csv(comp: Comparison) -> str:
             check = r["noise_check"]        # a cell: what was done with the calibration
             r["noise_check"] = check["action"] if check else None
             w.writerow({k: _cell(v) for k, v in r.items()})
+        for p in comp.pairs:        # the differential profile: a row a symbol, exploratory
+            for r in csv_rows(p):
+                w.writerow({k: _cell(v) for k, v in r.items()})
     return buf.getvalue()

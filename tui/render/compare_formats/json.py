@@ -7,6 +7,7 @@ from typing import Any
 from hotloop.analysis.comparison import METHODS, Comparison, Side
 from hotloop.analysis.significance import ALPHA, CONFIDENCE, MIN_ROUNDS, NOISE_CHECK_ALPHA
 from hotloop.render.compare_formats.shared import rows
+from hotloop.render.compare_formats.symbols import diff_json
 from hotloop.render.units import bucket_labels
 from hotloop.stats import ASSUMED_SESSION_NOISE, MIN_RUNS, TOO_NOISY_PCT
 
@@ -40,12 +41,7 @@ def document(comp: Comparison) -> dict[str, Any]:
             "buckets": [{"low": b.low, "high": b.high, "label": label,
                          "counts": list(b.counts), "percents": [round(x, 3) for x in b.percents]}
                         for b, label in zip(h.buckets, bucket_labels(h.buckets, h.unit))]},
-        "symbol_diffs": [
-            {"file": p.new.file, "name": p.new.text.name,
-             "symbols": [{"symbol": d.symbol, "dso": d.dso, "kernel": d.kernel,
-                          "baseline_pct": d.baseline_pct, "new_pct": d.new_pct,
-                          "delta": d.delta, "names": list(d.names)} for d in p.symbols]}
-            for p in comp.pairs if p.symbols],
+        "symbol_diffs": [diff_json(p) for p in comp.pairs if p.symbols],
         "warnings": comp.warnings,
         "method": {"alpha": ALPHA, "confidence": CONFIDENCE, "min_runs": MIN_RUNS,
                    "min_rounds": MIN_ROUNDS, "methods": METHODS,

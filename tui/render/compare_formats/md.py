@@ -1,7 +1,9 @@
 """A comparison as a Markdown table."""
 from __future__ import annotations
 
-from hotloop.analysis.comparison import Comparison
+from hotloop.analysis.compare import TOP_SYMBOLS
+from hotloop.analysis.comparison import Comparison, Pair
+from hotloop.render.compare_formats import symbols as sym
 from hotloop.render.compare_formats.shared import HEAD, better_way, noise_line, notes, result_cell, text_rows
 from hotloop.render.units import si
 from hotloop.visible import visible
@@ -10,6 +12,28 @@ from hotloop.visible import visible
 def _md(text: str) -> str:
     """Text from a file in a md table or line: one line, a bar its own (not a new cell)."""
     return visible(text).replace("|", "\\|")
+
+
+def _symbols(p: Pair) -> list[str]:
+    """The pair's differential profile: a row a symbol (its names in it), the change
+    explained under the table."""
+    if not p.symbols:
+        return []
+    cost = sym.costed(p)
+    head = sym.COST_HEAD if cost else sym.SHARE_HEAD
+    out = ["", f"**{_md(sym.title(p, TOP_SYMBOLS))}**", "",
+           "| " + " | ".join(head) + " |",
+           "|---|---|" + "---:|" * (len(head) - 3) + "---|"]
+    for d in p.symbols:
+        name = f"`{_md(d.symbol)}`" + (f" ({_md(', '.join(d.names))})" if d.merged else "")
+        cells = sym.cells(d, cost)
+        if d.significant:
+            cells[-1] = f"**{cells[-1]}**"
+        out.append("| " + " | ".join([name, _md(d.dso), *map(_md, cells)]) + " |")
+    if cost:
+        out += ["", f"change explained: {_md(sym.explained_line(p))}"]
+        out += [f"> note: {_md(n)}" for n in sym.notes(p)]
+    return out
 
 
 def render_md(comp: Comparison) -> str:
@@ -36,6 +60,8 @@ def render_md(comp: Comparison) -> str:
                                                + row[:-1] + [verdict]) + " |")
         if noise_line(comp):
             lines += ["", noise_line(comp)]
+        for p in comp.pairs:
+            lines += _symbols(p)
     if comp.warnings or notes(comp):
         lines.append("")
         lines += [f"> note: {visible(n)}" for n in notes(comp)]

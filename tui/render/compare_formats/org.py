@@ -1,8 +1,10 @@
 """A comparison as an Org table."""
 from __future__ import annotations
 
-from hotloop.analysis.comparison import Comparison
+from hotloop.analysis.compare import TOP_SYMBOLS
+from hotloop.analysis.comparison import Comparison, Pair
 from hotloop.render import verdicts
+from hotloop.render.compare_formats import symbols as sym
 from hotloop.render.compare_formats.shared import better_way, noise_line, notes, result_cell
 from hotloop.render.units import p_value, plain
 from hotloop.visible import visible
@@ -27,6 +29,21 @@ def _org_table(rows: list[list[str]], groups: list[int]) -> list[str]:
         if k in groups:
             out.append(rule)
         out.append("| " + " | ".join(c.ljust(widths[i]) for i, c in enumerate(r)) + " |")
+    return out
+
+
+def _symbols(p: Pair) -> list[str]:
+    """The pair's differential profile as a table of its own, the change explained under it."""
+    if not p.symbols:
+        return []
+    cost = sym.costed(p)
+    rows = [sym.COST_HEAD if cost else sym.SHARE_HEAD]
+    rows += [[d.symbol + (f" ({', '.join(d.names)})" if d.merged else ""), d.dso,
+              *sym.cells(d, cost)] for d in p.symbols]
+    out = ["", f"#+CAPTION: {visible(sym.title(p, TOP_SYMBOLS))}"] + _org_table(rows, [1])
+    if cost:
+        out.append(f"# change explained: {visible(sym.explained_line(p))}")
+        out += [f"# note: {visible(n)}" for n in sym.notes(p)]
     return out
 
 
@@ -60,6 +77,8 @@ def render_org(comp: Comparison) -> str:
         lines += _org_table(rows, groups)
         if noise_line(comp):
             lines.append(f"# {noise_line(comp)}")
+        for p in comp.pairs:
+            lines += _symbols(p)
     lines += [f"# note: {visible(n)}" for n in notes(comp)]
     lines += [f"# warning: {visible(w)}" for w in comp.warnings]
     return "\n".join(lines) + "\n"

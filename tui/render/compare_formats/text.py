@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from hotloop.analysis.compare import TOP_SYMBOLS
 from hotloop.analysis.comparison import Comparison, Pair, Side, meta_text, meta_warning
+from hotloop.render.compare_formats import symbols as sym
 from hotloop.render.compare_formats.shared import PAIRED_NOTE, better_way, noise_line, stat_notes, text_rows
 from hotloop.render.units import bucket_labels, si
 from hotloop.visible import visible
@@ -45,6 +46,24 @@ def _summary_lines(comp: Comparison) -> list[str]:
             f"min {si(s.min, u)}   max {si(s.max, u)}"]
 
 
+def _symbol_table(p: Pair) -> list[str]:
+    """A pair's symbol rows, each merged row's names under it, then the change explained."""
+    cost = sym.costed(p)
+    rows = [sym.COST_HEAD if cost else sym.SHARE_HEAD]
+    for d in p.symbols or ():
+        held = f" ({len(d.names)} names)" if d.merged else ""
+        rows.append([f"[{'k' if d.kernel else '.'}] {d.symbol[:50]}{held}", d.dso[:30],
+                     *sym.cells(d, cost)])
+        # a function's clones, added up in the row above: a line a name, under it
+        rows += [[f"      {name[:50]}"] + [""] * (len(rows[0]) - 1)
+                 for name in d.names if d.merged]
+    out = _table(rows, right={2, 3, 4, 6, 7} if cost else {2, 3, 4})
+    if cost:
+        out += [f"  change explained: {sym.explained_line(p)}"]
+        out += [f"  note: {n}" for n in sym.notes(p)]
+    return out
+
+
 def render_text(comp: Comparison) -> str:
     lines = [f"compare {comp.workload}: {comp.metric} ({better_way(comp.higher_is_better)}), "
              f"baseline = the first side"]
@@ -75,16 +94,7 @@ def render_text(comp: Comparison) -> str:
         lines += _table(rows, right=set(range(1, len(comp.sides) + 1)))
     for p in comp.pairs:
         if p.symbols:
-            lines += ["", f"hot symbols, {p.new.name} vs {p.baseline.name} "
-                          f"(top {TOP_SYMBOLS} by |delta|, % of samples)"]
-            rows = [["symbol", "dso", "baseline", "new", "delta"]]
-            for d in p.symbols:
-                held = f" ({len(d.names)} names)" if d.merged else ""
-                rows.append([f"[{'k' if d.kernel else '.'}] {d.symbol[:50]}{held}", d.dso[:30],
-                             f"{d.baseline_pct:.2f}%", f"{d.new_pct:.2f}%", f"{d.delta:+.2f}"])
-                # a function's clones, added up in the row above: a line a name, under it
-                rows += [[f"      {name[:50]}", "", "", "", ""] for name in d.names if d.merged]
-            lines += _table(rows, right={2, 3, 4})
+            lines += ["", sym.title(p, TOP_SYMBOLS)] + _symbol_table(p)
     shown = {meta_warning(p) for p in comp.pairs if p.metadata}     # each under its pair
     rest = [w for w in comp.warnings if w not in shown]
     if rest:
