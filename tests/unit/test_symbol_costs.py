@@ -141,6 +141,10 @@ def test_one_session_a_side_shows_the_change_and_calls_nothing(tmp_path: Path) -
     rz = next(d for d in p.symbols or () if d.symbol == "read_zero")
     assert rz.verdict is SymbolVerdict.NO_TEST and not rz.significant
     assert rz.change_pct == pytest.approx(100.0) and "one session a side" in rz.why
+    text = compare_formats.render(compare.load_and_compare([a, b]), "text")
+    assert "(top 15 by |change|; none tested, the change shown: one session a side" in text
+    row = next(x for x in text.splitlines() if x.startswith("  [k] read_zero"))
+    assert row.split()[-2:] == ["no", "test"] and "+100.00%" in row
 
 
 def test_without_task_clock_the_rows_are_shares_and_say_why(tmp_path: Path) -> None:

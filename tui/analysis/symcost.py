@@ -28,8 +28,8 @@ CPU time per op.  A symbol missing from a session's list (below its top 100) cou
 
 No cost (None, never 0), with the reason in `why`: perf off or no samples, no task-clock
 (perf stat could not count, or the session is partial: the counters come with its last
-line), no ops.  A workload whose helpers fork per run has their samples (the comm is
-inherited) but perf stat, attached to the pids at Ready, misses the forked ones' CPU time.
+line), no ops.  What a workload forks after Ready is in both: its samples by the comm it
+inherits (or perf record's inheritance, with `-p`), its CPU time by perf stat's.
 """
 from __future__ import annotations
 

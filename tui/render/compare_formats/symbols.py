@@ -8,7 +8,7 @@ import math
 from typing import Any
 
 from hotloop.analysis.comparison import Pair
-from hotloop.analysis.symbols import Explained, SymbolDelta
+from hotloop.analysis.symbols import Explained, SymbolDelta, SymbolVerdict
 from hotloop.analysis.symdiff import EXPLAIN_TOP, MIN_SAMPLES
 from hotloop.render.units import p_value, pct
 
@@ -24,9 +24,12 @@ def costed(p: Pair) -> bool:
 
 def title(p: Pair, top: int) -> str:
     if costed(p):
+        why = next((d.why for d in p.symbols or () if d.verdict is SymbolVerdict.NO_TEST),
+                   "too few samples")
+        tested = (f"q: Benjamini-Hochberg over the {p.symbols_tested} symbols tested"
+                  if p.symbols_tested else f"none tested, the change shown: {why}")
         return (f"hot symbols, {p.new.name} vs {p.baseline.name}: worker CPU ns/op a symbol "
-                f"(top {top} by |change|; q: Benjamini-Hochberg over the {p.symbols_tested} "
-                f"symbols tested)")
+                f"(top {top} by |change|; {tested})")
     return (f"hot symbols, {p.new.name} vs {p.baseline.name} (top {top} by |delta|, % of "
             f"samples)" + (f"; {p.symbol_note}" if p.symbol_note else ""))
 
@@ -83,10 +86,14 @@ def notes(p: Pair) -> list[str]:
     """What the symbol table's words rest on, once under it."""
     if not costed(p):
         return []
-    return [f"cost per op: a symbol's share of the worker's samples x the worker's CPU time "
-            f"(perf stat task-clock) per op of the measured runs; baseline and new are the "
-            f"means of the sessions' costs, change, CI and p the test's (sessions as "
-            f"replicates); too few samples: below {MIN_SAMPLES} a session on a side "
+    how = {"sessions": "sessions as replicates", "pairs": "the series' sessions paired"}
+    methods = ", ".join(dict.fromkeys(how.get(d.method, d.method)
+                                      for d in p.symbols or () if d.method))
+    return ["cost per op: a symbol's share of the worker's samples x the worker's CPU time "
+            "(perf stat task-clock) per op of the measured runs; baseline and new are the "
+            "means of the sessions' costs, change, CI and p the test's"
+            + (f" ({methods})" if methods else "")
+            + f"; too few samples: below {MIN_SAMPLES} a session on a side "
             f"(docs/differential.md)"]
 
 
