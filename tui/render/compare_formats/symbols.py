@@ -106,9 +106,7 @@ def row_json(d: SymbolDelta) -> dict[str, Any]:
     out: dict[str, Any] = {"symbol": d.symbol, "dso": d.dso, "kernel": d.kernel,
                            "baseline_pct": d.baseline_pct, "new_pct": d.new_pct,
                            "delta": d.delta, "names": list(d.names)}
-    if d.verdict is None:
-        return out
-    ci = d.ci_ns
+    ci = d.ci_ns                        # no cost per op: every cost key null, never 0
     return {**out, "baseline_ns_per_op": _num(d.baseline_ns_per_op),
             "new_ns_per_op": _num(d.new_ns_per_op), "change_ns_per_op": _num(d.change_ns),
             "change_pct": _num(d.change_pct), "ci_low": _num(d.ci_low),
@@ -116,10 +114,11 @@ def row_json(d: SymbolDelta) -> dict[str, Any]:
             "ci_low_ns_per_op": _num(ci[0]) if ci else None,
             "ci_high_ns_per_op": _num(ci[1]) if ci else None,
             "p_value": _num(d.p_value), "q_value": _num(d.q_value),
-            "significant": d.significant, "verdict": d.word,
+            "significant": d.significant, "verdict": d.word or None,
             "samples_baseline": d.samples_baseline, "samples_new": d.samples_new,
-            "baseline_sessions_ns_per_op": list(d.baseline_costs),
-            "new_sessions_ns_per_op": list(d.new_costs), "method": d.method or None,
+            "baseline_sessions_ns_per_op": list(d.baseline_costs) if d.verdict else None,
+            "new_sessions_ns_per_op": list(d.new_costs) if d.verdict else None,
+            "method": d.method or None,
             "why": d.why or None}
 
 
