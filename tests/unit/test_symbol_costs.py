@@ -218,3 +218,14 @@ def test_show_says_why_there_is_no_cost(tmp_path: Path,
     doc = json.loads(capsys.readouterr().out)
     assert doc["symbol_costs"]["worker_ns_per_op"] is None
     assert doc["symbol_costs"]["symbols"][0]["ns_per_op"] is None
+
+
+def test_the_svg_colours_a_symbol_rows_word_only() -> None:
+    from hotloop.render import svg
+    lines = svg.coloured("  [k] read_zero  kernel  67.6  108.5  costlier\n"
+                         "  [.] hl_run  x.so  15.8  18.7  cheaper\n"
+                         "note: costlier means more ns/op")
+    assert [(str(s.style), lines[0].plain[s.start:s.end]) for s in lines[0].spans] == \
+        [("bold red", "costlier")]
+    assert [str(s.style) for s in lines[1].spans] == ["bold green"]
+    assert not lines[2].spans                       # prose keeps its colour
