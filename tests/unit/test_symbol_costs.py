@@ -229,3 +229,27 @@ def test_the_svg_colours_a_symbol_rows_word_only() -> None:
         [("bold red", "costlier")]
     assert [str(s.style) for s in lines[1].spans] == ["bold green"]
     assert not lines[2].spans                       # prose keeps its colour
+
+
+DRIFT = (1.00, 1.30, 0.80, 1.15, 0.90, 1.25)     # a round's load, shared by its two sessions
+
+
+def test_a_series_tests_each_symbol_on_its_pairs_of_sessions(tmp_path: Path) -> None:
+    """Kernels of one series: read_zero 3% costlier on B in every round, while the rounds
+    move it by -20..+30% on both sides: paired by round it is called, unpaired it is not."""
+    for i, drift in enumerate(DRIFT, start=1):
+        for side, more in (("A", 1.0), ("B", 1.03)):
+            head = forge.header(label=side, variant=side, runs=6,
+                                batch={"id": "ser1", "interleaved": False, "variants": 2,
+                                       "session": i})
+            session(tmp_path / side / f"s{i:02d}.jsonl",
+                    {"read_zero": round(1000 * drift * more), "do_syscall_64": 3000},
+                    total=10000, head=head)
+    sides = [tmp_path / "A", tmp_path / "B"]
+    (p,) = compare.load_and_compare(sides).pairs
+    rz = next(d for d in p.symbols or () if d.symbol == "read_zero")
+    assert rz.method == "pairs" and rz.word == "costlier"
+    assert rz.change_pct == pytest.approx(3.0, abs=0.1)
+    (p,) = compare.load_and_compare(sides, pair_sessions=False).pairs
+    rz = next(d for d in p.symbols or () if d.symbol == "read_zero")
+    assert rz.method == "sessions" and rz.word == "no change"
