@@ -708,3 +708,72 @@ def test_a_kernel_symbol_that_cannot_annotate_is_refused_before_perf_starts(
         assert argv[0] in ("script", "annotate")
         assert argv[0] == "annotate" or argv[argv.index("--kallsyms") + 1] == os.devnull
         assert argv[0] == "script" or argv[argv.index("-s") + 1] not in kernel
+
+
+@needs_perf
+def test_a_compared_symbol_annotates_side_by_side_on_each_sides_session(spin, isolated,
+                                                                       leftovers):
+    """The compare screen's symbol tab on two real spin runs: `a` on hl_run opens its
+    instructions on both sides (one session a side: each its own), each pane naming its
+    session; a kernel symbol here says in one line why it cannot."""
+    from test_app import wait_for
+    from test_app_compare import compared, open_compare, pick
+    from textual.widgets import DataTable
+
+    from hotloop.console.app import HotloopApp
+    from hotloop.console.screens.symbol_pair import SymbolPairScreen
+    from hotloop.console.widgets.symbol_diff import SymbolDiff
+
+    out = isolated / "results"
+    for name in ("a", "b"):
+        done = run_spin(spin, out / f"{name}.jsonl", *RUN)
+        assert done.returncode == 0, done.stderr
+
+    async def go() -> None:
+        app = HotloopApp(results_dir=out)
+        async with app.run_test(size=(80, 24)) as pilot:
+            screen = await open_compare(pilot, app, 2)
+            await pick(pilot, screen, "a.jsonl")
+            await pick(pilot, screen, "b.jsonl")
+            await compared(pilot, screen)
+            assert screen.error == ""
+            await pilot.press("4")
+            diff = screen.query_one(SymbolDiff)
+            table = screen.query_one("#compare-symbols", DataTable)
+            await wait_for(pilot, lambda: table.row_count > 0, 5, "symbol rows")
+            symbols = [r.delta.symbol if r.delta and not r.name else "" for r in diff.rows]
+            # perf stat counted the worker's task-clock: the rows are costs per op
+            assert diff.costs and "hl_run" in symbols
+            assert diff.rows[symbols.index("hl_run")].delta.baseline_ns_per_op > 0
+            table.move_cursor(row=symbols.index("hl_run"))
+            await pilot.press("a")
+            await wait_for(pilot, lambda: isinstance(app.screen, SymbolPairScreen)
+                           and all(r is not None or m for r, m in zip(app.screen.results,
+                                                                       app.screen.messages)),
+                           120, "both sides annotated")
+            pair = app.screen
+            assert pair.messages == ["", ""], pair.messages
+            for i, (side, name) in enumerate((("baseline", "a"), ("new", "b"))):
+                shown = pair.pane_text(i)
+                assert shown.startswith(f"{side}: results/{name}.jsonl, "), shown
+                assert "samples of hl_run" in shown and "hl_run in _hl_spin_" in shown
+                assert "◀" in shown
+                assert pair.results[i].samples > 0
+            await pilot.press("s")
+            assert pair.by_share
+            await pilot.press("escape")
+            await wait_for(pilot, lambda: app.screen is screen, 5, "back to the symbols")
+            kernel = next((i for i, r in enumerate(diff.rows)
+                           if r.delta and r.delta.kernel and not r.name), None)
+            assert kernel is not None       # getppid's path in the kernel, sampled
+            if not kernel_code().available:
+                table.move_cursor(row=kernel)
+                await pilot.press("enter")
+                await wait_for(pilot, lambda: isinstance(app.screen, SymbolPairScreen)
+                               and all(app.screen.messages), 60, "both sides said why not")
+                for said in app.screen.messages:
+                    assert "is a kernel symbol: the kernel's code is not here" in said
+                await pilot.press("escape")
+            await pilot.press("escape", "q")
+    asyncio.run(go())
+    assert leftovers() == []

@@ -28,8 +28,8 @@ from textual.widgets import DataTable, Footer, Static, TabbedContent, TabPane
 
 from hotloop import results
 from hotloop.console.widgets.compare_histogram import CompareHistogram
+from hotloop.console.widgets.symbol_diff import SymbolDiff
 from hotloop.errors import HotloopError
-from hotloop.render.report import dso_name
 from hotloop.results.index import Entry, scan
 from hotloop.results.liveness import being_written
 from hotloop.visible import cut, visible
@@ -37,14 +37,10 @@ from hotloop.visible import cut, visible
 if TYPE_CHECKING:
     from hotloop.analysis.comparison import Comparison, MetricDelta, Pair
 
-SYMBOLS_TOP = 15
 METRIC_WIDTH = 21
-SYMBOL_WIDTH = 30
 PARAMS_WIDTH = 48
-WIDE_FROM = 130                 # columns for the whole verdict table (and long symbol names)
+WIDE_FROM = 130                 # columns for the whole verdict table
 NARROW_METRIC = 16
-NARROW_SYMBOL = 24
-DSO_WIDTH = 14
 
 
 def _advice(warning: str) -> str:
@@ -134,7 +130,7 @@ class CompareScreen(Screen[None]):
             with TabPane("3 histogram", id="tab-hist"):
                 yield CompareHistogram(id="compare-hist")
             with TabPane("4 symbols", id="tab-symbols"):
-                yield DataTable(id="compare-symbols", cursor_type="row", zebra_stripes=True)
+                yield SymbolDiff(id="symbol-diff")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -162,11 +158,6 @@ class CompareScreen(Screen[None]):
              ("baseline", "baseline"), ("new", "new"), ("ci", "95% CI %"), ("p", "p"))
         for key, label in cols:
             table.add_column(label, key=key)
-        syms = self.query_one("#compare-symbols", DataTable)
-        syms.clear(columns=True)
-        for key, label in (("symbol", "symbol"), ("base", "baseline %"), ("new", "new %"),
-                           ("delta", "delta"), ("dso", "dso")):
-            syms.add_column(label, key=key)
         self.query_one("#compare-detail", Static).display = narrow
 
     def on_resize(self, event: events.Resize) -> None:
@@ -342,6 +333,8 @@ class CompareScreen(Screen[None]):
         self._show(comp)
         warn = f" · {len(comp.warnings)} warning{'s' * (len(comp.warnings) != 1)}" \
             if comp.warnings else ""
+        if symbols := self.query_one(SymbolDiff).summary():
+            warn += f" · {symbols}"
         self._say(f"{comp.workload} · {comp.metric} ({'higher' if comp.higher_is_better else 'lower'}"
                   f" is better) · baseline {comp.baseline.name}{warn} · "
                   f"1-4 switch tabs, esc back")
@@ -351,7 +344,7 @@ class CompareScreen(Screen[None]):
         self.query_one("#compare-sides", Static).update("pick files on the first tab, then c")
         self.query_one("#compare-warnings", Static).update("")
         self.query_one("#compare-table", DataTable).clear()
-        self.query_one("#compare-symbols", DataTable).clear()
+        self.query_one(SymbolDiff).show(None)
         self.query_one("#compare-detail", Static).update("")
         self.details = []
         self.query_one(CompareHistogram).show(None)
@@ -380,28 +373,7 @@ class CompareScreen(Screen[None]):
             self.details += self._metric_rows(table, p, narrow)
         self._detail(table.cursor_row)
         self.query_one(CompareHistogram).show(comp)
-        syms = self.query_one("#compare-symbols", DataTable)
-        syms.clear()
-        width = NARROW_SYMBOL if narrow else SYMBOL_WIDTH
-        for p in comp.pairs:
-            if len(comp.pairs) > 1 or not p.symbols:
-                syms.add_row(Text(f"{p.new.name} vs {p.baseline.name}", style="bold"),
-                             "", "", "", "")
-            if not p.symbols:
-                syms.add_row(Text("no perf symbols in both files (run with perf on)",
-                                  style="dim"), "", "", "", "")
-                continue
-            for d in p.symbols[:SYMBOLS_TOP]:
-                kind = "[k]" if d.kernel else "[.]"
-                style = "green" if d.delta < 0 else "red" if d.delta > 0 else ""
-                held = f" ({len(d.names)} names)" if d.merged else ""
-                syms.add_row(Text(f"{kind} {cut(d.symbol, width)}{held}"),
-                             Text(f"{d.baseline_pct:.2f}%", justify="right"),
-                             Text(f"{d.new_pct:.2f}%", justify="right"),
-                             Text(f"{d.delta:+.2f}", justify="right", style=style),
-                             Text(cut(dso_name(d.dso), DSO_WIDTH), style="dim"))
-                for name in d.names if d.merged else ():    # the clones added up above
-                    syms.add_row(Text(f"    {cut(name, width)}", style="dim"), "", "", "", "")
+        self.query_one(SymbolDiff).show(comp)
 
     @staticmethod
     def _metric_rows(table: DataTable, p: Pair, narrow: bool = False) -> list[str]:
@@ -449,6 +421,11 @@ class CompareScreen(Screen[None]):
             self.query_one(target).focus()
         else:           # the histogram: nothing to focus, and none left on a hidden tab
             self.set_focus(None)
+
+    def on_symbol_diff_annotate(self, message: SymbolDiff.Annotate) -> None:
+        """`a`/`enter` on a symbol: its instructions on both sides' hottest sessions."""
+        from hotloop.console.screens.symbol_pair import SymbolPairScreen
+        self.app.push_screen(SymbolPairScreen.of(message.row))
 
     def action_back(self) -> None:
         self.dismiss(None)
