@@ -127,7 +127,8 @@ def test_compare_two_files_verdict_histogram_and_back(isolated: Path,
             series = hist.series()
             assert list(series) == ["bs512", "bs16k"]
             assert [sum(v) for v in series.values()] == [5, 5]
-            assert screen.focused is table              # its keys move the verdicts' cursor
+            # its keys move the verdicts' cursor (focus lands after the call that asks it)
+            await wait_for(pilot, lambda: screen.focused is table, 5, "the verdicts focused")
             await pilot.press("3")
             await wait_for(pilot, lambda: hist.is_mounted and hist.display
                            and hist.size.width > 0, 5, "histogram tab")
