@@ -93,3 +93,23 @@ def test_the_live_view(snap_compare, isolated, size):
         await replay(pilot, app, DATA / "zero_null-512-v0.1.jsonl")
 
     assert snap_compare(app, terminal_size=size, run_before=replayed)
+
+
+def test_the_symbol_tab(snap_compare, isolated):
+    """The differential profile at 80x24: three forged sessions a side with known samples and
+    task-clock (test_app_symbols.py), a row costlier, one cheaper, one new, one too few."""
+    from test_app_symbols import symbol_sessions
+    made = symbol_sessions(isolated / "made")
+    results_dir(isolated, made)
+    app = HotloopApp()
+
+    async def compared(pilot):
+        screen = await open_compare(pilot, app, 6)
+        for i, f in enumerate(made):
+            await pick(pilot, screen, f.name, "space" if i % 3 == 0 else "a")
+        await pilot.press("c")
+        await wait_for(pilot, lambda: screen.comparison is not None, 20, "the comparison")
+        await pilot.press("4")
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=(80, 24), run_before=compared)

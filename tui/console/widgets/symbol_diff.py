@@ -293,7 +293,7 @@ class SymbolDiff(Vertical):
 
     def summary(self) -> str:
         """What the symbol tab found, for the screen's status line: "4 symbols: 1 costlier,
-        1 cheaper" ("" without a cost per op)."""
+        1 cheaper" ("" when it called none)."""
         pairs = [p for p in self.comparison.pairs if p.explained] if self.comparison else []
         if not pairs:
             return ""
@@ -301,7 +301,7 @@ class SymbolDiff(Vertical):
         said = ", ".join(f"{n} {v.value}" for v in (SymbolVerdict.COSTLIER,
                                                      SymbolVerdict.CHEAPER)
                          if (n := called.count(v)))
-        return f"4 symbols: {said or 'none called'}"
+        return f"4 symbols: {said}" if said else ""
 
     def selected(self) -> Row | None:
         row = self.table.cursor_row
