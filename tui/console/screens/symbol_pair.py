@@ -103,6 +103,9 @@ class SymbolPairScreen(Screen[None]):
         yield Footer()
 
     def on_mount(self) -> None:
+        # the baseline's pane has the keys: arrows scroll it (wide lines sideways), tab
+        # goes to the other
+        self.query_one(f"#pane-{SIDES[0]} .pair-body").focus()
         for i in range(2):
             self.load(i)
 
