@@ -267,10 +267,9 @@ class SymbolDiff(Vertical):
             table.add_column(label, key=key, width=width)
 
     def on_resize(self, event: events.Resize) -> None:
-        was = self.layout_width
-        now = event.size.width
-        if now and self.comparison is not None and \
-                [now >= x for x in (WITH_COSTS, WIDE)] != [was >= x for x in (WITH_COSTS, WIDE)]:
+        # the columns and the names' room follow the width (a few dozen rows: cheap)
+        if event.size.width and event.size.width != self.layout_width and \
+                self.comparison is not None:
             self.show(self.comparison)
 
     def _detail(self) -> None:
