@@ -138,7 +138,7 @@ def test_a_series_the_disk_breaks_leaves_no_empty_directory(isolated, leftovers)
         two = hotloop("run", "zero_null", "--kernel", "default", "--kernel", "busy-poll",
                       "--sessions", "2", "--runs", "3", "--no-perf")
         assert two.returncode == 2, two.stderr
-        assert "cannot make a kernel's directory" in two.stderr
+        assert "cannot make a variant's directory" in two.stderr
         assert list(results_dir.iterdir()) == [], list(results_dir.rglob("*"))
     assert leftovers() == []
 

@@ -18,7 +18,7 @@ from hotloop import catalog
 from hotloop import events as ev
 from hotloop.catalog import Catalog, Host
 from hotloop.errors import HotloopError
-from hotloop.record import Summary
+from hotloop.record import Batch, Summary
 from hotloop.run import launch, series
 from hotloop.run.session import Session
 from hotloop.run.vm import VmSession
@@ -219,3 +219,88 @@ def test_a_refused_plan_with_a_session_done_keeps_its_directory(cat, tmp_path):
     s.ends[second] = ev.Failed("param x: no", bad_input=True)
     over = launch.finish(s)
     assert over.refused is None and not over.removed and first.path.exists()
+
+
+# --------------------------------------------------------------------------- a series of variants
+
+@pytest.mark.parametrize("label, folder", [
+    ("block_size=4096", "block_size=4096"),
+    ("cpu=split", "cpu=split"),
+    ("plan-a", "plan-a"),
+    ("cpu=split block_size=4096", "cpu=split_block_size=4096"),     # a space: no shell word
+    ("name=a/b", "name=a_b"),                   # no directory inside another
+    ("..", "_."),                               # neither the parent nor hidden
+    (".hidden", "_hidden"),
+    ("-x=1", "_x=1"),                           # no option to the commands it is given to
+    ("name=a\nb", "name=a_b"),                  # one line in every listing
+    ("name=a,b", "name=a_b"),                   # compare reads a,b as two files
+])
+def test_a_variant_becomes_a_directory_name_safely(label, folder):
+    assert series.variant_directories([label, "other"]) == [folder, "other"]
+
+
+def test_a_long_variant_name_is_cut_and_ends_with_its_digest():
+    long = "name=" + "x" * 120
+    (cut,) = series.variant_directories([long])
+    assert len(cut) == series.MAX_DIRECTORY and cut.startswith("name=xxx")
+    assert re.fullmatch(r"name=x+-[0-9a-f]{8}", cut)
+    assert series.variant_directories([long[:-1] + "y"]) != [cut]     # not one directory
+
+
+@pytest.mark.parametrize("labels", [["name=a/b", "name=a_b"], ["cpu=Split", "cpu=split"]])
+def test_two_variants_that_would_share_a_directory_each_get_their_own(labels):
+    # (on a case-insensitive file system Split and split are one directory too)
+    names = series.variant_directories(labels)
+    assert len({n.casefold() for n in names}) == 2
+    assert all(re.fullmatch(r"[A-Za-z0-9_.+=-]+-[0-9a-f]{8}", n) for n in names)
+    assert series.variant_directories(labels) == names      # the same names every time
+
+
+@pytest.mark.parametrize("labels, says", [
+    (["block_size=512", "block_size=512"], "variant 'block_size=512' twice"),
+    (["", "a"], "a variant of the series has no name"),
+    (["x=" + "y" * 200, "a"], "a name of 202 characters (at most 200)"),
+])
+def test_variants_a_series_cannot_name_are_refused_in_one_line(labels, says):
+    message = refused(series.variant_directories, labels)
+    assert says in message and "\n" not in message
+
+
+def variants_request(cat: Catalog, sessions: int = 2, kernels: tuple[str, ...] = ("default",),
+                     **more) -> launch.SeriesRequest:
+    plan = cat.plan_for("zero_null")
+    two = tuple((f"block_size={b}", replace(plan, params={"block_size": b}))
+                for b in (512, 4096))
+    return launch.SeriesRequest(plan, kernels, sessions, variants=two, **more)
+
+
+def test_kernels_and_variants_together_are_refused_saying_what_to_do(cat, isolated):
+    says = refused(launch.check_series, variants_request(cat, kernels=("default", "busy-poll")))
+    assert says == launch.KERNELS_AND_VARIANTS and "\n" not in says
+    assert "keep one --kernel" in says and "one value a --param" in says
+    assert refused(launch.check_series, variants_request(cat, sessions=1)).startswith(
+        "--sessions 1: comparing variants needs at least 2 sessions of each")
+    assert not (isolated / "results").exists()
+
+
+def test_a_series_of_variants_alternates_them_each_in_its_directory(cat, tmp_path):
+    req = variants_request(cat, sessions=2, results=tmp_path)
+    launch.check_series(req)
+    rps = launch.resolve_series(cat, req)
+    assert {k: rp.params["block_size"] for k, rp in rps.items()} == {
+        "block_size=512": 512, "block_size=4096": 4096}
+    s = launch.start_series(req, rps)
+    assert re.fullmatch(rf"{STAMP}-zero_null", s.plan.directory.name)
+    assert sorted(p.name for p in s.plan.directory.iterdir()) == [
+        "block_size=4096", "block_size=512"]
+    assert [(x.variant, x.session) for x in s.plan.slots] == [
+        ("block_size=512", 1), ("block_size=4096", 1), ("block_size=4096", 2),
+        ("block_size=512", 2)]
+    assert [x.path.relative_to(s.plan.directory).as_posix() for x in s.plan.slots[:2]] == [
+        "block_size=512/s01.jsonl", "block_size=4096/s01.jsonl"]
+    assert {x.kernel for x in s.plan.slots} == {"default"}
+    made = [s.make(slot) for slot in s.plan.slots[:2]]      # made, not started
+    assert [m.variant for m in made] == ["block_size=512", "block_size=4096"]
+    assert [m.rp.params["block_size"] for m in made] == [512, 4096]
+    assert s.plan.batch(s.plan.slots[2]) == Batch(id=s.plan.id, interleaved=False, variants=2,
+                                                   session=2)

@@ -43,7 +43,7 @@ def test_one_kernel_repeats_its_session():
 
 def test_sessions_are_numbered_within_their_kernel_in_its_directory(tmp_path):
     p = series.plan(["stock", "patched"], 3, tmp_path)
-    assert [(s.kernel, s.session, s.position) for s in p.slots] == [
+    assert [(s.variant, s.session, s.position) for s in p.slots] == [
         ("stock", 1, 0), ("patched", 1, 1), ("patched", 2, 2), ("stock", 2, 3),
         ("stock", 3, 4), ("patched", 3, 5)]
     assert [s.path.relative_to(tmp_path).as_posix() for s in p.slots[:3]] == [
@@ -91,7 +91,7 @@ class Scripted:
         self.slot, self.end = slot, end
         self.gate = None
         self.batch: Batch | None = None
-        self.variant = slot.kernel
+        self.variant = slot.variant
         self.interrupted_by = ""
         self.stopped = False
 
@@ -113,7 +113,7 @@ def _drive(tmp_path: Path, ends: dict[tuple[str, int], ev.Event]) -> tuple[serie
     made: list[Scripted] = []
 
     def make(slot: series.Slot) -> Scripted:
-        made.append(Scripted(slot, ends.get((slot.kernel, slot.session), fine)))
+        made.append(Scripted(slot, ends.get((slot.variant, slot.session), fine)))
         return made[-1]
     s = series.Series(p, make)
 
@@ -248,7 +248,13 @@ def test_the_pairs_test_on_known_numbers():
     (["--sessions", "3", "--host", "lab1"], "--sessions runs a series on this machine"),
     (["--sessions", "3", "--interleave"], "one or the other"),
     (["--sessions", "3", "--out", "x.jsonl"], "--out names one file"),
-    (["--sessions", "3", "--param", "count=1,2"], "one value a --param"),
+    (["--sessions", "3", "--param", "count=1,2", "--kernel", "default", "--kernel",
+      "busy-poll"], "--sessions alternates kernels or variants, not both"),
+    (["--sessions", "1", "--param", "count=1,2"], "comparing variants needs at least 2"),
+    (["--sessions", "3", "--param", "count=1,1"], "the batch names the same variant twice"),
+    (["--sessions", "3", "--param", "count=1,2", "--host", "lab1"],
+     "--sessions runs a series on this machine"),
+    (["--sessions", "3", "--cpu", "default", "--cpu", "nope"], "--cpu nope"),
 ])
 def test_a_series_refused_is_one_line_and_leaves_nothing(isolated, cli, args, says):
     p = cli("run", "zero_null", *args)
@@ -275,7 +281,10 @@ def test_the_paired_test_starts_at_five_complete_pairs(tmp_path, sessions, metho
     assert _primary(compare.load_and_compare([a, b])).method == method
 
 
-def test_a_batch_plan_is_refused_a_series_until_one_value_is_picked(isolated, cli):
-    p = cli("run", "page-pool", "--sessions", "2")
-    assert p.returncode == 2 and "page-pool is a batch of 3" in p.stderr
+def test_a_batch_plan_with_two_kernels_is_refused_a_series(isolated, cli):
+    # its variants alternate as --param K=V1,V2's do; with two kernels too, refused
+    p = cli("run", "page-pool", "--sessions", "2", "--kernel", "default", "--kernel",
+            "busy-poll")
+    assert p.returncode == 2 and "kernels or variants, not both" in p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1
     assert not (isolated / "results").exists()

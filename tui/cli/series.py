@@ -1,7 +1,9 @@
 """`hotloop run PLAN --kernel A --kernel B --sessions N`: a series (run.series) driven from the
 command line: a line as each session ends, then the comparison of the kernels with sessions as
-replicates, the same report `hotloop compare DIR/A/ DIR/B/` gives.  calibrate drives its
-sessions through `drive` too.
+replicates, the same report `hotloop compare DIR/A/ DIR/B/` gives.  The variants `run` makes
+a batch of (plans, --cpu profiles, --param K=V1,V2) alternate the same way, one directory
+each (`run PLAN --param K=V1,V2 --sessions N`).  calibrate drives its sessions through
+`drive` too.
 """
 from __future__ import annotations
 
@@ -18,16 +20,18 @@ from hotloop import events as ev
 from hotloop import results
 from hotloop.catalog import Catalog
 from hotloop.cli.common import _warn_skipped, interrupted_status
-from hotloop.cli.run import choices, emit, emit_text, guarded, plan_to_run
+from hotloop.cli.run import choices, emit, emit_text, guarded, plan_to_run, variants
 from hotloop.errors import HotloopError, RunFailed
 from hotloop.render.units import si
 from hotloop.run import launch, series
 from hotloop.visible import visible, visible_lines
 
+MAX_STEM = 80               # the series' directory: results/<time>-<plans joined by +>
+
 
 def session_line(slot: series.Slot, end: ev.Finished | ev.Failed | None, unit: str) -> str:
     """"stock s03: 1.234 µs/op median, 20 runs", or why it has none."""
-    name = f"{slot.kernel} s{slot.session:02d}"
+    name = f"{slot.variant} s{slot.session:02d}"
     if isinstance(end, ev.Finished) and end.summary.n:
         s = end.summary
         return f"{name}: {si(s.median or 0, unit)} median, {s.n} runs"
@@ -53,7 +57,7 @@ def drive(s: series.Series, fmt: str,
                 observe(e)
             if isinstance(e, series.Begins):
                 if fmt == "text" and sys.stderr.isatty():     # a boot can take a while
-                    print(f"{visible(e.slot.kernel)} s{e.slot.session:02d} "
+                    print(f"{visible(e.slot.variant)} s{e.slot.session:02d} "
                           f"({e.slot.position + 1} of {e.of}) …", file=sys.stderr)
                 if fmt == "events":
                     emit_text(json.dumps(bracket(s.plan, e.slot, "series_session",
@@ -79,19 +83,20 @@ def drive(s: series.Series, fmt: str,
 
 
 def bracket(p: series.Plan, slot: series.Slot, kind: str, **more: Any) -> dict[str, Any]:
-    """The line that tells an events reader which kernel and session the events after it
-    (series_session) or before it (series_session_end) are."""
-    return {"type": kind, "series": p.id, "kernel": slot.kernel, "session": slot.session,
+    """The line that tells an events reader which variant (kernel) and session the events
+    after it (series_session) or before it (series_session_end) are."""
+    return {"type": kind, "series": p.id, "variant": slot.variant, "kernel": slot.kernel,
+            "session": slot.session,
             "sessions": p.sessions, "position": slot.position + 1,
             "result_file": str(slot.path), **more}
 
 
 def comparison(s: series.Series) -> Any:
-    """The kernels compared on their finished sessions (as `hotloop compare DIR/A/ DIR/B/`
-    would, once the unfinished ones are set aside), or None and why on stderr.  A finished
-    session whose file no longer reads is a failed one (Series.lost); a kernel left with no
-    finished session is left out, while two kernels remain."""
-    if len(s.plan.kernels) < 2:
+    """The variants (kernels) compared on their finished sessions (as `hotloop compare DIR/A/
+    DIR/B/` would, once the unfinished ones are set aside), or None and why on stderr.  A
+    finished session whose file no longer reads is a failed one (Series.lost); a variant left
+    with no finished session is left out, while two remain."""
+    if len(s.plan.variants) < 2:
         return None
     read: dict[series.Slot, results.Result] = {}
     for slot in s.done:
@@ -99,7 +104,7 @@ def comparison(s: series.Series) -> Any:
             read[slot] = results.read(slot.path)
         except HotloopError as e:
             s.lost(slot, str(e))
-    sides = {k: [r for slot, r in read.items() if slot.kernel == k] for k in s.plan.kernels}
+    sides = {k: [r for slot, r in read.items() if slot.variant == k] for k in s.plan.variants}
     short = [k for k, side in sides.items() if not side]
     kept = [k for k, side in sides.items() if side]
     if len(kept) < 2:
@@ -120,25 +125,53 @@ def comparison(s: series.Series) -> Any:
 
 
 def run_series(cat: Catalog, args: argparse.Namespace) -> int:
-    """`run PLAN --sessions N [--kernel A --kernel B ...]`."""
-    if len(args.names) != 1 or len(args.cpu or []) > 1 \
-            or any("," in item.partition("=")[2] for item in args.param):
-        raise HotloopError("--sessions runs a series of one plan: one plan, one --cpu, one "
-                           "value a --param (the kernels are what is compared)")
+    """`run PLAN --sessions N [--kernel A --kernel B ...]`, or with the variants of a batch
+    (several plans, --cpu profiles, --param K=V1,V2) in place of the kernels."""
     if args.interleave or args.gated or args.control:
         raise HotloopError("--sessions alternates whole sessions; --interleave alternates "
                            "runs within one: one or the other")
+    kernels = tuple(args.kernel or [])
+    many = len(args.names) > 1 or len(args.cpu or []) > 1 \
+        or any("," in item.partition("=")[2] for item in args.param) \
+        or any(len(cat.variants(cat.plan_for(name))) > 1 for name in args.names)
+    if many and len(kernels) > 1:
+        raise HotloopError(launch.KERNELS_AND_VARIANTS)
+    host = args.host[0] if args.host else None
+    mirror = emit if args.format == "events" else None
+    if many:
+        return _run(cat, args, _variants_request(cat, args, host, mirror))
     plan = cat.plan_for(args.names[0])
-    req = launch.SeriesRequest(plan, tuple(args.kernel or [plan.kernel]), args.sessions,
-                               host=args.host[0] if args.host else None,
-                               mirror=emit if args.format == "events" else None)
+    req = launch.SeriesRequest(plan, kernels or (plan.kernel,), args.sessions,
+                               host=host, mirror=mirror)
     launch.check_series(req)            # refused before anything is made
     chosen = choices(args, 2, each="session")
     kernels = req.kernels
     plan = plan_to_run(cat, args, plan, (args.cpu or [None])[0], args.param, kernels[0])
     for k in kernels[1:]:
         cat.require("kernel", k, "--kernel")
-    req = replace(req, plan=plan, apply_system=chosen.apply_system, keep_perf=chosen.keep_perf)
+    return _run(cat, args, replace(req, plan=plan, apply_system=chosen.apply_system,
+                                   keep_perf=chosen.keep_perf))
+
+
+def _variants_request(cat: Catalog, args: argparse.Namespace, host: str | None,
+                      mirror: Callable[[ev.Event], None] | None) -> launch.SeriesRequest:
+    """The series of the variants `run` would make a batch of, each named as there
+    ("block_size=4096", "cpu=split", a plan's name)."""
+    if host is not None:
+        raise HotloopError(launch.SERIES_HERE)
+    todo = variants(cat, args)
+    first = todo[0].rp.plan
+    stem = "+".join(args.names) if len(args.names) > 1 else first.name
+    req = launch.SeriesRequest(first, (first.kernel,), args.sessions, mirror=mirror,
+                               stem=stem[:MAX_STEM],
+                               variants=tuple((v.label, v.rp.plan) for v in todo))
+    launch.check_series(req)
+    chosen = choices(args, 2, each="session")
+    return replace(req, apply_system=chosen.apply_system, keep_perf=chosen.keep_perf)
+
+
+def _run(cat: Catalog, args: argparse.Namespace, req: launch.SeriesRequest) -> int:
+    """Resolve, start, drive and report the series `req`; its exit status."""
     rps = launch.resolve_series(cat, req)
     _warn_skipped(cat)
     s = launch.start_series(req, rps)
@@ -166,7 +199,7 @@ def run_series(cat: Catalog, args: argparse.Namespace) -> int:
         return interrupted_status()
     if s.failed:
         raise RunFailed("the series' sessions that failed: " + ", ".join(
-            f"{slot.kernel} s{slot.session:02d}" for slot in s.failed))
+            f"{slot.variant} s{slot.session:02d}" for slot in s.failed))
     return 0
 
 
@@ -182,7 +215,8 @@ def document(s: series.Series, moved: dict[series.Slot, Path], interrupted: bool
     """The series in --format json: its order, the sessions done and those that failed."""
     def one(slot: series.Slot) -> dict[str, Any]:
         end = s.ends.get(slot)
-        out: dict[str, Any] = {"kernel": slot.kernel, "session": slot.session,
+        out: dict[str, Any] = {"variant": slot.variant, "kernel": slot.kernel,
+                               "session": slot.session,
                                "position": slot.position + 1, "file": file_of(slot, moved)}
         if isinstance(end, ev.Finished):
             out |= {"runs": end.summary.n, "median": end.summary.median}
@@ -190,8 +224,10 @@ def document(s: series.Series, moved: dict[series.Slot, Path], interrupted: bool
             out |= {"message": end.message, "interrupted": end.interrupted}
         return out
     p = s.plan
-    return {"id": p.id, "directory": str(p.directory), "kernels": list(p.kernels),
-            "sessions": p.sessions, "order": [f"{x.kernel} s{x.session:02d}" for x in p.slots],
+    return {"id": p.id, "directory": str(p.directory),
+            "kernels": list(dict.fromkeys(x.kernel for x in p.slots)),
+            "variants": list(p.variants), "folders": [p.folder(v).name for v in p.variants],
+            "sessions": p.sessions, "order": [f"{x.variant} s{x.session:02d}" for x in p.slots],
             "done": [one(x) for x in s.done], "failed": [one(x) for x in s.failed],
             "stopped": [one(x) for x, e in s.ends.items()
                         if isinstance(e, ev.Failed) and e.interrupted],
@@ -213,13 +249,13 @@ def report(s: series.Series, comp: Any, moved: dict[series.Slot, Path], interrup
             compare_formats.render(comp, "json")) if comp else None}, indent=2))
         return
     p = s.plan
-    counts = ", ".join(f"{k} {sum(1 for x in s.done if x.kernel == k)}" for k in p.kernels)
+    counts = ", ".join(f"{k} {sum(1 for x in s.done if x.variant == k)}" for k in p.variants)
     print(visible(f"series {p.directory}: sessions finished: {counts} (of {p.sessions} each)"))
     for slot in s.failed:
         end = s.ends.get(slot)
         why = end.message if isinstance(end, ev.Failed) else "no result"
         where = file_of(slot, moved)
-        print(visible(f"  failed: {slot.kernel} s{slot.session:02d}: {why}"
+        print(visible(f"  failed: {slot.variant} s{slot.session:02d}: {why}"
                       + (f" ({where})" if where else "")))
     if comp is not None:
         print("\n" + visible_lines(compare_formats.render(comp, "text")))

@@ -207,10 +207,10 @@ class RunController:
             self._log(f"cannot run: {e}", "error")
             return False
         self.series_sides = None
-        sp, n, kernels = self.series.plan, req.sessions, list(req.kernels)
-        self._log(f"series {req.plan.name}: {', '.join(kernels)}, {n} session"
+        sp, n, sides = self.series.plan, req.sessions, list(self.series.plan.variants)
+        self._log(f"series {req.plan.name}: {', '.join(sides)}, {n} session"
                   f"{'s' * (n != 1)} each, alternating → {sp.directory}")
-        self._away_from(rps[kernels[0]].cpu.cpus)
+        self._away_from(rps[sides[0]].cpu.cpus)
         self.worker = self.ui.run_worker(self._run_series(self.series, rps), group="session",
                                          exclusive=True, exit_on_error=False)
         return True
@@ -223,9 +223,9 @@ class RunController:
             async for e in s.events():
                 if isinstance(e, series.Begins):
                     self.series_at = (e.slot, s.plan.sessions)
-                    rp = rps[e.slot.kernel]
+                    rp = rps[e.slot.variant]
                     live = self._new_live(rp)
-                    self._log(f"{e.slot.kernel} · session {e.slot.session} of "
+                    self._log(f"{e.slot.variant} · session {e.slot.session} of "
                               f"{s.plan.sessions}{_in_vm(rp)} → {e.slot.path}")
                 elif isinstance(e, series.Ends):
                     if live is not None:
@@ -248,13 +248,13 @@ class RunController:
                 live.end("stopped")
             self.session = None
             over = launch.finish(s, interrupted=stopped or s.stopped)
-            done = {k: sum(1 for x in s.done if x.kernel == k) for k in s.plan.kernels}
-            self._series_ended(str(s.plan.directory), done,
-                               [f"{x.kernel} s{x.session:02d}" for x in s.failed],
+            done = {k: sum(1 for x in s.done if x.variant == k) for k in s.plan.variants}
+            self._series_ended(s.plan, done,
+                               [f"{x.variant} s{x.session:02d}" for x in s.failed],
                                stopped or s.stopped, over)
 
     def _session_line(self, slot: series.Slot, end: ev.Event | None, live: LiveRun) -> None:
-        name = f"{slot.kernel} s{slot.session:02d}"
+        name = f"{slot.variant} s{slot.session:02d}"
         s = live.summary()
         if isinstance(end, ev.Finished) and s is not None:
             self._log(f"{name}: {si(s.median, live.unit)} median, {s.n} runs", "success")
@@ -264,8 +264,9 @@ class RunController:
             why = end.message if isinstance(end, ev.Failed) else "no result"
             self._log(f"{name}: failed: {why}", "error")
 
-    def _series_ended(self, directory: str, done: dict[str, int], failed: list[str],
+    def _series_ended(self, sp: series.Plan, done: dict[str, int], failed: list[str],
                       stopped: bool, over: launch.Finished) -> None:
+        directory = str(sp.directory)
         counts = ", ".join(f"{k} {n}" for k, n in done.items())
         state = "stopped" if stopped else "done"
         if over.refused is not None:        # every session would fail alike: nothing kept
@@ -279,9 +280,9 @@ class RunController:
         if failed and over.refused is None:
             self._log(f"failed: {', '.join(failed)} (set aside)", "error")
         if len(done) > 1 and all(done.values()):
-            dirs = " ".join(f"{directory}/{k}/" for k in done)
+            dirs = " ".join(f"{sp.folder(k)}/" for k in done)
             self._log(f"c compares them here, or: hotloop compare {dirs}")
-            self.series_sides = [sorted(Path(directory, k).glob("*.jsonl")) for k in done]
+            self.series_sides = [sorted(sp.folder(k).glob("*.jsonl")) for k in done]
         self.series = None
         self._restore_affinity()
         self.ui.post_message(SeriesEnded(directory, done, failed, stopped))

@@ -10,9 +10,11 @@ command line in it) and then:
              finish once it is over, stopped or broken.
 
 The rules: a series runs on this machine only; a kernel profile with an image boots it in a VM
-here, never on a host; a series runs one variant of its plan; the consent asked is one list,
-each change once, none for a kernel booted in a VM; a result file's default name; the sessions
-of a series that did not finish set aside; a series' directory that holds nothing removed.
+here, never on a host; a series alternates its kernels, or its variants (plans, CPU profiles,
+param values: each side one plan, none a batch), never both (KERNELS_AND_VARIANTS); the
+consent asked is one list, each change once, none for a kernel booted in a VM; a result file's
+default name; the sessions of a series that did not finish set aside; a series' directory
+that holds nothing removed.
 """
 from __future__ import annotations
 
@@ -32,6 +34,12 @@ from hotloop.run.session import Session
 from hotloop.run.vm import VmSession
 
 SERIES_HERE = "--sessions runs a series on this machine; --host runs one session on each host"
+# Why not the cross product: the report compares every side with the first, so "patched
+# block_size=4096" against "stock block_size=512" would be a row mixing two changes, and the
+# series' length would be their product; one series a question, each kernel its own series.
+KERNELS_AND_VARIANTS = ("--sessions alternates kernels or variants, not both: keep one "
+                        "--kernel to compare the variants, or one variant (one plan, one "
+                        "--cpu, one value a --param) to compare the kernels")
 
 
 def check_host(kernel: KernelProfile, host: str | None) -> None:
@@ -93,61 +101,82 @@ def start_run(req: RunRequest) -> Session | VmSession | RemoteSession:
 
 # --------------------------------------------------------------------------- a series
 
-def by_kernel(slot: series.Slot) -> str:
-    return slot.kernel
+def by_variant(slot: series.Slot) -> str:
+    return slot.variant
 
 
 @dataclass(frozen=True)
 class SeriesRequest:
-    """`sessions` sessions of each of `kernels`, alternating (run.series), of one plan."""
+    """`sessions` sessions of each of `kernels`, alternating (run.series), of one plan; or,
+    with `variants`, of each of those (then `plan` is the first's and `kernels` its one)."""
     plan: Plan                          # with the user's overrides; its kernel: each of kernels
     kernels: tuple[str, ...]
-    sessions: int                       # a kernel
+    sessions: int                       # a kernel (a variant)
     host: str | None = None             # asked for one: refused, a series runs here
     apply_system: bool = False          # the user's yes to consent()
     keep_perf: bool = True
     results: Path = RESULTS             # where the series' directory is made
     stem: str = ""                      # its name after the time; "": the plan's
     gap: float = 0.0                    # seconds between two sessions
-    variant: Callable[[series.Slot], str] = field(default=by_kernel)   # each session's name
+    variant: Callable[[series.Slot], str] = field(default=by_variant)  # each session's name
     mirror: Callable[[ev.Event], None] | None = None
+    # (name, plan with its overrides) a variant, "block_size=4096": empty for kernels
+    variants: tuple[tuple[str, Plan], ...] = ()
+
+    def sides(self) -> list[tuple[str, Plan]]:
+        """What the series alternates: (name, plan) each, a kernel's name its own."""
+        if len(self.variants) > 1:
+            return list(self.variants)
+        return [(k, replace(self.plan, kernel=k)) for k in self.kernels]
+
+    def folders(self) -> list[str]:
+        """Each side's directory: a kernel's name, a variant's made safe for one."""
+        names = [name for name, _ in self.sides()]
+        if len(self.variants) > 1:
+            return series.variant_directories(names)
+        return series.directory_names(names)
 
 
 def check_series(req: SeriesRequest) -> None:
-    """What needs no catalogue: here, each kernel once under a name a directory can take, the
-    number of sessions within bounds.  Before anything is made."""
+    """What needs no catalogue: here, kernels or variants but not both, each once under a
+    name a directory can take, the number of sessions within bounds.  Before anything is
+    made."""
     if req.host is not None:
         raise HotloopError(SERIES_HERE)
-    series.directory_names(req.kernels)
-    series.check_sessions(req.sessions, len(req.kernels))
+    if len(req.variants) > 1 and len(req.kernels) > 1:
+        raise HotloopError(KERNELS_AND_VARIANTS)
+    req.folders()
+    series.check_sessions(req.sessions, len(req.sides()),
+                          "variant" if len(req.variants) > 1 else "kernel")
 
 
 def resolve_series(cat: Catalog, req: SeriesRequest) -> dict[str, ResolvedPlan]:
-    """The plan resolved for this machine with each kernel profile; one variant, a plan
+    """Each side's plan resolved for this machine, by its name; one variant a side, a plan
     whose params hold lists (a batch) refused."""
     rps: dict[str, ResolvedPlan] = {}
-    for k in req.kernels:
-        one = replace(req.plan, kernel=k)
+    for name, one in req.sides():
         many = len(cat.variants(one))
         if many > 1:
             raise HotloopError(f"--sessions runs a series of one variant; {one.name} is a "
                                f"batch of {many} (its params hold lists): pick one value of "
                                f"each with --param")
-        rps[k] = cat.resolve(one)
+        rps[name] = cat.resolve(one)
     return rps
 
 
 def start_series(req: SeriesRequest, rps: dict[str, ResolvedPlan]) -> series.Series:
     """The series of `req` (checked, resolved: `rps`), its directory made: results/TIME-STEM/
-    <kernel>/, every result file new.  Driven by its events(); then finish()."""
+    <variant>/, every result file new.  Driven by its events(); then finish()."""
     directory = series.new_directory(req.stem or req.plan.name, req.results)
+    names, folders = [name for name, _ in req.sides()], req.folders()
     try:
-        sp = series.plan(req.kernels, req.sessions, directory)
-    except HotloopError:                # a kernel's folder: those made before it go too
-        _remove_empty(directory, [directory / n for n in series.directory_names(req.kernels)])
+        sp = series.plan(names, req.sessions, directory, folders,
+                         [rps[n].kernel.name for n in names])
+    except HotloopError:                # a variant's folder: those made before it go too
+        _remove_empty(directory, [directory / n for n in folders])
         raise
     chosen = start.Choices(req.apply_system, req.keep_perf, on_exists="refuse")
-    return series.Series(sp, lambda slot: start.here(rps[slot.kernel], slot.path, chosen,
+    return series.Series(sp, lambda slot: start.here(rps[slot.variant], slot.path, chosen,
                                                      variant=req.variant(slot),
                                                      mirror=req.mirror), gap=req.gap)
 
@@ -172,7 +201,7 @@ def finish(s: series.Series, interrupted: bool = False) -> Finished:
     bad = next((e for e in s.ends.values() if isinstance(e, ev.Failed) and e.bad_input), None)
     refused = bad.message if bad is not None and not s.done else None
     if refused is not None or (not s.done and not interrupted):
-        _remove_empty(s.plan.directory, [s.plan.folder(k) for k in s.plan.kernels])
+        _remove_empty(s.plan.directory, [s.plan.folder(k) for k in s.plan.variants])
     return Finished(moved, refused, not s.plan.directory.exists())
 
 

@@ -1,6 +1,6 @@
-"""A series: N sessions of each of several kernel profiles, one after another in a balanced
-order, each a fresh start (fresh worker processes here, a fresh boot for a kernel profile with
-an image), the plan's runs inside each.
+"""A series: N sessions of each of several variants (kernel profiles; or plans, CPU profiles,
+param values), one after another in a balanced order, each a fresh start (fresh worker
+processes here, a fresh boot for a kernel profile with an image), the plan's runs inside each.
 
 Why a balanced order: the machine drifts over a sitting (thermal state, page cache, a
 neighbour), and sessions of one kernel run back to back would carry that drift into the
@@ -12,13 +12,16 @@ is what compare's paired test on the series' sessions (analysis.series_pairs) us
 
 With one kernel a series is N sessions of it, which is what a calibration is (run.calibrate).
 
-Files: results/<time>-PLAN/<kernel>/sNN.jsonl, sNN the session's number within its kernel,
-from 1; each header's batch is Batch(id=<series id>, interleaved=False, variants=<kernels>,
-session=NN), so compare knows which sessions ran together.
+Files: results/<time>-PLAN/<variant>/sNN.jsonl, <variant> the kernel's name or the variant's
+made safe as a directory (variant_directories), sNN the session's number within its variant,
+from 1; each header's batch is Batch(id=<series id>, interleaved=False, variants=<how many>,
+session=NN), so compare knows which sessions ran together.  Below, "kernel" is said for a
+variant where the two are one (a kernel series is a series of kernel variants).
 """
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import re
 import stat
 import time
@@ -35,7 +38,7 @@ from hotloop.record import Batch
 from hotloop.run.interleave import Runnable, williams
 
 # A session that did not finish is moved aside (sNN.jsonl.failed, .stopped): its runs are
-# not the kernel's sessions, and `hotloop compare DIR/A/ DIR/B/` then reads what the series
+# not the variant's sessions, and `hotloop compare DIR/A/ DIR/B/` then reads what the series
 # compared.  It is kept for what it says (`hotloop show` reads it).
 ASIDE = {"failed": ".failed", "stopped": ".stopped"}
 MIN_SESSIONS = 2            # a kernel, to compare kernels: one session a side has no spread
@@ -52,15 +55,15 @@ def order(kernels: int, sessions: int) -> list[int]:
     return [k for r in range(sessions) for k in rows[r % len(rows)]]
 
 
-def check_sessions(sessions: int, kernels: int) -> None:
-    """--sessions within its bounds: one line saying why not."""
+def check_sessions(sessions: int, kernels: int, what: str = "kernel") -> None:
+    """--sessions within its bounds: one line saying why not (`what`: kernel or variant)."""
     if sessions > MAX_SESSIONS:
-        raise HotloopError(f"--sessions {sessions}: at most {MAX_SESSIONS} a kernel")
+        raise HotloopError(f"--sessions {sessions}: at most {MAX_SESSIONS} a {what}")
     if sessions < 1:
         raise HotloopError(f"--sessions {sessions}: at least 1")
     if kernels > 1 and sessions < MIN_SESSIONS:
-        raise HotloopError(f"--sessions {sessions}: comparing kernels needs at least "
-                           f"{MIN_SESSIONS} sessions of each (with one, a kernel's change "
+        raise HotloopError(f"--sessions {sessions}: comparing {what}s needs at least "
+                           f"{MIN_SESSIONS} sessions of each (with one, a {what}'s change "
                            f"cannot be told from a session's own offset)")
 
 
@@ -84,6 +87,47 @@ def directory_names(kernels: Sequence[str]) -> list[str]:
     return out
 
 
+MAX_DIRECTORY = 64          # a variant's directory name, in characters (ASCII: bytes)
+MAX_LABEL = 200             # a variant's name, as its headers carry it (record.NAME)
+
+
+def variant_directories(labels: Sequence[str]) -> list[str]:
+    """Each variant's directory in the series, from its name ("block_size=4096", "cpu=split",
+    a plan's name, several joined by spaces): what a directory cannot hold or a shell would
+    misread becomes _ (a '/', a newline, a space; ',' too: compare reads a,b as two files),
+    a leading '.' or '-' too (no '..', no hidden directory, no option); one longer than
+    MAX_DIRECTORY is cut and ends with a digest of the whole name.  Two variants that would
+    share a directory (here, or on a case-insensitive file system) each end with the digest
+    of their own name instead, so that neither is compared with the other's files.  Refused:
+    a name twice, an empty one, one longer than MAX_LABEL."""
+    def digest(label: str) -> str:
+        return hashlib.sha256(label.encode()).hexdigest()[:8]
+
+    def cut(slug: str, label: str, hashed: bool) -> str:
+        if not hashed and len(slug) <= MAX_DIRECTORY:
+            return slug
+        return f"{slug[:MAX_DIRECTORY - 9]}-{digest(label)}"
+
+    for label in labels:
+        if not label.strip():
+            raise HotloopError("a variant of the series has no name")
+        if len(label) > MAX_LABEL:
+            raise HotloopError(f"variant {label[:40]!r}...: a name of {len(label)} "
+                               f"characters (at most {MAX_LABEL})")
+        if labels.count(label) > 1:
+            raise HotloopError(f"variant {label!r} twice: each variant of a series once")
+    slugs = [re.sub(r"^[.-]", "_", re.sub(r"[^A-Za-z0-9_.+=-]", "_", label))
+             for label in labels]
+    names = [cut(slug, label, False) for slug, label in zip(slugs, labels)]
+    keys = [n.casefold() for n in names]
+    names = [cut(slug, label, keys.count(key) > 1)
+             for slug, label, key in zip(slugs, labels, keys)]
+    if len({n.casefold() for n in names}) < len(names):     # a digest's collision: refused
+        raise HotloopError(f"variants {', '.join(map(repr, labels))}: no directory name "
+                           f"for each")
+    return names
+
+
 def new_directory(stem: str, parent: Path = RESULTS) -> Path:
     """results/<time>-<stem>/, made here and now, so that two series (or calibrations) never
     share one."""
@@ -105,11 +149,13 @@ def new_directory(stem: str, parent: Path = RESULTS) -> Path:
 
 @dataclass(frozen=True)
 class Slot:
-    """One session of the series: which kernel, its number within that kernel, its place."""
-    kernel: str                 # the kernel profile's name
-    session: int                # from 1, within the kernel
+    """One session of the series: which variant, its number within that variant, its
+    place."""
+    variant: str                # the variant's name: a kernel profile's in a kernel series
+    session: int                # from 1, within the variant
     position: int               # from 0, within the series
     path: Path                  # its result file
+    kernel: str                 # the kernel profile it runs
 
 
 @dataclass(frozen=True)
@@ -117,34 +163,38 @@ class Plan:
     """The series' sessions, in the order they run."""
     id: str
     directory: Path
-    kernels: tuple[str, ...]
-    sessions: int               # a kernel
+    variants: tuple[str, ...]
+    sessions: int               # a variant
     slots: tuple[Slot, ...]
 
-    def folder(self, kernel: str) -> Path:
-        return self.slots[[s.kernel for s in self.slots].index(kernel)].path.parent
+    def folder(self, variant: str) -> Path:
+        return self.slots[[s.variant for s in self.slots].index(variant)].path.parent
 
     def batch(self, slot: Slot) -> Batch:
-        return Batch(id=self.id, interleaved=False, variants=len(self.kernels),
+        return Batch(id=self.id, interleaved=False, variants=len(self.variants),
                      session=slot.session)
 
 
-def plan(kernels: Sequence[str], sessions: int, directory: Path) -> Plan:
-    """The series' plan, its kernels' directories made in `directory`."""
-    names = directory_names(kernels)
-    folders = [directory / n for n in names]
+def plan(variants: Sequence[str], sessions: int, directory: Path,
+         folders: Sequence[str] | None = None, kernels: Sequence[str] | None = None) -> Plan:
+    """The series' plan, its variants' directories made in `directory`: `folders` (default:
+    the variants as kernels' names, directory_names); `kernels` each variant's kernel
+    profile (default: the variant's name)."""
+    paths = [directory / n for n in (folders or directory_names(variants))]
     try:
-        for f in folders:
+        for f in paths:
             f.mkdir(exist_ok=True)
     except OSError as e:
-        raise HotloopError(f"{directory}: cannot make a kernel's directory: {e.strerror}") \
+        raise HotloopError(f"{directory}: cannot make a variant's directory: {e.strerror}") \
             from None
-    count = dict.fromkeys(range(len(kernels)), 0)
+    kernel_of = list(kernels or variants)
+    count = dict.fromkeys(range(len(variants)), 0)
     slots = []
-    for pos, k in enumerate(order(len(kernels), sessions)):
+    for pos, k in enumerate(order(len(variants), sessions)):
         count[k] += 1
-        slots.append(Slot(kernels[k], count[k], pos, folders[k] / f"s{count[k]:02d}.jsonl"))
-    return Plan(uuid.uuid4().hex[:12], directory, tuple(kernels), sessions, tuple(slots))
+        slots.append(Slot(variants[k], count[k], pos, paths[k] / f"s{count[k]:02d}.jsonl",
+                          kernel_of[k]))
+    return Plan(uuid.uuid4().hex[:12], directory, tuple(variants), sessions, tuple(slots))
 
 
 # --------------------------------------------------------------------------- the loop
@@ -235,7 +285,7 @@ class Series:
 
     def lost(self, slot: Slot, why: str) -> None:
         """A finished session whose file is no longer what it wrote (deleted, replaced, edited
-        while the series ran): a failed session, its runs gone from its kernel's."""
+        while the series ran): a failed session, its runs gone from its variant's."""
         self.ends[slot] = ev.Failed(why)
 
     def check_files(self) -> None:
@@ -251,7 +301,7 @@ class Series:
                 self.lost(slot, f"{slot.path}: no longer a file since the session finished")
 
     def set_aside(self) -> dict[Slot, Path]:
-        """Every session that did not finish moved out of its kernel's *.jsonl (ASIDE)."""
+        """Every session that did not finish moved out of its variant's *.jsonl (ASIDE)."""
         moved: dict[Slot, Path] = {}
         for slot, end in self.ends.items():
             if isinstance(end, ev.Finished) or not slot.path.exists():

@@ -43,7 +43,7 @@ class StatusRow(Static):
         tail: list[str] = []
         if series_at is not None:
             slot, n = series_at
-            tail.append(f"{slot.kernel} · session {slot.session} of {n}")
+            tail.append(f"{slot.variant} · session {slot.session} of {n}")
         if live is not None:
             tail.append(PROGRESS[live.state].format(n=live.n, runs=live.runs))
         if narrow:
