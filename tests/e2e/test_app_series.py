@@ -7,6 +7,7 @@ import asyncio
 from pathlib import Path
 
 from test_app import SIZE, log_text, picked, set_choice, small_run, type_into, wait_for
+from textual.widgets import Input
 
 from hotloop import results
 from hotloop.console.app import HotloopApp
@@ -199,5 +200,66 @@ def test_a_series_every_session_would_refuse_leaves_nothing(isolated: Path, left
             assert "removed)" in text, text
             assert "series done" not in text and "(set aside)" not in text, text
             assert not out.exists() or list(out.iterdir()) == []
+    asyncio.run(go())
+    assert leftovers() == []
+
+
+def test_the_console_runs_a_series_of_two_param_values(isolated: Path, leftovers) -> None:
+    """The form's vs field: the zero-to-null dd test at block sizes 512 (the form's) and 4096
+    (vs), their sessions alternating, one directory each, then c compares them paired."""
+    async def go() -> None:
+        out = isolated / "results"
+        app = HotloopApp(profiles=[_profiles(isolated)], results_dir=out)
+        async with app.run_test(size=SIZE) as pilot:
+            await picked(pilot, app, "zero_null")
+            await type_into(pilot, app, "param.count", "2000")
+            await type_into(pilot, app, "param.block_size", "512")
+            await type_into(pilot, app, "runs", "3")
+            await type_into(pilot, app, "warmup", "0")
+            await set_choice(pilot, app, "perf", "off")
+            vs = app.main_screen.form.fields["vs"].control
+            assert isinstance(vs, Input)
+            vs.focus()
+            await pilot.press(*"block_size=4096")
+            await wait_for(pilot, lambda: vs.value == "block_size=4096", 5, "vs typed")
+            await type_into(pilot, app, "sessions", "2")
+            await pilot.press("escape")
+            assert app.main_screen.form.series == (["default"], 2)
+            assert app.main_screen.form.vs == "block_size=4096"
+            await pilot.press("r")
+            await wait_for(pilot, lambda: "series done" in log_text(app), 240, "the series done")
+            text = log_text(app)
+            (d,) = list(out.iterdir())
+            for name, size in (("block_size=512", 512), ("block_size=4096", 4096)):
+                files = sorted((d / name).glob("*.jsonl"))
+                assert [f.name for f in files] == ["s01.jsonl", "s02.jsonl"], text
+                for i, f in enumerate(files, 1):
+                    r = results.read(f)
+                    assert r.finished is not None and r.header.variant == name
+                    assert r.header.params["block_size"] == size
+                    assert r.header.batch is not None and r.header.batch.session == i
+            order = [ln.split(":")[0] for ln in text.splitlines()
+                     if ln.startswith("block_size=") and ln.split(":")[0].endswith(("s01", "s02"))]
+            assert order == ["block_size=512 s01", "block_size=4096 s01", "block_size=4096 s02",
+                             "block_size=512 s02"], text
+            assert (f"c compares them here, or: hotloop compare {d}/block_size=512/ "
+                    f"{d}/block_size=4096/") in text
+            await pilot.press("c")
+            await wait_for(pilot, lambda: isinstance(app.screen, CompareScreen)
+                           and (app.screen.comparison is not None or app.screen.error), 60,
+                           "the series compared")
+            screen = app.screen
+            assert isinstance(screen, CompareScreen) and not screen.error, screen.error
+            assert [side.name for side in screen.comparison.sides] == [
+                "block_size=512", "block_size=4096"]
+            assert [side.sessions for side in screen.comparison.sides] == [2, 2]
+            await pilot.press("escape")
+            # a second kernel too: refused in one line, nothing started
+            await set_choice(pilot, app, "kernel2", "k2")
+            await pilot.press("r")
+            await wait_for(pilot, lambda: "cannot run: --sessions alternates kernels or "
+                           "variants, not both" in log_text(app), 10, "the refusal")
+            assert not app.main_screen.controller.running
+            assert len(list(out.iterdir())) == 1
     asyncio.run(go())
     assert leftovers() == []

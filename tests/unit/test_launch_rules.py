@@ -19,7 +19,7 @@ from hotloop import events as ev
 from hotloop.catalog import Catalog, Host
 from hotloop.errors import HotloopError
 from hotloop.record import Batch, Summary
-from hotloop.run import launch, series
+from hotloop.run import launch, series, variants
 from hotloop.run.session import Session
 from hotloop.run.vm import VmSession
 
@@ -304,3 +304,35 @@ def test_a_series_of_variants_alternates_them_each_in_its_directory(cat, tmp_pat
     assert [m.rp.params["block_size"] for m in made] == [512, 4096]
     assert s.plan.batch(s.plan.slots[2]) == Batch(id=s.plan.id, interleaved=False, variants=2,
                                                    session=2)
+
+
+# --------------------------------------------------------------------------- the console's vs
+
+def test_vs_names_the_baseline_and_each_variant_by_the_keys_it_changes(cat):
+    plan = replace(cat.plan_for("zero_null"), params={"block_size": 512})
+    sides = variants.versus(cat, plan, "block_size=4096")
+    assert [(name, p.params.get("block_size"), p.cpu) for name, p in sides] == [
+        ("block_size=512", 512, "default"), ("block_size=4096", 4096, "default")]
+    assert sides[0][1] is plan
+    sides = variants.versus(cat, plan, " cpu=split  block_size=1024,4096 ")
+    assert [name for name, _ in sides] == [
+        "cpu=default block_size=512", "cpu=split block_size=1024",
+        "cpu=split block_size=4096"]
+    assert [(p.cpu, p.params["block_size"]) for _, p in sides[1:]] == [
+        ("split", 1024), ("split", 4096)]
+    assert variants.versus(cat, plan, "  ") == ()
+
+
+@pytest.mark.parametrize("text, says", [
+    ("block_size", "vs 'block_size': expected KEY=VALUE (a workload param, or cpu)"),
+    ("blok_size=1", "vs 'blok_size=1': workload zero_null has no param 'blok_size'"),
+    ("block_size=abc", "vs 'block_size=abc': "),
+    ("cpu=nope", "vs cpu nope: "),
+    ("kernel=busy-poll", "vs 'kernel=busy-poll': the vs kernel field compares kernels"),
+    ("block_size=512", "vs block_size=512: the form's own settings (the baseline)"),
+    ("block_size=1 block_size=2", "vs 'block_size=2': block_size twice"),
+])
+def test_vs_refuses_what_it_cannot_run_in_one_line(cat, text, says):
+    plan = replace(cat.plan_for("zero_null"), params={"block_size": 512})
+    message = refused(variants.versus, cat, plan, text)
+    assert message.startswith(says) and "\n" not in message, message

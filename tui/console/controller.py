@@ -31,7 +31,7 @@ from hotloop.console.messages import (
 from hotloop.errors import HotloopError
 from hotloop.record import Header
 from hotloop.render.units import si
-from hotloop.run import launch, series, start
+from hotloop.run import launch, series, start, variants
 from hotloop.run.remote import RemoteSession
 from hotloop.run.session import Session
 from hotloop.run.vm import VmSession
@@ -184,13 +184,14 @@ class RunController:
     # --- a series (run --sessions) ----------------------------------------------------
 
     def check_series(self, cat: Catalog, plan: Plan, kernels: list[str], n: int,
-                     host: str | None
+                     host: str | None, vs: str = ""
                      ) -> tuple[launch.SeriesRequest, dict[str, ResolvedPlan], list[str]]:
-        """A series of `plan`, n sessions of each of `kernels`, by the launcher's rules: the
-        request, each kernel's plan resolved, and what they would change on the system (to
-        ask first)."""
+        """A series of `plan`, n sessions of each of `kernels` (or of `plan` and the variants
+        `vs` asks for: run.variants), by the launcher's rules: the request, each side's plan
+        resolved, and what they would change on the system (to ask first)."""
         req = launch.SeriesRequest(plan, tuple(kernels), n, host=host,
-                                   results=self.results_dir)
+                                   results=self.results_dir,
+                                   variants=variants.versus(cat, plan, vs))
         launch.check_series(req)
         rps = launch.resolve_series(cat, req)
         return req, rps, launch.consent(rps.values())

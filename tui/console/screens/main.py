@@ -226,14 +226,15 @@ class MainScreen(Screen[None]):
         self.app.push_screen(ConsentScreen(plan.name, rp.kernel.name, changes), answered)
 
     def run_series_asked(self, host: str | None) -> None:
-        """`r` with a second kernel or more than one session: a series here, after the
-        consent its kernels' system changes need."""
+        """`r` with a second kernel, a variant (vs) or more than one session: a series here,
+        after the consent its kernels' system changes need."""
         asked = self.form.series
         assert asked is not None and self.cat is not None
         kernels, n = asked
         try:
             plan = self.form.build()
-            req, rps, changes = self.controller.check_series(self.cat, plan, kernels, n, host)
+            req, rps, changes = self.controller.check_series(self.cat, plan, kernels, n, host,
+                                                             self.form.vs)
         except (ValueError, HotloopError) as e:
             self._cannot_run(e)
             return
@@ -247,11 +248,13 @@ class MainScreen(Screen[None]):
                               f"session)", "warning")
                 self._started(self.controller.start_series(req, rps, apply_system=True))
             else:
-                self.log_line(f"not run: the series' kernel profiles would change "
+                self.log_line(f"not run: the series' profiles would change "
                               f"{', '.join(changes)}; nothing was changed", "warning")
 
         from hotloop.console.screens.consent import ConsentScreen
-        self.app.push_screen(ConsentScreen(plan.name, ", ".join(kernels), changes), answered)
+        self.app.push_screen(ConsentScreen(plan.name, ", ".join(sorted({rp.kernel.name for rp in
+                                                                  rps.values()})), changes),
+                             answered)
 
     def _started(self, started: bool) -> None:
         if not started:

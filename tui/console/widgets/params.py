@@ -159,6 +159,23 @@ class TargetInput(Field[Input]):
         self.set_error(self.error)
 
 
+class VsInput(Field[Input]):
+    """A series' variants as changes to the form (run.variants.versus): "block_size=4096",
+    "cpu=split"; empty for none.  Checked against the catalogue when `r` asks."""
+
+    def __init__(self, value: str) -> None:
+        control = Input(value, placeholder="K=V: a param or cpu", select_on_focus=True,
+                        compact=True)
+        super().__init__("vs", "vs", control,
+                         "vs: a variant against the form's settings, its sessions "
+                         "alternating with theirs (A B B A ...), then compared: a param "
+                         "(block_size=4096), cpu=NAME; V1,V2 for several")
+
+    @property
+    def value(self) -> str:
+        return " ".join(self.control.value.split())
+
+
 class SelectField(Field[Select[str]]):
     """A choice among names; `value` is what the choice means (a name, or on/off)."""
 
@@ -260,12 +277,15 @@ class ParamsForm(Vertical):
                                         "vs kernel: a second kernel profile, its sessions "
                                         "alternating with the first's (A B B A ...), then "
                                         "compared")
+        old_vs = self.fields.get("vs")
+        fields["vs"] = VsInput(old_vs.value if isinstance(old_vs, VsInput) else "")
         old_n = self.fields.get("sessions")
         fields["sessions"] = ParamInput("sessions", SESSIONS,
                                         old_n.value if isinstance(old_n, ParamInput)
                                         and not old_n.error else 1)
         widgets += [fields["runs"], fields["until_ci"], fields["warmup"], fields["perf"],
-                    fields["cpu"], fields["kernel"], fields["kernel2"], fields["sessions"]]
+                    fields["cpu"], fields["kernel"], fields["kernel2"], fields["vs"],
+                    fields["sessions"]]
         if cat.hosts:               # where it runs: here, or a [host.NAME] over SSH
             old = self.fields.get("host")
             host = old.value if isinstance(old, ChoiceField) else HERE
@@ -317,14 +337,20 @@ class ParamsForm(Vertical):
         return f.value if isinstance(f, ChoiceField) and f.value != HERE else None
 
     @property
+    def vs(self) -> str:
+        """The variants asked for against the form's settings ("" for none)."""
+        f = self.fields.get("vs")
+        return f.value if isinstance(f, VsInput) else ""
+
+    @property
     def series(self) -> tuple[list[str], int] | None:
-        """The kernels and sessions of each a series is asked for (a second kernel, or more
-        than one session), else None: one session."""
+        """The kernels and sessions of each a series is asked for (a second kernel, a
+        variant, or more than one session), else None: one session."""
         vs, n = self.fields.get("kernel2"), self.fields.get("sessions")
         kernel = self.fields["kernel"].value if "kernel" in self.fields else "default"
         second = vs.value if isinstance(vs, ChoiceField) and vs.value != NO_KERNEL else None
         count = int(n.value) if isinstance(n, ParamInput) and not n.error else 1
-        if second is None and count <= 1:
+        if second is None and count <= 1 and not self.vs:
             return None
         return ([kernel] if second is None else [kernel, second]), int(count)
 
