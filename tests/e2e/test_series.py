@@ -250,3 +250,42 @@ def test_a_finished_sessions_file_lost_mid_series_is_a_failed_session(tmp_path, 
 
 def second_session_ran(err: str) -> bool:
     return any(ln.startswith("k2 s01: ") and "median" in ln for ln in err.splitlines())
+
+
+def test_two_param_values_alternate_in_their_directories_and_are_compared_paired(tmp_path,
+                                                                                 leftovers):
+    # the zero-to-null dd test at block sizes 512 and 4096, five tiny sessions of each: as
+    # many as the paired test needs (series_pairs.MIN_PAIRS)
+    p = hotloop("run", "zero_null", "--param", "block_size=512,4096", "--param", "count=2000",
+                "--no-perf", "--sessions", "5", "--runs", "3", "--format", "json")
+    assert p.returncode == 0, p.stderr
+    d = _series_dir(tmp_path)
+    assert d.name.endswith("-zero_null")
+    names = ("block_size=512", "block_size=4096")
+    assert sorted(x.name for x in d.iterdir()) == sorted(names)
+    for name, size in zip(names, (512, 4096)):
+        files = sorted((d / name).iterdir())
+        assert [f.name for f in files] == [f"s{i:02d}.jsonl" for i in range(1, 6)]
+        for i, f in enumerate(files, 1):
+            h = results.read(f).header
+            assert h.variant == name and h.params["block_size"] == size
+            assert h.batch is not None and h.batch.session == i and h.batch.variants == 2
+    a, b = (f"{n} s{{:02d}}" for n in names)
+    abba = [a.format(1), b.format(1), b.format(2), a.format(2), a.format(3), b.format(3),
+            b.format(4), a.format(4), a.format(5), b.format(5)]
+    ended = [ln.split(":")[0] for ln in p.stderr.splitlines() if ln.startswith("block_size=")]
+    assert ended == abba, p.stderr
+    doc = json.loads(p.stdout)
+    assert doc["series"]["order"] == abba and doc["series"]["failed"] == []
+    assert doc["series"]["variants"] == list(names) == doc["series"]["folders"]
+    assert doc["series"]["kernels"] == ["default"]
+    # the report: the two directories compared, session i of each as a pair
+    cmp = doc["comparison"]
+    assert [s["name"] for s in [cmp["baseline"], *cmp["results"]]] == list(names)
+    row = next(r for r in cmp["comparisons"] if r["metric"] == "bytes/s")
+    assert row["method"] == "pairs"
+    again = hotloop("compare", str(d / names[0]), str(d / names[1]), "--format", "json")
+    assert again.returncode == 0, again.stderr
+    assert next(r for r in json.loads(again.stdout)["comparisons"]
+                if r["metric"] == "bytes/s")["method"] == "pairs"
+    assert not leftovers()
