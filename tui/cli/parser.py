@@ -181,6 +181,7 @@ _EXAMPLES = {
             "hotloop run seqpacket --cpu same-core --cpu split --interleave   A/B",
             "hotloop run zero_null --until-ci 0.5 --runs 500",
             "hotloop run seqpacket --kernel stock --kernel patched --sessions 10   A B B A ...",
+            "hotloop run zero_null --param block_size=512,4096 --sessions 5   variants alike",
             "hotloop run page-pool --host lab1 --host lab2   over SSH, then compared"],
     "show": ["hotloop show results/FILE.jsonl           summary, histogram, hot symbols",
              "hotloop show results/FILE.jsonl --runs    ... and every run",
@@ -240,7 +241,8 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--sessions", type=int, metavar="N",
                      help="N sessions of each --kernel in a balanced order (A B B A ...), "
                           "each a fresh start, then compared with sessions as replicates; "
-                          "with one kernel, N sessions of it")
+                          "or of each variant (plans, --cpu, K=V1,V2), not both; with one "
+                          "kernel, N sessions of it")
     run.add_argument("--interleave", action="store_true",
                      help="run the variants alternately, one repetition each (ABAB...)")
     run.add_argument("--keep-perf", action=argparse.BooleanOptionalAction, default=True,
