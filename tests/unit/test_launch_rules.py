@@ -306,6 +306,24 @@ def test_a_series_of_variants_alternates_them_each_in_its_directory(cat, tmp_pat
                                                    session=2)
 
 
+def test_a_series_of_variants_says_each_sessions_variant_and_kernel(cat, tmp_path):
+    from hotloop.cli.series import bracket, document
+    req = variants_request(cat, sessions=2, results=tmp_path)
+    s = launch.start_series(req, launch.resolve_series(cat, req))
+    first = s.plan.slots[0]
+    line = bracket(s.plan, first, "series_session")
+    assert (line["variant"], line["kernel"], line["session"]) == ("block_size=512", "default", 1)
+    _wrote(first)
+    s.ends[first] = ev.Finished(Summary(n=3, median=1.0))
+    doc = document(s, {}, False)
+    assert doc["variants"] == ["block_size=512", "block_size=4096"] == doc["folders"]
+    assert doc["kernels"] == ["default"]
+    assert doc["order"] == ["block_size=512 s01", "block_size=4096 s01", "block_size=4096 s02",
+                            "block_size=512 s02"]
+    assert [(x["variant"], x["kernel"], x["session"]) for x in doc["done"]] == [
+        ("block_size=512", "default", 1)]
+
+
 # --------------------------------------------------------------------------- the console's vs
 
 def test_vs_names_the_baseline_and_each_variant_by_the_keys_it_changes(cat):
