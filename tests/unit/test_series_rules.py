@@ -288,3 +288,22 @@ def test_a_batch_plan_with_two_kernels_is_refused_a_series(isolated, cli):
     assert p.returncode == 2 and "kernels or variants, not both" in p.stderr
     assert len(p.stderr.strip().splitlines()) == 1
     assert not (isolated / "results").exists()
+
+
+def test_a_param_given_picks_one_value_of_a_batch_plan(isolated, cli):
+    # page-pool's mode holds a list: --param mode=slow runs slow once, not once a listed mode
+    from hotloop import catalog
+    from hotloop.cli.parser import parser
+    from hotloop.cli.run import variants
+    cat = catalog.load()
+    one = variants(cat, parser().parse_args(["run", "page-pool", "--param", "mode=slow"]))
+    assert [(v.label, v.rp.params["mode"]) for v in one] == [("", "slow")]
+    two = variants(cat, parser().parse_args(["run", "page-pool", "--param",
+                                             "mode=slow,ptr_ring"]))
+    assert [(v.label, v.rp.params["mode"]) for v in two] == [("mode=slow", "slow"),
+                                                             ("mode=ptr_ring", "ptr_ring")]
+    # so a series of it is one variant: its kernels are what it compares
+    p = cli("run", "page-pool", "--param", "mode=slow", "--kernel", "default", "--kernel",
+            "busy-poll", "--sessions", "1")
+    assert p.returncode == 2 and "comparing kernels needs at least 2" in p.stderr, p.stderr
+    assert not (isolated / "results").exists()

@@ -12,7 +12,7 @@ import re
 import signal
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence, Sized
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -103,6 +103,15 @@ def plan_to_run(cat: Catalog, args: argparse.Namespace, plan: Plan, cpu: str | N
                                   until_ci=args.until_ci, params=params)
 
 
+def plan_variants(cat: Catalog, name: str, items: list[str]) -> list[tuple[str, Plan]]:
+    """A plan's batch (its params that hold lists) but for the keys --param `items` set:
+    `run page-pool --param mode=slow` runs mode=slow once, not once a listed mode."""
+    plan = cat.plan_for(name)
+    given = {item.partition("=")[0] for item in items}
+    return cat.variants(replace(plan, params={k: v for k, v in plan.params.items()
+                                              if not (isinstance(v, list) and k in given)}))
+
+
 @dataclass(frozen=True)
 class Variant:
     label: str
@@ -124,7 +133,7 @@ def variants(cat: Catalog, args: argparse.Namespace, here: bool = True) -> list[
     cpus = args.cpu or [None]
     kernels = args.kernel or [None]
     plans = [(name, label, plan) for name in args.names
-             for label, plan in cat.variants(cat.plan_for(name))]
+             for label, plan in plan_variants(cat, name, args.param)]
     out: list[Variant] = []
     for (name, plan_label, plan), cpu, kernel, combo in itertools.product(
             plans, cpus, kernels, itertools.product(*multi)):

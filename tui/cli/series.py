@@ -20,7 +20,15 @@ from hotloop import events as ev
 from hotloop import results
 from hotloop.catalog import Catalog
 from hotloop.cli.common import _warn_skipped, interrupted_status
-from hotloop.cli.run import choices, emit, emit_text, guarded, plan_to_run, variants
+from hotloop.cli.run import (
+    choices,
+    emit,
+    emit_text,
+    guarded,
+    plan_to_run,
+    plan_variants,
+    variants,
+)
 from hotloop.errors import HotloopError, RunFailed
 from hotloop.render.units import si
 from hotloop.run import launch, series
@@ -133,7 +141,7 @@ def run_series(cat: Catalog, args: argparse.Namespace) -> int:
     kernels = tuple(args.kernel or [])
     many = len(args.names) > 1 or len(args.cpu or []) > 1 \
         or any("," in item.partition("=")[2] for item in args.param) \
-        or any(len(cat.variants(cat.plan_for(name))) > 1 for name in args.names)
+        or any(len(plan_variants(cat, name, args.param)) > 1 for name in args.names)
     if many and len(kernels) > 1:
         raise HotloopError(launch.KERNELS_AND_VARIANTS)
     host = args.host[0] if args.host else None
