@@ -284,6 +284,9 @@ def test_two_param_values_alternate_in_their_directories_and_are_compared_paired
     assert [s["name"] for s in [cmp["baseline"], *cmp["results"]]] == list(names)
     row = next(r for r in cmp["comparisons"] if r["metric"] == "bytes/s")
     assert row["method"] == "pairs"
+    # the block size is what the series compares: said, not warned of
+    assert not any("more than the kernel" in w for w in cmp["warnings"]), cmp["warnings"]
+    assert [d["field"] for d in cmp["metadata_differences"]] == ["params.block_size"]
     again = hotloop("compare", str(d / names[0]), str(d / names[1]), "--format", "json")
     assert again.returncode == 0, again.stderr
     assert next(r for r in json.loads(again.stdout)["comparisons"]

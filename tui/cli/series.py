@@ -123,9 +123,12 @@ def comparison(s: series.Series) -> Any:
         print(visible(f"hotloop: no finished session of {', '.join(short)}: compared without "
                       f"{'it' if len(short) == 1 else 'them'}"), file=sys.stderr)
     from hotloop.analysis import compare  # scipy: only when comparing
+    # variants of one kernel differ by design (a param, a CPU profile): not a warning
+    variants = len({x.kernel for x in s.plan.slots}) < len(s.plan.variants)
     try:
         comp = compare.compare_sides([sides[k] for k in kept],
-                                     [str(s.plan.folder(k)) + "/" for k in kept])
+                                     [str(s.plan.folder(k)) + "/" for k in kept],
+                                     batch=variants)
     except HotloopError as e:
         print(f"hotloop: no comparison: {visible(str(e))}", file=sys.stderr)
         return None
