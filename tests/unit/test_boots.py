@@ -256,27 +256,36 @@ def test_calibrate_records_the_boots_and_warns_when_there_is_one(tmp_path: Path,
 
 # --------------------------------------------------------------------------- the gate
 
-def test_strict_fails_the_gate_where_it_cannot_judge(tmp_path: Path, capsys):
+def test_the_gate_fails_closed_where_it_cannot_judge(tmp_path: Path, capsys):
+    """A side the gate cannot judge exits 4 with the reason on stderr (it passed with 0
+    before: a gate that passes what it could not see reads as a pass); --pass-unjudged asks
+    for 0; --strict, whose meaning this is now, is accepted with a deprecation line."""
     a = one(tmp_path / "a.jsonl", 1e9, "boot-1")
     b = one(tmp_path / "b.jsonl", 0.8e9, "boot-2", label="patched")
     args = ["compare", str(a), str(b), "--fail-on", "worse"]
-    assert main(args) == 0                          # cannot judge: a pass, said on stderr
-    assert "no verdict for patched (cannot call" in capsys.readouterr().err
+    assert main(args) == 4
+    err = capsys.readouterr().err
+    assert "no verdict for patched (cannot call" in err and err.rstrip().endswith("exit 4")
+    assert main([*args, "--pass-unjudged"]) == 0
+    assert "passed as asked (--pass-unjudged)" in capsys.readouterr().err
     assert main([*args, "--strict"]) == 4
+    assert "--strict is deprecated" in capsys.readouterr().err
     assert main([*args[:3], "--strict"]) == 2       # --strict alone: bad usage
     assert "--strict needs --fail-on" in capsys.readouterr().err
+    assert main([*args[:3], "--pass-unjudged"]) == 2
+    assert "--pass-unjudged needs --fail-on" in capsys.readouterr().err
+    assert main([*args, "--strict", "--pass-unjudged"]) == 2
     c = one(tmp_path / "c.jsonl", 0.8e9, "boot-1", label="patched")
-    # one boot, one session a side, not calibrated: -20% is only a direction ("slower?")
+    # one boot, one session a side, not calibrated: -20% is no call
     one_boot = ["compare", str(a), str(c), "--fail-on", "worse"]
-    assert main(one_boot) == 0
-    assert "no verdict for patched (slower? beyond assumed" in capsys.readouterr().err
-    assert main([*one_boot, "--strict"]) == 4
-    # calibrated in that boot, judged: found worse is 3 with or without --strict; judged and
+    assert main(one_boot) == 4
+    assert main([*one_boot, "--pass-unjudged"]) == 0
+    # calibrated in that boot, judged: found worse is 3 whatever the options; judged and
     # fine is 0
     cal = ["--noise", str(profile_file(tmp_path, a, ["boot-1"] * 8))]
     assert main([*one_boot, *cal]) == 3
-    assert main([*one_boot, *cal, "--strict"]) == 3
-    assert main(["compare", str(a), str(c), "--fail-on", "better", "--strict", *cal]) == 0
+    assert main([*one_boot, *cal, "--pass-unjudged"]) == 3
+    assert main(["compare", str(a), str(c), "--fail-on", "better", *cal]) == 0
 
 
 def test_a_direction_stays_unjudged_when_corrected_for_several_sides(tmp_path: Path, capsys):
@@ -291,8 +300,7 @@ def test_a_direction_stays_unjudged_when_corrected_for_several_sides(tmp_path: P
     row = primary(compare.load_and_compare([a, slow, same]))
     assert row.test.verdict is Verdict.BEYOND_ASSUMED and row.test.family == 2
     assert not row.test.verdict.judged
-    assert main(["compare", str(a), str(slow), str(same), "--fail-on", "worse",
-                 "--strict"]) == 4
+    assert main(["compare", str(a), str(slow), str(same), "--fail-on", "worse"]) == 4
     assert "no verdict for patched (slower? beyond assumed" in capsys.readouterr().err
 
 

@@ -163,6 +163,14 @@ def compare_samples(base: Sequence[float], new: Sequence[float], *,
 GATES = ("worse", "better", "change")
 
 
+def unjudged(comp: Comparison) -> list[MetricDelta]:
+    """The primary-metric rows the gate cannot judge (no verdict: too noisy, too few runs,
+    one session a side with nothing that measured its noise, one boot a side across a
+    reboot): compare --fail-on exits 4 on them unless asked to pass them."""
+    return [m for p in comp.pairs for m in p.metrics
+            if m.primary and not m.test.verdict.judged]
+
+
 def gate(comp: Comparison, fail_on: str, threshold_pct: float = 0.0) -> list[MetricDelta]:
     """The primary-metric rows that fail `compare --fail-on`: called the way asked (after the
     correction for the number of sides: a row's verdict is already corrected), and with a

@@ -68,7 +68,8 @@ def _show_side(args: argparse.Namespace) -> int:
 
 
 GATE_FAILED = 3                         # compare --fail-on: the gate found the change
-GATE_BLIND = 4                          # compare --fail-on --strict: a side it cannot judge
+GATE_BLIND = 4                          # compare --fail-on: a side it cannot judge (fails
+                                        # closed unless --pass-unjudged)
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
@@ -79,8 +80,14 @@ def cmd_compare(args: argparse.Namespace) -> int:
         svg,
     )
     from hotloop.render.compare_formats.shared import gate_text
-    if args.strict and args.fail_on is None:
-        raise HotloopError("compare: --strict needs --fail-on (worse, better or change)")
+    for flag, given in (("--strict", args.strict), ("--pass-unjudged", args.pass_unjudged)):
+        if given and args.fail_on is None:
+            raise HotloopError(f"compare: {flag} needs --fail-on (worse, better or change)")
+    if args.strict and args.pass_unjudged:
+        raise HotloopError("compare: --strict and --pass-unjudged say opposite things")
+    if args.strict:                     # its meaning is the default now
+        print("hotloop: --strict is deprecated: --fail-on now exits 4 on a side it cannot "
+              "judge unless --pass-unjudged; drop --strict", file=sys.stderr)
     if args.threshold is not None:      # before reading anything: a typo is not a pass
         if args.fail_on is None:
             raise HotloopError("compare: --threshold needs --fail-on (worse, better or change)")
@@ -109,17 +116,20 @@ def cmd_compare(args: argparse.Namespace) -> int:
               file=sys.stderr)
     if args.fail_on is None:
         return 0
+    from hotloop.analysis.judge import unjudged
     from hotloop.render import verdicts
     names = {id(m): p.new.name for p in comp.pairs for m in p.metrics}
-    blind = [m for p in comp.pairs for m in p.metrics if m.primary and not m.test.verdict.judged]
-    if blind:                           # a pass the gate could not see: say so
+    blind = unjudged(comp)
+    if blind:                           # what the gate could not see: said either way
+        how = "passed as asked (--pass-unjudged)" if args.pass_unjudged else "exit 4"
         print("hotloop: --fail-on: no verdict for " + "; ".join(
-            f"{names[id(m)]} ({verdicts.word(m)})" for m in blind), file=sys.stderr)
+            f"{visible(names[id(m)])} ({verdicts.word(m)})" for m in blind) + f": {how}",
+              file=sys.stderr)
     failed = gate(comp, args.fail_on, args.threshold or 0.0)
     if not failed:
-        # --strict: a side the gate could not see is no pass (a found change still wins: it
-        # is what the gate is for, and 3 says more than 4)
-        return GATE_BLIND if args.strict and blind else 0
+        # A side the gate could not see is no pass (a found change still wins: it is what
+        # the gate is for, and 3 says more than 4), unless the user asked to pass it.
+        return GATE_BLIND if blind and not args.pass_unjudged else 0
     what = "; ".join(f"{names[id(m)]} {verdicts.word(m)}: {m.metric} "
                      f"{gate_text(m)}" for m in failed)
     limit = f", beyond {args.threshold:g}%" if args.threshold else ""

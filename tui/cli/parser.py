@@ -304,11 +304,13 @@ def parser() -> argparse.ArgumentParser:
                           "baseline, after the correction for the number of sides")
     cmp.add_argument("--threshold", type=float, default=None, metavar="PCT",
                      help="with --fail-on: ignore significant changes smaller than PCT %%")
+    cmp.add_argument("--pass-unjudged", action="store_true",
+                     help="with --fail-on: exit 0, not 4, when a side's primary metric gets "
+                          "no verdict (too noisy, too few runs, one session a side not "
+                          "calibrated, one boot a side across a reboot)")
     cmp.add_argument("--strict", action="store_true",
-                     help="with --fail-on: exit 4 when a side's primary metric gets no "
-                          "verdict (too noisy, too few runs, one boot a side across a reboot, "
-                          "a change beyond an assumed noise: one session a side, not "
-                          "calibrated)")
+                     help="deprecated, the default: with --fail-on, a side with no verdict "
+                          "exits 4")
     _profiles_option(cmp)
 
     ann = _sub("annotate", help="a hot symbol's instructions from a result's kept "

@@ -1,0 +1,43 @@
+"""compare --fail-on on what real runs wrote: the gate's exit codes, as CI sees them.
+
+Real `hotloop run` sessions of zero_null (the same settings twice, and a block size eight
+times larger), compared by the real command line in its own process.  Only verdicts that
+no load on this machine can move are asserted: one session a side not calibrated gets none
+(whatever the numbers), and a sixfold change is beyond any session's offset.  The
+statistics behind each verdict are unit tests on fixed synthetic data (test_boots,
+test_verdict_edges).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import hotloop
+
+
+def session(path: Path, block: int) -> Path:
+    p = hotloop("run", "zero_null", "--param", "count=2000", "--param", f"block_size={block}",
+                "--runs", "10", "--no-perf", "--out", str(path))
+    assert p.returncode == 0, p.stderr
+    return path
+
+
+@pytest.fixture
+def sessions(tmp_path: Path) -> dict[str, Path]:
+    d = tmp_path
+    return {"a": session(d / "a.jsonl", 512), "a2": session(d / "a2.jsonl", 512),
+            "big": session(d / "big.jsonl", 4096)}
+
+
+def test_one_session_a_side_not_calibrated_fails_closed(sessions):
+    a, a2 = str(sessions["a"]), str(sessions["a2"])
+    p = hotloop("compare", a, a2, "--fail-on", "worse")
+    assert p.returncode == 4, p.stderr
+    (line,) = [x for x in p.stderr.splitlines() if "--fail-on" in x]
+    assert line.startswith("hotloop: --fail-on: no verdict for a2 (") and line.endswith(
+        "exit 4"), line
+    passed = hotloop("compare", a, a2, "--fail-on", "worse", "--pass-unjudged")
+    assert passed.returncode == 0, passed.stderr
+    old = hotloop("compare", a, a2, "--fail-on", "worse", "--strict")
+    assert old.returncode == 4 and "--strict is deprecated" in old.stderr
+    assert hotloop("compare", a, a2, "--strict").returncode == 2
