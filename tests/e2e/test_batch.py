@@ -78,13 +78,11 @@ def test_a_batch_of_plans_runs_in_turn_and_ends_with_the_comparison(tmp_path):
     small, big = (results.read(f) for f in files)
     assert (small.header.plan.name, big.header.plan.name) == \
         ("small", "big")
-    # 16x the bytes per syscall: "faster?" (one session a side, not calibrated: a direction,
-    # not a call), said when this machine measured every run of big above every run of small
-    # (the verdict on known numbers: tests/unit/test_compare_files)
+    # 16x the bytes per syscall, one session a side, not calibrated: no verdict and no
+    # direction word (the verdict on known numbers: tests/unit/test_compare_files)
     line = next(ln for ln in p.stdout.splitlines() if ln.startswith("  bytes/s "))
-    if min(big.values) > max(small.values):
-        assert "faster? beyond assumed session noise" in line, line
-    assert any(w in line for w in ("faster?", "slower?", "within assumed noise")), line
+    assert "no verdict: one session a side" in line, line
+    assert not any(w in line for w in ("faster", "slower")), line
     # not calibrated: the cheap way to a verdict for variants is to interleave them
     assert "run the variants with --interleave" in p.stdout
 

@@ -74,7 +74,7 @@ def test_the_primary_metric_is_corrected_for_the_number_of_sides():
 
     def test(p: float, lo: float, hi: float) -> comparison.Test:
         o = Outcome("sessions", True, 100.0, 100 + (lo + hi) / 2, (lo + hi) / 2, lo, hi, p,
-                    lo > 0 or hi < 0, half_width_pct=(hi - lo) / 2)
+                    lo > 0 or hi < 0, half_width_pct=(hi - lo) / 2, df=4)
         return judge._test(o, 30, 30, 3, 3, judge._verdict(o, False, None), None)
     t = test(0.03, 0.1, 2.3)
     assert t.verdict is Verdict.BAD                 # raw: called
@@ -83,11 +83,41 @@ def test_the_primary_metric_is_corrected_for_the_number_of_sides():
     assert [x.correction for x in fixed] == ["holm"] * 4
     assert fixed[0].p_adjusted == pytest.approx(min(1.0, 4 * t.p_value))
     assert fixed[0].verdict is Verdict.NOT_AFTER_CORRECTION and not fixed[0].significant
-    assert fixed[0].ci_low == t.ci_low              # the numbers are the test's own
+    # its interval is the adjusted one, which holds 0 as the corrected verdict says (its own,
+    # clear of 0, is kept and labelled); so no direction can be read from it
+    assert fixed[0].ci_low < 0 < fixed[0].ci_high
+    assert (fixed[0].ci_low_alone, fixed[0].ci_high_alone) == (t.ci_low, t.ci_high)
+    assert judge.direction(fixed[0]) is None
+    assert fixed[1].ci_low < aa.ci_low and fixed[1].ci_high > aa.ci_high
     # one later side: nothing to correct for
     (alone,) = judge.correct_sides([t])
     assert alone.correction == "none" and alone.p_adjusted == t.p_value
-    assert alone.verdict is Verdict.BAD
+    assert alone.verdict is Verdict.BAD and alone.ci_low == t.ci_low
+
+
+def test_a_corrected_interval_excludes_0_exactly_when_the_adjusted_p_is_below_alpha():
+    """Synthetic A/A families of 4 sides, 3 sessions each: every corrected row's interval
+    and its adjusted p tell one story (an interval clear of 0 beside a corrected "not
+    significant" was the issue)."""
+    from hotloop.analysis import judge
+    from hotloop.analysis.metrics import SPEED, Series
+    rng = np.random.default_rng(31)
+
+    def sessions(effect: float = 0.0) -> list[Series]:
+        return [Series("v", "", True, SPEED, list(np.exp(rng.normal(
+            rng.normal(np.log1p(effect), 0.025), 0.02, 30)))) for _ in range(3)]
+    seen = 0
+    for _ in range(60):
+        base = sessions()
+        fixed = judge.correct_sides([judge.test_metric(base, sessions(e))
+                                     for e in (0.0, 0.03, 0.0, -0.04)])
+        for t in fixed:
+            assert t.p_adjusted is not None and t.ci_low is not None and t.ci_high is not None
+            clear = t.ci_low > 0 or t.ci_high < 0
+            assert clear == (t.p_adjusted < 0.05) == t.significant, t
+            seen += t.ci_low_alone is not None and (t.ci_low_alone > 0 or t.ci_high_alone < 0) \
+                and not clear
+    assert seen                         # rows whose own interval cleared 0: now adjusted
 
 
 def test_many_sides_keep_the_family_wise_rate(tmp_path: Path):
@@ -266,11 +296,13 @@ def test_an_interval_wider_than_any_change_says_too_noisy_to_call():
     words = verdicts.word(MetricDelta("ns/op", "ns/op", False, t))
     assert words.startswith(f"too noisy to call: runs spread {t.spread_pct:.0f}%")
     assert "calibrate or run more" in words
-    # a change far beyond even that interval is still a direction, worded as one, not a call
+    # a change beyond that interval, one session a side not calibrated: no verdict, and no
+    # direction word ("slower?" was read as a weak yes)
     big = judge.compare_samples(a.tolist(), (b * 20).tolist(), higher_is_better=False)
-    assert big.verdict is Verdict.BEYOND_ASSUMED and not big.significant
-    assert verdicts.word(MetricDelta("ns/op", "ns/op", False, big)).startswith(
-        "slower? beyond assumed session noise")
+    assert big.verdict is Verdict.ONE_A_SIDE and not big.significant
+    said = verdicts.word(MetricDelta("ns/op", "ns/op", False, big))
+    assert said.startswith("no verdict: one session a side: cannot tell +")
+    assert not any(w in said for w in ("slower", "faster", "?"))
 
 
 def test_a_session_with_unstable_runs_is_warned_about(tmp_path: Path):

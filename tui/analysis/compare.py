@@ -369,14 +369,12 @@ def _noise_warnings(comp: Comparison, header: Header, profile: noise_mod.NoisePr
             f"no {'usable ' if notes else ''}noise profile for "
             f"{noise_mod.describe_key(noise_mod.key_of(header))}: "
             f"with one session a side nothing measured how much sessions differ, so the "
-            f"interval assumes it ({rule}) and a change beyond it is a direction "
-            f"(\"faster?\"), not a call; {other}, or measure this machine's: "
-            f"{_calibrate_hint(header)}")
+            f"interval assumes it ({rule}) and no change gets a verdict; {other}, or "
+            f"measure this machine's: {_calibrate_hint(header)}")
     elif assumed:
         out.append(f"the noise profile has no figure for {', '.join(assumed)} "
                    f"(values not all above 0): an assumed noise is used ({rule}), "
-                   f"and with one session a side a change beyond it is a "
-                   f"direction (\"faster?\"), not a call")
+                   f"and with one session a side no change gets a verdict")
     return out
 
 

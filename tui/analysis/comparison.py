@@ -34,10 +34,12 @@ class Verdict(enum.Enum):
     ACROSS_BOOTS = "across boots"       # one boot a side, a reboot between, and nothing
                                         # (no second boot, no calibration across reboots)
                                         # measured what a reboot moves
-    BEYOND_ASSUMED = "beyond assumed noise"     # one session a side, nothing measured how
-                                        # much sessions differ: beyond what hotloop assumes,
-                                        # a direction to look at, never a call (sessions
-                                        # 6% apart called 22% of A/A pairs)
+    ONE_A_SIDE = "one session a side"   # one session a side, nothing measured how much
+                                        # sessions differ, and the change not beyond any
+                                        # session's plausible offset: no verdict, no
+                                        # direction (sessions 6% apart showed "faster?" on
+                                        # 30% of A/A pairs)
+    BEYOND_ASSUMED = "one session a side"   # its old name (an alias): kept for callers
 
     @property
     def called(self) -> bool:
@@ -124,6 +126,10 @@ class Test:
     boots_baseline: int = 0             # the replicates a side: boots across boots,
     boots_new: int = 0                  # sessions within one
     calibration: str | None = None      # why a profile was not used for this row, if so
+    df: float | None = None             # the interval's degrees of freedom (inf: normal)
+    log: bool = True                    # the change is a ratio (else a difference)
+    ci_low_alone: float | None = None   # corrected for several sides (Holm), ci_low and
+    ci_high_alone: float | None = None  # ci_high are the adjusted interval; these its own
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,7 @@ of sides, and the gate of compare --fail-on.  Why each verdict is what it is: an
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Sequence
 
 from hotloop.analysis import noise as noise_mod
@@ -37,8 +38,9 @@ def _verdict(o: Outcome, higher_is_better: bool | None, too_few: Verdict | None)
     if o.noise_source == "unmeasured":
         return Verdict.ACROSS_BOOTS
     up = direction(o) if o.significant else None
-    if up is not None and o.noise_source == "assumed":
-        return Verdict.BEYOND_ASSUMED
+    if o.noise_source == "assumed":     # nothing measured the sessions' noise: no verdict
+        wide = up is None and o.half_width_pct is not None and o.half_width_pct > TOO_NOISY_PCT
+        return Verdict.TOO_NOISY if wide else Verdict.ONE_A_SIDE
     if up is not None:
         if higher_is_better is None:
             return Verdict.UP if up else Verdict.DOWN
@@ -57,19 +59,23 @@ def _test(o: Outcome, n_base: int, n_new: int, k_base: int, k_new: int, verdict:
     # (in the metric's unit), so diff and change never disagree in sign.
     diff = o.baseline * o.change_pct / 100 if o.method == "paired" and o.change_pct is not None \
         else o.new - o.baseline
+    # a series' pairs: a t interval on the pairs (analysis.series_pairs)
+    df = o.df if o.df is not None else o.rounds - 1 if o.method == "pairs" else None
     return Test(n_base, n_new, o.baseline, o.new, diff, o.change_pct,
                 o.ci_low, o.ci_high, o.p_value, verdict.called, verdict, o.method, k_base,
                 k_new,
                 100 * calibrated.sigma_between if calibrated and used_calibration else None,
                 o.noise_pct, o.noise_source, o.half_width_pct, spread_pct=o.spread_pct,
-                runs_pct=o.runs_pct, noise_check=o.noise_check)
+                runs_pct=o.runs_pct, noise_check=o.noise_check, df=df, log=o.log)
 
 
 def correct_sides(tests: Sequence[Test]) -> list[Test]:
     """The primary metric's tests of every later side against the baseline, corrected
     together (Holm): with four sides each at alpha 0.05, an A/A family was called 14-16% of
-    the time.  A test called alone but not after the correction becomes NOT_AFTER_CORRECTION;
-    its interval and p stay its own (p_adjusted is the corrected one)."""
+    the time.  A test called alone but not after the correction becomes NOT_AFTER_CORRECTION.
+    Each corrected row's interval becomes the one that matches its adjusted p (it excludes 0
+    exactly when the row is called: a row not called kept an interval clear of 0 before);
+    its own stays in ci_low_alone, ci_high_alone."""
     tested = [i for i, t in enumerate(tests) if t.p_value is not None
               and t.verdict not in (Verdict.TOO_FEW_RUNS, Verdict.TOO_FEW_ROUNDS,
                                     Verdict.TOO_FEW_PROCESSES, Verdict.NO_TEST)]
@@ -79,12 +85,17 @@ def correct_sides(tests: Sequence[Test]) -> list[Test]:
     out = list(tests)
     for i, p in zip(tested, adjusted):
         t = tests[i]
-        # a direction on an assumed noise was never a call: it stays what it is, unjudged
         lost = t.verdict.called and not p < significance.ALPHA
+        lo, hi = t.ci_low, t.ci_high
+        if lo is not None and hi is not None and t.df is not None and t.p_value \
+                and math.isfinite(lo) and math.isfinite(hi) and hi > lo:
+            lo, hi = significance.adjusted_interval(lo, hi, t.log, t.df, p / t.p_value)
         out[i] = dataclasses.replace(
             t, p_adjusted=p, correction="holm", family=len(tested),
             significant=t.significant and not lost,
-            verdict=Verdict.NOT_AFTER_CORRECTION if lost else t.verdict)
+            verdict=Verdict.NOT_AFTER_CORRECTION if lost else t.verdict,
+            ci_low=lo, ci_high=hi, ci_low_alone=t.ci_low, ci_high_alone=t.ci_high,
+            half_width_pct=significance.half_width(lo, hi) if lo != t.ci_low else t.half_width_pct)
     return out
 
 

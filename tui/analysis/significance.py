@@ -111,6 +111,7 @@ class Outcome:
     rounds: int = 0                         # paired method: rounds compared...
     processes: int = 0                      # ...and the worker processes they ran in
     noise_check: dict[str, Any] | None = None   # sessions with a calibration: did it fit?
+    df: float | None = None                 # the interval's degrees of freedom (inf: normal)
 
 
 # --------------------------------------------------------------------------- one session
@@ -283,7 +284,7 @@ def sessions_test(base: Sequence[Sequence[float]], new: Sequence[Sequence[float]
                    noise_pct=sigma_b, noise_source=source,
                    half_width_pct=_half(ci_low, ci_high),
                    spread_pct=100 * within_spread([*base, *new], log) / scale,
-                   runs_pct=100 * math.sqrt(within) / scale, noise_check=check)
+                   runs_pct=100 * math.sqrt(within) / scale, noise_check=check, df=df)
 
 
 def noise_check(measured: float, df_data: int, calibrated: float, df_cal: int,
@@ -310,6 +311,9 @@ def _half(lo: float | None, hi: float | None) -> float | None:
     if lo is None or hi is None or not math.isfinite(hi - lo):
         return None
     return (hi - lo) / 2
+
+
+half_width = _half
 
 
 # --------------------------------------------------------------------------- power
@@ -361,6 +365,27 @@ def holm(p_values: Sequence[float]) -> list[float]:
         running = max(running, min(1.0, (m - rank) * p_values[i]))
         out[i] = running
     return out
+
+
+def adjusted_interval(lo_pct: float, hi_pct: float, log: bool, df: float,
+                      factor: float) -> tuple[float, float]:
+    """A 95% interval (in %) widened to match a p-value adjusted by `factor` (p_adj / p,
+    Holm's): the interval at level 1 - ALPHA / factor, which excludes 0 exactly when the
+    adjusted p is below ALPHA, so a row's interval and its corrected verdict agree."""
+    def g(x: float) -> float:
+        return math.log1p(x / 100) if log else x / 100
+    a, b = g(lo_pct), g(hi_pct)
+    q = _quantile(1 - ALPHA / 2, df)
+    centre, se = (a + b) / 2, (b - a) / (2 * q)
+    q2 = _quantile(1 - ALPHA / (2 * max(factor, 1.0)), df)
+    lo, hi = centre - q2 * se, centre + q2 * se
+    if not log:
+        return 100 * lo, 100 * hi
+    return math.expm1(min(lo, 700.0)) * 100, math.expm1(min(hi, 700.0)) * 100
+
+
+def _quantile(p: float, df: float) -> float:
+    return float(sps.norm.ppf(p) if not math.isfinite(df) else sps.t.ppf(p, df))
 
 
 # --------------------------------------------------------------------------- paired rounds
@@ -431,4 +456,5 @@ def paired_test(base: Sequence[float], new: Sequence[float],
     ci_low, ci_high = _pct(lo, base_centre, log), _pct(hi, base_centre, log)
     significant = bool(n >= MIN_ROUNDS and p < ALPHA and (lo > 0 or hi < 0))
     return Outcome("paired", log, mx, my, _pct(centre, base_centre, log), ci_low, ci_high, p,
-                   significant, half_width_pct=_half(ci_low, ci_high), rounds=n, processes=k)
+                   significant, half_width_pct=_half(ci_low, ci_high), rounds=n, processes=k,
+                   df=k - 1)

@@ -4,19 +4,19 @@ metric's kind.  Every format and the console word verdicts here, so they say the
 A speed gets "faster"/"slower" (the primary metric, ns/op, cycles/op, latencies), a resource a
 run consumes "better"/"worse" (CPU seconds, perf counters), a value nobody declared a direction
 for "higher"/"lower".  When the interval holds 0: "within session noise (±X%)" (X: the change
-that noise alone can make), "within assumed noise (±X%)" when nothing measured that noise, and
-a change beyond an assumed noise "faster? beyond assumed session noise (X%); calibrate to
-call": a direction to look at, not a call.
+that noise alone can make).  A direction word is a call, and only a call: one session a side
+with nothing that measured how much sessions differ gets "no verdict: one session a side:
+cannot tell +X% from a session's offset; ..." (never "faster?": read as a weak yes), and a
+row not called once corrected for the number of sides says so, with no direction either.
 One boot a side, a reboot between and no calibration across reboots: "cannot call: one session a
 side, from different boots" (or "one boot a side"): nothing measured what a reboot moves.
 """
 from __future__ import annotations
 
 from hotloop.analysis.comparison import MetricDelta, Test, Verdict
-from hotloop.analysis.judge import direction
 from hotloop.analysis.metrics import RESOURCE, SPEED, UNDIRECTED
 from hotloop.analysis.significance import MIN_PROCESSES, MIN_ROUNDS
-from hotloop.render.units import figure, too_noisy
+from hotloop.render.units import pct, too_noisy
 from hotloop.stats import MIN_RUNS
 
 WORDS = {SPEED: ("faster", "slower"), RESOURCE: ("better", "worse"),
@@ -39,8 +39,8 @@ def word(m: MetricDelta, short: bool = False) -> str:
         kind = "assumed" if t.noise_source == "assumed" else "session"
         width = f"±{t.half_width_pct:.1f}%" if t.half_width_pct is not None else "±?"
         return f"{kind} noise {width}" if short else f"within {kind} noise ({width})"
-    if v is Verdict.BEYOND_ASSUMED:
-        return beyond_assumed(m, short)
+    if v is Verdict.ONE_A_SIDE:
+        return one_a_side(m, short)
     if v is Verdict.TOO_NOISY:
         return _too_noisy(t, short)
     if v is Verdict.ACROSS_BOOTS:
@@ -65,20 +65,13 @@ def _too_noisy(t: Test, short: bool) -> str:
     return too_noisy(t.spread_pct, short)
 
 
-def beyond_assumed(m: MetricDelta, short: bool = False) -> str:
-    """A change beyond an assumed session noise: its direction, asked, not called."""
-    t = m.test
-    up = direction(t)
-    if m.higher_is_better is None:
-        way = "higher" if up else "lower"
-    else:
-        good, bad = WORDS.get(m.kind, WORDS[SPEED])
-        way = good if up == m.higher_is_better else bad
-    # The noise assumed, not the interval's width: a log interval's width grows with the
-    # change (+756% had ±962%), and the assumption is what the reader has to weigh.
-    noise = f"{figure(t.noise_pct)}%" if t.noise_pct is not None else "?"
-    return f"{way}? assumed noise {noise}" if short else \
-        f"{way}? beyond assumed session noise ({noise}); calibrate to call"
+def one_a_side(m: MetricDelta, short: bool = False) -> str:
+    """One session a side, nothing that measured how much sessions differ: no verdict, and
+    no direction (users read "faster?" as a weak yes), with the change it cannot tell."""
+    change = pct(m.test.change_pct) if m.test.change_pct is not None else "the change"
+    return "no verdict: 1 a side" if short else \
+        (f"no verdict: one session a side: cannot tell {change} from a session's offset; "
+         f"run 2+ sessions a side or calibrate")
 
 
 def across_boots(m: MetricDelta, short: bool = False) -> str:

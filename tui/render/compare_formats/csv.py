@@ -16,7 +16,7 @@ CSV_COLUMNS = ["file", "label", "name", "partial", "metric", "unit", "higher_is_
                "sessions_baseline", "sessions_new", "session_noise_pct", "noise_pct",
                "noise_source", "noise_profile", "differs", "p_adjusted", "correction",
                "exploratory", "noise_check", "boots", "boots_baseline", "boots_new",
-               "calibration", "q_value", "dso", "names"]
+               "calibration", "q_value", "dso", "names", "ci_low_alone", "ci_high_alone"]
 
 
 CSV_SUMMARY_COLUMNS = ["file", "label", "name", "partial", "metric", "unit", "n", "median",

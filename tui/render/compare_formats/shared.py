@@ -66,7 +66,9 @@ def stat_notes(comp: Comparison) -> list[str]:
     held = [(p.new.name, m.test) for p in comp.pairs for m in p.metrics
             if m.primary and m.test.correction == "holm"]
     if held:
-        out.append(f"{comp.metric} corrected for {held[0][1].family} sides (Holm), p adjusted: "
+        out.append(f"{comp.metric} corrected for {held[0][1].family} sides (Holm): its "
+                   f"95% CI is Holm-adjusted (clear of 0 exactly when called; the side's own "
+                   f"is ci_low_alone, ci_high_alone in csv and JSON), p adjusted: "
                    + ", ".join(f"{name} {p_value(t.p_adjusted)}" for name, t in held))
     return out
 
@@ -136,5 +138,8 @@ def rows(comp: Comparison) -> list[dict[str, Any]]:
                         "noise_check": t.noise_check,
                         # analysis.boots: the replicates a side, and a profile not used
                         "boots": t.boots or None, "boots_baseline": t.boots_baseline,
-                        "boots_new": t.boots_new, "calibration": t.calibration})
+                        "boots_new": t.boots_new, "calibration": t.calibration,
+                        # corrected for several sides: ci_low, ci_high are Holm-adjusted
+                        "ci_low_alone": json_num(t.ci_low_alone),
+                        "ci_high_alone": json_num(t.ci_high_alone)})
     return out
