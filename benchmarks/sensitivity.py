@@ -33,6 +33,7 @@ each judged as compare judges it (boots, deduplicated, corrected for the number 
     python benchmarks/sensitivity.py --interleaved --slowdowns 1,2 --rounds 10,20,40,80
     python benchmarks/sensitivity.py --simulate 2,2.5 --runs 30 --trials 400
     python benchmarks/sensitivity.py --simulate 2,1.5,2 --modes --trials 1000
+    python benchmarks/sensitivity.py --simulate 2 --bound --trials 2000
 """
 from __future__ import annotations
 
@@ -369,6 +370,39 @@ def simulate_modes(base: Noise, trials: int, rng: np.random.Generator,
     return out
 
 
+def simulate_bound(trials: int, rng: np.random.Generator, within: float = 0.02,
+                   runs: int = 30) -> tuple[list[str], list[list[str]]]:
+    """The offset bound (stats.SESSION_OFFSET_BOUND) against the sessions' real offsets: one
+    session a side within one boot, not calibrated, judged by compare's code (test_metric,
+    its verdict): the share of A/A pairs called for sessions 0-30% apart, and of pairs whose
+    second session is 50%, 100% or 700% faster (sessions 6% apart) called faster."""
+    apart = (0.0, 0.06, 0.10, 0.15, 0.20, 0.25, 0.30)
+    effects = (0.5, 1.0, 7.0)
+    head = ["bound", *(f"A/A, sessions {100 * s:g}% apart" for s in apart),
+            *(f"+{100 * e:g}% called" for e in effects)]
+    rows = []
+    stored = significance.SESSION_OFFSET_BOUND
+    try:
+        for bound in (0.15, 0.20, 0.25, 0.30):
+            # the bound compare reads, set for this row (a benchmark's knob, not an option)
+            significance.SESSION_OFFSET_BOUND = bound
+
+            def called(sd: float, effect: float = 0.0) -> bool:
+                a = _session(rng, runs, within, rng.normal(0, sd))
+                b = _session(rng, runs, within, rng.normal(0, sd), -effect / (1 + effect))
+                t = test_metric([series(a, True)], [series(b, True)])
+                return t.significant and (not effect or t.verdict is Verdict.GOOD)
+            cells = [f"{100 * bound:g}%"]
+            cells += [f"{100 * sum(called(sd) for _ in range(trials)) / trials:.1f}%"
+                      for sd in apart]
+            cells += [f"{100 * sum(called(0.06, e) for _ in range(trials)) / trials:.0f}%"
+                      for e in effects]
+            rows.append(cells)
+    finally:
+        significance.SESSION_OFFSET_BOUND = stored
+    return head, rows
+
+
 PROCESSES = 5                           # interleaved: worker processes a variant (the default)
 
 
@@ -440,6 +474,9 @@ def main() -> None:
     ap.add_argument("--modes", action="store_true",
                     help="with --simulate: the table of A/A and power per mode (unequal runs, "
                          "quieter or thin calibrations, copies, outliers, 4 sides)")
+    ap.add_argument("--bound", action="store_true",
+                    help="with --simulate: A/A and power of one session a side, not "
+                         "calibrated, for offset bounds of 15-30%%")
     ap.add_argument("--only", default="", metavar="TEXT",
                     help="with --modes: only the modes whose label holds TEXT")
     ap.add_argument("--profiles", action="append", default=[], metavar="DIR")
@@ -453,6 +490,13 @@ def main() -> None:
 
     if args.simulate:
         figures = [float(x) / 100 for x in args.simulate.split(",")]
+        if args.bound:
+            print(f"synthetic: one session a side, one boot, not calibrated; runs within a "
+                  f"session CV {100 * figures[0]:g}%, {args.runs} runs, {args.trials} trials "
+                  f"a cell")
+            print(table(*simulate_bound(args.trials, rng, figures[0], args.runs)))
+            print(f"{time.monotonic() - t0:.0f}s", file=sys.stderr)
+            return
         if args.modes:
             w, sess, boot = (figures + [0.0])[:3]
             print(f"synthetic: runs within a session CV {100 * w:g}%, sessions within a boot "

@@ -107,6 +107,13 @@ def robust_spread(s: Sequence[float], log: bool = False) -> float:
 
 
 MIN_RUNS = 5                            # fewer runs in a session: no verdict, no calibration
+# The largest offset a session (or a boot) plausibly carries, as a standard deviation of its
+# log-median: where nothing measured the sessions' noise, a change is called only beyond what
+# offsets this large could make (two sessions: a doubling or a halving at 95%).  Chosen by
+# simulation through compare's code (benchmarks/sensitivity.py --bound): one session a side,
+# A/A 4.3% for sessions 25% apart and 2.2% at 20% (20% as a bound: 5.2% at 20%, no margin),
+# while sessions measured here differed by at most 17% (under load); +700% called always.
+SESSION_OFFSET_BOUND = 0.25
 ASSUMED_SESSION_NOISE = 0.03            # session-to-session noise nothing measured: at least,
 ASSUMED_PER_WITHIN = 2.0                # or this times the spread of runs within a session
 # An interval this wide (half width, %) that holds 0 is no verdict: a change it could call

@@ -78,11 +78,13 @@ def test_a_batch_of_plans_runs_in_turn_and_ends_with_the_comparison(tmp_path):
     small, big = (results.read(f) for f in files)
     assert (small.header.plan.name, big.header.plan.name) == \
         ("small", "big")
-    # 16x the bytes per syscall, one session a side, not calibrated: no verdict and no
-    # direction word (the verdict on known numbers: tests/unit/test_compare_files)
+    # 16x the bytes per syscall, one session a side, not calibrated: called only beyond any
+    # session's offset (how far the runs let it be told depends on this machine's load),
+    # else no verdict and no direction word (known numbers: tests/unit/test_compare_files)
     line = next(ln for ln in p.stdout.splitlines() if ln.startswith("  bytes/s "))
-    assert "no verdict: one session a side" in line, line
-    assert not any(w in line for w in ("faster", "slower")), line
+    assert ("faster: beyond any session's offset" in line
+            or "no verdict: one session a side" in line), line
+    assert "slower" not in line and "?" not in line, line
     # not calibrated: the cheap way to a verdict for variants is to interleave them
     assert "run the variants with --interleave" in p.stdout
 

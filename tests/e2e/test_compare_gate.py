@@ -1,6 +1,6 @@
 """compare --fail-on on what real runs wrote: the gate's exit codes, as CI sees them.
 
-Real `hotloop run` sessions of zero_null (the same settings twice, and a block size eight
+Real `hotloop run` sessions of zero_null (the same settings twice, and a block size 128
 times larger), compared by the real command line in its own process.  Only verdicts that
 no load on this machine can move are asserted: one session a side not calibrated gets none
 (whatever the numbers), and a sixfold change is beyond any session's offset.  The
@@ -14,9 +14,11 @@ from pathlib import Path
 import pytest
 from conftest import hotloop
 
+from hotloop.analysis import compare
+
 
 def session(path: Path, block: int) -> Path:
-    p = hotloop("run", "zero_null", "--param", "count=2000", "--param", f"block_size={block}",
+    p = hotloop("run", "zero_null", "--param", "count=5000", "--param", f"block_size={block}",
                 "--runs", "10", "--no-perf", "--out", str(path))
     assert p.returncode == 0, p.stderr
     return path
@@ -26,7 +28,7 @@ def session(path: Path, block: int) -> Path:
 def sessions(tmp_path: Path) -> dict[str, Path]:
     d = tmp_path
     return {"a": session(d / "a.jsonl", 512), "a2": session(d / "a2.jsonl", 512),
-            "big": session(d / "big.jsonl", 4096)}
+            "big": session(d / "big.jsonl", 65536)}
 
 
 def test_one_session_a_side_not_calibrated_fails_closed(sessions):
@@ -41,3 +43,18 @@ def test_one_session_a_side_not_calibrated_fails_closed(sessions):
     old = hotloop("compare", a, a2, "--fail-on", "worse", "--strict")
     assert old.returncode == 4 and "--strict is deprecated" in old.stderr
     assert hotloop("compare", a, a2, "--strict").returncode == 2
+def test_an_obvious_change_fails_the_gate_with_one_session_a_side(sessions):
+    """A block 128 times larger moves zero_null's bytes/s severalfold: called without a
+    calibration, beyond any offset a session could carry (25% a session, or twice the runs'
+    spread where they spread more: under a heavy load they can, and then it is no call)."""
+    comp = compare.load_and_compare([sessions["a"], sessions["big"]])
+    row = next(m for m in comp.pairs[0].metrics if m.primary)
+    if row.test.noise_pct is None or row.test.noise_pct > 40:
+        pytest.skip(f"this machine's runs spread so much that the bound is "
+                    f"{row.test.noise_pct}% a session")
+    assert row.test.change_pct is not None and row.test.change_pct > 300, row.test
+    p = hotloop("compare", str(sessions["a"]), str(sessions["big"]), "--fail-on", "better")
+    assert p.returncode == 3, p.stdout + p.stderr
+    assert "faster: beyond any session's offset" in p.stderr
+    assert hotloop("compare", str(sessions["a"]), str(sessions["big"]), "--fail-on",
+                   "worse").returncode == 0

@@ -11,8 +11,8 @@ p-value and a verdict, from the method that fits how the runs were taken (hotloo
   session is the unit of replication; the session-to-session noise comes from the sides' own
   sessions and from this machine's noise profile (`hotloop calibrate`), found by the files'
   headers or given with `--noise FILE`.  With one session a side and no profile nothing
-  measured that noise: an assumed one (`significance.assumed_noise`) gives the interval, and a
-  change beyond it is BEYOND_ASSUMED, a direction to look at but no call (see Decisions).
+  measured that noise: the interval is what the largest plausible offset of a session allows
+  (`significance.offset_bound`), and only a change beyond it is called (see Decisions).
 * the variants of one interleaved batch (one session a side, ABAB...): a paired test on the
   rounds, which removes the drift the rounds share.
 
@@ -37,18 +37,33 @@ Decisions (documented here because every format shows their outcome):
   each.
 * Many sides, many rows: the primary metric's rows (one per later side) are corrected
   together for the number of sides (Holm: `correct_sides`); a side called alone but not
-  after it is NOT_AFTER_CORRECTION.  Every other row is exploratory (not corrected), and
-  every format says so.  `gate` (compare --fail-on) reads the corrected primary rows only.
+  after it is NOT_AFTER_CORRECTION, with no direction word, and every corrected row's
+  interval is the Holm-adjusted one (at the level its adjusted p was judged at, so it clears
+  0 exactly when called; its own is kept as ci_low_alone, ci_high_alone).  Every other row
+  is exploratory (not corrected), and every format says so.  `gate` (compare --fail-on)
+  reads the corrected primary rows only.
 * An interval that holds 0 and is wider than TOO_NOISY_PCT either way is TOO_NOISY ("too
   noisy to call"), not WITHIN_NOISE: no change anyone looks for could be told there.
 * Across boots the boot is the replicate (`analysis.boots`): a boot's sessions are averaged
   into one, and with one boot a side and nothing that measured a reboot (no second boot, no
-  calibration of one session a boot) the verdict is ACROSS_BOOTS ("cannot call"), never a
-  call on an assumed noise.  A calibration within one boot is used within one boot only.
-* Within one boot, one session a side and no calibration, the interval is the assumed noise's.
-  A change beyond it is BEYOND_ASSUMED ("faster?"): not called, not significant, no pass of
-  `--fail-on --strict`.  Nothing in one session a side can see that its sessions differ by more
-  than assumed, and where they did (6% apart) 22% of A/A pairs were called.
+  calibration of one session a boot) the interval is the offset bound's (below) and a change
+  within it is ACROSS_BOOTS ("cannot call").  A calibration within one boot is used within
+  one boot only.
+* Where nothing measured how much sessions (or boots) differ (one session a side, or one
+  boot a side, and no calibration), the interval assumes the largest plausible offset:
+  `stats.SESSION_OFFSET_BOUND`, 25% a session (or twice the runs' spread, if larger), a
+  doubling or a halving between two sessions at 95%.  A change beyond it is called (GOOD,
+  BAD...), worded with the bound it beat ("faster: beyond any session's offset (up to 25%
+  a session)"); one within it gets no verdict (ONE_A_SIDE within one boot, ACROSS_BOOTS
+  across a reboot) and no direction word.  Chosen by simulation through this code
+  (benchmarks/sensitivity.py --bound): A/A 2.2% for sessions 20% apart, 4.3% at 25%, while
+  sessions here differed by at most 17%; +700% called always, +100% in 49%.  The bound's
+  interval and p are the row's: word, `significant`, interval and p tell one story.  (A
+  smaller assumed noise, 3%, gave "faster?" on 30-72% of A/A pairs 6-20% apart.)
+* No direction word without a call: "faster?" was read as a weak yes.
+* The gate (compare --fail-on) fails closed: a primary row not judged (`Verdict.judged`
+  false: too noisy, too few runs, no verdict on one session or boot a side) exits 4 unless
+  --pass-unjudged; a found change exits 3 first.
 * A session is its content (`Result.digest`): copies count once (`distinct`).
 * perf counters are one number per session: with one session a side and no calibration of
   them they are shown with their difference and % change but no test (NO_TEST); with several
@@ -85,7 +100,7 @@ from hotloop.analysis.symbols import diff_symbols
 from hotloop.errors import HotloopError
 from hotloop.record import Header, compared_fields
 from hotloop.results import Result
-from hotloop.stats import ASSUMED_PER_WITHIN, ASSUMED_SESSION_NOISE
+from hotloop.stats import ASSUMED_PER_WITHIN, SESSION_OFFSET_BOUND
 
 TOP_SYMBOLS = 15
 UNSTABLE_CV = 0.10                      # a session's runs above this CV: pyperf's "unstable"
@@ -358,7 +373,7 @@ def _noise_warnings(comp: Comparison, header: Header, profile: noise_mod.NoisePr
             "sessions (its boots fit theirs: within one boot, or one session a boot across "
             "boots), so the verdict holds only if the machine was as it was when calibrated "
             "(the same load, the same setup)")
-    rule = (f"the larger of {100 * ASSUMED_SESSION_NOISE:g}% and "
+    rule = (f"the larger of {100 * SESSION_OFFSET_BOUND:g}% a session and "
             f"{ASSUMED_PER_WITHIN:g} times the runs' own spread")
     if assumed and profile is None:
         # the variants of one batch: interleaving them is the cheap way to a verdict
@@ -369,12 +384,13 @@ def _noise_warnings(comp: Comparison, header: Header, profile: noise_mod.NoisePr
             f"no {'usable ' if notes else ''}noise profile for "
             f"{noise_mod.describe_key(noise_mod.key_of(header))}: "
             f"with one session a side nothing measured how much sessions differ, so the "
-            f"interval assumes it ({rule}) and no change gets a verdict; {other}, or "
-            f"measure this machine's: {_calibrate_hint(header)}")
+            f"interval is what the largest plausible offset allows ({rule}: a doubling or "
+            f"a halving) and only a change beyond it gets a verdict; {other}, or measure "
+            f"this machine's: {_calibrate_hint(header)}")
     elif assumed:
         out.append(f"the noise profile has no figure for {', '.join(assumed)} "
-                   f"(values not all above 0): an assumed noise is used ({rule}), "
-                   f"and with one session a side no change gets a verdict")
+                   f"(values not all above 0): with one session a side only a change "
+                   f"beyond the largest plausible offset ({rule}) gets a verdict")
     return out
 
 

@@ -35,12 +35,13 @@ def _verdict(o: Outcome, higher_is_better: bool | None, too_few: Verdict | None)
         return too_few
     if o.method == "exact":
         return Verdict.NO_CHANGE
-    if o.noise_source == "unmeasured":
-        return Verdict.ACROSS_BOOTS
     up = direction(o) if o.significant else None
-    if o.noise_source == "assumed":     # nothing measured the sessions' noise: no verdict
-        wide = up is None and o.half_width_pct is not None and o.half_width_pct > TOO_NOISY_PCT
-        return Verdict.TOO_NOISY if wide else Verdict.ONE_A_SIDE
+    # Nothing measured the sessions' (or boots') noise: the interval is the offset bound's,
+    # and only a change beyond it is called; within it, no verdict and no direction.
+    if up is None and o.noise_source == "unmeasured":
+        return Verdict.ACROSS_BOOTS
+    if up is None and o.noise_source == "assumed":
+        return Verdict.ONE_A_SIDE
     if up is not None:
         if higher_is_better is None:
             return Verdict.UP if up else Verdict.DOWN

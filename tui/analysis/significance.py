@@ -64,7 +64,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from hotloop.analysis.room import make_room
-from hotloop.stats import Z95, assumed_session_noise, median_se, robust_spread
+from hotloop.stats import SESSION_OFFSET_BOUND, Z95, assumed_session_noise, median_se, robust_spread
 from hotloop.stats import detectable_pct as stats_detectable
 
 make_room()     # under `ulimit -v`: one line if they cannot load, never OpenBLAS's hang
@@ -101,7 +101,8 @@ class Outcome:
     significant: bool
     noise_pct: float | None = None          # sigma_b in % used (sessions method)
     noise_source: str | None = None         # "measured", "calibrated", "measured+calibrated",
-                                            # "assumed"; "unmeasured": no test (see assume)
+                                            # "assumed"; "unmeasured" across boots: both
+                                            # on the offset bound (sessions_test)
     half_width_pct: float | None = None     # the interval's half width: changes within it
                                             # are not told from noise
     spread_pct: float | None = None         # sessions: the runs' robust spread within a
@@ -179,6 +180,15 @@ def assumed_noise(sessions: Sequence[Sequence[float]], log: bool, scale: float =
     return assumed_session_noise(within_spread(sessions, log) / scale)
 
 
+def offset_bound(sessions: Sequence[Sequence[float]], log: bool, scale: float = 1.0,
+                 bound: float | None = None) -> float:
+    """The largest offset a session plausibly carries (a fraction): `stats.
+    SESSION_OFFSET_BOUND`, or more where the runs spread so much that the assumed noise
+    (twice their spread) is larger: a setup noisy within a session is noisy between too."""
+    return max(SESSION_OFFSET_BOUND if bound is None else bound,
+               assumed_noise(sessions, log, scale))
+
+
 def combine(ests: Sequence[SessionEstimate],
             groups: Sequence[Sequence[int]] | None) -> list[SessionEstimate]:
     """Sessions grouped into replicates (a boot's sessions, `analysis.boots`): each group's
@@ -209,14 +219,14 @@ class Calibration(Protocol):
 def sessions_test(base: Sequence[Sequence[float]], new: Sequence[Sequence[float]],
                   calibrated: Calibration | None = None,
                   units: tuple[Sequence[Sequence[int]], Sequence[Sequence[int]]] | None = None,
-                  assume: bool = True) -> Outcome:
+                  assume: bool = True, bound: float | None = None) -> Outcome:
     """Each side a list of sessions (a list of runs each).  See the module docstring.
 
     `units`: each side's sessions (indices) grouped into replicates, the sessions of one boot
-    together when the sides span boots.  `assume`: whether an assumed noise may stand in where
-    nothing measured the replicates' variance; without it (one boot a side, a reboot between:
-    nothing bounds what a reboot moves) the outcome has no interval and its noise_source is
-    "unmeasured"."""
+    together when the sides span boots.  Where nothing measured the replicates' variance the
+    interval is the one `offset_bound` allows (`bound`: another bound than the stored one, for
+    the benchmarks that choose it); its noise_source is "assumed", or with `assume` false (one
+    boot a side, a reboot between) "unmeasured"."""
     if not base or not new or not all(len(s) for s in [*base, *new]):
         raise ValueError("sessions_test needs at least one run in every session")
     log = positive(*base, *new)
@@ -260,14 +270,13 @@ def sessions_test(base: Sequence[Sequence[float]], new: Sequence[Sequence[float]
                                                    ("calibrated", used_cal))
                           if used)
         q = float(sps.t.ppf(1 - ALPHA / 2, df))
-    elif not assume:
-        return Outcome("sessions", log, centre_a, centre_b, change, None, None, None, False,
-                       noise_source="unmeasured",
-                       spread_pct=100 * within_spread([*base, *new], log) / scale)
     else:
-        sigma = assumed_noise([*base, *new], log, scale) * scale
+        # Nothing measured how much these sessions (or, across a reboot, boots) differ: the
+        # interval is what the largest plausible offset allows, so only a change beyond any
+        # offset is called ("assumed" within one boot, "unmeasured" across boots).
+        sigma = offset_bound([*base, *new], log, scale, bound) * scale
         tau2 = sigma ** 2 + float(np.mean([e.var for e in ests]))
-        source, df, q = "assumed", math.inf, Z
+        source, df, q = "assumed" if assume else "unmeasured", math.inf, Z
     se = math.sqrt(tau2 * (1 / len(a) + 1 / len(b)))
     if se == 0.0:       # no spread at all on either side, yet different: nothing to test
         p = 0.0 if delta else 1.0

@@ -6,8 +6,10 @@ run consumes "better"/"worse" (CPU seconds, perf counters), a value nobody decla
 for "higher"/"lower".  When the interval holds 0: "within session noise (±X%)" (X: the change
 that noise alone can make).  A direction word is a call, and only a call: one session a side
 with nothing that measured how much sessions differ gets "no verdict: one session a side:
-cannot tell +X% from a session's offset; ..." (never "faster?": read as a weak yes), and a
-row not called once corrected for the number of sides says so, with no direction either.
+cannot tell +X% from a session's offset; ..." (never "faster?": read as a weak yes), unless
+the change is beyond any session's plausible offset: "faster: beyond any session's offset
+(up to 25% a session)", the bound it beat.  A row not called once corrected for the number
+of sides says so, with no direction either.
 One boot a side, a reboot between and no calibration across reboots: "cannot call: one session a
 side, from different boots" (or "one boot a side"): nothing measured what a reboot moves.
 """
@@ -16,7 +18,7 @@ from __future__ import annotations
 from hotloop.analysis.comparison import MetricDelta, Test, Verdict
 from hotloop.analysis.metrics import RESOURCE, SPEED, UNDIRECTED
 from hotloop.analysis.significance import MIN_PROCESSES, MIN_ROUNDS
-from hotloop.render.units import pct, too_noisy
+from hotloop.render.units import figure, pct, too_noisy
 from hotloop.stats import MIN_RUNS
 
 WORDS = {SPEED: ("faster", "slower"), RESOURCE: ("better", "worse"),
@@ -32,6 +34,8 @@ FIXED = {Verdict.UP: "higher", Verdict.DOWN: "lower",
 def word(m: MetricDelta, short: bool = False) -> str:
     """The verdict of one row; `short` for a narrow table ("assumed noise ±2.5%")."""
     v, t = m.test.verdict, m.test
+    if v.called and t.noise_source in ("assumed", "unmeasured"):
+        return beyond_offsets(m, short)
     if v in (Verdict.GOOD, Verdict.BAD):
         good, bad = WORDS.get(m.kind, WORDS[SPEED])
         return good if v is Verdict.GOOD else bad
@@ -63,6 +67,26 @@ def _too_noisy(t: Test, short: bool) -> str:
         return too_noisy(short=short, sessions_pct=t.noise_pct,
                          calibrated=source == "calibrated")
     return too_noisy(t.spread_pct, short)
+
+
+def _way(m: MetricDelta) -> str:
+    v = m.test.verdict
+    if v in (Verdict.UP, Verdict.DOWN):
+        return FIXED[v]
+    good, bad = WORDS.get(m.kind, WORDS[SPEED])
+    return good if v is Verdict.GOOD else bad
+
+
+def beyond_offsets(m: MetricDelta, short: bool = False) -> str:
+    """A call where nothing measured the sessions' noise: the change is beyond what the
+    largest plausible offset of a session (a boot, across a reboot) could make, and the
+    words say which bound it beat."""
+    t = m.test
+    unit = "a boot" if t.noise_source == "unmeasured" else "a session"
+    bound = f"{figure(t.noise_pct)}%" if t.noise_pct is not None else "?"
+    if short:
+        return f"{_way(m)} (beyond offsets)"
+    return f"{_way(m)}: beyond any {unit.split()[1]}'s offset (up to {bound} {unit})"
 
 
 def one_a_side(m: MetricDelta, short: bool = False) -> str:

@@ -9,7 +9,7 @@ from hotloop.analysis.significance import ALPHA, CONFIDENCE, MIN_ROUNDS, NOISE_C
 from hotloop.render.compare_formats.shared import rows
 from hotloop.render.compare_formats.symbols import diff_json
 from hotloop.render.units import bucket_labels
-from hotloop.stats import ASSUMED_SESSION_NOISE, MIN_RUNS, TOO_NOISY_PCT
+from hotloop.stats import ASSUMED_SESSION_NOISE, MIN_RUNS, SESSION_OFFSET_BOUND, TOO_NOISY_PCT
 
 
 def _side_json(s: Side) -> dict[str, Any]:
@@ -46,6 +46,7 @@ def document(comp: Comparison) -> dict[str, Any]:
         "method": {"alpha": ALPHA, "confidence": CONFIDENCE, "min_runs": MIN_RUNS,
                    "min_rounds": MIN_ROUNDS, "methods": METHODS,
                    "assumed_session_noise_pct": 100 * ASSUMED_SESSION_NOISE,
+                   "session_offset_bound_pct": 100 * SESSION_OFFSET_BOUND,
                    "correction": "holm, the primary metric's rows across the sides; other "
                                  "rows exploratory",
                    "noise_check_alpha": NOISE_CHECK_ALPHA,

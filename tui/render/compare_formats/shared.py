@@ -36,11 +36,13 @@ def noise_line(comp: Comparison) -> str:
                   if t.test.noise_source == "assumed"), None)
     if first is not None:
         noise = f" {figure(first.noise_pct)}%" if first.noise_pct else ""
-        return f"session noise: not calibrated, assumed{noise} (hotloop calibrate measures it)"
+        return (f"session noise: not measured: only a change beyond the largest plausible "
+                f"offset{noise} a session is called (hotloop calibrate measures it)")
     if "unmeasured" in used:
         unused = " (the noise profile measured no reboot)" if p is not None else ""
         return (f"session noise: not measured: one boot a side, a reboot between, and no "
-                f"calibration across reboots{unused}")
+                f"calibration across reboots{unused}: only a change beyond the largest "
+                f"plausible offset of a boot is called")
     if any(pair.method == "sessions" for pair in comp.pairs):
         return "session noise: measured from the sides' own sessions (no calibration)"
     if any(pair.method == "pairs" for pair in comp.pairs):
