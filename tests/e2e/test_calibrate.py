@@ -75,7 +75,7 @@ def test_calibrate_runs_sessions_and_compare_uses_the_profile(isolated: Path, le
     # ...but not for its own sessions: they would count twice
     own = cli("compare", str(files[0]), str(files[1]))
     assert "noise profile not used" in own.stdout
-    assert "session noise: not calibrated" in own.stdout
+    assert "session noise: not measured" in own.stdout
     # nor for copies of them elsewhere (a session is known by its content, not its path), and
     # the next warning does not pretend there was no profile
     copies = [isolated / f"copy-{f.name}" for f in files[:2]]

@@ -67,7 +67,10 @@ def test_a_bad_noise_profile_is_ignored_with_a_warning(isolated: Path, tmp_path:
                                         "median_var": 1e-5, "runs": 6, "df": 7}},
                 "session_cost_s": 1, "run_cost_s": 0.01}
     stored.write_text(json.dumps(good_doc))
-    assert "session noise: calibrated" in cli("compare", str(a), str(b)).stdout
+    # read and trusted (one session a side, not from their sitting: then not used, saying so)
+    out = cli("compare", str(a), str(b)).stdout
+    assert "noise profile ignored" not in out
+    assert "noise profile not used (one session a side cannot check it" in out
     stored.chmod(0o666)
     p = cli("compare", str(a), str(b))
     assert "noise profile ignored" in p.stdout and "others may write" in p.stdout
@@ -88,8 +91,11 @@ def test_a_bad_noise_profile_is_ignored_with_a_warning(isolated: Path, tmp_path:
     p = cli("compare", str(a), str(b), "--noise", str(other))
     assert p.returncode == 0 and "measured for host 'elsewhere'" in p.stdout
     assert "session noise: calibrated" not in p.stdout
-    # ...and for this host it is
-    other.write_text(json.dumps({**good, "key": key}))
+    # ...and for this host it is (measured in these sessions' boot and sitting: one session
+    # a side cannot check it otherwise)
+    h = results.read(a).header
+    other.write_text(json.dumps({**good, "key": key, "boots": [h.boot_id] * 8,
+                                 "times": [h.time] * 8}))
     p = cli("compare", str(a), str(b), "--noise", str(other))
     assert "session noise: calibrated" in p.stdout, p.stdout
     # a file named by hand that is none (a typo, a FIFO): bad usage, not a quiet fallback

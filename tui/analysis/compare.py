@@ -61,6 +61,10 @@ Decisions (documented here because every format shows their outcome):
   interval and p are the row's: word, `significant`, interval and p tell one story.  (A
   smaller assumed noise, 3%, gave "faster?" on 30-72% of A/A pairs 6-20% apart.)
 * No direction word without a call: "faster?" was read as a weak yes.
+* A calibration at one replicate a side (nothing in the data can check it: a quieter one
+  called 76% of A/A pairs) is used only when measured in the compared sessions' boot and
+  sitting (`analysis.sitting`); otherwise not at all (the row as with none, `calibration`
+  says why).  Every verdict on a calibration says whether the data checked it.
 * The gate (compare --fail-on) fails closed: a primary row not judged (`Verdict.judged`
   false: too noisy, too few runs, no verdict on one session or boot a side) exits 4 unless
   --pass-unjudged; a found change exits 3 first.
@@ -79,7 +83,7 @@ from typing import Any
 
 from hotloop.analysis import boots as boots_mod
 from hotloop.analysis import noise as noise_mod
-from hotloop.analysis import series_pairs, symdiff
+from hotloop.analysis import series_pairs, sitting, symdiff
 from hotloop.analysis.comparison import Comparison, MetaDiff, MetricDelta, Pair, Side, Verdict, meta_warning
 from hotloop.analysis.judge import correct_sides, test_metric
 from hotloop.analysis.metrics import series
@@ -170,8 +174,10 @@ def compare_sides(sides: Sequence[Sequence[Result]], given: Sequence[str] | None
         pair, said = _pair(sides[0], rs, out[0], side, profile, pair_sessions)
         comp.pairs.append(pair)
         comp.warnings += said
+        # (a profile not used for the pair is said by the pair's own warning)
         assumed += [m.metric for m in pair.metrics
-                    if m.test.noise_source == "assumed" and m.metric not in assumed]
+                    if m.test.noise_source == "assumed" and m.metric not in assumed
+                    and m.test.calibration is None]
     _correct(comp)
     comp.warnings += _noise_warnings(comp, base.header, profile, notes, assumed, batch)
     comp.warnings += _session_warnings(sides, out) + _perf_warnings(sides, out)
@@ -289,6 +295,14 @@ def _pair(base: Sequence[Result], rs: Sequence[Result], baseline: Side, side: Si
     if found is not None and (found.unmatched or not found.usable):
         said.append(found.describe(baseline.name, side.name))
     by_pairs = found.index if found is not None and found.usable else None
+    # One replicate a side: nothing in the data can check the calibration, so it counts
+    # only from these sessions' boot and sitting (analysis.sitting).
+    lone = paired is None and by_pairs is None and boots.count() == (1, 1)
+    unchecked = sitting.why_not(profile, [*base, *rs]) \
+        if lone and profile is not None and not unfit else None
+    if unchecked:
+        said.append(f"{side.name}: noise profile not used ({unchecked}); run 2+ sessions a "
+                    f"side, whose own spread checks it")
     base_series = [series(r) for r in base]
     new_series = [series(r) for r in rs]
     primary = base[0].workload.metric
@@ -296,12 +310,16 @@ def _pair(base: Sequence[Result], rs: Sequence[Result], baseline: Side, side: Si
     for name, m in base_series[0].items():
         if not all(name in x for x in base_series + new_series):
             continue
-        calibrated = profile.metrics.get(name) if profile and not unfit else None
+        calibrated = profile.metrics.get(name) if profile and not (unfit or unchecked) \
+            else None
         t = test_metric([x[name] for x in base_series], [x[name] for x in new_series],
                         paired=paired, calibrated=calibrated,
                         boots=None if paired is not None else boots, pairs=by_pairs)
-        if unfit:
-            t = dataclasses.replace(t, calibration=f"not used: {unfit}")
+        if unfit or unchecked:
+            t = dataclasses.replace(t, calibration=f"not used: {unfit or unchecked}")
+        elif t.noise_check and t.noise_check["action"] == "unchecked":
+            # not checked by the data, but measured in this boot and sitting
+            t = dataclasses.replace(t, noise_check={**t.noise_check, "action": "sitting"})
         rows.append(MetricDelta(m.name, m.unit, m.higher_is_better, t, m.kind,
                                 primary=m.name == primary))
     said += _row_warnings(rows, baseline, side, boots)
@@ -366,13 +384,13 @@ def _noise_warnings(comp: Comparison, header: Header, profile: noise_mod.NoisePr
     """What the session noise the verdicts used cannot vouch for: a calibration nothing
     here checks, or a noise assumed for want of a measured one."""
     out = []
-    if any(m.primary and m.test.noise_check and m.test.noise_check["action"] == "unchecked"
+    if any(m.primary and m.test.noise_check and m.test.noise_check["action"] == "sitting"
            for p in comp.pairs for m in p.metrics):
         out.append(
-            "one session a side: nothing here can check that the calibration describes these "
-            "sessions (its boots fit theirs: within one boot, or one session a boot across "
-            "boots), so the verdict holds only if the machine was as it was when calibrated "
-            "(the same load, the same setup)")
+            "one session a side: nothing here can check the calibration against these "
+            "sessions; it is used because it was measured in their boot and sitting (within "
+            f"{sitting.SITTING_S / 3600:g} hour of them), so the verdict holds if the machine "
+            "stayed as it was then")
     rule = (f"the larger of {100 * SESSION_OFFSET_BOUND:g}% a session and "
             f"{ASSUMED_PER_WITHIN:g} times the runs' own spread")
     if assumed and profile is None:

@@ -117,6 +117,10 @@ class NoiseProfile:
     # measured no reboot, and compare does not use it for sides across boots.  Empty in
     # profiles from before it was recorded: unknown.
     boots: list[str] = field(default_factory=list)
+    # Each session's start (its header's time): at one session a side a calibration is
+    # used only from the compared sessions' boot and sitting (analysis.sitting).  Empty in
+    # profiles from before it was recorded.
+    times: list[str] = field(default_factory=list)
     path: str = ""              # where it was read from or saved to
 
     @property
@@ -241,6 +245,7 @@ def load(path: Path) -> NoiseProfile:
             digests=[d for d in doc.get("digests") or []
                      if isinstance(d, str) and re.fullmatch(r"[0-9a-f]{64}", d)],
             boots=_boots(doc.get("boots"), sessions),
+            times=_boots(doc.get("times"), sessions),
             path=str(path))
     except FileNotFoundError:
         raise NoiseError(f"{path}: no such noise profile") from None
@@ -382,7 +387,8 @@ def estimate(sessions: Sequence[Result], session_cost_s: float | None = None,
         created=time.strftime("%Y-%m-%dT%H:%M:%S%z"), hotloop=__version__,
         kernels=sorted({r.header.kernel_release for r in sessions}),
         files=[str(r.path) for r in sessions], digests=[r.digest for r in sessions if r.digest],
-        boots=[boots.boot_of(r) for r in sessions])
+        boots=[boots.boot_of(r) for r in sessions],
+        times=[r.header.time for r in sessions])
 
 
 # --------------------------------------------------------------------------- planning

@@ -31,8 +31,23 @@ FIXED = {Verdict.UP: "higher", Verdict.DOWN: "lower",
          Verdict.NO_TEST: "one value each, no test"}
 
 
+CHECKS = {"pooled": "calibration checked by the sessions",
+          "sitting": "calibration unchecked: from their boot and sitting",
+          "unchecked": "calibration unchecked"}
+
+
 def word(m: MetricDelta, short: bool = False) -> str:
-    """The verdict of one row; `short` for a narrow table ("assumed noise ±2.5%")."""
+    """The verdict of one row; `short` for a narrow table ("assumed noise ±2.5%").  A
+    verdict that rests on a calibration says whether the data could check it."""
+    said = _word(m, short)
+    check = m.test.noise_check
+    if short or not check or "calibrated" not in (m.test.noise_source or "") \
+            or not (m.test.verdict.called or m.test.verdict is Verdict.WITHIN_NOISE):
+        return said
+    return f"{said} ({CHECKS.get(check['action'], check['action'])})"
+
+
+def _word(m: MetricDelta, short: bool = False) -> str:
     v, t = m.test.verdict, m.test
     if v.called and t.noise_source in ("assumed", "unmeasured"):
         return beyond_offsets(m, short)
