@@ -62,11 +62,14 @@ def _test(o: Outcome, n_base: int, n_new: int, k_base: int, k_new: int, verdict:
         else o.new - o.baseline
     # a series' pairs: a t interval on the pairs (analysis.series_pairs)
     df = o.df if o.df is not None else o.rounds - 1 if o.method == "pairs" else None
+    # Too few to judge: an interval and p beside "too few runs" told another story.
+    few = verdict in (Verdict.TOO_FEW_RUNS, Verdict.TOO_FEW_ROUNDS, Verdict.TOO_FEW_PROCESSES)
+    lo, hi, p = (None, None, None) if few else (o.ci_low, o.ci_high, o.p_value)
     return Test(n_base, n_new, o.baseline, o.new, diff, o.change_pct,
-                o.ci_low, o.ci_high, o.p_value, verdict.called, verdict, o.method, k_base,
+                lo, hi, p, verdict.called, verdict, o.method, k_base,
                 k_new,
                 100 * calibrated.sigma_between if calibrated and used_calibration else None,
-                o.noise_pct, o.noise_source, o.half_width_pct, spread_pct=o.spread_pct,
+                o.noise_pct, o.noise_source, None if few else o.half_width_pct, spread_pct=o.spread_pct,
                 runs_pct=o.runs_pct, noise_check=o.noise_check, df=df, log=o.log)
 
 

@@ -5,8 +5,8 @@ from hotloop.analysis.compare import TOP_SYMBOLS
 from hotloop.analysis.comparison import Comparison, Pair
 from hotloop.render import verdicts
 from hotloop.render.compare_formats import symbols as sym
-from hotloop.render.compare_formats.shared import better_way, noise_line, notes, result_cell
-from hotloop.render.units import p_value, plain
+from hotloop.render.compare_formats.shared import better_way, noise_line, notes, result_cell, shown_p
+from hotloop.render.units import plain
 from hotloop.visible import visible
 
 
@@ -72,7 +72,7 @@ def render_org(comp: Comparison) -> str:
                              "" if t.change_pct is None else f"{t.change_pct:.2f}",
                              "" if t.ci_low is None else f"{t.ci_low:.2f}",
                              "" if t.ci_high is None else f"{t.ci_high:.2f}",
-                             p_value(t.p_value) if t.p_value is not None else "",
+                             shown_p(m) if t.p_value is not None else "",
                              verdicts.word(m)])
         lines += _org_table(rows, groups)
         if noise_line(comp):

@@ -93,12 +93,21 @@ def differs(p: Pair) -> str:
 HEAD = ["metric", "baseline", "new", "diff", "change", "95% CI", "p", "verdict"]
 
 
+def shown_p(m: MetricDelta) -> str:
+    """The p a table shows: the one the verdict was judged on, so the word, the interval and
+    p agree; corrected for several sides that is the adjusted p, labelled so."""
+    t = m.test
+    if m.primary and t.correction == "holm" and t.p_adjusted is not None:
+        return f"{p_value(t.p_adjusted)} adj"
+    return p_value(t.p_value)
+
+
 def text_rows(p: Pair) -> list[list[str]]:
     rows = [HEAD]
     for m in p.metrics:
         t = m.test
         rows.append([m.metric, number(t.baseline, m.unit), number(t.new, m.unit),
-                     number(t.diff, m.unit, signed=True), pct(t.change_pct), ci(t), p_value(t.p_value),
+                     number(t.diff, m.unit, signed=True), pct(t.change_pct), ci(t), shown_p(m),
                      verdicts.word(m)])
     return rows
 
