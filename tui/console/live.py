@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from hotloop.stats import (
+    SESSION_OFFSET_BOUND,
     UNTIL_CI_MIN_RUNS,
     Bucket,
     RunningStats,
@@ -21,6 +22,7 @@ from hotloop.stats import (
     detectable_pct,
     median_ci_pct,
     median_se,
+    upper_variance,
 )
 
 if TYPE_CHECKING:
@@ -95,18 +97,22 @@ class LiveRun:
         return median_ci_pct(self.stats.sorted)
 
     def detectable(self) -> float | None:
-        """The smallest change (%) that compare would find, with 80% power, between this
-        session and another like it: with the calibrated session noise moved to the runs so
-        far, or else the noise compare would assume (beyond which it gives a direction, not
-        a call); None before 6 runs or with values not all above 0."""
+        """The smallest change (%) that compare would find, with at least 80% power, between
+        this session and another like it: with the calibrated session noise moved to the runs
+        so far, planned on its 90% upper bound (the calibration is itself uncertain: on its
+        point value, t.975 + t.8 gave 72-83% real power; benchmarks/detect_power.py), or else
+        the largest plausible session offset compare calls beyond; None before 6 runs or
+        with values not all above 0."""
         s = self.stats.sorted
         n = len(s)
         if n < 6 or s[0] <= 0:
             return None
         if self.noise is not None:
-            return detectable_pct(self.noise.at(n), 1, self.noise.df)
-        within = self.stats.robust_log_spread()     # as compare assumes it
-        return detectable_pct(assumed_session_noise(within) ** 2 + median_se(s, log=True) ** 2)
+            bound = upper_variance(self.noise.session_var, self.noise.df)
+            return detectable_pct(self.noise.at(n, bound), 1, self.noise.df)
+        within = self.stats.robust_log_spread()     # as compare bounds it
+        offset = max(SESSION_OFFSET_BOUND, assumed_session_noise(within))
+        return detectable_pct(offset ** 2 + median_se(s, log=True) ** 2)
 
     def runs_to_target(self) -> int | None:
         """Runs still needed for the median to be known to +-until_ci %; 0 once it is, and

@@ -115,15 +115,14 @@ class StatsPanel(Vertical):
         found = live.detectable()
         if found is None:
             lines.append(row("detect", "–"))
+        elif live.noise is None:        # not calibrated: only beyond any session's offset
+            # (a doubling or a halving): a figure, not "too noisy"; calibrating lowers it
+            lines.append(row("detect", f"≥{figure(found)}% [dim]no calibration[/dim]"))
         elif found > TOO_NOISY_PCT:     # "≥4266%" told a newcomer nothing: say what it means
             lines.append(row("detect", too_noisy()))
         else:                           # the smallest change compare would find vs another
-            # not calibrated: beyond the noise compare assumes it gives a direction ("faster?"),
-            # not a call, and the "?" says so here too
-            how = "calibrated" if live.noise is not None else "assumed noise"
-            asked = "" if live.noise is not None else "?"
             # the line fits the narrow panel's 28 columns up to 9999%
-            lines.append(row("detect", f"≥{figure(found)}%{asked} [dim]{how}[/dim]"))
+            lines.append(row("detect", f"≥{figure(found)}% [dim]calibrated[/dim]"))
         eta = live.eta()
         when = duration(live.elapsed())
         if eta is not None:
