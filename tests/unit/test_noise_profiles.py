@@ -110,6 +110,17 @@ def test_a_bad_noise_profile_is_ignored_with_a_warning(isolated: Path, tmp_path:
     assert p.returncode == 2 and "not a regular file" in p.stderr
 
 
+def test_a_calibration_of_unequal_sessions_is_at_the_harmonic_mean_of_their_runs():
+    """A median's variance goes as 1/n: sessions of 10 and 1000 runs measured the variance of
+    a median of about 20 runs, not of 505 (the arithmetic mean), and compared at 200 runs
+    the runs' part must grow, not stay (MetricNoise.at never shrinks it below 1x)."""
+    rng = np.random.default_rng(7)
+    sessions = [np.exp(rng.normal(0, 0.02, n)).tolist() for n in (10, 1000) * 4]
+    m = noise.metric_noise(sessions)
+    assert m.runs == pytest.approx(2 / (1 / 10 + 1 / 1000))
+    assert m.at(10) > m.at(200) > m.session_var - 1e-12
+
+
 def test_detect_is_planned_on_the_calibrations_upper_bound():
     """The console's "detect" on a calibration's point value had 72-84% real power (an
     8-session calibration may come out low); planned on its 90% upper bound, as the planner

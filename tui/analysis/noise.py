@@ -64,7 +64,8 @@ class MetricNoise:
     session_var: float          # tau^2: variance of one session's log-median at `runs` runs
     median_var: float           # its part from the runs (mean McKean-Schrader variance)
     sigma_within: float         # standard deviation of one run's log value within a session
-    runs: float                 # mean runs per session the above was measured with
+    runs: float                 # runs per session the above was measured with: their
+                                # harmonic mean (a median's variance goes as 1/n)
     df: int                     # degrees of freedom of session_var (sessions - 1)
 
     @property
@@ -333,9 +334,12 @@ def metric_noise(sessions: Sequence[Sequence[float]]) -> MetricNoise:
     from hotloop.analysis.significance import np  # numpy, once its room is checked
     ests = [significance.session_estimate(g, log=True) for g in sessions]
     session_var, df = significance.centre_variance([ests])
+    # The run count the median variance was measured at: a median's variance goes as 1/n,
+    # so the mean of the sessions' variances is that of their harmonic mean of runs (the
+    # arithmetic mean of 10 and 1000 runs, 505, would make `at` shrink it for 200 runs).
+    runs = len(ests) / sum(1 / e.n for e in ests)
     return MetricNoise(session_var, float(np.mean([e.var for e in ests])),
-                       significance.within_spread(sessions, log=True),
-                       float(np.mean([e.n for e in ests])), df)
+                       significance.within_spread(sessions, log=True), float(runs), df)
 
 
 def estimate(sessions: Sequence[Result], session_cost_s: float | None = None,
