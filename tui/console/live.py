@@ -114,6 +114,11 @@ class LiveRun:
         offset = max(SESSION_OFFSET_BOUND, assumed_session_noise(within))
         return detectable_pct(offset ** 2 + median_se(s, log=True) ** 2)
 
+    def noisier_than_offsets(self) -> bool:
+        """Whether the runs spread so much that compare's offset bound grows past its 25%
+        (twice their spread): "too noisy to call" says more there than a figure."""
+        return assumed_session_noise(self.stats.robust_log_spread()) > SESSION_OFFSET_BOUND
+
     def runs_to_target(self) -> int | None:
         """Runs still needed for the median to be known to +-until_ci %; 0 once it is, and
         never before the session itself would stop (UNTIL_CI_MIN_RUNS)."""

@@ -115,7 +115,8 @@ class StatsPanel(Vertical):
         found = live.detectable()
         if found is None:
             lines.append(row("detect", "–"))
-        elif live.noise is None:        # not calibrated: only beyond any session's offset
+        elif live.noise is None and not live.noisier_than_offsets():
+            # not calibrated: compare calls only beyond any session's offset
             # (a doubling or a halving): a figure, not "too noisy"; calibrating lowers it
             lines.append(row("detect", f"≥{figure(found)}% [dim]no calibration[/dim]"))
         elif found > TOO_NOISY_PCT:     # "≥4266%" told a newcomer nothing: say what it means
