@@ -49,7 +49,7 @@ class Verdict(enum.Enum):
     @property
     def judged(self) -> bool:
         """A test was made: a change found, or none beyond the noise (or none once
-        corrected for the number of sides).  What compare --fail-on --strict asks."""
+        corrected for the number of sides).  What compare --fail-on needs to pass a side."""
         return self.called or self in (Verdict.WITHIN_NOISE, Verdict.NO_CHANGE,
                                        Verdict.NOT_AFTER_CORRECTION)
 
