@@ -253,3 +253,36 @@ def test_a_series_tests_each_symbol_on_its_pairs_of_sessions(tmp_path: Path) -> 
     (p,) = compare.load_and_compare(sides, pair_sessions=False).pairs
     rz = next(d for d in p.symbols or () if d.symbol == "read_zero")
     assert rz.method == "sessions" and rz.word == "no change"
+
+
+def test_a_rows_interval_is_clear_of_0_exactly_when_the_row_is_called(tmp_path: Path) -> None:
+    # hl_run about 12% costlier in every new session (p near 0.02 alone), ten symbols as
+    # they were: tested with them, Benjamini-Hochberg does not call hl_run, and its interval,
+    # adjusted for the 11 symbols tested, holds 0 where its own 95% one did not
+    same = {f"steady_{k}": 50 + k for k in range(10)}
+    for name, hl in (("a", (100, 104, 96)), ("b", (112, 116, 108))):
+        for i, n in enumerate(hl):
+            jitter = {s: v + (i - 1) for s, v in same.items()}
+            session(tmp_path / name / f"s{i}.jsonl", {"hl_run": n, **jitter})
+    (p,) = compare.load_and_compare([tmp_path / "a", tmp_path / "b"]).pairs
+    rows = {d.symbol: d for d in p.symbols or ()}
+    hl = rows["hl_run"]
+    assert hl.p_value is not None and hl.p_value < 0.05 and hl.word == "no change"
+    assert hl.q_value is not None and hl.q_value >= 0.05
+    assert hl.ci_low_alone is not None and hl.ci_low_alone > 0          # alone: a call
+    assert hl.ci_low is not None and hl.ci_high is not None and hl.ci_low < 0 < hl.ci_high
+    for d in rows.values():
+        if d.p_value is not None:
+            assert d.ci_low is not None and d.ci_high is not None
+            assert (d.ci_low > 0 or d.ci_high < 0) == d.significant, d.symbol
+
+
+def test_a_called_rows_interval_is_widened_for_the_symbols_tested(
+        sides: tuple[Path, Path]) -> None:
+    (p,) = compare.load_and_compare(sides).pairs
+    rz = next(d for d in p.symbols or () if d.symbol == "read_zero")
+    assert rz.significant and rz.ci_low is not None and rz.ci_low > 0
+    # 2 tested, 1 called: level 1 - 0.05 / 2 = 97.5%, wider than its own 95%
+    assert rz.ci_low_alone is not None and rz.ci_high_alone is not None
+    assert rz.ci_low < rz.ci_low_alone and rz.ci_high is not None
+    assert rz.ci_high > rz.ci_high_alone

@@ -73,8 +73,8 @@ class SymbolDelta:
     baseline_ns_per_op: float | None = None
     new_ns_per_op: float | None = None
     change_pct: float | None = None
-    ci_low: float | None = None         # 95% interval of change_pct (not corrected)
-    ci_high: float | None = None
+    ci_low: float | None = None         # interval of change_pct, adjusted for the symbols
+    ci_high: float | None = None        # tested (symdiff): clear of 0 exactly when called
     p_value: float | None = None
     q_value: float | None = None
     significant: bool = False           # called: costlier or cheaper
@@ -84,6 +84,8 @@ class SymbolDelta:
     baseline_costs: tuple[float, ...] = ()  # each session's ns/op (0: not sampled)
     new_costs: tuple[float, ...] = ()
     method: str = ""                    # the test's (comparison.METHODS), "" untested
+    ci_low_alone: float | None = None   # the row's own 95% interval, as if tested alone
+    ci_high_alone: float | None = None
     why: str = ""                       # what the word leaves out (no test: why not)
 
     @property

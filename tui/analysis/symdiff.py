@@ -14,7 +14,11 @@ two sides, and the pair's worker CPU time per op explained by its symbols.
   rate at 5% (`bh`): valid for independent tests and for positively dependent ones (PRDS),
   which the symbols of one pair are (a session's offset, its total CPU time per op, moves
   them all one way).  A symbol is called (costlier, cheaper) when its own test calls it and
-  its q-value is below 0.05.  Its interval stays its own 95% one.
+  its q-value is below 0.05.  Its interval is adjusted to match (Benjamini and Yekutieli,
+  2005: with R of m symbols called, each interval at level 1 - R x 0.05 / m, or 1 - 0.05 / m
+  with none, which holds the false coverage rate of the called rows' intervals at 5%): it is
+  clear of 0 exactly when the row is called, where its own 95% interval (kept as
+  ci_low_alone, ci_high_alone) was clear of 0 on rows the correction did not call.
 * **Too few samples.**  A session's count N of a symbol's samples is a Poisson count: its
   own sampling spread is 1/sqrt(N), so the count alone puts a session's cost within
   +-1.96/sqrt(N).  Below MIN_SAMPLES (16) samples a session that is wider than +-50%
@@ -37,10 +41,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from hotloop.analysis.boots import Boots
-from hotloop.analysis.comparison import Verdict
+from hotloop.analysis.comparison import Test, Verdict
 from hotloop.analysis.judge import test_metric
 from hotloop.analysis.metrics import RESOURCE, Series
-from hotloop.analysis.significance import ALPHA
+from hotloop.analysis.significance import ALPHA, adjusted_interval
 from hotloop.analysis.symbols import Explained, SymbolDelta, SymbolVerdict, base_name
 from hotloop.analysis.symcost import Key, SideCost, display_name, side_cost
 from hotloop.results import Result
@@ -84,8 +88,10 @@ def _mean(xs: Sequence[float]) -> float:
 
 
 def _row(share: SymbolDelta | None, key: Key, b: SideCost, n: SideCost,
-         boots: Boots | None, pairs: Sequence[tuple[int, int]] | None) -> SymbolDelta:
-    """One symbol's row, tested (q-value and word to come: `differential`)."""
+         boots: Boots | None, pairs: Sequence[tuple[int, int]] | None
+         ) -> tuple[SymbolDelta, Test | None]:
+    """One symbol's row and its test, if tested (q-value, word and the adjusted interval to
+    come: `differential`)."""
     bi = next((s for s in b.symbols if s.key == key), None)
     ni = next((s for s in n.symbols if s.key == key), None)
     names = tuple(sorted({*(bi.names if bi else ()), *(ni.names if ni else ())}))
@@ -103,23 +109,24 @@ def _row(share: SymbolDelta | None, key: Key, b: SideCost, n: SideCost,
                       samples_baseline=sb, samples_new=sn, baseline_costs=tuple(bc),
                       new_costs=tuple(nc))
     if not sb:
-        return _with(row, verdict=SymbolVerdict.NEW)
+        return _with(row, verdict=SymbolVerdict.NEW), None
     if not sn:
-        return _with(row, verdict=SymbolVerdict.GONE)
+        return _with(row, verdict=SymbolVerdict.GONE), None
     if min(sb, sn) < MIN_SAMPLES:
         return _with(row, verdict=SymbolVerdict.TOO_FEW_SAMPLES,
-                     why=f"fewer than {MIN_SAMPLES} samples a session on a side")
+                     why=f"fewer than {MIN_SAMPLES} samples a session on a side"), None
     t = test_metric(_series(bc), _series(nc), boots=boots, pairs=pairs)
     if t.p_value is None:
         why = ("one session a side: nothing measured how much a symbol's cost varies "
                "between sessions" if k_b == k_n == 1 else f"no test ({t.verdict.value})")
-        return _with(row, verdict=SymbolVerdict.NO_TEST, why=why, method=t.method)
+        return _with(row, verdict=SymbolVerdict.NO_TEST, why=why, method=t.method), None
     called = t.verdict in (Verdict.GOOD, Verdict.BAD, Verdict.UP, Verdict.DOWN)
     return _with(row, change_pct=t.change_pct, ci_low=t.ci_low, ci_high=t.ci_high,
+                 ci_low_alone=t.ci_low, ci_high_alone=t.ci_high,
                  p_value=t.p_value, method=t.method, significant=called,
                  verdict=SymbolVerdict.NO_CHANGE,
                  why="" if t.verdict in (Verdict.WITHIN_NOISE, Verdict.NO_CHANGE) or called
-                 else t.verdict.value)
+                 else t.verdict.value), t
 
 
 def _with(row: SymbolDelta, **changes: object) -> SymbolDelta:
@@ -138,13 +145,20 @@ def differential(base: Sequence[Result], new: Sequence[Result], *,
         return Differential(list(shares), None, "no cost per op: " + (b.why or n.why), 0)
     by_key = {(base_name(d.symbol), d.dso, d.kernel): d for d in shares}
     keys = list(dict.fromkeys(s.key for s in (*b.symbols, *n.symbols)))
-    rows = [_row(by_key.get(k), k, b, n, boots, pairs) for k in keys]
+    got = [_row(by_key.get(k), k, b, n, boots, pairs) for k in keys]
+    rows = [r for r, _ in got]
     tested = [i for i, r in enumerate(rows) if r.p_value is not None]
-    for i, q in zip(tested, bh([rows[i].p_value or 0.0 for i in tested])):
-        r = rows[i]
+    qs = bh([rows[i].p_value or 0.0 for i in tested])
+    widen = len(tested) / max(1, sum(q < ALPHA for q in qs))   # m / R: see above
+    for i, q in zip(tested, qs):
+        r, t = got[i]
         called = r.significant and q < ALPHA
         up = r.ci_low is not None and r.ci_low > 0
-        rows[i] = _with(r, q_value=q, significant=called,
+        lo, hi = r.ci_low, r.ci_high
+        if t is not None and t.df is not None and lo is not None and hi is not None \
+                and math.isfinite(lo) and math.isfinite(hi) and hi > lo:
+            lo, hi = adjusted_interval(lo, hi, t.log, t.df, widen)
+        rows[i] = _with(r, q_value=q, significant=called, ci_low=lo, ci_high=hi,
                         verdict=(SymbolVerdict.COSTLIER if up else SymbolVerdict.CHEAPER)
                         if called else SymbolVerdict.NO_CHANGE)
     rows.sort(key=lambda r: (-abs(r.change_ns or 0.0), r.symbol))

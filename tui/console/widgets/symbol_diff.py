@@ -2,11 +2,12 @@
 
 Above the table, each pair's change explained: its worker CPU time per op split into the
 symbols that moved most and the rest, adding up exactly.  A row a symbol: its cost per op on
-each side, the change in ns/op and in %, the change's 95% interval (% of the baseline's
-cost) and the word.  Rows are sorted by |change in ns/op|, the symbols that took or gave
-back the most time first ("where did the time go"), not by % (a tiny symbol's +80% moves
-nothing).  A called row (costlier, cheaper after the false discovery rate's control) is bold
-and marked ▲ or ▼ in its first column, so it reads on a terminal without colours.  Below
+each side, the change in ns/op and in %, the change's interval (% of the baseline's cost,
+adjusted for the symbols tested: analysis.symdiff) and the word.  Rows are sorted by |change
+in ns/op|, the symbols that took or gave back the most time first ("where did the time go"),
+not by % (a tiny symbol's +80% moves nothing).  A called row (costlier, cheaper after the
+false discovery rate's control) is bold and marked ▲ or ▼ in its first column, so it reads
+on a terminal without colours.  Below
 the table, the cursor row in full (its names, both costs, p and q); `a` or `enter`
 annotates it, side by side (screens/symbol_pair).
 
@@ -74,7 +75,7 @@ def ns(v: float | None, signed: bool = False, decimals: int | None = None) -> st
 
 def explained_text(e: Explained) -> str:
     """"+12.4 ns/op (812.0 → 824.4): read_zero +9.1 [+7.9, +10.3], ..., the rest +0.6":
-    the pair's worker CPU ns/op change, its top symbols' changes with their 95% intervals
+    the pair's worker CPU ns/op change, its top symbols' changes with their intervals
     in ns/op, and the rest, on one number of decimals so the parts visibly add up."""
     top = max([abs(e.change), abs(e.rest_change),
                *(abs(r.change_ns or 0.0) for r in e.top)])
@@ -107,7 +108,7 @@ def detail_text(row: Row) -> str:
     if d.baseline_ns_per_op is None:
         return (f"{where}: {d.baseline_pct:.2f}% → {d.new_pct:.2f}% of samples "
                 f"({d.delta:+.2f} pp) · a annotates")
-    ci = f", 95% CI [{d.ci_low:+.1f}, {d.ci_high:+.1f}] %" \
+    ci = f", interval [{d.ci_low:+.1f}, {d.ci_high:+.1f}] % (adjusted)" \
         if d.ci_low is not None and d.ci_high is not None else ""
     tested = f", p {d.p_value:.3g}, q {d.q_value:.3g}" \
         if d.p_value is not None and d.q_value is not None else ""
@@ -244,7 +245,7 @@ class SymbolDiff(Vertical):
             return [("base", "baseline %", 10), ("new", "new %", 7), ("delta", "delta", 6),
                     ("dso", "dso", 14)]
         width = self._width()
-        cols = [("change", "Δ ns/op", 8), ("pct", "Δ %", 7), ("ci", "95% CI %", 15),
+        cols = [("change", "Δ ns/op", 8), ("pct", "Δ %", 7), ("ci", "interval %", 15),
                 ("word", "verdict", 11)]
         if width >= WITH_COSTS:
             cols[:0] = [("base", "baseline", 8), ("new", "new", 8)]

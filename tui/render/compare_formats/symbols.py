@@ -12,7 +12,7 @@ from hotloop.analysis.symbols import Explained, SymbolDelta, SymbolVerdict
 from hotloop.analysis.symdiff import EXPLAIN_TOP, MIN_SAMPLES
 from hotloop.render.units import p_value, pct
 
-COST_HEAD = ["symbol", "dso", "baseline", "new", "change", "95% CI", "p", "q", "verdict"]
+COST_HEAD = ["symbol", "dso", "baseline", "new", "change", "interval", "p", "q", "verdict"]
 SHARE_HEAD = ["symbol", "dso", "baseline", "new", "delta"]
 CORRECTION = "benjamini-hochberg"
 
@@ -26,7 +26,8 @@ def title(p: Pair, top: int) -> str:
     if costed(p):
         why = next((d.why for d in p.symbols or () if d.verdict is SymbolVerdict.NO_TEST),
                    "too few samples")
-        tested = (f"q: Benjamini-Hochberg over the {p.symbols_tested} symbols tested"
+        tested = (f"q: Benjamini-Hochberg over the {p.symbols_tested} symbols tested, "
+                  f"intervals adjusted to match"
                   if p.symbols_tested else f"none tested, the change shown: {why}")
         return (f"hot symbols, {p.new.name} vs {p.baseline.name}: worker CPU ns/op a symbol "
                 f"(top {top} by |change|; {tested})")
@@ -110,7 +111,8 @@ def row_json(d: SymbolDelta) -> dict[str, Any]:
     return {**out, "baseline_ns_per_op": _num(d.baseline_ns_per_op),
             "new_ns_per_op": _num(d.new_ns_per_op), "change_ns_per_op": _num(d.change_ns),
             "change_pct": _num(d.change_pct), "ci_low": _num(d.ci_low),
-            "ci_high": _num(d.ci_high),
+            "ci_high": _num(d.ci_high), "ci_low_alone": _num(d.ci_low_alone),
+            "ci_high_alone": _num(d.ci_high_alone),
             "ci_low_ns_per_op": _num(ci[0]) if ci else None,
             "ci_high_ns_per_op": _num(ci[1]) if ci else None,
             "p_value": _num(d.p_value), "q_value": _num(d.q_value),
@@ -159,7 +161,8 @@ def csv_rows(p: Pair) -> list[dict[str, Any]]:
     for d in p.symbols or ():
         out.append({**base, "metric": f"symbol {d.symbol}", "baseline": d.baseline_ns_per_op,
                     "new": d.new_ns_per_op, "diff": d.change_ns, "change_pct": d.change_pct,
-                    "ci_low": d.ci_low, "ci_high": d.ci_high, "p_value": d.p_value,
+                    "ci_low": d.ci_low, "ci_high": d.ci_high, "ci_low_alone": d.ci_low_alone,
+                    "ci_high_alone": d.ci_high_alone, "p_value": d.p_value,
                     "q_value": d.q_value, "significant": d.significant, "verdict": d.word,
                     "method": d.method or None, "correction": CORRECTION,
                     "dso": d.dso, "names": " ".join(d.names)})
