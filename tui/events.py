@@ -82,6 +82,17 @@ class Warning:  # noqa: A001 - the event is called what it is
 
 
 @dataclass(frozen=True)
+class PerfStart:
+    """Whether perf's recording of a worker started: written once perf acked (sampling is
+    on) or gave up, so a header with perf on can be told from a session where perf never ran.
+    `seconds` is the wait from perf's spawn to its answer; `message` why it did not start."""
+    started: bool
+    seconds: float = 0.0
+    message: str = ""
+    variant: str = ""
+
+
+@dataclass(frozen=True)
 class Finished:
     """The session ended with every run: its summary, and perf stat's counters for the whole
     session (a counter this CPU lacks is None, never 0)."""
@@ -101,11 +112,11 @@ class Failed:
     variant: str = ""
 
 
-Event = Started | RunSample | HotSymbols | Warning | Finished | Failed
+Event = Started | RunSample | HotSymbols | Warning | PerfStart | Finished | Failed
 
 _TYPES: dict[str, type[Event]] = {
     "started": Started, "run": RunSample, "hot_symbols": HotSymbols,
-    "warning": Warning, "finished": Finished, "failed": Failed,
+    "warning": Warning, "perf_start": PerfStart, "finished": Finished, "failed": Failed,
 }
 _NAMES = {cls: name for name, cls in _TYPES.items()}
 
@@ -224,6 +235,9 @@ _SPECS: dict[type, dict[str, Check]] = {
                  "build_ids": map_of(_build_id), "binaries": map_of(_build_id),
                  "pids": list_of(integer(1, 2**31 - 1)), "comms": list_of(STRING)},
     Warning: {"message": STRING, "variant": STRING},
+    PerfStart: {"started": BOOL, "seconds": lambda v: finite_problem(v) or (
+                    None if v >= 0 else f"{show(v)} is negative"),
+                "message": STRING, "variant": STRING},
     Finished: {"summary": _SUMMARY, "variant": STRING, "counters": _COUNTERS},
     Failed: {"message": STRING, "run": integer(), "signal": STRING, "interrupted": BOOL,
              "bad_input": BOOL, "variant": STRING},

@@ -24,8 +24,9 @@ from typing import Any, TypeVar
 from hotloop.checks import show
 
 # This version's.  1: the files written before `format` existed; 2: the typed record; 3: adds
-# the boot (boot_id), a session's place in a series (batch.session) and the VM it ran in (vm).
-FORMAT = 3
+# the boot (boot_id), a session's place in a series (batch.session) and the VM it ran in (vm);
+# 4: adds the perf_start line (whether perf started: a format 3 reader would refuse the line).
+FORMAT = 4
 # A string read from a file is cut to this many characters ("…" last): a forged 30 MB label
 # would otherwise be printed, drawn and diffed in full.  A path or a kernel command line fits;
 # a name shown in a table (NAME) is cut shorter.

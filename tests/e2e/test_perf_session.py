@@ -286,3 +286,49 @@ def test_stop_while_perf_stops_ends_as_stopped_and_windows_count_up(tmp_path, le
     assert windows == sorted(set(windows))
     assert json.loads((tmp_path / "s.jsonl").read_text().splitlines()[-1])["interrupted"]
     assert leftovers() == []
+
+
+def test_perf_that_never_started_is_recorded_and_said_by_show_and_compare(tmp_path, cli):
+    """A header says perf on whether or not perf ran: the file records whether it started.
+    Side B's first two sessions run with a `perf` that exits at once (as one that never
+    answers its control pipe does in an emulated guest), its third and side A's with the
+    real one; show and compare say so in every format, and B measured without perf."""
+    broken = tmp_path / "broken-perf"
+    broken.mkdir()
+    (broken / "perf").write_text("#!/bin/sh\nexit 1\n")
+    (broken / "perf").chmod(0o755)
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    failing = dict(env, PATH=f"{broken}{os.pathsep}{env['PATH']}")
+    for side, n, bad in (("A", 2, 0), ("B", 3, 2)):
+        (tmp_path / side).mkdir()
+        for i in range(n):
+            p = subprocess.run([sys.executable, "-m", "hotloop", "run", "zero_null", "--runs",
+                                "2", "--param", "count=20000", "--perf",
+                                "--out", str(tmp_path / side / f"s{i}.jsonl")],
+                               capture_output=True, text=True, env=failing if i < bad else env)
+            assert p.returncode == 0, p.stderr
+    a, b = tmp_path / "A", tmp_path / "B"
+    res = results.read(b / "s0.jsonl")
+    assert res.header.perf and [(s.started, s.message) for s in res.perf_starts] == [
+        (False, "no ack from perf")]
+    assert res.perf_not_started == "no ack from perf"
+    good = results.read(b / "s2.jsonl")
+    assert [s.started for s in good.perf_starts] == [True] and good.perf_not_started is None
+    shown = cli("show", str(b / "s0.jsonl")).stdout
+    assert "warning: perf was asked for but did not start (no ack from perf): no hot " \
+        "symbols, no counters" in shown
+    doc = json.loads(cli("show", str(b / "s0.jsonl"), "--format", "json").stdout)
+    assert doc["perf"] == {"asked": True, "started": False, "not_started": "no ack from perf"}
+    assert json.loads(cli("show", str(b / "s2.jsonl"), "--format", "json").stdout)["perf"] \
+        == {"asked": True, "started": True, "not_started": None}
+    said = ("2 of 3 sessions of side B: perf was asked for but did not start (no ack from "
+            "perf): no symbol diff with this side")
+    differ = ("sides differ in perf: on in A, on in 1 of 3 sessions of B: perf's overhead is "
+              "in some sessions' numbers only")
+    for fmt in ("text", "md", "org", "json"):
+        out = cli("compare", str(a), str(b), "--format", fmt).stdout
+        flat = " ".join(out.split())
+        for line in (said, differ):
+            assert line in flat, (fmt, line, out)
+    doc = json.loads(cli("compare", str(a), str(b), "--format", "json").stdout)
+    assert not any("side A" in w for w in doc["warnings"])     # its perf ran in each

@@ -77,6 +77,7 @@ Decisions (documented here because every format shows their outcome):
 from __future__ import annotations
 
 import dataclasses
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -451,13 +452,23 @@ def _perf_warnings(sides: Sequence[Sequence[Result]], out: Sequence[Side]) -> li
         return []                           # perf asked for nowhere: nothing missing
     said = []
     for rs, s in zip(sides, out):
-        none = sum(not (r.session_symbols and r.session_symbols.symbols) for r in rs)
+        # the sessions whose file says perf never started (format 4), and why
+        whys = Counter(w for r in rs if (w := r.perf_not_started) is not None)
+        if whys:
+            n, why = sum(whys.values()), whys.most_common(1)[0][0]
+            said.append(f"{n} of {len(rs)} session{'s' * (len(rs) != 1)} of side {s.name}: "
+                        f"perf was asked for but did not start ({why}"
+                        f"{'' if len(whys) == 1 else ', and other reasons'}): no symbol diff "
+                        f"with this side")
+        none = sum(not (r.session_symbols and r.session_symbols.symbols)
+                   and r.perf_not_started is None for r in rs)
         if none:
             said.append(f"{none} of {len(rs)} session{'s' * (len(rs) != 1)} of side {s.name} "
                         f"{'has' if none == 1 else 'have'} no hot symbols (perf did not run "
                         f"or failed): no symbol diff with this side")
 
-    on = [sum(r.header.perf for r in rs) for rs in sides]
+    # perf on as it ran: a header with perf on whose perf never started measured without it
+    on = [sum(r.header.perf and r.perf_not_started is None for r in rs) for rs in sides]
     states = ["on" if k == len(rs) else "off" if not k else f"on in {k} of {len(rs)} sessions"
               for k, rs in zip(on, sides)]
     if len(set(states)) > 1:

@@ -177,6 +177,9 @@ def text(result: Result, warnings: bool = True, runs: bool = False) -> str:
     stop = stop_line(result)
     if stop:
         lines.append(stop)
+    if result.perf_not_started is not None:     # the header says perf on: it did not run
+        lines.append(f"warning: perf was asked for but did not start "
+                     f"({result.perf_not_started}): no hot symbols, no counters")
     lines += ["", "summary"] + summary_lines(result.summary, unit)
     for name, s in extra_summaries(result.runs).items():
         lines.append(f"  {name:<7} median {extra_si(name, s.median)}  (min "
@@ -243,6 +246,12 @@ def document(result: Result) -> dict[str, Any]:
         "partial": result.partial,
         "error": result.failed.message if result.failed else None,
         "warnings": result.warnings,
+        # whether perf ran: asked for (the header), started (null: the file does not say,
+        # before format 4), and why not
+        "perf": {"asked": result.header.perf,
+                 "started": all(p.started for p in result.perf_starts)
+                 if result.perf_starts else None,
+                 "not_started": result.perf_not_started},
         "result_file": str(result.path),
         # ran over SSH: the host, its address, and the remote's own result and perf data
         "remote": record.to_json(result.header.remote),

@@ -32,6 +32,7 @@ class Result:
     windows: list[ev.HotSymbols] = field(default_factory=list)
     session_symbols: ev.HotSymbols | None = None
     warnings: list[str] = field(default_factory=list)
+    perf_starts: list[ev.PerfStart] = field(default_factory=list)   # a line a worker's perf
     finished: ev.Finished | None = None
     failed: ev.Failed | None = None
     digest: str = ""                    # sha256 of the file as read: a session's identity
@@ -49,10 +50,19 @@ class Result:
         # newline shown as \x1b, \n) for every reader that prints them.
         elif isinstance(event, ev.Warning):
             self.warnings.append(visible(event.message))
+        elif isinstance(event, ev.PerfStart):
+            self.perf_starts.append(dataclasses.replace(event, message=visible(event.message)))
         elif isinstance(event, ev.Finished):
             self.finished = event
         elif isinstance(event, ev.Failed):
             self.failed = dataclasses.replace(event, message=visible(event.message))
+
+    @property
+    def perf_not_started(self) -> str | None:
+        """Why perf, asked for, did not start (a worker's first such line), or None: it
+        started, was not asked for, or the file says nothing (before format 4)."""
+        return next((p.message or "no reason given" for p in self.perf_starts
+                     if not p.started), None) if self.header.perf else None
 
     @property
     def partial(self) -> bool:

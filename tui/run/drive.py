@@ -212,7 +212,7 @@ class Driver:
                         await self.recording.ready(self.pids, self.comm)
                         if rp.plan.perf:
                             rec = self.recording.start(self.pids, self.comm, inbox)
-                            await rec.start()   # False: no perf here; a warning says why
+                            yield await self._start_perf(rec)
                         await go()
                         deadline = loop.time() + rp.plan.timeout
                     case protocol.Note():
@@ -240,6 +240,17 @@ class Driver:
             await self.reap()               # while the readers still drain its pipes
             for t in tasks:
                 t.cancel()
+
+    async def _start_perf(self, rec: PerfRecorder) -> ev.PerfStart:
+        """Start a worker's perf; what the result file records of it: whether it started
+        (a header with perf on cannot say), in how long, and why not (its warning's words)."""
+        said = len(rec.warnings)
+        begun = asyncio.get_running_loop().time()
+        ok = await rec.start()          # False: no perf here; a warning says why
+        why = "" if ok else (rec.warnings[said:] or ["perf did not start"])[-1] \
+            .removeprefix("perf record failed to start: ")
+        return ev.PerfStart(ok, round(asyncio.get_running_loop().time() - begun, 3), why,
+                            variant=self.variant)
 
     @property
     def _stepped(self) -> bool:

@@ -50,7 +50,7 @@ class Bounds:
 
 
 # what the other side sends after its header
-Streamed = ev.RunSample | ev.HotSymbols | ev.Warning | ev.Finished | ev.Failed
+Streamed = ev.RunSample | ev.HotSymbols | ev.Warning | ev.PerfStart | ev.Finished | ev.Failed
 
 
 class _Silent(str):
