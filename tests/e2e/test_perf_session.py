@@ -310,19 +310,20 @@ def test_perf_that_never_started_is_recorded_and_said_by_show_and_compare(tmp_pa
     a, b = tmp_path / "A", tmp_path / "B"
     res = results.read(b / "s0.jsonl")
     assert res.header.perf and [(s.started, s.message) for s in res.perf_starts] == [
-        (False, "no ack from perf")]
-    assert res.perf_not_started == "no ack from perf"
+        (False, "no ack from perf: it exited with status 1")]
+    assert res.perf_not_started == "no ack from perf: it exited with status 1"
     good = results.read(b / "s2.jsonl")
     assert [s.started for s in good.perf_starts] == [True] and good.perf_not_started is None
     shown = cli("show", str(b / "s0.jsonl")).stdout
-    assert "warning: perf was asked for but did not start (no ack from perf): no hot " \
-        "symbols, no counters" in shown
+    assert "warning: perf was asked for but did not start (no ack from perf: it exited with " \
+        "status 1): no hot symbols, no counters" in shown
     doc = json.loads(cli("show", str(b / "s0.jsonl"), "--format", "json").stdout)
-    assert doc["perf"] == {"asked": True, "started": False, "not_started": "no ack from perf"}
+    assert doc["perf"] == {"asked": True, "started": False,
+                           "not_started": "no ack from perf: it exited with status 1"}
     assert json.loads(cli("show", str(b / "s2.jsonl"), "--format", "json").stdout)["perf"] \
         == {"asked": True, "started": True, "not_started": None}
     said = ("2 of 3 sessions of side B: perf was asked for but did not start (no ack from "
-            "perf): no symbol diff with this side")
+            "perf: it exited with status 1): no symbol diff with this side")
     differ = ("sides differ in perf: on in A, on in 1 of 3 sessions of B: perf's overhead is "
               "in some sessions' numbers only")
     for fmt in ("text", "md", "org", "json"):
@@ -332,3 +333,22 @@ def test_perf_that_never_started_is_recorded_and_said_by_show_and_compare(tmp_pa
             assert line in flat, (fmt, line, out)
     doc = json.loads(cli("compare", str(a), str(b), "--format", "json").stdout)
     assert not any("side A" in w for w in doc["warnings"])     # its perf ran in each
+
+
+@needs_perf
+def test_perf_with_the_modules_hidden_as_in_a_guest_samples_as_ever(tmp_path, leftovers):
+    """What a VM's guest asks for (run/guest.py): perf record in a mount namespace of its
+    own, the kernel's modules directory hidden; the session samples, counts and ends as
+    without it, and leaves no process."""
+    out = tmp_path / "hidden.jsonl"
+    env = dict(os.environ, PYTHONPATH=str(ROOT), HOTLOOP_PERF_HIDE_MODULES="1")
+    p = subprocess.run([sys.executable, "-m", "hotloop", "run", "zero_null", "--runs", "3",
+                        "--param", "count=200000", "--perf", "--out", str(out)],
+                       capture_output=True, text=True, env=env)
+    assert p.returncode == 0, p.stderr
+    res = results.read(out)
+    assert [s.started for s in res.perf_starts] == [True], res.warnings
+    assert res.session_symbols is not None and any(s.kernel for s in res.session_symbols.symbols)
+    assert res.finished is not None and res.finished.counters.get("task-clock")
+    assert not any("perf" in w and "fail" in w for w in res.warnings), res.warnings
+    assert leftovers() == []

@@ -3,6 +3,7 @@ the profile's checks, the guest's catalogue and program, the KVM probe's cache, 
 dead sessions' directories, and compare's refusal to mix emulated sessions with others."""
 from __future__ import annotations
 
+import dataclasses
 import fcntl
 import json
 import os
@@ -21,6 +22,7 @@ from hotloop.catalog import Catalog
 from hotloop.errors import HotloopError
 from hotloop.host import kimage, kvm
 from hotloop.host.procs import TIME_SCALE_ENV
+from hotloop.perf.control import HIDE_MODULES_ENV, perf_argv
 from hotloop.run import start, vm
 from hotloop.run.guest import guest_cpus, guest_profiles, guest_program, sweep
 
@@ -171,7 +173,9 @@ def test_the_guests_catalogue_is_its_own_and_loads(tmp_path):
     assert profiles["cpu"]["one"]["cpus"] == [0, 1]         # process i on vCPU i
     assert "governor" not in profiles["cpu"]["one"]         # this machine's, not the guest's
     assert "image" not in profiles["kernel"]["vmk"]         # it runs there: no VM in the VM
-    assert profiles["kernel"]["vmk"]["sysctl"] == {"net.core.busy_poll": 50}
+    # the profile's own, and what perf needs to name the guest kernel's symbols there
+    assert profiles["kernel"]["vmk"]["sysctl"] == {
+        "net.core.busy_poll": 50, "kernel.kptr_restrict": 0, "kernel.perf_event_paranoid": -1}
     guest = tmp_path / "guest"
     guest.mkdir()
     (guest / "vm.toml").write_text(tomli_w.dumps(profiles))
@@ -180,6 +184,35 @@ def test_the_guests_catalogue_is_its_own_and_loads(tmp_path):
     assert cat.workloads["mine"].source == rp.workload.source
     assert cat.workloads["mine"].params["n"].max == 9
     assert not cat.kernels["vmk"].image and cat.kernels["vmk"].label == "in a vm"
+    assert cat.kernels["vmk"].sysctl["kernel.perf_event_paranoid"] == -1
+
+
+def test_perf_in_the_guest_gets_the_settings_it_needs_unless_the_profile_says(tmp_path):
+    rp = image_plan(tmp_path)
+    no_perf = dataclasses.replace(rp, plan=dataclasses.replace(rp.plan, perf=False))
+    assert guest_profiles(no_perf, vcpus=1)["kernel"]["vmk"]["sysctl"] == {
+        "net.core.busy_poll": 50}                           # nothing perf needs: as given
+    mine = dataclasses.replace(rp, kernel=dataclasses.replace(
+        rp.kernel, sysctl={"kernel.kptr_restrict": 1}))
+    assert guest_profiles(mine, vcpus=1)["kernel"]["vmk"]["sysctl"] == {
+        "kernel.kptr_restrict": 1, "kernel.perf_event_paranoid": -1}
+    # and perf there starts without walking the modules over 9p (perf/control.py)
+    assert f"export {HIDE_MODULES_ENV}=1" in guest_program(tmp_path / "s-1", ["run"], 20)
+
+
+def test_perf_hides_the_modules_only_where_asked_and_as_root(monkeypatch):
+    argv = ["perf", "record", "-p", "1"]
+    monkeypatch.delenv(HIDE_MODULES_ENV, raising=False)
+    assert perf_argv(argv) == argv                          # here: as it is
+    monkeypatch.setenv(HIDE_MODULES_ENV, "1")
+    wrapped = perf_argv(argv)
+    if os.geteuid() != 0 or shutil.which("unshare") is None:
+        assert wrapped == argv                              # cannot mount: as it is
+        return
+    assert wrapped[1:5] == ["--mount", "--propagation", "private", "sh"]
+    assert wrapped[-4:] == argv and wrapped[-5] == "sh"     # "$@": perf's words untouched
+    assert 'tmpfs' in wrapped[6] and '"/lib/modules/$(uname -r)"' in wrapped[6]
+    assert wrapped[6].endswith('exec "$@"')                 # the same pid: its group killed
 
 
 def test_a_bundled_workload_is_not_written_for_the_guest(tmp_path):

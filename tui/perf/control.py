@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import shutil
 import signal
 import subprocess
 from collections.abc import Sequence
@@ -27,6 +28,27 @@ def spare_cpus(cpus: Sequence[int]) -> set[int] | None:
     return spare if cpus and spare else None
 
 
+# In a VM's guest (run/guest.py sets it): perf record runs with the guest kernel's modules
+# directory hidden.  Where /proc/modules exists, perf record walks and stats all of
+# /lib/modules/RELEASE (4,916 entries for Debian's 6.1) before it answers: over the guest's
+# 9p root, emulated, that walk took most of its 201 s start (25 s without).  perf names a
+# module's symbols from /proc/kallsyms without it.  Not for perf stat or report, which do not
+# walk it: the wrapper's own start costs them 5 s there.
+HIDE_MODULES_ENV = "HOTLOOP_PERF_HIDE_MODULES"
+_HIDE = 'mount -t tmpfs -o size=4k,mode=0555 hotloop "/lib/modules/$(uname -r)" 2>/dev/null; ' \
+    'exec "$@"'
+
+
+def perf_argv(argv: list[str]) -> list[str]:
+    """`argv` as started: in a guest that asks for it (HIDE_MODULES_ENV), in a mount
+    namespace of its own where /lib/modules/RELEASE is an empty directory (as root only: the
+    mount needs it; the same pid, so its group is killed as any)."""
+    unshare = shutil.which("unshare")
+    if os.environ.get(HIDE_MODULES_ENV) != "1" or os.geteuid() != 0 or unshare is None:
+        return argv
+    return [unshare, "--mount", "--propagation", "private", "sh", "-c", _HIDE, "sh", *argv]
+
+
 async def spawn(argv: list[str], cpus: Sequence[int], pass_fds: tuple[int, ...] = (),
                 stdout: int = subprocess.DEVNULL, idle: bool = False) -> asyncio.subprocess.Process:
     return await asyncio.create_subprocess_exec(
@@ -35,11 +57,19 @@ async def spawn(argv: list[str], cpus: Sequence[int], pass_fds: tuple[int, ...] 
         preexec_fn=child_setup(os.getpid(), idle, spare_cpus(cpus)))
 
 
+ACK_S = 5.0         # perf's answer to a --control command, natively (perf record: 0.4 s here)
+
+
+def ack_timeout() -> float:
+    """How long perf may take to answer: ACK_S, times the guest's slowness in a VM (100 s
+    emulated)."""
+    return ACK_S * time_scale()
+
+
 async def control(ctl_w: int, ack_r: int, proc: asyncio.subprocess.Process,
                   cmd: str, timeout: float | None = None) -> bool:
-    """Send a --control command and wait for perf's "ack" (5 s; in an emulated VM
-    longer)."""
-    timeout = 5.0 * time_scale() if timeout is None else timeout
+    """Send a --control command and wait for perf's "ack" (`ack_timeout()`)."""
+    timeout = ack_timeout() if timeout is None else timeout
     loop = asyncio.get_running_loop()
     fut: asyncio.Future[bytes] = loop.create_future()
 

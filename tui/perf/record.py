@@ -12,7 +12,7 @@ import re
 import signal
 from collections.abc import Callable, Sequence
 
-from hotloop.perf.control import control, killpg, spawn
+from hotloop.perf.control import ack_timeout, control, killpg, perf_argv, spawn
 
 DUMP_RE = re.compile(r"\[ perf record: Dump (.+?) \]")
 
@@ -64,7 +64,8 @@ class PerfRecord:
         ctl_r, ctl_w = os.pipe()
         ack_r, ack_w = os.pipe()
         try:
-            self.proc = await spawn(self.argv(ctl_r, ack_w), self.cpus, pass_fds=(ctl_r, ack_w))
+            self.proc = await spawn(perf_argv(self.argv(ctl_r, ack_w)), self.cpus,
+                                    pass_fds=(ctl_r, ack_w))
         finally:
             os.close(ctl_r)
             os.close(ack_w)
@@ -73,10 +74,13 @@ class PerfRecord:
         self.reader = asyncio.create_task(self._read_stderr(on_dump))
         if not await control(ctl_w, ack_r, self.proc, "enable"):
             await asyncio.sleep(0.05)            # let stderr drain for the message
+            rc = self.proc.returncode            # it ended by itself, or it said nothing
             killpg(self.proc)
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self.proc.wait(), 2)
-            self._warn("perf record failed to start: " + (self.tail() or "no ack from perf"))
+            silent = f"no ack from perf: it exited with status {rc}" if rc is not None \
+                else f"no ack from perf within {ack_timeout():g} s"
+            self._warn("perf record failed to start: " + (self.tail() or silent))
             self.proc = None
             return False
         return True

@@ -23,6 +23,7 @@ from hotloop import paths
 from hotloop.catalog import CpuProfile, ResolvedPlan
 from hotloop.errors import HotloopError
 from hotloop.host.procs import TIME_SCALE_ENV
+from hotloop.perf.control import HIDE_MODULES_ENV
 
 
 def _locked(d: Path) -> bool:
@@ -74,6 +75,15 @@ def guest_cpus(cpu: CpuProfile, vcpus: int) -> tuple[int, ...]:
     return tuple(i % vcpus for i in range(len(cpu.cpus)))
 
 
+# What perf in the guest needs to sample and name the GUEST kernel's code (its own
+# /proc/kallsyms, read inside the guest), whoever it runs as: kernel addresses shown
+# (kptr_restrict 0; Debian's kernels are built to hide them from all but root at 1) and
+# system-wide sampling allowed (Debian's kernels default perf_event_paranoid to 3: no perf
+# at all without CAP_PERFMON).  The guest is the session's own: nothing to put back after.
+PERF_SYSCTLS: dict[str, int | str] = {"kernel.kptr_restrict": 0,
+                                      "kernel.perf_event_paranoid": -1}
+
+
 def guest_profiles(rp: ResolvedPlan, vcpus: int) -> dict[str, Any]:
     """The guest's own catalogue: the plan's CPU and kernel profiles as they apply in it
     (no image: it runs there; no governor, boost or isolation: this machine's), and the
@@ -83,8 +93,9 @@ def guest_profiles(rp: ResolvedPlan, vcpus: int) -> dict[str, Any]:
                            "nice": c.nice, "cflags": list(c.cflags)}
     if c.cpus:
         cpu["cpus"] = list(guest_cpus(c, vcpus))
+    sysctl = {**(PERF_SYSCTLS if rp.plan.perf else {}), **k.sysctl}    # the profile's win
     kernel: dict[str, Any] = {"summary": k.summary, "label": k.label or k.name,
-                              "sysctl": dict(k.sysctl)}
+                              "sysctl": sysctl}
     if k.expect:
         kernel["expect"] = dict(k.expect)
     out: dict[str, Any] = {"cpu": {c.name: cpu}, "kernel": {k.name: kernel}}
@@ -117,7 +128,9 @@ def guest_program(d: Path, argv: list[str], scale: float) -> str:
            "PYTHONDONTWRITEBYTECODE": "1", "TMPDIR": str(d / "tmp"),
            # the restore journal of the guest's sysctls: the guest's own (the root is
            # read-only there)
-           "HOTLOOP_SYSTEM_DIR": str(d / "system")}
+           "HOTLOOP_SYSTEM_DIR": str(d / "system"),
+           # perf without the walk of /lib/modules over 9p (perf/control.py)
+           HIDE_MODULES_ENV: "1"}
     lines = ["# written by hotloop for one session in a VM", "exec 3>&1 1>&2"]
     lines += [f"export {k}={shlex.quote(v)}" for k, v in env.items()]
     lines += [f"cd {shlex.quote(str(d))} || exit 1",
