@@ -26,7 +26,8 @@ from hotloop.errors import HotloopError
 from hotloop.record import Batch
 
 _DONE = object()
-_EVENTS = (ev.Started, ev.RunSample, ev.HotSymbols, ev.Warning, ev.Finished, ev.Failed)
+_EVENTS = (ev.Started, ev.RunSample, ev.HotSymbols, ev.Warning, ev.PerfStart, ev.Finished,
+           ev.Failed)
 
 
 def williams(k: int) -> list[list[int]]:
