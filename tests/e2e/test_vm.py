@@ -416,3 +416,30 @@ def test_interleaving_a_kernel_booted_in_a_vm_is_refused(tmp_path):
     assert r.returncode != 0
     assert r.stderr.strip() == ("hotloop: --interleave cannot run a kernel booted in a VM: "
                                 "each session boots its own; run the kernels' sessions in turn")
+
+
+def test_perf_in_an_emulated_guest_starts_and_names_the_guest_kernels_symbols(tmp_path,
+                                                                            leftovers):
+    """One boot with perf on.  Emulated, perf record's start once took 200 s, past its 100 s
+    bound (a walk of the guest kernel's /lib/modules over 9p): the session ran without hot
+    symbols.  The file says whether perf started and in how long; the guest had what perf
+    needs to name its own kernel's code, and its symbols came home."""
+    d = vm_profiles(tmp_path)
+    out = tmp_path / "perf.jsonl"
+    r = hotloop("run", "syscall", "--kernel", "deb47", "--cpu", "one", "--runs", "3",
+                "--warmup", "0", "--perf", "--param", "calls=20000", "--out", str(out),
+                "--profiles", str(d), env=vm_env(), timeout=2 * BOOT_S)
+    assert r.returncode == 0, r.stderr
+    res = results.read(out)
+    h = res.header
+    assert h.kernel_release == RELEASE and h.perf
+    # set in the guest for perf, whoever runs it there (Debian's paranoid default is 3)
+    assert h.sysctl["kernel.kptr_restrict"].during == "0"
+    assert h.sysctl["kernel.perf_event_paranoid"].during == "-1"
+    (start,) = res.perf_starts
+    assert start.started, (start, res.warnings)
+    assert res.perf_not_started is None
+    # the guest kernel's own symbols, by name (kallsyms read inside the guest)
+    kernel = [s for s in res.session_symbols.symbols if s.kernel] if res.session_symbols else []
+    assert kernel and all(s.named for s in kernel), (kernel, res.warnings)
+    assert leftovers() == []

@@ -25,6 +25,7 @@ from typing import Any
 
 from hotloop import events as ev
 from hotloop.events import HotSymbol
+from hotloop.host.procs import time_scale
 from hotloop.perf.control import killpg
 from hotloop.perf.parse import aggregate
 from hotloop.perf.probe import (
@@ -191,10 +192,12 @@ class PerfRecorder:
                 return
             yield w
 
-    async def stop(self, timeout: float = 3.0) -> PerfResult:
-        """End perf (SIGINT, SIGKILL after `timeout`), parse the last window, aggregate."""
+    async def stop(self, timeout: float | None = None) -> PerfResult:
+        """End perf (SIGINT, SIGKILL after `timeout`: 3 s, in an emulated VM 20 times that),
+        parse the last window, aggregate."""
         if self._result is not None:
             return self._result
+        timeout = 3.0 * time_scale() if timeout is None else timeout
         self._record.stopping = True
         rec, stat = self._record.proc, self._stat.proc
         for proc in (stat, rec):    # both at once: counters and samples end together

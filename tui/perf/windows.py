@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hotloop.events import HotSymbol
+from hotloop.host.procs import time_scale
 from hotloop.perf.control import killpg, spawn
 from hotloop.perf.parse import parse_report, report_argv
 from hotloop.perf.record import PerfRecord
@@ -128,7 +129,7 @@ class Windows:
         self._paths.put_nowait(None)
         if self._reporter is not None:
             try:
-                await asyncio.wait_for(self._reporter, 30)
+                await asyncio.wait_for(self._reporter, 30 * time_scale())   # a VM's: longer
             except asyncio.TimeoutError:
                 self._warn("perf: summarising the last windows timed out")
 
@@ -164,7 +165,7 @@ class Windows:
             # idle priority: summarising must not steal CPU from the measured workload
             proc = await spawn(report_argv(rec.perf, path, rec.comm), rec.cpus,
                                stdout=subprocess.PIPE, idle=True)
-            out, err = await asyncio.wait_for(proc.communicate(), 20)
+            out, err = await asyncio.wait_for(proc.communicate(), 20 * time_scale())
         except asyncio.TimeoutError:
             killpg(proc)
             self._warn(f"perf report timed out on {os.path.basename(path)}; window skipped")
