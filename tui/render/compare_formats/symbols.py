@@ -92,7 +92,8 @@ def notes(p: Pair) -> list[str]:
                                       for d in p.symbols or () if d.method))
     return ["cost per op: a symbol's share of the worker's samples x the worker's CPU time "
             "(perf stat task-clock) per op of the measured runs; baseline and new are the "
-            "means of the sessions' costs, change, CI and p the test's"
+            "means of the sessions' costs, change and p the test's, its interval adjusted "
+            "for the symbols tested"
             + (f" ({methods})" if methods else "")
             + f"; too few samples: below {MIN_SAMPLES} a session on a side "
             f"(docs/differential.md)"]
