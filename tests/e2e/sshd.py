@@ -9,6 +9,10 @@ client `ssh_config` there with these aliases:
     nowhere      a port nobody listens on (connection refused)
 
 Use it as `ssh -F <sshd.config> lab1 -- command`; `-F` makes ssh read that file alone.
+That file names its own known_hosts (UserKnownHostsFile), a key hotloop accepts only from the
+user's own config directory (a shared profile could make ssh append to any file with it): a
+host table naming it belongs in the test's $XDG_CONFIG_HOME/hotloop, not in a --profiles
+directory of the test's making.
 The session fixture `sshd_server` starts one server for the whole test session (and skips
 the test where OpenSSH is missing).  A test module gets it with `pytest_plugins = ["sshd"]`
 (tests/e2e is on sys.path: pytest puts a test's directory there when it has no __init__.py)
@@ -49,6 +53,8 @@ class Sshd:
     config: Path               # the client's ssh_config (ssh -F config ALIAS)
     process: subprocess.Popen[bytes]
     log: Path                  # sshd's stderr
+    key: Path                  # the client key the server accepts
+    host_key: Path             # the server's host key (its .pub is what a client learns)
 
     def ssh(self, alias: str, *command: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:
         """`ssh -F config alias -- command...`: the module's ssh(), for a test holding the fixture."""
@@ -162,7 +168,8 @@ def start(tmp: Path) -> Sshd:
         process = subprocess.Popen([SSHD, "-D", "-e", "-f", str(server_cfg)], stdin=subprocess.DEVNULL,
                                    stdout=subprocess.DEVNULL, stderr=err, env=_server_env(),
                                    start_new_session=True)
-    server = Sshd(port=port, config=client_cfg, process=process, log=log)
+    server = Sshd(port=port, config=client_cfg, process=process, log=log, key=client_key,
+                  host_key=host_key)
     deadline = time.monotonic() + START_TIMEOUT
     while not _listening(port):
         if process.poll() is not None or time.monotonic() > deadline:

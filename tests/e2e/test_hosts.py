@@ -6,6 +6,7 @@ so `leftovers()` sees the processes on the remote side too."""
 from __future__ import annotations
 
 import asyncio
+import getpass
 import json
 import os
 import shutil
@@ -36,11 +37,14 @@ FAST = ["--runs", "3", "--warmup", "0", "--no-perf", "--param", "msgs=2000"]
 
 @pytest.fixture
 def hosts(tmp_path: Path, sshd_server) -> Path:
-    """A --profiles directory with [host.lab1] and [host.lab2] (working in tmp/lab1, tmp/lab2),
-    [host.nokey] (a key the server refuses) and [host.nowhere] (a closed port)."""
+    """A profile directory with [host.lab1] and [host.lab2] (working in tmp/lab1, tmp/lab2),
+    [host.nokey] (a key the server refuses) and [host.nowhere] (a closed port).  It is the
+    test's own config directory: the fixture's ssh_config names its known_hosts
+    (UserKnownHostsFile), which hotloop takes only from there, never from a shared profile.
+    Tests still pass it as --profiles (each file is read once, as the user's own)."""
     assert REMOTE_HOTLOOP.exists(), f"no hotloop command beside {sys.executable}"
-    d = tmp_path / "hosts"
-    d.mkdir()
+    d = Path(os.environ["XDG_CONFIG_HOME"]) / "hotloop"
+    d.mkdir(parents=True, exist_ok=True)
     tables = []
     for name in ("lab1", "lab2", "nokey", "nowhere"):
         (tmp_path / name).mkdir()
@@ -345,7 +349,7 @@ def test_ctrl_c_stops_every_remote_and_keeps_their_last_lines(tmp_path, hosts, l
 def test_a_system_change_there_needs_consent_and_the_refusal_names_the_host(tmp_path, hosts):
     # the test's config directory travels (XDG_CONFIG_HOME): the remote sees this profile
     config = Path(os.environ["XDG_CONFIG_HOME"]) / "hotloop"
-    config.mkdir(parents=True)
+    config.mkdir(parents=True, exist_ok=True)
     now = int(Path("/proc/sys/net/core/busy_poll").read_text())
     (config / "k.toml").write_text(f'[kernel.poll]\nsysctl = {{ "{POLL}" = {now + 7} }}\n')
     done = hotloop("run", "quick", *FAST, "--kernel", "poll", "--host", "lab1",
@@ -673,7 +677,7 @@ def test_a_host_that_cannot_start_leaves_the_others_to_finish(tmp_path, hosts, s
 
 def test_a_hosts_label_names_the_side_with_the_runs_kernel_profile(tmp_path, hosts):
     config = Path(os.environ["XDG_CONFIG_HOME"]) / "hotloop"    # travels with ssh
-    config.mkdir(parents=True)
+    config.mkdir(parents=True, exist_ok=True)
     (config / "k.toml").write_text('[kernel.patched]\nlabel = "patched"\n')
     done = hotloop("run", "quick", *FAST, "--kernel", "patched", "--host", "lab1",
                    "--profiles", str(hosts))
@@ -731,3 +735,33 @@ def test_a_shared_hosts_ssh_config_cannot_run_a_command_here(tmp_path):
     assert "Traceback" not in done.stderr, done.stderr
     assert last.startswith(f"hotloop: h.toml:3: [host.lab] ssh_config: {tmp_path / 'ssh.conf'}"
                            ":2: ProxyCommand runs a command on this machine"), done.stderr
+
+
+@pytest.mark.parametrize("where", ["ssh_config", "ssh_options"])
+def test_a_shared_host_cannot_make_ssh_append_to_a_file_here(tmp_path, sshd_server, where):
+    """A repository's host whose ssh config (or options) says UserKnownHostsFile=~/.bashrc
+    with StrictHostKeyChecking=no: ssh, reaching the real server, would append the host's key
+    line to that file.  The host is refused as it loads, in one line (file, line, key), and
+    the file is as it was."""
+    bashrc = tmp_path / "bashrc"
+    bashrc.write_text("echo hello\n")
+    shared = tmp_path / "repo"
+    shared.mkdir()
+    reach = (f"Host lab\n  HostName 127.0.0.1\n  Port {sshd_server.port}\n  User "
+             f"{getpass.getuser()}\n  IdentityFile {sshd_server.key}\n  IdentitiesOnly yes\n"
+             f"  BatchMode yes\n")
+    writes = f"  UserKnownHostsFile {bashrc}\n  StrictHostKeyChecking no\n"
+    (shared / "ssh.conf").write_text(reach + (writes if where == "ssh_config" else ""))
+    options = (f'ssh_options = ["UserKnownHostsFile={bashrc}", "StrictHostKeyChecking=no"]\n'
+               if where == "ssh_options" else "")
+    (shared / "h.toml").write_text(f'[host.lab]\naddress = "lab"\nssh_config = "ssh.conf"\n'
+                                   f'{options}hotloop = "{REMOTE_HOTLOOP}"\n')
+    done = hotloop("--profiles", str(shared), "host", "check", "lab")
+    assert bashrc.read_text() == "echo hello\n"
+    assert done.returncode == 2, done
+    assert "Traceback" not in done.stderr, done.stderr
+    said = (f"{shared / 'ssh.conf'}:8: UserKnownHostsFile" if where == "ssh_config" else
+            f"'UserKnownHostsFile={bashrc}': UserKnownHostsFile")
+    assert f"h.toml:{3 if where == 'ssh_config' else 4}: [host.lab] {where}: {said} makes ssh " \
+           f"write host keys to a file it names on this machine, accepted only from your " \
+           f"own config directory" in done.stderr.splitlines()[-1], done.stderr

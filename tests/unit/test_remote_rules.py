@@ -21,7 +21,7 @@ address = "lab1.example"
 user = "root"
 port = 2222
 identity_file = "~/.ssh/lab"
-ssh_options = ["ProxyJump=bastion", "ControlMaster auto"]
+ssh_options = ["ProxyJump=bastion", "Compression yes"]
 hotloop = "~/.local/bin/hotloop"
 directory = "~/bench"
 label = "lab1 (stock 6.18)"
@@ -36,7 +36,7 @@ def test_hosts_load_with_every_key(tmp_path):
     cat = catalog.load([profile_dir(tmp_path, HOSTS)])
     lab1, lab2 = cat.hosts["lab1"], cat.hosts["lab2"]
     assert lab1 == Host("lab1", "lab1.example", "root", 2222, "~/.ssh/lab", "",
-                        ("ProxyJump=bastion", "ControlMaster auto"), "~/.local/bin/hotloop",
+                        ("ProxyJump=bastion", "Compression yes"), "~/.local/bin/hotloop",
                         "~/bench", "lab1 (stock 6.18)", "", lab1.origin, 30.0)
     assert lab2.user == "" and lab2.port is None and lab2.hotloop == ""
     assert lab2.stop_wait == catalog.STOP_WAIT_S == 10
@@ -134,17 +134,35 @@ def test_what_is_quoted_is_what_shlex_splits_back():
     assert inner[:2] == ["sh", "-c"] and inner[2] == """h=/opt/hotloop; exec "$h" 'a b' c"""
 
 
-@pytest.mark.parametrize("option", [
-    "ProxyCommand=nc %h %p", "ProxyCommand nc %h %p", "proxycommand=sh -c 'touch /tmp/x'",
-    "LocalCommand=touch /tmp/x", "PermitLocalCommand=yes", "KnownHostsCommand=/bin/sh -c x",
-    "Match=exec \"touch /tmp/x\"", "PKCS11Provider=/tmp/evil.so",
-    "SecurityKeyProvider=/tmp/evil.so", "XAuthLocation=/tmp/evil",
+RUNS, WRITES, SHARES, OPENS = ("runs a command on this machine",
+                               "makes ssh write host keys to a file it names on this machine",
+                               "makes ssh leave a socket file or a process on this machine",
+                               "opens this machine to the remote")
+
+
+@pytest.mark.parametrize("option, why", [
+    ("ProxyCommand=nc %h %p", RUNS), ("ProxyCommand nc %h %p", RUNS),
+    ("proxycommand=sh -c 'touch /tmp/x'", RUNS),
+    ("LocalCommand=touch /tmp/x", RUNS), ("PermitLocalCommand=yes", RUNS),
+    ("KnownHostsCommand=/bin/sh -c x", RUNS),
+    ("Match=exec \"touch /tmp/x\"", RUNS), ("PKCS11Provider=/tmp/evil.so", RUNS),
+    ("SecurityKeyProvider=/tmp/evil.so", RUNS), ("XAuthLocation=/tmp/evil", RUNS),
+    # what makes ssh write here: with StrictHostKeyChecking=no, a host key line is appended
+    ("UserKnownHostsFile=~/.bashrc", WRITES), ("userknownhostsfile ~/.bashrc", WRITES),
+    ("GlobalKnownHostsFile=/tmp/k", "makes ssh trust the host keys of a file it names"),
+    ("ControlPath=~/.bashrc", SHARES), ("ControlMaster=auto", SHARES),
+    ("ControlPersist=yes", SHARES),
+    ("LocalForward=/tmp/s localhost:22", OPENS), ("RemoteForward=2222 /run/docker.sock", OPENS),
+    ("DynamicForward=1080", OPENS), ("StreamLocalBindUnlink=yes", OPENS),
+    ("ForwardAgent=yes", OPENS), ("ForwardAgent=/tmp/agent", OPENS), ("ForwardX11=yes", OPENS),
+    ("ForwardX11Trusted=yes", OPENS), ("Tunnel=point-to-point", OPENS),
 ])
-def test_ssh_options_that_run_local_commands_only_from_the_users_own_directory(
-        tmp_path, monkeypatch, option):
+def test_ssh_options_that_run_write_or_open_here_only_from_the_users_own_directory(
+        tmp_path, monkeypatch, option, why):
     """A profile may come from a shared repository (--profiles): ssh options that run a
-    command (or load a library) on this machine are refused there, in one line naming file,
-    line and key, and accepted from the user's own config directory."""
+    command (or load a library) on this machine, write a file here, leave a socket or a
+    process, or let the remote in are refused there, in one line naming file, line, key and
+    what it does, and accepted from the user's own config directory."""
     shared = profile_dir(tmp_path, '\n[host.lab1]\naddress = "lab1"\n'
                                    f'ssh_options = ["ProxyJump=b", {_toml(option)}]\n')
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
@@ -153,7 +171,8 @@ def test_ssh_options_that_run_local_commands_only_from_the_users_own_directory(
     message = str(e.value)
     assert "\n" not in message
     assert message.startswith(f"{shared / 'p.toml'}:4: [host.lab1] ssh_options: "), message
-    assert "runs a command on this machine" in message and "~/.ssh/config" in message
+    assert f": {option.split('=')[0].split()[0]} {why}, accepted only from your own " in \
+        message and "~/.ssh/config" in message, message
     mine = tmp_path / "config" / "hotloop"
     mine.mkdir(parents=True)
     (mine / "hosts.toml").write_text((shared / "p.toml").read_text())
@@ -165,20 +184,29 @@ def _toml(s: str) -> str:
     return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-@pytest.mark.parametrize("line, key", [
-    ('ProxyCommand sh -c "touch PWNED"', "ProxyCommand"), ("proxycommand=nc %h %p", "proxycommand"),
-    ('  "ProxyCommand" nc %h %p', "ProxyCommand"), ("LocalCommand touch x", "LocalCommand"),
-    ("PermitLocalCommand yes", "PermitLocalCommand"), ("KnownHostsCommand /bin/x", "KnownHostsCommand"),
-    ('Match host x exec "touch PWNED"', "Match exec"), ("match !EXEC x", "match exec"),
-    ("Include ~/.ssh/other", "Include"), ("PKCS11Provider /tmp/evil.so", "PKCS11Provider"),
-    ("SecurityKeyProvider=/tmp/evil.so", "SecurityKeyProvider"),
-    ("XAuthLocation /tmp/evil", "XAuthLocation"),
+@pytest.mark.parametrize("line, key, why", [
+    ('ProxyCommand sh -c "touch PWNED"', "ProxyCommand", RUNS),
+    ("proxycommand=nc %h %p", "proxycommand", RUNS),
+    ('  "ProxyCommand" nc %h %p', "ProxyCommand", RUNS), ("LocalCommand touch x", "LocalCommand", RUNS),
+    ("PermitLocalCommand yes", "PermitLocalCommand", RUNS),
+    ("KnownHostsCommand /bin/x", "KnownHostsCommand", RUNS),
+    ('Match host x exec "touch PWNED"', "Match exec", RUNS), ("match !EXEC x", "match exec", RUNS),
+    ("Include ~/.ssh/other", "Include", "reads files this check does not"),
+    ("PKCS11Provider /tmp/evil.so", "PKCS11Provider", RUNS),
+    ("SecurityKeyProvider=/tmp/evil.so", "SecurityKeyProvider", RUNS),
+    ("XAuthLocation /tmp/evil", "XAuthLocation", RUNS),
     # spellings ssh reads as these: a quote inside a keyword, a leading "=", a quoted exec
-    ('Proxy"Command" sh -c x', "ProxyCommand"), ("=ProxyCommand sh -c x", "ProxyCommand"),
-    ("Match host x ex'ec' y", "Match exec"), ("PermitLocalCommand=\"yes\"", "PermitLocalCommand"),
+    ('Proxy"Command" sh -c x', "ProxyCommand", RUNS), ("=ProxyCommand sh -c x", "ProxyCommand", RUNS),
+    ("Match host x ex'ec' y", "Match exec", RUNS),
+    ("PermitLocalCommand=\"yes\"", "PermitLocalCommand", RUNS),
+    # the issue's case: a host key line appended to ~/.bashrc (StrictHostKeyChecking no)
+    ("  UserKnownHostsFile ~/.bashrc", "UserKnownHostsFile", WRITES),
+    ("ControlPath ~/.ssh/cm-%C", "ControlPath", SHARES),
+    ('ControlMaster "auto"', "ControlMaster", SHARES),
+    ("RemoteForward 2222 /run/docker.sock", "RemoteForward", OPENS),
 ])
 def test_a_shared_hosts_ssh_config_is_read_beside_it_and_refused_if_it_runs_commands(
-        tmp_path, monkeypatch, line, key):
+        tmp_path, monkeypatch, line, key, why):
     """A --profiles directory may ship the ssh config its host names: relative, it is the TOML
     file's neighbour (not the working directory's), and a line of it that runs a command here
     is refused in one line naming both files and the key; from the user's own config
@@ -192,8 +220,8 @@ def test_a_shared_hosts_ssh_config_is_read_beside_it_and_refused_if_it_runs_comm
     message = str(e.value)
     assert "\n" not in message
     assert message.startswith(f"{shared / 'p.toml'}:3: [host.lab] ssh_config: "
-                              f"{shared / 'ssh.conf'}:3: {key} runs a command on this "
-                              "machine, accepted only from your own config directory"), message
+                              f"{shared / 'ssh.conf'}:3: {key} {why}, accepted only "
+                              "from your own config directory"), message
     mine = tmp_path / "config" / "hotloop"
     mine.mkdir(parents=True)
     (mine / "hosts.toml").write_text((shared / "p.toml").read_text())
@@ -211,7 +239,9 @@ def test_a_shared_hosts_harmless_ssh_config_loads_and_a_missing_one_is_one_line(
         catalog.load([shared])
     (shared / "ssh.conf").write_text("# Match exec is said in a comment only\nHost lab\n"
                                      "  ProxyJump bastion\n  Match host lab user root\n"
-                                     "  PermitLocalCommand no\n")
+                                     "  PermitLocalCommand no\n  ControlMaster no\n"
+                                     "  ControlPath none\n  ForwardAgent no\n"
+                                     "  IdentityAgent none\n  StrictHostKeyChecking yes\n")
     lab = catalog.load([shared]).hosts["lab"]
     assert (lab.ssh_config, lab.identity_file) == (str(shared / "ssh.conf"),
                                                    str(shared / "keys" / "lab"))

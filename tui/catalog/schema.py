@@ -26,7 +26,7 @@ from hotloop.catalog.model import (
     timeout_problem,
     until_ci_problem,
 )
-from hotloop.catalog.ssh_trust import config_runs_locally, own, runs_locally
+from hotloop.catalog.ssh_trust import own, refused_config, refused_option
 from hotloop.checks import Check, list_of
 from hotloop.errors import HotloopError
 from hotloop.host import kimage, procs
@@ -317,30 +317,31 @@ def _beside(where: Where, path: str) -> str:
 
 
 def _trusted(where: Where, name: str, t: dict, ssh_config: str) -> None:
-    """Refuse what would run a command here from a profile outside the user's own directory:
-    its ssh options, and what its ssh config file says (read now, before ssh ever runs)."""
+    """Refuse, from a profile outside the user's own directory, what would make ssh run a
+    command, write a file or let the remote in here: its ssh options, and what its ssh config
+    file says (read now, before ssh ever runs)."""
     if own(where.path):
         return
     mine = f"accepted only from your own config directory ({paths.config_dir()}), not from " \
            f"{where.path}"
     for option in t.get("ssh_options", ()):
-        if key := runs_locally(option):
+        if said := refused_option(option):
             raise where.error("host", name, "ssh_options", (
-                f"{option!r}: {key} runs a command on this machine, {mine}: "
-                f"put it there, or in ~/.ssh/config"))
+                f"{option!r}: {said.key} {said.why}, {mine}: put it there, or in "
+                f"~/.ssh/config"))
     if not ssh_config:
         return
     path = os.path.expanduser(ssh_config)
     try:
         with open(path, encoding="utf-8", errors="replace") as f:
-            said = config_runs_locally(f.read())
+            said = refused_config(f.read())
     except OSError as e:
         raise where.error("host", name, "ssh_config",
                           f"{path}: cannot read: {e.strerror or e}") from None
     if said:
         raise where.error("host", name, "ssh_config", (
-            f"{path}:{said.line}: {said.key} runs a command on this machine, {mine}: put the "
-            f"host there, or the setting in ~/.ssh/config"))
+            f"{path}:{said.line}: {said.key} {said.why}, {mine}: put the host there, or the "
+            f"setting in ~/.ssh/config"))
 
 
 def _host(where: Where, name: str, t: dict) -> Host:
