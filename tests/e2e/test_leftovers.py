@@ -17,6 +17,7 @@ from faulty import start as _start
 
 from hotloop import results
 from hotloop.host.journal import journal_path
+from hotloop.results.writer import sweep_below, sweep_temps
 
 
 def dead_pid() -> int:
@@ -154,3 +155,59 @@ def test_a_calibration_the_disk_breaks_sets_its_session_aside(isolated, leftover
         kept = sorted(f.name for f in results_dir.rglob("s*.jsonl*"))
         assert kept and not any(name.endswith(".jsonl") for name in kept), kept
     assert leftovers() == []
+
+
+def _series_temp(root: Path, pid: int, kernel: str) -> Path:
+    """What a series SIGKILLed before its first session's first line leaves."""
+    folder = root / "20261202-101010-quick" / kernel
+    folder.mkdir(parents=True, exist_ok=True)
+    temp = folder / f".s01.jsonl.{pid}.abcd1234.tmp"
+    temp.write_text("")
+    return temp
+
+
+def test_a_hidden_file_whose_pid_was_reused_is_swept_unless_a_writer_holds_it(tmp_path):
+    """The pid in a hidden file's name may belong to another process by now: one that
+    started after the file was last written did not make it (swept), unless the file is
+    locked (a live hotloop writer holds it: kept).  A live process that started before the
+    file is its writer, locked or not yet (kept)."""
+    later = subprocess.Popen(["sleep", "600"])
+    holder = None
+    try:
+        hour_ago = time.time() - 3600
+        reused = _series_temp(tmp_path, later.pid, "reused")
+        os.utime(reused, (hour_ago, hour_ago))
+        held = _series_temp(tmp_path, later.pid, "held")
+        os.utime(held, (hour_ago, hour_ago))
+        holder = subprocess.Popen([sys.executable, "-c", (
+            "import fcntl, sys, time; f = open(sys.argv[1]); fcntl.flock(f, fcntl.LOCK_EX); "
+            "print(flush=True); time.sleep(600)"), str(held)], stdout=subprocess.PIPE)
+        assert holder.stdout is not None and holder.stdout.readline() == b"\n"
+        young = _series_temp(tmp_path, later.pid, "young")      # written after it started
+        assert sweep_temps(held.parent) == {"s01.jsonl"}
+        sweep_below(tmp_path)
+        assert not reused.parent.exists()
+        assert held.exists() and young.exists()
+    finally:
+        for p in (later, holder):
+            if p is not None:
+                p.kill()
+                p.wait()
+
+
+def test_a_killed_series_hidden_file_is_removed_by_the_next_run_in_any_directory_below(
+        isolated):
+    """A series SIGKILLed before its first session's first line (a VM booting) leaves
+    results/TIME-PLAN/KERNEL/.s01.jsonl.PID.X.tmp in a directory no run writes again: the
+    next run writing in results/ removes it, and the directories it leaves empty; a series
+    that holds a session's file keeps it."""
+    root = isolated / "results"
+    killed = _series_temp(root, dead_pid(), "deb47")
+    kept = root / "20261202-090909-quick" / "stock"
+    kept.mkdir(parents=True)
+    (kept / "s01.jsonl").write_text("a session\n")
+    (kept / f".s02.jsonl.{dead_pid()}.abcd1234.tmp").write_text("")
+    p = hotloop("run", "zero_null", "--runs", "3", "--no-perf")
+    assert p.returncode == 0, p.stderr
+    assert not killed.parent.parent.exists()
+    assert sorted(os.listdir(kept)) == ["s01.jsonl"]

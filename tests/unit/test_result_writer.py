@@ -16,7 +16,7 @@ from hotloop import events as ev
 from hotloop import results
 from hotloop.errors import HotloopError
 from hotloop.record import Header
-from hotloop.results.writer import WriteFailed, sweep_temps
+from hotloop.results.writer import WriteFailed, sweep_below, sweep_temps
 
 NEVER_A_PID = 999_999_999              # beyond any pid_max (at most 2**22): a dead writer
 
@@ -117,3 +117,30 @@ def test_a_dead_writers_hidden_file_is_swept_with_or_without_its_header(tmp_path
     notes.write_text("my notes\n")
     assert sweep_temps(tmp_path) == {"c.jsonl"}          # a live one's name stays taken
     assert hidden(tmp_path) == sorted([mine.name, notes.name])
+
+
+def _series_temp(root: Path, pid: int, kernel: str = "stock") -> Path:
+    """What a series SIGKILLed before its first session's first line leaves."""
+    folder = root / "20261202-101010-quick" / kernel
+    folder.mkdir(parents=True, exist_ok=True)
+    temp = folder / f".s01.jsonl.{pid}.abcd1234.tmp"
+    temp.write_text("")
+    return temp
+
+
+def test_a_killed_series_hidden_file_and_its_empty_directories_are_swept_from_the_root(
+        tmp_path):
+    """A series' directory is never written again: the next run sweeps the series under its
+    results directory (two levels), removing the dead writer's file and the directories
+    that held nothing else; a directory holding anything more stays."""
+    killed = _series_temp(tmp_path, NEVER_A_PID)
+    kept = _series_temp(tmp_path / "other", NEVER_A_PID)
+    (kept.parent / "s02.jsonl").write_text("a session's file\n")
+    calibration = tmp_path / "20261202-111111-calib" / f".s01.jsonl.{NEVER_A_PID}.abcd1234.tmp"
+    calibration.parent.mkdir()
+    calibration.write_text("")
+    sweep_below(tmp_path)
+    assert not killed.parent.parent.exists() and not calibration.parent.exists()
+    sweep_below(tmp_path / "other")
+    assert not kept.exists() and (kept.parent / "s02.jsonl").exists()
+

@@ -21,6 +21,7 @@ from typing import Any
 
 from hotloop import events as ev
 from hotloop.errors import HotloopError, RunFailed
+from hotloop.host.journal import process_start
 from hotloop.host.procs import pid_gone
 from hotloop.paths import RESULTS
 from hotloop.results.perf_data import perf_dir
@@ -73,40 +74,110 @@ _TEMP_CHARS = "abcdefghijklmnopqrstuvwxyz0123456789_"
 
 def sweep_temps(directory: Path) -> set[str]:
     """Remove what hotloop runs killed before their first line or their first run (--force)
-    left in `directory`: only hotloop's hidden files (their naming, a pid that is gone, no
+    left in `directory`: only hotloop's hidden files (their naming, their writer gone, no
     lock on them, a regular file of this user's holding nothing or a result's first line),
     never through a symlink.  The names the remaining ones (live runs') are to take."""
+    return _sweep(directory)[0]
+
+
+def sweep_below(root: Path) -> None:
+    """The series and calibrations under `root` (root/TIME-PLAN/KERNEL/, root/TIME-PLAN/):
+    the hidden files their killed writers left removed, and a directory that held nothing
+    else with them.  A run sweeps its own directory as it starts; a series' directory is
+    never written again, so each run and series sweeps these too (a scan of two levels)."""
+    for top in (root, *_subdirs(root)):
+        swept = _sweep(top)[1]
+        for d in _subdirs(top) if top != root else ():
+            if _sweep(d)[1]:
+                swept = True
+                _rmdir(d)
+        if swept and top != root:
+            _rmdir(top)
+
+
+def _subdirs(directory: Path) -> list[Path]:
     try:
-        found = [e.name for e in os.scandir(directory) if e.name.startswith(".")]
+        with os.scandir(directory) as entries:
+            return [Path(e.path) for e in entries if e.is_dir(follow_symlinks=False)]
     except OSError:
-        return set()
+        return []
+
+
+def _rmdir(d: Path) -> None:
+    try:
+        d.rmdir()                       # only an empty one
+    except OSError:
+        pass
+
+
+def _boot_time() -> float | None:
+    try:
+        with open("/proc/stat", "rb") as f:
+            return float(next(ln.split()[1] for ln in f if ln.startswith(b"btime ")))
+    except (OSError, StopIteration, ValueError, IndexError):
+        return None
+
+
+# Seconds of doubt between a process's start and a file's time: btime is whole seconds
+_CLOCKS_DOUBT = 2.0
+
+
+def _writer_gone(pid: int, written: float) -> bool:
+    """Whether the process a hidden file is named after is not its writer any more: no such
+    process, or a later one given the pid (it started after the file was last written, so
+    it did not make it).  A pid's process that started before stays its writer: in the
+    moment between its file's creation and its lock, unlocked is not proof of death."""
+    if pid_gone(pid):
+        return True
+    start, booted = process_start(pid), _boot_time()
+    if start is None or booted is None:     # a zombie, or /proc unreadable: keep the file
+        return False
+    return booted + start / os.sysconf("SC_CLK_TCK") > written + _CLOCKS_DOUBT
+
+
+def _sweep(directory: Path) -> tuple[set[str], bool]:
+    """sweep_temps(), and whether it removed anything."""
+    try:
+        with os.scandir(directory) as entries:
+            found = [e.name for e in entries if e.name.startswith(".")]
+    except OSError:
+        return set(), False
     reserved: set[str] = set()
+    removed = False
     for name in found:
         m = _TEMP.fullmatch(name)
         if m is None:
             continue
-        if not pid_gone(int(m["pid"])):
+        path = directory / name
+        try:
+            written = os.lstat(path).st_mtime
+        except OSError:
+            continue
+        if not _writer_gone(int(m["pid"]), written):
             reserved.add(m["target"])
             continue
-        path = directory / name
         try:
             fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
         except OSError:                 # a symlink (ELOOP), gone meanwhile
             continue
         try:
             st = os.fstat(fd)
-            if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or not _lock(fd):
+            if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid():
+                continue
+            if not _lock(fd):           # held: a live hotloop writer has it after all
+                reserved.add(m["target"])
                 continue
             head = os.read(fd, 64)
             if head and not head.startswith(b'{"type":"started"'):
                 continue
             if os.path.samestat(st, os.lstat(path)):     # still the file looked at
                 path.unlink()
+                removed = True
         except OSError:
             pass
         finally:
             os.close(fd)
-    return reserved
+    return reserved, removed
 
 
 def _lock(fd: int) -> bool:

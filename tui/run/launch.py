@@ -27,6 +27,7 @@ from hotloop import results
 from hotloop.catalog import Catalog, Host, KernelProfile, Plan, ResolvedPlan
 from hotloop.errors import HotloopError
 from hotloop.paths import RESULTS
+from hotloop.results.writer import sweep_below
 from hotloop.run import series, start
 from hotloop.run.preflight import preflight, system_settings
 from hotloop.run.remote import RemoteSession
@@ -92,6 +93,7 @@ def start_run(req: RunRequest) -> Session | VmSession | RemoteSession:
     """The session of `req`, not started yet (its events() runs it)."""
     host = req.host.name if req.host is not None else None
     check_host(req.rp.kernel, host)
+    sweep_below(req.results)            # what killed series left there (results.writer)
     path = req.output or result_path(req.rp.plan.name, host, req.results)
     if req.host is None:
         return start.here(req.rp, path, req.choices, variant=req.variant, mirror=req.mirror)
@@ -167,6 +169,7 @@ def resolve_series(cat: Catalog, req: SeriesRequest) -> dict[str, ResolvedPlan]:
 def start_series(req: SeriesRequest, rps: dict[str, ResolvedPlan]) -> series.Series:
     """The series of `req` (checked, resolved: `rps`), its directory made: results/TIME-STEM/
     <variant>/, every result file new.  Driven by its events(); then finish()."""
+    sweep_below(req.results)            # what killed series left there (results.writer)
     directory = series.new_directory(req.stem or req.plan.name, req.results)
     names, folders = [name for name, _ in req.sides()], req.folders()
     try:
