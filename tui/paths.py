@@ -1,12 +1,16 @@
 """Where hotloop keeps things: bundled files, the user's config, cache and state."""
 from __future__ import annotations
 
+import atexit
 import contextlib
 import csv
 import functools
 import hashlib
 import os
+import shutil
 import stat
+import sys
+import tempfile
 from pathlib import Path, PurePosixPath
 
 PACKAGE = Path(__file__).resolve().parent
@@ -94,7 +98,28 @@ def config_dir() -> Path:
 
 
 def cache_dir() -> Path:
-    return _xdg("XDG_CACHE_HOME", ".cache")
+    """$XDG_CACHE_HOME/hotloop, else ~/.cache/hotloop; with neither (HOME names no directory:
+    a service's, a container's, `HOME=/nonexistent`) a directory of this process's own in
+    the temporary directory, removed when it ends, rather than a HOME made up (as root,
+    anywhere): builds are then not kept between runs, which stderr says once."""
+    if os.environ.get("XDG_CACHE_HOME"):
+        return _xdg("XDG_CACHE_HOME", ".cache")
+    home = Path.home()
+    return home / ".cache" / "hotloop" if home.is_dir() else _passing_cache(str(home))
+
+
+@functools.cache
+def _passing_cache(home: str) -> Path:
+    made = Path(tempfile.mkdtemp(prefix="hotloop-cache-"))     # 0700, a name nobody chose
+    owner = os.getpid()
+
+    def remove() -> None:
+        if os.getpid() == owner:       # not a forked child's exit
+            shutil.rmtree(made, ignore_errors=True)
+    atexit.register(remove)
+    sys.stderr.write(f"hotloop: warning: HOME {home} is not a directory: builds are cached "
+                     f"in {made} until this hotloop ends (set XDG_CACHE_HOME to keep them)\n")
+    return made / "hotloop"
 
 
 def state_dir() -> Path:

@@ -211,3 +211,26 @@ def test_a_killed_series_hidden_file_is_removed_by_the_next_run_in_any_directory
     assert p.returncode == 0, p.stderr
     assert not killed.parent.parent.exists()
     assert sorted(os.listdir(kept)) == ["s01.jsonl"]
+
+
+def test_a_home_that_is_not_there_is_not_made_and_builds_go_to_a_passing_cache(
+        isolated, monkeypatch):
+    """HOME=/nonexistent/x with no XDG_CACHE_HOME (a service's, a container's): root could
+    make any path there, so nothing is; the build goes to a directory of the run's own in
+    the temporary directory, said once, and removed when it ends."""
+    home = isolated / "nonexistent" / "x"
+    tmp = isolated / "tmp"
+    tmp.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("TMPDIR", str(tmp))
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    p = hotloop("run", "zero_null", "--runs", "3", "--no-perf")
+    assert p.returncode == 0, p.stderr
+    assert not (isolated / "nonexistent").exists()
+    said = [ln for ln in p.stderr.splitlines() if "is not a directory" in ln]
+    assert len(said) == 1 and said[0].startswith(
+        f"hotloop: warning: HOME {home} is not a directory: builds are cached in "
+        f"{tmp}/hotloop-cache-"), p.stderr
+    assert said[0].endswith("until this hotloop ends (set XDG_CACHE_HOME to keep them)")
+    assert list(tmp.iterdir()) == []
+    assert len(results.read(next(Path("results").glob("*.jsonl"))).runs) == 3
