@@ -203,10 +203,18 @@ def test_a_series_refused_as_bad_input_leaves_no_directory(cat, tmp_path):
     assert list((tmp_path / "results").iterdir()) == []
 
 
-def test_a_series_where_nothing_ran_leaves_no_directory_unless_stopped(cat, tmp_path):
+def test_a_series_where_nothing_was_written_leaves_no_directory_even_stopped(cat, tmp_path):
+    """Stopped while its first session built or booted, a series has nothing to keep; a
+    stopped session's file is kept, and its directory with it."""
+    empty = _started(cat, tmp_path)
+    assert launch.finish(empty, interrupted=True).removed
+    assert not empty.plan.directory.exists()
     kept = _started(cat, tmp_path)
+    first = kept.plan.slots[0]
+    _wrote(first)
+    kept.ends[first] = ev.Failed("interrupted", interrupted=True)
     assert not launch.finish(kept, interrupted=True).removed
-    assert kept.plan.directory.is_dir()
+    assert first.path.with_name("s01.jsonl.stopped").exists()
     gone = _started(cat, tmp_path)
     assert launch.finish(gone).removed and not gone.plan.directory.exists()
 

@@ -196,16 +196,20 @@ def _run(cat: Catalog, args: argparse.Namespace, req: launch.SeriesRequest) -> i
         # the series cannot go on (a result file that cannot be written: a full disk)
         launch.finish(s)
         if s.done:
-            e.args = (f"{e} (the {len(s.done)} sessions done are in {directory})",)
+            e.args = (f"{e} ({_sessions(len(s.done))} done {'is' if len(s.done) == 1 else 'are'}"
+                      f" in {directory})",)
         raise
+    deleted = not directory.is_dir()    # by someone else, during the series
     over = launch.finish(s, interrupted)
     if over.refused is not None:
         raise HotloopError(over.refused)
+    fate = f"{directory} was deleted during the series" if deleted else \
+        f"{directory} removed: nothing in it" if over.removed else ""
     if interrupted:
-        print(f"hotloop: interrupted; {len(s.done)} session{'s' * (len(s.done) != 1)} "
-              f"done, kept in {visible(str(directory))}", file=sys.stderr)
+        print(visible(f"hotloop: interrupted; {_sessions(len(s.done))} done, " + (
+            f"kept in {directory}" if not fate else f"none kept ({fate})")), file=sys.stderr)
     comp = comparison(s)        # a finished session whose file no longer reads: failed too
-    report(s, comp, {**over.moved, **s.set_aside()}, interrupted, args.format)
+    report(s, comp, {**over.moved, **s.set_aside()}, interrupted, args.format, fate)
     if interrupted:
         return interrupted_status()
     if s.failed:
@@ -245,8 +249,12 @@ def document(s: series.Series, moved: dict[series.Slot, Path], interrupted: bool
             "interrupted": interrupted}
 
 
+def _sessions(n: int) -> str:
+    return f"{n} session{'s' * (n != 1)}"
+
+
 def report(s: series.Series, comp: Any, moved: dict[series.Slot, Path], interrupted: bool,
-           fmt: str) -> None:
+           fmt: str, fate: str = "") -> None:
     """On stdout: the series and the comparison (text or json); with events, the end line."""
     from hotloop.render import compare_formats
     doc = document(s, moved, interrupted)
@@ -261,7 +269,8 @@ def report(s: series.Series, comp: Any, moved: dict[series.Slot, Path], interrup
         return
     p = s.plan
     counts = ", ".join(f"{k} {sum(1 for x in s.done if x.variant == k)}" for k in p.variants)
-    print(visible(f"series {p.directory}: sessions finished: {counts} (of {p.sessions} each)"))
+    named = f"{p.directory} ({fate.removeprefix(f'{p.directory} ')})" if fate else p.directory
+    print(visible(f"series {named}: sessions finished: {counts} (of {p.sessions} each)"))
     for slot in s.failed:
         end = s.ends.get(slot)
         why = end.message if isinstance(end, ev.Failed) else "no result"

@@ -26,6 +26,7 @@ from hotloop import events as ev
 from hotloop import results
 from hotloop.catalog import Catalog, Host, KernelProfile, Plan, ResolvedPlan
 from hotloop.errors import HotloopError
+from hotloop.host.kvm import tools
 from hotloop.paths import RESULTS
 from hotloop.results.writer import sweep_below
 from hotloop.run import series, start
@@ -169,6 +170,8 @@ def resolve_series(cat: Catalog, req: SeriesRequest) -> dict[str, ResolvedPlan]:
 def start_series(req: SeriesRequest, rps: dict[str, ResolvedPlan]) -> series.Series:
     """The series of `req` (checked, resolved: `rps`), its directory made: results/TIME-STEM/
     <variant>/, every result file new.  Driven by its events(); then finish()."""
+    if any(rp.kernel.image for rp in rps.values()):
+        tools()                         # no virtme-run or qemu: refused before a directory
     sweep_below(req.results)            # what killed series left there (results.writer)
     directory = series.new_directory(req.stem or req.plan.name, req.results)
     names, folders = [name for name, _ in req.sides()], req.folders()
@@ -196,14 +199,15 @@ class Finished:
 def finish(s: series.Series, interrupted: bool = False) -> Finished:
     """Once a series is over (ended, stopped, or broken by an error): each session that did
     not finish set aside (series.ASIDE), and its directory removed where it holds nothing when
-    no session finished (the plan refused, the disk full before the first file).  A stopped
-    series keeps its directory.  A finished session whose file was deleted or replaced
-    meanwhile is a failed one."""
+    no session finished (the plan refused, the disk full before the first file, stopped while
+    its first session built or booted; a stopped session's file stays, and so does its
+    directory).  A finished session whose file was deleted or replaced meanwhile is a failed
+    one."""
     s.check_files()
     moved = s.set_aside()
     bad = next((e for e in s.ends.values() if isinstance(e, ev.Failed) and e.bad_input), None)
     refused = bad.message if bad is not None and not s.done else None
-    if refused is not None or (not s.done and not interrupted):
+    if refused is not None or not s.done:       # stopped too: empty, it keeps nothing
         _remove_empty(s.plan.directory, [s.plan.folder(k) for k in s.plan.variants])
     return Finished(moved, refused, not s.plan.directory.exists())
 
