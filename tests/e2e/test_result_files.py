@@ -214,7 +214,7 @@ def test_a_result_directory_removed_mid_run_stops_it(prof, tmp_path, leftovers):
     assert proc.returncode == 1, err
     assert time.monotonic() - t0 < 10
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
-    assert f"{out}: cannot write the result file: it was deleted during the run" in err
+    assert f"{out}: cannot write the result file: {d} was deleted during the run" in err
     assert stdout == ""
     assert leftovers() == []                  # the worker and its children too
 

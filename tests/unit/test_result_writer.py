@@ -16,6 +16,7 @@ from hotloop import events as ev
 from hotloop import results
 from hotloop.errors import HotloopError
 from hotloop.record import Header
+from hotloop.results import gone
 from hotloop.results.writer import WriteFailed, sweep_below, sweep_temps
 
 NEVER_A_PID = 999_999_999              # beyond any pid_max (at most 2**22): a dead writer
@@ -144,3 +145,16 @@ def test_a_killed_series_hidden_file_and_its_empty_directories_are_swept_from_th
     sweep_below(tmp_path / "other")
     assert not kept.exists() and (kept.parent / "s02.jsonl").exists()
 
+
+
+def test_a_directory_that_is_a_file_is_named_as_one_not_file_exists(tmp_path):
+    """A series' next session, its kernel's directory a file by then: said so, not "File
+    exists"; and what became of a finished file's path says which directory went."""
+    (tmp_path / "k1").write_text("")
+    with pytest.raises(HotloopError) as e:
+        results.Writer(tmp_path / "k1" / "s02.jsonl")
+    assert str(e.value) == (f"{tmp_path / 'k1' / 's02.jsonl'}: cannot write the result file: "
+                            f"{tmp_path / 'k1'} is a file, not a directory")
+    assert gone.since(tmp_path / "k1" / "s01.jsonl") == f"{tmp_path / 'k1'} was replaced by a file"
+    assert gone.since(tmp_path / "T" / "k2" / "s01.jsonl") == f"{tmp_path / 'T'} was deleted"
+    assert gone.since(tmp_path / "s01.jsonl") == "it was deleted"

@@ -24,6 +24,7 @@ from hotloop.errors import HotloopError, RunFailed
 from hotloop.host.journal import process_start
 from hotloop.host.procs import pid_gone
 from hotloop.paths import RESULTS
+from hotloop.results import gone
 from hotloop.results.perf_data import perf_dir
 
 
@@ -249,8 +250,10 @@ class Writer:
                 self._temp.unlink(missing_ok=True)
             if isinstance(e, HotloopError):
                 raise
+            why = gone.cannot_make(self.path) if isinstance(
+                e, (FileExistsError, NotADirectoryError)) else None
             raise HotloopError(f"{self.path}: cannot write the result file: "
-                               f"{e.strerror or e}") from None
+                               f"{why or e.strerror or e}") from None
 
     @property
     def regular(self) -> bool:
@@ -400,7 +403,7 @@ class Writer:
             while data:
                 data = data[os.write(self._fd, data):]
             if self._regular and os.fstat(self._fd).st_nlink == 0:
-                raise self._failed("it was deleted during the run")
+                raise self._failed(f"{gone.since(self.path)} during the run")
         except OSError as e:
             raise self._failed(e.strerror or str(e)) from None
         if self._temp is not None and isinstance(event, ev.RunSample):

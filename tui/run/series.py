@@ -35,6 +35,7 @@ from hotloop.catalog.schema import NAME
 from hotloop.errors import HotloopError, SessionFailed
 from hotloop.paths import RESULTS
 from hotloop.record import Batch
+from hotloop.results import gone
 from hotloop.run.interleave import Runnable, williams
 
 # A session that did not finish is moved aside (sNN.jsonl.failed, .stopped): its runs are
@@ -294,8 +295,9 @@ class Series:
         for slot in self.done:
             try:
                 mode = slot.path.stat().st_mode
-            except OSError as e:
-                self.lost(slot, f"{slot.path}: gone since the session finished ({e.strerror})")
+            except OSError:
+                self.lost(slot, f"{slot.path}: gone since the session finished "
+                                f"({gone.since(slot.path)})")
                 continue
             if not stat.S_ISREG(mode):
                 self.lost(slot, f"{slot.path}: no longer a file since the session finished")
