@@ -9,6 +9,7 @@ import asyncio
 import getpass
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -28,6 +29,7 @@ from hotloop.cli.parser import version_line
 from hotloop.console.app import HotloopApp
 from hotloop.console.widgets.params import HERE
 from hotloop.record import Remote
+from hotloop.run.stream import WARNINGS_KEPT
 
 pytest_plugins = ["sshd"]
 
@@ -765,3 +767,55 @@ def test_a_shared_host_cannot_make_ssh_append_to_a_file_here(tmp_path, sshd_serv
     assert f"h.toml:{3 if where == 'ssh_config' else 4}: [host.lab] {where}: {said} makes ssh " \
            f"write host keys to a file it names on this machine, accepted only from your " \
            f"own config directory" in done.stderr.splitlines()[-1], done.stderr
+
+
+def test_a_remote_that_floods_warnings_is_bounded_and_stops_within_its_wait(
+        tmp_path, hosts, sshd_server, leftovers):
+    """A remote that sends warning lines as fast as it can, and goes on after its stdin
+    closes: the result file here keeps the first WARNINGS_KEPT and one line saying how many
+    more came, and Ctrl-C ends it within the stop_wait it announces (the backlog of lines
+    already sent is not worked through)."""
+    real = hotloop("run", "quick", *FAST, "--out", str(tmp_path / "real.jsonl"))
+    assert real.returncode == 0, real.stderr
+    header = (tmp_path / "real.jsonl").read_text().splitlines()[0]
+    stop_wait = 2
+    _fake_host(tmp_path, hosts, "flood", f"cat <<'EOF'\n{header}\nEOF\n"
+               "seq 1 100000000 | sed 's/.*/{\"type\":\"warning\",\"message\":\"disk "
+               "nearly full (&)\"}/'\n", sshd_server, stop_wait=stop_wait)
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    proc = subprocess.Popen([sys.executable, "-m", "hotloop", "run", "quick", "--host", "flood",
+                             "--profiles", str(hosts)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env)
+    deadline = time.monotonic() + 60
+    while not any(f.stat().st_size for f in local_files()):    # its header came
+        assert time.monotonic() < deadline and proc.poll() is None, proc.communicate()
+        time.sleep(0.1)
+    mine, = local_files()
+    while '"disk nearly full (100)"' not in mine.read_text():     # the flood is on
+        if time.monotonic() > deadline or proc.poll() is not None:
+            proc.kill()
+            pytest.fail(f"no flood: {proc.communicate()}")
+        time.sleep(0.1)
+    time.sleep(1)
+    t = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    try:
+        _, err = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    waited = time.monotonic() - t
+    print(f"stopped in {waited:.1f} s; result file {mine.stat().st_size:,} bytes")
+    assert proc.returncode == 130, err[-2000:]
+    assert f"(up to {stop_wait} s; SIGINT again leaves at once)" in err
+    assert waited < stop_wait + 10, waited
+    res = results.read(mine)
+    assert res.failed is not None and res.failed.interrupted
+    said = res.warnings
+    assert said[:3] == [f"disk nearly full ({i})" for i in (1, 2, 3)]
+    assert len(said) == WARNINGS_KEPT + 1 and re.fullmatch(
+        r"[0-9,]+ more warnings not kept \(the first 100 are\)", said[-1]), said[-1]
+    assert mine.stat().st_size < 100_000
+    assert len([ln for ln in err.splitlines() if "disk nearly full" in ln]) <= WARNINGS_KEPT
+    left = leftovers(5)             # the flooding "remote" goes with its connection
+    for pid in left:
+        os.kill(pid, signal.SIGKILL)

@@ -35,6 +35,9 @@ LINE_SHOWN = 1000                       # characters of one stderr line kept
 ERROR_LINES = 20                        # lines of the child's stderr kept for a message
 LINE_LIMIT = 1 << 24                    # a session's longest line (hot symbols of a window)
 START_S = 120.0                         # the child's start-up and the build, to its header
+# A streamed session's warnings kept, each cut at LINE_SHOWN characters; those after are
+# counted, and one line says how many (a remote that floods made a 36 MB file in 40 s)
+WARNINGS_KEPT = 100
 GRACE_S = 30.0                          # beyond a repetition's timeout, between two lines: a
                                         # worker process's start-up (drive.SETUP_GRACE)
 
@@ -86,6 +89,7 @@ class StreamSession:
         self._reps = 0                  # repetitions (warmups too) it has sent
         self._ended = False             # its last line (finished, failed) came
         self._heard = 0.0               # when it last sent a line or was given a turn
+        self._stop_by: float | None = None  # stopped: its lines are read until then only
 
     # --- what a subclass says ------------------------------------------------------------
     @property
@@ -156,10 +160,13 @@ class StreamSession:
         if proc is None:
             return                      # events() passes it on once the child runs
         if first:
-            # one that does not answer (a hung machine, a dead network) is left
+            # one that does not answer (a hung machine, a dead network) is left, and one
+            # that floods is read no longer than it was announced: the lines it sent before
+            # are not worked through after that
             with contextlib.suppress(RuntimeError):
-                self._deadline = asyncio.get_running_loop().call_later(self.stop_wait,
-                                                                       self._kill)
+                loop = asyncio.get_running_loop()
+                self._deadline = loop.call_later(self.stop_wait, self._kill)
+                self._stop_by = loop.time() + self.stop_wait
         if proc.stdin is not None and not proc.stdin.is_closing():
             proc.stdin.close()
 
@@ -224,10 +231,36 @@ class StreamSession:
             helpers.append(asyncio.create_task(self._pass_tokens(proc)))
         result: Result | None = None       # once the header came
         ended = False
+        warned, unkept = 0, 0               # warnings it sent; those not kept (WARNINGS_KEPT)
+
+        def unkept_said() -> ev.Warning | None:
+            """Before its last line: how many warnings were not kept, once."""
+            nonlocal unkept
+            if not unkept:
+                return None
+            said = ev.Warning(f"{unkept:,} more warnings not kept (the first {WARNINGS_KEPT} "
+                              f"are)", variant=self.variant)
+            unkept = 0
+            put(said)
+            return said
+
+        def kept(event: Streamed) -> Streamed | None:
+            """The event as kept: a warning within WARNINGS_KEPT, cut to LINE_SHOWN."""
+            nonlocal warned, unkept
+            if isinstance(event, ev.Warning):
+                warned += 1
+                if warned > WARNINGS_KEPT:
+                    unkept += 1
+                    return None
+                if len(event.message) > LINE_SHOWN:
+                    return dataclasses.replace(event, message=event.message[:LINE_SHOWN] + "…")
+            return event
 
         def put(event: ev.Event) -> ev.Event:
             nonlocal ended
             assert result is not None
+            if isinstance(event, (ev.Finished, ev.Failed)) and not ended:
+                unkept_said()
             ended = self._ended = ended or isinstance(event, (ev.Finished, ev.Failed))
             self._reps += isinstance(event, ev.RunSample)
             if not isinstance(event, ev.Started):
@@ -269,9 +302,15 @@ class StreamSession:
                                         variant=self.variant))
                     return
                 assert not isinstance(event, (str, ev.Started))     # _problem's
-                if isinstance(event, ev.Failed) and event.interrupted and self.interrupted_by:
-                    event = dataclasses.replace(event, signal=self.interrupted_by)
-                yield put(self._adopt(event))
+                sent = kept(event)
+                if sent is None:
+                    continue
+                if isinstance(sent, ev.Failed) and sent.interrupted and self.interrupted_by:
+                    sent = dataclasses.replace(sent, signal=self.interrupted_by)
+                if isinstance(sent, (ev.Finished, ev.Failed)) and \
+                        (said := unkept_said()) is not None:
+                    yield said
+                yield put(self._adopt(sent))
             if result is None:              # nothing came: why, in the child's words
                 await self._exit()
                 await asyncio.wait(helpers[:1], timeout=STDERR_WAIT_S)
@@ -291,7 +330,8 @@ class StreamSession:
             self.stop()
             if result is not None and not ended:
                 try:
-                    await asyncio.wait_for(self._finish(proc, put, result), self.stop_wait)
+                    await asyncio.wait_for(self._finish(proc, put, kept, result),
+                                           self.stop_wait)
                 except (Exception, asyncio.CancelledError):  # noqa: BLE001 - leaving anyway
                     self._kill()
                 finally:
@@ -319,13 +359,14 @@ class StreamSession:
         if writer.error is not None:
             raise writer.error
 
-    async def _finish(self, proc: asyncio.subprocess.Process, put: Any,
+    async def _finish(self, proc: asyncio.subprocess.Process, put: Any, kept: Any,
                       result: Result) -> None:
         """After a cancel: the other side's lines until it ends (shielded from the cancel)."""
         async for event in self._lines(proc):
             if isinstance(event, str):
                 return
-            if self._problem(result, event, False) is None and not isinstance(event, ev.Started):
+            if self._problem(result, event, False) is None and \
+                    not isinstance(event, ev.Started) and (event := kept(event)) is not None:
                 if isinstance(event, ev.Failed) and event.interrupted:
                     event = dataclasses.replace(event, signal=self.interrupted_by)
                 put(self._adopt(event))
@@ -341,9 +382,10 @@ class StreamSession:
             # after its last line, only as long as a stop may take
             limit = self.start_s if header else self.stop_wait if self._ended \
                 else self.bounds.timeout + self.grace_s
+            if self._stop_by is not None and loop.time() > self._stop_by:
+                return                  # stopped, and its time is up: what is left goes
             try:
-                raw = await asyncio.wait_for(proc.stdout.readline(),
-                                             self._heard + limit - loop.time())
+                raw = await _readline(proc.stdout, self._heard + limit - loop.time())
             except asyncio.TimeoutError:
                 if loop.time() < self._heard + limit:
                     continue            # given a turn meanwhile: its clock started again
@@ -413,3 +455,19 @@ class StreamSession:
         except (asyncio.TimeoutError, asyncio.CancelledError):
             self._kill()
             await asyncio.shield(proc.wait())
+
+
+async def _readline(stream: asyncio.StreamReader, timeout: float) -> bytes:
+    """stream.readline() within `timeout` (else asyncio.TimeoutError).  Not wait_for: up to
+    Python 3.11 it drops a cancel that comes as the line does, and a flood of lines made every
+    Ctrl-C come then (its stop took a minute).  A cancel here always cancels."""
+    read = asyncio.ensure_future(stream.readline())
+    try:
+        done, _ = await asyncio.wait({read}, timeout=max(timeout, 0))
+    except BaseException:
+        read.cancel()
+        raise
+    if not done:
+        read.cancel()
+        raise asyncio.TimeoutError
+    return read.result()
