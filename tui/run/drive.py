@@ -211,7 +211,7 @@ class Driver:
                         self.comm = msg.comm
                         await self.recording.ready(self.pids, self.comm)
                         if rp.plan.perf:
-                            rec = self.recording.start(self.pids, self.comm, inbox)
+                            rec = self.recording.start(self.pids, self.comm, inbox, first)
                             yield await self._start_perf(rec)
                         await go()
                         deadline = loop.time() + rp.plan.timeout

@@ -15,6 +15,7 @@ from hotloop import events as ev
 from hotloop.catalog import ResolvedPlan
 from hotloop.perf.buildid import binaries, build_ids, mapped_files, read_ids
 from hotloop.perf.recorder import PerfRecorder, PerfResult, merge
+from hotloop.perf.tally import Tally
 from hotloop.results.perf_data import claim_perf_dir, perf_dir, prune_perf_data
 
 WINDOW_TOP = 30                         # symbols kept per perf window and per run
@@ -36,6 +37,7 @@ class Recording:
         self._mapped: dict[str, str] = {}   # {path: build id} of what the workers mapped
         self._all_pids: list[int] = []      # every worker's and helper's, for annotate
         self._comms: list[str] = []         # and their names, which what they fork inherits
+        self._tally = Tally(WINDOW_TOP)     # the windows so far: for a session cut short
 
     def first_said(self, message: str) -> bool:
         """Whether perf says `message` for the first time: once a session, not once a
@@ -53,8 +55,9 @@ class Recording:
         self._mapped.update(await asyncio.to_thread(read_ids, mapped - self._mapped.keys()))
 
     def start(self, pids: list[int], comm: str,
-              inbox: asyncio.Queue[tuple[str, Any]]) -> PerfRecorder:
-        """A recorder of one worker, its windows and warnings put in `inbox`."""
+              inbox: asyncio.Queue[tuple[str, Any]], first_run: int = 0) -> PerfRecorder:
+        """A recorder of one worker (its first run the session's `first_run`), its windows
+        and warnings put in `inbox`."""
         plan = self.rp.plan
         why = claim_perf_dir(self.result_file) if self.keep else None
         if why:                         # taken since the session started
@@ -65,17 +68,20 @@ class Recording:
             pids, frequency=plan.perf_freq, call_graph=plan.call_graph, keep_dir=keep,
             compress="gzip",
             cpus=self.rp.cpu.cpus, comm=comm,
-            on_window=functools.partial(self._on_window, inbox, self._windows),
+            on_window=functools.partial(self._on_window, inbox, (self._windows, first_run)),
             on_warning=lambda m: inbox.put_nowait(("warning", m)))
 
     @staticmethod
-    def _on_window(inbox: asyncio.Queue[tuple[str, Any]], base: int, window: Any) -> None:
-        # `base`: the windows of earlier workers when this one started, to number on
+    def _on_window(inbox: asyncio.Queue[tuple[str, Any]], base: tuple[int, int],
+                   window: Any) -> None:
+        # `base`: the windows of earlier workers when this one started, to number on, and
+        # the worker's first run
         inbox.put_nowait(("window", (base, window)))
 
-    def window(self, msg: tuple[int, Any]) -> ev.HotSymbols:
+    def window(self, msg: tuple[tuple[int, int], Any]) -> ev.HotSymbols:
         """A perf window as the inbox had it, numbered in the session."""
-        base, w = msg
+        (base, first_run), w = msg
+        self._tally.add(first_run + w.run, w.symbols, w.samples)
         return ev.HotSymbols(tuple(w.symbols[:WINDOW_TOP]), window=base + w.index,
                              samples=w.samples, variant=self.variant)
 
@@ -91,9 +97,30 @@ class Recording:
     def events(self) -> list[ev.Event]:
         """The per-run and whole-session hot symbols, and the counters, of every worker."""
         done, self._results = self._results, []
+        self._tally.clear()
         if not done:
             return []
         events, self.counters = merge(done, self.variant, WINDOW_TOP, SESSION_TOP)
+        return self._named(events)
+
+    def so_far(self) -> list[ev.Event]:
+        """The per-run and whole-session hot symbols of the windows summarised so far: for a
+        session cut short (Ctrl-C, a stop cancelled), whose recorders never summed theirs,
+        so that show, compare and annotate find them as in a finished session's file."""
+        tally = self._tally
+        if not tally.session.total:
+            return []
+        events: list[ev.Event] = [
+            ev.HotSymbols(tuple(syms), scope="run", window=run, samples=samples,
+                          variant=self.variant)
+            for run, (syms, samples) in tally.runs().items()]
+        events.append(ev.HotSymbols(tuple(tally.session.top(SESSION_TOP)), scope="session",
+                                    samples=tally.session.total, variant=self.variant))
+        tally.clear()
+        return self._named(events)
+
+    def _named(self, events: list[ev.Event]) -> list[ev.Event]:
+        """The session's hot symbols with the binaries they are in and whose they are."""
         return [dataclasses.replace(e, build_ids=build_ids(
                     (s.dso for s in e.symbols), self._mapped),
                     binaries=binaries((s.dso for s in e.symbols), self._mapped),

@@ -182,6 +182,8 @@ class Session:
         except (asyncio.CancelledError, GeneratorExit):
             # Cancelled while running, or closed by a consumer that went away.
             driver.kill()
+            for e in recording.so_far():    # a stopped session is a complete one
+                self._write(e, quiet=True)
             for message in [*preflight.changed_during(during), *teardown.put_back()]:
                 note(message, quiet=True)
             self._write(ev.Failed(f"interrupted: {self.stopped_because}" if self.stopped_because

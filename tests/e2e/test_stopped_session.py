@@ -1,0 +1,66 @@
+"""A session stopped before its end (Ctrl-C on `hotloop run`) is a complete one: its result
+file gets per-run and whole-session hot symbols from the perf windows it has, so `show` and
+`annotate` work on it as on a finished session's."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, hotloop
+from test_annotate import spin  # noqa: F401 - the fixture: a loop hl_run itself is hot in
+
+from hotloop import results
+
+needs_perf = pytest.mark.skipif(shutil.which("perf") is None, reason="perf not installed")
+
+
+def _wait_for_windows(path: Path, n: int, proc: subprocess.Popen[str],
+                      timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and proc.poll() is None:
+        if path.exists() and path.read_text().count('"scope":"window"') >= n:
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"{path}: fewer than {n} perf windows after {timeout}s")
+
+
+@needs_perf
+def test_a_run_stopped_by_ctrl_c_has_hot_symbols_that_show_and_annotate(
+        spin, tmp_path, leftovers):  # noqa: F811 - the fixture
+    out = tmp_path / "stopped.jsonl"
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    proc = subprocess.Popen([sys.executable, "-m", "hotloop", "run", "spin", "--profiles",
+                             str(spin), "--runs", "100000", "--warmup", "0", "--perf",
+                             "--keep-perf", "--out", str(out)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        _wait_for_windows(out, 3, proc)
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130
+    res = results.read(out)
+    assert res.failed is not None and res.failed.interrupted
+    # the whole session's hot symbols, summed from its windows, with what annotate needs
+    assert res.session_symbols is not None
+    names = [s.symbol for s in res.session_symbols.symbols]
+    assert "hl_run" in names
+    windows = [w for w in res.windows if w.scope == "window"]
+    assert res.session_symbols.samples == sum(w.samples for w in windows) > 0
+    assert res.session_symbols.binaries and res.session_symbols.comms
+    per_run = [line for line in out.read_text().splitlines() if '"scope":"run"' in line]
+    assert per_run and all(json.loads(line)["window"] < len(res.runs) + 2 for line in per_run)
+    shown = json.loads(hotloop("show", str(out), "--format", "json").stdout)
+    assert "hl_run" in [s["symbol"] for s in shown["hot_symbols"]]
+    annotated = hotloop("annotate", str(out), "hl_run", "--format", "json")
+    assert annotated.returncode == 0, annotated.stderr
+    assert json.loads(annotated.stdout)["samples"] > 0
+    assert leftovers(grace=5) == []
