@@ -427,3 +427,28 @@ def test_a_file_a_run_is_writing_reads_as_running_not_a_crash(isolated: Path,
                            "the run stopped")
         assert leftovers() == []
     run(go())
+
+
+def test_the_file_list_is_filtered_as_the_user_types(isolated: Path,
+                                                     made: dict[str, Path]) -> None:
+    async def go() -> None:
+        out = results_dir(isolated, [made["small"], made["big"], made["syscall"]])
+        app = HotloopApp(results_dir=out)
+        async with app.run_test(size=SIZE) as pilot:
+            screen = await open_compare(pilot, app, 3)
+            files = screen.query_one("#compare-files", DataTable)
+            await pilot.press("slash", "z", "e", "r", "o")
+            await wait_for(pilot, lambda: files.row_count == 2, 5, "two zero_null rows")
+            assert {e.path.name for e in screen.shown} == {"bs512.jsonl", "bs16k.jsonl"}
+            await pilot.press("space", "1", "6", "k")       # every word must match
+            await wait_for(pilot, lambda: files.row_count == 1, 5, "one row")
+            assert screen.sides == []                       # typed, not a key of the list
+            await pilot.press("enter")                      # back to the list, filtered
+            assert files.has_focus and files.row_count == 1
+            await pilot.press("space")
+            assert [p.name for p in screen.picked] == ["bs16k.jsonl"]
+            await pilot.press("slash", "escape")            # esc clears the filter
+            await wait_for(pilot, lambda: files.row_count == 3, 5, "every row back")
+            assert files.has_focus and app.screen is screen
+            assert str(files.get_cell(str(out / "bs16k.jsonl"), "pick")) == "base"
+    asyncio.run(go())

@@ -24,21 +24,20 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Static, TabbedContent, TabPane
+from textual.widgets import DataTable, Footer, Input, Static, TabbedContent, TabPane
 
 from hotloop import results
 from hotloop.console.widgets.compare_histogram import CompareHistogram
+from hotloop.console.widgets.file_rows import FILTER_HINT, row, shown
 from hotloop.console.widgets.symbol_diff import SymbolDiff
 from hotloop.errors import HotloopError
 from hotloop.results.index import Entry, scan
-from hotloop.results.liveness import being_written
 from hotloop.visible import cut, visible
 
 if TYPE_CHECKING:
     from hotloop.analysis.comparison import Comparison, MetricDelta, Pair
 
 METRIC_WIDTH = 21
-PARAMS_WIDTH = 48
 WIDE_FROM = 130                 # columns for the whole verdict table
 NARROW_METRIC = 16
 
@@ -72,6 +71,7 @@ class CompareScreen(Screen[None]):
         Binding("space", "pick", "Pick", id="compare.pick"),
         Binding("a", "add", "Add session", id="compare.add"),
         Binding("c", "compare", "Compare", id="compare.run"),
+        Binding("slash", "filter", "Filter", id="compare.filter", show=False),
         Binding("escape", "back", "Back", id="compare.back"),
         Binding("1", "tab('tab-files')", "Files", show=False),
         Binding("2", "tab('tab-table')", "Table", show=False),
@@ -97,6 +97,8 @@ class CompareScreen(Screen[None]):
     CompareScreen #compare-detail { height: auto; max-height: 3; padding: 0 1;
                                     color: $text-muted; }
     CompareScreen #table-box { height: 1fr; }
+    CompareScreen #compare-filter { display: none; height: 1; border: none; padding: 0 1; }
+    CompareScreen #compare-filter.-on { display: block; }
     """
 
     def __init__(self, results_dir: Path, sides: list[list[Path]] | None = None) -> None:
@@ -105,6 +107,7 @@ class CompareScreen(Screen[None]):
         # picked and compared once the list is read: a series' kernels, just run
         self.preset = [list(side) for side in sides or []]
         self.entries: list[Entry] = []
+        self.shown: list[Entry] = []          # the rows the filter keeps, in the list's order
         self.loaded = False
         self.sides: list[list[Path]] = []     # in pick order: [0] is the baseline
         self.comparison: Comparison | None = None
@@ -119,6 +122,7 @@ class CompareScreen(Screen[None]):
         yield Static("reading the results directory…", id="compare-status", markup=False)
         with TabbedContent(initial="tab-files"):
             with TabPane("1 files", id="tab-files"):
+                yield Input(placeholder=FILTER_HINT, id="compare-filter")
                 yield DataTable(id="compare-files", cursor_type="row", zebra_stripes=True)
             with TabPane("2 table", id="tab-table"), Vertical(id="table-box"):
                 yield Static("", id="compare-sides", markup=False)
@@ -182,26 +186,11 @@ class CompareScreen(Screen[None]):
 
     def _fill(self, entries: list[Entry]) -> None:
         self.entries = entries
-        table = self.query_one("#compare-files", DataTable)
-        table.clear()
-        for e in entries:
-            runs = str(len(e.result.runs)) if e.result else "-"
-            # a file a run is still writing is not what a crash left
-            partial: str | Text = "" if not (e.result and e.result.partial) else \
-                Text("running", style="cyan") if being_written(e.path) else \
-                Text("partial", style="yellow")
-            label = Text(e.label, style="dim red") if e.result is None else \
-                Text(visible(e.label))
-            # Text, not str: a DataTable reads a str as markup, and a file's strings
-            # are anybody's ("[/]" as a workload name crashed the console)
-            table.add_row("", Text(visible(e.name or e.path.name), style="bold"), label,
-                          Text(visible(e.date)), runs, partial, Text(visible(e.workload)),
-                          Text(cut(visible(e.params), PARAMS_WIDTH), style="dim"),
-                          key=str(e.path))
+        self._list()
         self.loaded = True
         if entries:
             self._say(f"{len(entries)} files in {self.results_dir}: space/enter picks "
-                      f"(the first is the baseline), c compares, esc goes back")
+                      f"(the first is the baseline), c compares, / filters, esc goes back")
         else:
             self._say(f"no result files in {self.results_dir} yet: run something first")
         listed = {e.path for e in entries}
@@ -212,6 +201,43 @@ class CompareScreen(Screen[None]):
         elif self.preset:           # compared on fewer sessions, it would say nothing of it
             self._say("the series' files have changed since it ran: pick its sides "
                       "(space/enter, a adds a session), c compares", error=True)
+
+    def _list(self) -> None:
+        """The file list's rows: the entries the filter keeps, each marked if picked."""
+        words = self.query_one("#compare-filter", Input).value
+        self.shown = shown(self.entries, words)
+        table = self.query_one("#compare-files", DataTable)
+        table.clear()
+        for e in self.shown:
+            table.add_row("", *row(e), key=str(e.path))
+        self._mark_picks()
+
+    def action_filter(self) -> None:
+        self.action_tab("tab-files")
+        box = self.query_one("#compare-filter", Input)
+        box.add_class("-on")
+        box.focus()
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        if event.input.id == "compare-filter" and self.loaded:
+            self._list()
+            n = len(self.shown)
+            self._say(f"{n} of {len(self.entries)} files match {event.value!r}"
+                      if event.value.strip() else f"{len(self.entries)} files")
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        if event.input.id == "compare-filter":
+            event.stop()
+            self._end_filter(clear=False)
+
+    def _end_filter(self, clear: bool) -> None:
+        """Back to the list; the filter stays shown while it holds words."""
+        box = self.query_one("#compare-filter", Input)
+        if clear:
+            box.value = ""
+            self._list()
+        box.set_class(bool(box.value.strip()), "-on")
+        self.query_one("#compare-files", DataTable).focus()
 
     def _say(self, text: str, error: bool = False) -> None:
         status = self.query_one("#compare-status", Static)
@@ -227,7 +253,7 @@ class CompareScreen(Screen[None]):
     def _mark_picks(self) -> None:
         table = self.query_one("#compare-files", DataTable)
         order = {p: i for i, side in enumerate(self.sides) for p in side}
-        for e in self.entries:
+        for e in self.shown:
             i = order.get(e.path)
             mark = "" if i is None else ("base" if i == 0 else str(i + 1))
             table.update_cell(str(e.path), "pick", Text(mark, style="bold reverse")
@@ -275,9 +301,9 @@ class CompareScreen(Screen[None]):
 
     def _cursor_path(self) -> Path | None:
         table = self.query_one("#compare-files", DataTable)
-        if not table.has_focus or not self.entries or table.cursor_row >= len(self.entries):
+        if not table.has_focus or not self.shown or table.cursor_row >= len(self.shown):
             return None
-        return self.entries[table.cursor_row].path
+        return self.shown[table.cursor_row].path
 
     def action_pick(self) -> None:
         path = self._cursor_path()
@@ -428,4 +454,7 @@ class CompareScreen(Screen[None]):
         self.app.push_screen(SymbolPairScreen.of(message.row))
 
     def action_back(self) -> None:
+        if self.query_one("#compare-filter", Input).has_focus:    # esc leaves the filter
+            self._end_filter(clear=True)
+            return
         self.dismiss(None)
