@@ -384,7 +384,7 @@ def test_a_forged_stream_ends_the_local_file_with_what_was_wrong(tmp_path, hosts
     done = hotloop("run", "quick", "--host", "lab1", "--profiles", str(hosts), timeout=60)
     assert done.returncode == 1
     res = results.read(local_files()[0])
-    assert res.failed is not None and res.runs == []
+    assert res.failed is not None and len(res.runs) == 0
     assert res.failed.message.startswith("value ") and "is not the bytes/s of its counters" \
         in res.failed.message
 

@@ -49,24 +49,20 @@ def series(r: Result) -> dict[str, Series]:
     primary = w.metric
     out: dict[str, Series] = {primary: Series(primary, w.unit, w.higher_is_better, SPEED,
                                               r.values)}
-    per_op = [x for x in r.runs if x.ops > 0]
+    # from the runs' columns: no object a run (300,000 runs a side)
+    ops, ns, cycles = (r.runs.column(k) for k in ("ops", "ns", "cycles"))
     if "ns/op" not in out:
-        vals = [x.ns / x.ops for x in per_op if x.ns > 0]
+        vals = [n / o for o, n in zip(ops, ns) if o > 0 and n > 0]
         if vals:
             out["ns/op"] = Series("ns/op", "ns/op", False, SPEED, vals)
     if "cycles/op" not in out:
-        vals = [x.cycles / x.ops for x in per_op if x.cycles > 0]
+        vals = [c / o for o, c in zip(ops, cycles) if o > 0 and c > 0]
         if vals:
             out["cycles/op"] = Series("cycles/op", "cycles/op", False, SPEED, vals)
-    names: list[str] = []
-    for x in r.runs:
-        names += [k for k in x.extra if k not in names]
-    for name in names:
+    for name in r.runs.extra_names:
         if name in out:
             continue
-        vals = [float(x.extra[name]) for x in r.runs
-                if isinstance(x.extra.get(name), (int, float))
-                and math.isfinite(float(x.extra[name]))]
+        vals = list(r.runs.column(name))
         if vals:
             unit, hib, kind = extra_kind(name)
             out[name] = Series(name, unit, hib, kind, vals)

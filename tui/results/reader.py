@@ -11,6 +11,7 @@ import hashlib
 import json
 import os
 import stat
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ from typing import Any
 from hotloop import events as ev
 from hotloop.errors import HotloopError
 from hotloop.record import Header, NewerFormat, WorkloadInfo
+from hotloop.results.runs import Runs
 from hotloop.stats import Summary, summarize
 from hotloop.visible import visible
 
@@ -27,9 +29,12 @@ class Result:
     """A result file read back, or a session's events collected as they come."""
     path: Path
     header: Header
-    runs: list[ev.RunSample] = field(default_factory=list)
+    runs: Runs = field(default_factory=Runs)        # columns, not an object a run
     warmups: list[ev.RunSample] = field(default_factory=list)
-    windows: list[ev.HotSymbols] = field(default_factory=list)
+    # the perf windows' and runs' hot symbols: held as they come from a session; read from a
+    # file only when asked for (`windows`), since show and compare never do (32,000 windows,
+    # 8 hours, were 370 MB)
+    _windows: list[ev.HotSymbols] | None = field(default_factory=list, repr=False)
     session_symbols: ev.HotSymbols | None = None
     warnings: list[str] = field(default_factory=list)
     perf_starts: list[ev.PerfStart] = field(default_factory=list)   # a line a worker's perf
@@ -44,8 +49,8 @@ class Result:
         elif isinstance(event, ev.HotSymbols):
             if event.scope == "session":
                 self.session_symbols = event
-            else:
-                self.windows.append(event)
+            elif self._windows is not None:
+                self._windows.append(event)
         # Messages carry a workload's error text: one line and inert (an ESC, a
         # newline shown as \x1b, \n) for every reader that prints them.
         elif isinstance(event, ev.Warning):
@@ -65,12 +70,21 @@ class Result:
                      if not p.started), None) if self.header.perf else None
 
     @property
+    def windows(self) -> list[ev.HotSymbols]:
+        """The hot symbols of each perf window and run (not the session's), in order: read
+        from the file the first time they are asked for."""
+        if self._windows is None:
+            self._windows = [e for _, e in _events(self.path, want_windows=True)
+                             if isinstance(e, ev.HotSymbols) and e.scope != "session"]
+        return self._windows
+
+    @property
     def partial(self) -> bool:
         return self.finished is None
 
     @property
     def values(self) -> list[float]:
-        return [r.value for r in self.runs]
+        return self.runs.values.tolist()
 
     @property
     def summary(self) -> Summary | None:
@@ -86,17 +100,24 @@ def _no_constant(token: str) -> Any:
     raise ValueError(f"{token} is not JSON (hotloop never writes it: an edited file?)")
 
 
-def _open_regular(path: Path) -> str:
-    """The text of a regular file: a FIFO would block, /dev/zero would never end."""
+def _lines(path: Path, digest: Any = None) -> Iterator[tuple[int, bytes]]:
+    """(number, line) of a regular file, a line at a time (a FIFO would block, /dev/zero
+    would never end); `digest` (a hashlib object) sees every byte."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-        with open(fd, "rb") as f:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                raise HotloopError(f"{path}: not a regular file, not a hotloop result")
-            return f.read().decode("utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise HotloopError(f"{path}: cannot read: {getattr(e, 'strerror', None) or e}") \
-            from None
+    except OSError as e:
+        raise HotloopError(f"{path}: cannot read: {e.strerror or e}") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise HotloopError(f"{path}: not a regular file, not a hotloop result")
+    with open(fd, "rb") as f:
+        try:
+            for no, line in enumerate(f, 1):
+                if digest is not None:
+                    digest.update(line)
+                yield no, line
+        except OSError as e:
+            raise HotloopError(f"{path}: cannot read: {e.strerror or e}") from None
 
 
 def run_problem(result: Result, run: ev.RunSample) -> str | None:
@@ -134,33 +155,51 @@ def decode_line(line: str | bytes) -> ev.Event:
     return ev.from_json(obj)
 
 
-def read(path: Path) -> Result:
-    """Read a result file; HotloopError (one line: file, line, what is wrong) if it is
-    not one.  Every field of what comes back has the type hotloop writes, and every
-    number is finite, so no consumer needs to check."""
-    text = _open_regular(path)
-    lines = text.split("\n")
-    while lines and not lines[-1].strip():
-        lines.pop()
-    result: Result | None = None
-    for no, line in enumerate(lines, 1):
-        if not line.strip():
+def _events(path: Path, digest: Any = None,
+            want_windows: bool = True) -> Iterator[tuple[int, ev.Event]]:
+    """The file's events, each line checked; HotloopError (one line: file, line, what is
+    wrong) at the first that is not one.  A line that is not JSON is what a crash cut
+    short when it is the last: the events before it stand.  Without `want_windows`, a perf
+    window's line is checked and not kept."""
+    cut: str | None = None
+    for no, raw in _lines(path, digest):
+        if not raw.strip():
             continue
+        if cut is not None:             # a line after one that was not JSON
+            raise HotloopError(cut)
         try:
+            line = raw.decode("utf-8")
             event = decode_line(line)
+        except UnicodeDecodeError as e:
+            raise HotloopError(f"{path}: cannot read: {e}") from None
         except NewerFormat as e:
             raise HotloopError(f"{path}: {e}") from None
         except NotJson:
-            if no == len(lines) and result is not None:
-                break                   # a line cut short by a crash: keep the rest
-            raise HotloopError(f"{path}:{no}: not a hotloop result line (not JSON)") from None
+            if no == 1:
+                raise HotloopError(f"{path}:{no}: not a hotloop result line (not JSON)") \
+                    from None
+            cut = f"{path}:{no}: not a hotloop result line (not JSON)"
+            continue
         except ValueError as e:
             raise HotloopError(f"{path}:{no}: not a hotloop result line: {e}") from None
+        if not want_windows and isinstance(event, ev.HotSymbols) and event.scope != "session":
+            continue
+        yield no, event
+
+
+def read(path: Path, windows: bool = False) -> Result:
+    """Read a result file; HotloopError (one line: file, line, what is wrong) if it is
+    not one.  Every field of what comes back has the type hotloop writes, and every
+    number is finite, so no consumer needs to check.  The file is read a line at a time and
+    its runs held as columns (`Runs`); its perf windows' lines are checked and left in the
+    file until `Result.windows` asks for them (or `windows`: read now)."""
+    digest = hashlib.sha256()
+    result: Result | None = None
+    for no, event in _events(path, digest, want_windows=windows):
         if result is None:
             if not isinstance(event, ev.Started):
                 raise HotloopError(f"{path}:{no}: not a hotloop result (no header line)")
-            result = Result(path, event.header,
-                            digest=hashlib.sha256(text.encode()).hexdigest())
+            result = Result(path, event.header, _windows=[] if windows else None)
         elif isinstance(event, ev.Started):
             raise HotloopError(f"{path}:{no}: a second header line: two runs wrote this file")
         elif result.finished is not None or result.failed is not None:
@@ -173,4 +212,5 @@ def read(path: Path) -> Result:
             result.add(event)
     if result is None:
         raise HotloopError(f"{path}: empty, not a hotloop result")
+    result.digest = digest.hexdigest()
     return result

@@ -1,0 +1,62 @@
+"""Reading a result file holds what show and compare use, not the file: runs as columns
+(results/runs.py), perf window lines checked and left in the file until asked for.  Measured
+with tracemalloc (what Python allocates: the same on any machine, whatever its load)."""
+from __future__ import annotations
+
+import tracemalloc
+
+import forge
+import pytest
+
+from hotloop import results
+from hotloop.analysis import metrics
+from hotloop.errors import HotloopError
+
+
+def peak_mb(fn):
+    tracemalloc.start()
+    try:
+        out = fn()
+        return out, tracemalloc.get_traced_memory()[1] / 1e6
+    finally:
+        tracemalloc.stop()
+
+
+def test_runs_read_back_as_written_extras_and_variants_included(tmp_path):
+    runs = [forge.run(0, "ns/op", ops=10, ns=1000, extra={"user_s": 0.5}, variant="a"),
+            forge.run(1, "ns/op", ops=10, ns=2000, cycles=30, variant="a")]
+    f = forge.write(tmp_path / "r.jsonl", forge.header(forge.SYSCALL, {}), runs)
+    res = results.read(f)
+    assert [(r.index, r.value, r.ns, r.cycles, r.extra, r.variant) for r in res.runs] == \
+        [(0, 100.0, 1000, 0, {"user_s": 0.5}, "a"), (1, 200.0, 2000, 30, {}, "a")]
+    assert res.values == [100.0, 200.0] and res.runs[-1].index == 1
+    assert [r.index for r in res.runs[1:]] == [1]
+    with pytest.raises(IndexError):
+        res.runs[2]
+    s = metrics.series(res)
+    assert s["user_s"].values == [0.5] and s["cycles/op"].values == [3.0]
+
+
+def test_runs_are_held_as_columns_not_an_object_each(tmp_path):
+    n = 4_000
+    f = forge.zero_null(tmp_path / "many.jsonl", [100_000 + i for i in range(n)], n=n)
+    res, peak = peak_mb(lambda: results.read(f))
+    assert len(res.runs) == n and res.runs[n - 1].ns == 100_000 + n - 1
+    assert peak < 1.5, peak             # an object a run: 4.6 MB here; columns: 0.3 MB
+
+
+def test_window_lines_are_checked_not_kept_and_come_when_asked_for(tmp_path):
+    windows = [forge.symbols([3.0] * 30, scope="window", window=i) for i in range(600)]
+    f = forge.zero_null(tmp_path / "long.jsonl", 100_000, n=6,
+                        more=[*windows, forge.symbols([50.0, 20.0])])
+    res, peak = peak_mb(lambda: results.read(f))
+    assert res.session_symbols is not None and len(res.runs) == 6
+    assert peak < 1.5, peak             # the windows held: 8.7 MB here; checked only: 0.1
+    assert [w.window for w in res.windows] == list(range(600))
+    # checked all the same: a bad window line is one line naming it
+    text = f.read_text().replace('"scope": "window", "window": 7,',
+                                 '"scope": "window", "window": "seven",')
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(text)
+    with pytest.raises(HotloopError, match=r"bad.jsonl:\d+: .*window: expected an integer"):
+        results.read(bad)
