@@ -777,3 +777,27 @@ def test_a_compared_symbol_annotates_side_by_side_on_each_sides_session(spin, is
             await pilot.press("escape", "q")
     asyncio.run(go())
     assert leftovers() == []
+
+
+@needs_perf
+def test_a_long_sessions_symbol_is_annotated_from_an_even_spread_of_its_windows(kept, tmp_path):
+    """Beyond MOST_WINDOWS windows, annotate counts an even spread of those holding the
+    symbol (each window is a perf script: every one of an 8-hour session took an hour).
+    The long session here is the kept one's windows, each copied (real perf data)."""
+    from hotloop.perf.spread import MOST_WINDOWS
+    gz = perf_data_files(kept.with_suffix(".perf"))
+    long = tmp_path / "long.jsonl"
+    shutil.copy(kept, long)
+    (tmp_path / "long.perf").mkdir()
+    copies = MOST_WINDOWS // len(gz) + 2
+    for k in range(copies):
+        for f in gz:
+            shutil.copy(f, tmp_path / "long.perf" / f"{f.name.removesuffix('.gz')}{k:03d}.gz")
+    total = copies * len(gz)
+    done = hotloop("annotate", str(long), "hl_run", "--format", "json")
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(done.stdout)
+    assert doc["windows"] <= MOST_WINDOWS < doc["sampled_from"] <= total
+    assert doc["samples"] > 0
+    title = hotloop("annotate", str(long), "hl_run").stdout.splitlines()[0]
+    assert f"(an even spread of the {doc['sampled_from']} holding it)" in title

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import bisect
 import contextlib
+import dataclasses
 import difflib
 import gzip
 import itertools
@@ -24,7 +25,7 @@ import tempfile
 import threading
 import zlib
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +36,7 @@ from hotloop.host.doctor import Capability
 from hotloop.host.procs import child_setup
 from hotloop.perf.buildid import KERNEL_DSO, file_build_id, kernel_build_id, module_build_id
 from hotloop.perf.probe import PERF_MISSING, find_perf
+from hotloop.perf.spread import spread
 
 ANNOTATE_TIMEOUT_S = 120.0
 PARALLEL = 4                            # perf annotate processes at once
@@ -82,6 +84,7 @@ class Annotation:
     dso: str
     instructions: list[Instruction] = field(default_factory=list)
     files: int = 0                      # perf.data files (windows) with samples of it
+    sampled_from: int = 0               # counted an even spread of this many windows (0: all)
 
     @property
     def samples(self) -> int:
@@ -324,7 +327,8 @@ def _check_build(dso: str, recorded: dict[str, str], vmlinux: str | None,
 def annotate(files: list[Path], symbol: str, vmlinux: str | None = None, *, dso: str = "",
              kernel: bool | None = None, build_ids: dict[str, str] | None = None,
              binaries: dict[str, str] | None = None, pids: tuple[int, ...] = (),
-             comms: tuple[str, ...] = (), background: set[int] | None = None) -> Annotation:
+             comms: tuple[str, ...] = (), background: set[int] | None = None,
+             holding: Collection[int] | None = None) -> Annotation:
     """The symbol's instructions with their samples summed over `files`; HotloopError (one
     line) when perf is missing, a file cannot be read, no file has samples of it, or its
     binary is not the build the run sampled (`build_ids`, recorded with its hot symbols).
@@ -336,7 +340,9 @@ def annotate(files: list[Path], symbol: str, vmlinux: str | None = None, *, dso:
     whole CPUs): the workers', and those of the processes they fork, named after them.
     `background`: the CPUs the running workload uses; perf then keeps off them, at idle
     priority.  Each file's samples are counted with `perf script`, and one `perf annotate`
-    (of the file with most of them) gives the instructions: not one per window."""
+    (of the file with most of them) gives the instructions: not one per window.  Beyond
+    MOST_WINDOWS files, an even spread of those holding the symbol (`holding`: the windows
+    whose line in the result lists it) is counted: `spread`."""
     perf = find_perf()
     if perf is None:
         raise HotloopError(PERF_MISSING)
@@ -344,9 +350,12 @@ def annotate(files: list[Path], symbol: str, vmlinux: str | None = None, *, dso:
         # before any perf: counting a kernel symbol's samples loads the kernel's symbols for
         # every window, minutes on a loaded machine, only for perf annotate to refuse it
         _kernel_annotates(symbol, vmlinux, build_ids or {})
+    files, of = spread(files, holding)
     try:
-        return _annotate(perf, files, symbol, vmlinux, dso, kernel, build_ids or {},
-                         binaries or {}, (frozenset(pids), frozenset(comms)), background)
+        return dataclasses.replace(
+            _annotate(perf, files, symbol, vmlinux, dso, kernel, build_ids or {},
+                      binaries or {}, (frozenset(pids), frozenset(comms)), background),
+            sampled_from=of)
     except OSError as e:                # no room in $TMPDIR, a file unreadable: one line
         raise HotloopError(f"annotate {symbol}: {e.strerror or e}"
                            + (f": {e.filename}" if e.filename else "")) from None

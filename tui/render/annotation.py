@@ -18,7 +18,9 @@ def _hot(a: Annotation) -> int:
 
 def _title(a: Annotation) -> str:
     return (f"{a.symbol} in {a.dso or '?'}: {a.samples} sample{'' if a.samples == 1 else 's'}"
-            f" in {a.files} perf window{'' if a.files == 1 else 's'}")
+            f" in {a.files} perf window{'' if a.files == 1 else 's'}"
+            + (f" (an even spread of the {a.sampled_from} holding it)" if a.sampled_from
+               else ""))
 
 
 def text(a: Annotation, by_share: bool = False) -> str:
@@ -48,6 +50,7 @@ def _insn(a: Annotation, i: Instruction) -> dict[str, Any]:
 
 def document(a: Annotation) -> dict[str, Any]:
     return {"symbol": a.symbol, "dso": a.dso, "samples": a.samples, "windows": a.files,
+            "sampled_from": a.sampled_from,
             "instructions": [_insn(a, i) for i in a.instructions]}
 
 

@@ -7,8 +7,9 @@ from pathlib import Path
 
 from hotloop.errors import HotloopError
 from hotloop.perf.annotate import Annotation, NoSamples, annotate, nothing_to_annotate, perf_data_files
+from hotloop.perf.spread import MOST_WINDOWS
 from hotloop.results.perf_data import perf_dir
-from hotloop.results.reader import Result
+from hotloop.results.reader import Result, windows_holding
 
 
 def perf_files(res: Result) -> list[Path]:
@@ -49,7 +50,9 @@ def annotate_symbol(res: Result, files: list[Path], symbol: str,
                         else None,
                         binaries=res.session_symbols.binaries if res.session_symbols else None,
                         pids=res.session_symbols.pids if res.session_symbols else (),
-                        comms=res.session_symbols.comms if res.session_symbols else ())
+                        comms=res.session_symbols.comms if res.session_symbols else (),
+                        holding=windows_holding(res.path, symbol)
+                        if len(files) > MOST_WINDOWS else None)
     except NoSamples:
         # the run sampled it (its hot symbols say so): perf cannot place the samples
         where = f"{hot.dso} ({hot.percent:.1f}% of the run)" if hot else "its binary"

@@ -187,6 +187,27 @@ def _events(path: Path, digest: Any = None,
         yield no, event
 
 
+def windows_holding(path: Path, symbol: str) -> set[int]:
+    """The perf windows whose line lists `symbol` among their hottest: annotate's index of
+    which windows to count.  A byte search for the name first, so only those lines are
+    parsed (the file was checked when it was read)."""
+    name = json.dumps(symbol, separators=(",", ":")).encode()
+    out: set[int] = set()
+    for _, line in _lines(path):
+        if name not in line or b'"hot_symbols"' not in line:
+            continue
+        try:
+            obj = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(obj, dict) and obj.get("scope") == "window" \
+                and isinstance(obj.get("window"), int) \
+                and any(isinstance(s, dict) and s.get("symbol") == symbol
+                        for s in obj.get("symbols") or ()):
+            out.add(obj["window"])
+    return out
+
+
 def read(path: Path, windows: bool = False) -> Result:
     """Read a result file; HotloopError (one line: file, line, what is wrong) if it is
     not one.  Every field of what comes back has the type hotloop writes, and every
