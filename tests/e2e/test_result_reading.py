@@ -50,8 +50,9 @@ def test_the_console_compare_screen_lists_forged_files_and_refuses_them_in_one_l
             errors = {e.path.name: e.error for e in screen.entries}
             assert errors["good.jsonl"] == ""
             assert errors["header5.jsonl"].startswith(f"{out / 'header5.jsonl'}:1: ")
-            assert "value: expected a number" in errors["strvalue.jsonl"]
-            assert "NaN is not JSON" in errors["nan.jsonl"]
+            # listed from their headers and last lines: their runs are read, and refused,
+            # when compared
+            assert errors["strvalue.jsonl"] == errors["nan.jsonl"] == ""
             await pick(pilot, screen, "good.jsonl")
             await pick(pilot, screen, "strvalue.jsonl")
             await pilot.press("c")
