@@ -286,3 +286,18 @@ def test_a_called_rows_interval_is_widened_for_the_symbols_tested(
     assert rz.ci_low_alone is not None and rz.ci_high_alone is not None
     assert rz.ci_low < rz.ci_low_alone and rz.ci_high is not None
     assert rz.ci_high > rz.ci_high_alone
+
+
+def test_a_symbol_sampled_a_few_times_on_one_side_only_is_too_few_not_new(
+        tmp_path: Path) -> None:
+    # tiny runs: 2 samples a session of a symbol the other side never sampled are chance,
+    # not a symbol gone; 40 a session against none is a symbol gone
+    for name, side in (("a", [{"read_zero": 300, "blip": 2, "old_path": 40}] * 3),
+                       ("b", [{"read_zero": 300}] * 3)):
+        for i, s in enumerate(side):
+            session(tmp_path / name / f"s{i}.jsonl", s)
+    (p,) = compare.load_and_compare([tmp_path / "a", tmp_path / "b"]).pairs
+    rows = {d.symbol: d for d in p.symbols or ()}
+    assert rows["blip"].verdict is SymbolVerdict.TOO_FEW_SAMPLES
+    assert rows["blip"].word == "too few samples: 2"
+    assert rows["old_path"].verdict is SymbolVerdict.GONE

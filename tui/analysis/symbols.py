@@ -99,7 +99,9 @@ class SymbolDelta:
         if self.verdict is None:
             return ""
         if self.verdict is SymbolVerdict.TOO_FEW_SAMPLES:
-            return f"{self.verdict.value}: {math.floor(min(self.samples_baseline, self.samples_new))}"
+            # the fewer samples a session of the sides that sampled it
+            seen = [n for n in (self.samples_baseline, self.samples_new) if n] or [0.0]
+            return f"{self.verdict.value}: {math.floor(min(seen))}"
         return str(self.verdict.value)
 
     @property

@@ -108,9 +108,11 @@ def _row(share: SymbolDelta | None, key: Key, b: SideCost, n: SideCost,
                       change_pct=(mn / mb - 1) * 100 if mb else None,
                       samples_baseline=sb, samples_new=sn, baseline_costs=tuple(bc),
                       new_costs=tuple(nc))
-    if not sb:
+    # a symbol one side never sampled is new or gone only where the other sampled it enough
+    # for its absence to mean something: 2 samples against 0 are chance
+    if not sb and sn >= MIN_SAMPLES:
         return _with(row, verdict=SymbolVerdict.NEW), None
-    if not sn:
+    if not sn and sb >= MIN_SAMPLES:
         return _with(row, verdict=SymbolVerdict.GONE), None
     if min(sb, sn) < MIN_SAMPLES:
         return _with(row, verdict=SymbolVerdict.TOO_FEW_SAMPLES,
