@@ -46,6 +46,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             # A run killed with settings applied left a journal: put them back first.
             for message in recovery.recover():
                 print(f"hotloop: {visible(message)}", file=sys.stderr)
+            # and the perf data it left raw: compressed and within its budget
+            for message in finish_left_perf():
+                print(f"hotloop: {visible(message)}", file=sys.stderr)
         return command(args.command)(args)
     except HotloopError as e:
         print(f"hotloop: {visible(str(e))}", file=sys.stderr)     # one line, inert
@@ -58,6 +61,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:             # `hotloop list | head`: the reader has gone
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+
+
+def finish_left_perf() -> list[str]:
+    """The perf data of sessions killed before their end, finished (perf/opened.py); the
+    result modules loaded only when there is some."""
+    from hotloop.perf import opened
+    if not opened.any_left():
+        return []
+    from hotloop.results.perf_data import finish_left
+    return finish_left()
 
 
 def _short_of_memory(e: BaseException) -> str:

@@ -27,6 +27,7 @@ from hotloop import events as ev
 from hotloop.events import HotSymbol
 from hotloop.host.procs import time_scale
 from hotloop.perf.control import killpg
+from hotloop.perf.keep import KeptWindows
 from hotloop.perf.parse import aggregate
 from hotloop.perf.probe import (
     CALL_GRAPHS,
@@ -100,7 +101,8 @@ class PerfRecorder:
                  event: str | None = None,
                  cpus: Sequence[int] = (), comm: str | None = None,
                  on_window: Callable[[PerfWindow], Any] | None = None,
-                 on_warning: Callable[[str], Any] | None = None) -> None:
+                 on_warning: Callable[[str], Any] | None = None,
+                 kept: KeptWindows | None = None, window_base: int = 0) -> None:
         if call_graph not in CALL_GRAPHS:
             raise ValueError(f"call_graph must be one of {', '.join(CALL_GRAPHS)}, not {call_graph!r}")
         self.pids = [int(p) for p in pids]
@@ -114,12 +116,15 @@ class PerfRecorder:
         self.window_s = min(max(float(window_s), 0.1), 2.0)
         self.counters_enabled = counters
         self.keep_dir = os.fspath(keep_dir) if keep_dir is not None else None
-        # kept data: "gzip" (each file once the run is over), or "" as perf writes it.  Not
+        # kept data: "gzip" (each file once summarised), or "" as perf writes it.  Not
         # `perf record -z`: with --switch-output its zstd stream runs on across the files,
         # and perf (6.1) cannot read any file after the first ("failed to decompress").
         if compress not in ("", "gzip"):
             raise ValueError(f"compress must be gzip or empty, not {compress!r}")
         self.compress = compress if self.keep_dir else ""
+        # the session's kept windows (its budget), else this recording's own, unbounded
+        self.kept = kept if kept is not None or self.keep_dir is None else KeptWindows(
+            self.keep_dir, None, compress=self.compress == "gzip", warn=self._warn)
         self.event = event
         self.on_window = on_window
         self.on_warning = on_warning
@@ -130,7 +135,8 @@ class PerfRecorder:
                                   frequency=self.frequency, call_graph=call_graph, event=event,
                                   warn=self._warn)
         self._windows = Windows(self._record, window_s=self.window_s, keep=bool(self.keep_dir),
-                                warn=self._warn, on_window=on_window)
+                                warn=self._warn, on_window=on_window,
+                                kept=self.kept if self.keep_dir else None, base=window_base)
         self._stat = PerfStat(self.perf, self.pids, self.cpus, warn=self._warn)
         self._watcher: asyncio.Task[None] | None = None
         self._started = False
@@ -223,8 +229,8 @@ class PerfRecorder:
         finally:
             self._windows.out.put_nowait(None)
             self._cleanup_files()
-        if self.compress == "gzip":
-            await asyncio.to_thread(self._windows.gzip_kept)
+        if self.kept is not None and self.keep_dir:     # a window or two left, if any
+            await asyncio.to_thread(self.kept.settle, self._windows.preexisting)
         self._result = res
         return res
 

@@ -1,14 +1,13 @@
 """A recording in windows: perf record's output rotated (SIGUSR2) every `window_s` seconds and
 at each `cut()`, each completed file summarised by `perf report` at idle priority and parsed
-into `HotSymbol`s, as a `PerfWindow`; and the kept files gzipped once the run is over.
+into `HotSymbol`s, as a `PerfWindow`; a kept file then handed to `keep` (gzipped at once,
+within the session's budget), so nothing is left to compress when the run ends.
 """
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import gzip
 import os
-import shutil
 import signal
 import subprocess
 import time
@@ -19,6 +18,7 @@ from typing import Any
 from hotloop.events import HotSymbol
 from hotloop.host.procs import time_scale
 from hotloop.perf.control import killpg, spawn
+from hotloop.perf.keep import WINDOW_FILE, KeptWindows
 from hotloop.perf.parse import parse_report, report_argv
 from hotloop.perf.record import PerfRecord
 
@@ -46,10 +46,13 @@ class Windows:
 
     def __init__(self, record: PerfRecord, *, window_s: float, keep: bool,
                  warn: Callable[[str], None],
-                 on_window: Callable[[PerfWindow], Any] | None = None) -> None:
+                 on_window: Callable[[PerfWindow], Any] | None = None,
+                 kept: KeptWindows | None = None, base: int = 0) -> None:
         self.record = record
         self.window_s = window_s
         self.keep = keep                    # the files stay (--keep-perf), else each goes once read
+        self.kept = kept                    # where a kept file goes once read
+        self.base = base                    # the session's windows before this recording's
         self._warn = warn
         self.on_window = on_window
         self.directory: str | None = None
@@ -65,12 +68,18 @@ class Windows:
         self._last_rotate = 0.0
         self._t0 = 0.0
         self._reporter: asyncio.Task[None] | None = None
+        # kept files to compress: apart from the reports, which must not wait on gzip
+        self._kept_paths: asyncio.Queue[tuple[int, str]] = asyncio.Queue()
+        self._compressor: asyncio.Task[None] | None = None
 
     def begin(self) -> None:
         """Sampling runs: the first window opens now."""
         self._t0 = self._last_rotate = time.monotonic()
         self._reporter = asyncio.create_task(self._report_loop())
         self.tasks.append(self._reporter)
+        if self.keep and self.kept is not None:
+            self._compressor = asyncio.create_task(self._compress_loop())
+            self.tasks.append(self._compressor)
         self.tasks.append(asyncio.create_task(self._timer_loop()))
 
     def cut(self) -> None:
@@ -120,7 +129,7 @@ class Windows:
             return
         with contextlib.suppress(OSError):
             for name in sorted(os.listdir(self.directory)):
-                if name.startswith("perf.data.") and name not in self.preexisting:
+                if WINDOW_FILE.fullmatch(name) and name not in self.preexisting:
                     self._queue_path(os.path.join(self.directory, name))
 
     async def finish(self) -> None:
@@ -132,6 +141,12 @@ class Windows:
                 await asyncio.wait_for(self._reporter, 30 * time_scale())   # a VM's: longer
             except asyncio.TimeoutError:
                 self._warn("perf: summarising the last windows timed out")
+        if self._compressor is not None:
+            # what it has not reached (a window or two) is the recorder's to finish, here and
+            # now rather than at idle priority: KeptWindows.settle
+            self._compressor.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._compressor
 
     async def _report_loop(self) -> None:
         start = 0.0
@@ -156,6 +171,14 @@ class Windows:
                     self.on_window(w)
                 except Exception as e:  # noqa: BLE001
                     self._warn(f"perf window callback failed: {e}")
+            if self._compressor is not None:     # compressed as the next window fills
+                self._kept_paths.put_nowait((self.base + w.index, path))
+
+    async def _compress_loop(self) -> None:
+        assert self.kept is not None
+        while True:
+            index, path = await self._kept_paths.get()
+            await self.kept.add(index, path, self.record.cpus)
 
     async def _report(self, path: str) -> list[HotSymbol]:
         rec = self.record
@@ -182,21 +205,3 @@ class Windows:
             self._warn(f"perf report failed on {os.path.basename(path)}: "
                        f"{msg[-1] if msg else proc.returncode}")
         return parse_report(text)
-
-    def gzip_kept(self) -> None:
-        """Each kept file gzipped once perf is done with it (about 5 times smaller)."""
-        if not self.directory:
-            return
-        for name in os.listdir(self.directory):
-            path = os.path.join(self.directory, name)
-            if name.startswith("perf.data") and not name.endswith(".gz") \
-                    and name not in self.preexisting:
-                try:
-                    with open(path, "rb") as src, gzip.open(path + ".gz", "wb") as dst:
-                        shutil.copyfileobj(src, dst)
-                    os.unlink(path)
-                except OSError as e:
-                    with contextlib.suppress(OSError):
-                        os.unlink(path + ".gz")
-                    self._warn(f"perf: {path} kept uncompressed: {e.strerror or e}")
-                    return

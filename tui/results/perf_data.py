@@ -184,3 +184,44 @@ def prune_perf_data(directory: Path, budget: int, keep: Path) -> list[Path]:
         return removed
     finally:
         os.close(parent)
+
+
+def finish(result: Path, budget_mb: int) -> str | None:
+    """The perf data beside `result` as a session's end leaves it, for one that did not get
+    there (SIGKILL, a crash): its windows compressed and within the budget, older runs' data
+    pruned as the session would have; what was done, in a line (None: nothing, or not a
+    directory of hotloop's, which is left alone)."""
+    from hotloop.perf.keep import finish_dir
+    d = perf_dir(result)
+    try:
+        dfd = _open_dir(d)
+    except OSError:
+        return None
+    try:
+        if _perf_files(dfd) is None or not _marked(dfd, result.name):
+            return None
+    finally:
+        os.close(dfd)
+    kept = finish_dir(str(d), budget_mb * 1_000_000, budget_mb)
+    gone = prune_perf_data(d.parent, budget_mb * 1_000_000, d)
+    if not (kept.compressed or kept.dropped or gone):
+        return None
+    return (f"perf data of a session that did not end finished: {d} ({kept.compressed} "
+            f"window{'s' * (kept.compressed != 1)} compressed, {kept.dropped} thinned out"
+            + (f", {len(gone)} older run{'s' * (len(gone) != 1)}' removed" if gone else "")
+            + f"; within {budget_mb} MB, plan key perf_keep_mb)")
+
+
+def finish_left() -> list[str]:
+    """What killed sessions left of their perf data (hotloop.perf.opened), finished: one line
+    each.  A session still running, or one another hotloop is finishing, is left to it."""
+    from hotloop.perf import opened
+    said = []
+    for entry in opened.left():
+        try:
+            line = finish(entry.result, entry.budget_mb)
+        finally:
+            entry.release()
+        if line:
+            said.append(line)
+    return said

@@ -1,19 +1,25 @@
 """A session's perf, over its worker processes: one recorder a worker (its windows numbered on
 from the workers before it), the binaries their samples fall in (read as the workers mapped
 them), and at the end the per-run and whole-session hot symbols and the counters of them all.
-The perf data is kept beside the result file, within the plan's budget for its directory.
+The perf data is kept beside the result file, each window compressed as the next one fills and
+the session's own within the plan's budget (perf/keep.py) as it runs; older runs' data within
+that budget for the directory when the session ends.  `finish()` leaves it so on every way out.
 """
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import functools
+import os
 from pathlib import Path
 from typing import Any
 
 from hotloop import events as ev
 from hotloop.catalog import ResolvedPlan
+from hotloop.perf import opened
 from hotloop.perf.buildid import binaries, build_ids, mapped_files, read_ids
+from hotloop.perf.keep import KeptWindows
 from hotloop.perf.recorder import PerfRecorder, PerfResult, merge
 from hotloop.perf.tally import Tally
 from hotloop.results.perf_data import claim_perf_dir, perf_dir, prune_perf_data
@@ -38,6 +44,10 @@ class Recording:
         self._all_pids: list[int] = []      # every worker's and helper's, for annotate
         self._comms: list[str] = []         # and their names, which what they fork inherits
         self._tally = Tally(WINDOW_TOP)     # the windows so far: for a session cut short
+        self._kept: KeptWindows | None = None   # the session's kept windows, once perf starts
+        self._before: set[str] = set()          # in the perf directory before: not ours
+        self._open: opened.Entry | None = None  # held while the data is not finished
+        self._finished = False
 
     def first_said(self, message: str) -> bool:
         """Whether perf says `message` for the first time: once a session, not once a
@@ -64,12 +74,23 @@ class Recording:
             self.keep = False
             inbox.put_nowait(("warning", f"data not kept: {why}"))
         keep = perf_dir(self.result_file) if self.keep else None
+
+        def warn(message: str) -> None:
+            inbox.put_nowait(("warning", message))
+        if keep is not None and self._kept is None:
+            with contextlib.suppress(OSError):
+                self._before = set(os.listdir(keep))
+            self._open = opened.hold(self.result_file, plan.perf_keep_mb)
+            self._kept = KeptWindows(str(keep), plan.perf_keep_mb * 1_000_000,
+                                     budget_mb=plan.perf_keep_mb)
+        if self._kept is not None:
+            self._kept.warn = warn      # this worker's inbox
         return PerfRecorder(
             pids, frequency=plan.perf_freq, call_graph=plan.call_graph, keep_dir=keep,
-            compress="gzip",
+            compress="gzip", kept=self._kept, window_base=self._windows,
             cpus=self.rp.cpu.cpus, comm=comm,
             on_window=functools.partial(self._on_window, inbox, (self._windows, first_run)),
-            on_warning=lambda m: inbox.put_nowait(("warning", m)))
+            on_warning=warn)
 
     @staticmethod
     def _on_window(inbox: asyncio.Queue[tuple[str, Any]], base: tuple[int, int],
@@ -128,6 +149,23 @@ class Recording:
                     comms=tuple(dict.fromkeys(self._comms)))
                 if isinstance(e, ev.HotSymbols) and e.scope == "session" else e
                 for e in events]
+
+    def finish(self) -> list[str]:
+        """The session's perf data finished, however it ends (its end, a stop, Ctrl-C, a
+        crash): what perf left plain compressed, the whole within the budget, older runs'
+        data pruned; once.  What it did, as warnings (the pruning)."""
+        if self._finished:
+            return []
+        self._finished = True
+        try:
+            if self._kept is not None:
+                self._kept.warn = None          # said in the file already, or nowhere to say
+                self._kept.settle(self._before)
+            return self.prune()
+        finally:
+            if self._open is not None:
+                self._open.release()
+                self._open = None
 
     def prune(self) -> list[str]:
         """Older runs' perf data beyond the plan's budget for the results directory: removed,

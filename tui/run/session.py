@@ -174,7 +174,7 @@ class Session:
                 yield event
             driver.kill()
             for message in [*preflight.changed_during(during), *teardown.put_back(),
-                            *recording.prune()]:
+                            *recording.finish()]:
                 yield note(message)
             if final is not None:
                 self._write(final, last=True)
@@ -201,6 +201,9 @@ class Session:
                 # the file closed, without waiting for anything.
                 for message in teardown.put_back():     # a no-op when already restored
                     note(message, quiet=True)
+                # stopped or cancelled: perf is gone, its last window or two are compressed
+                # here (small: each window was as it completed) and the data held to budget
+                recording.finish()
                 # nothing ran: nothing kept, an old file intact
                 teardown.close(discard=isinstance(final, ev.Failed) and final.bad_input
                                and not runs)

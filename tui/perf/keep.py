@@ -1,0 +1,265 @@
+"""The perf data a session keeps, bounded while it grows: each window's file gzipped as soon as
+perf report has read it (by a `gzip` at nice 19 and idle I/O, off the workload's CPUs), and the
+session's windows thinned to its budget as they come, so no session, however long, holds more.
+
+The rule when the budget is reached: the kept windows are thinned evenly over the whole session
+(every 2nd window, then every 4th, ...: a window stays while its number is a multiple of the
+stride), the oldest going first within a pass, the first window always kept while any is.
+Annotate adds the samples of every kept window: an even sample of the session keeps that the
+whole session's profile, where dropping the oldest (or keeping only the first and the latest)
+would make a long session's annotation that of its last minutes.  A window off the stride once
+it is reached is dropped as soon as it has been summarised (its hot symbols are in the result
+file either way), without being compressed.  Room is left for the window perf is writing (as
+large as the last one), so the directory as a whole stays within the budget; windows perf
+report has not caught up with yet (a loaded machine) are not counted until it has.
+"""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import gzip
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from hotloop.host.procs import child_setup
+from hotloop.perf.control import killpg, spare_cpus
+
+GZIP_LEVEL = 6                  # gzip's own default: -9 took 3 times the CPU for 4% smaller files
+WINDOW_FILE = re.compile(r"perf\.data\.[0-9]+")     # a window perf completed (rotated)
+UNFINISHED = "perf.data"        # the window perf was writing when it was killed: no header
+
+
+@dataclass
+class KeptWindow:
+    index: int                  # the window's number in the session
+    path: str                   # on disk now (.gz once compressed)
+    size: int
+
+
+def gzip_file(path: str) -> str:
+    """`path` gzipped beside it (PATH.gz) and removed, in this process; the .gz's path.  A
+    .gz left half-written by a killed compressor is written again: the plain file's presence
+    is what says the work is not done."""
+    gz = path + ".gz"
+    try:
+        with open(path, "rb") as src, gzip.open(gz, "wb", compresslevel=GZIP_LEVEL) as dst:
+            shutil.copyfileobj(src, dst, 1 << 20)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(gz)
+        raise
+    os.unlink(path)
+    return gz
+
+
+def _gzip_argv(path: str) -> list[str]:
+    found = shutil.which("gzip")
+    argv = [found, "-f", f"-{GZIP_LEVEL}", "--", path] if found else [   # PATH.gz, then no PATH
+        sys.executable, "-c", "import sys, hotloop.perf.keep as k; k.gzip_file(sys.argv[1])",
+        path]
+    ionice = shutil.which("ionice")
+    return [ionice, "-c", "3", *argv] if ionice else argv     # its disk I/O: idle class
+
+
+def _nice_setup(cpus: Sequence[int]) -> Callable[[], None]:
+    setup = child_setup(os.getpid(), False, spare_cpus(cpus))
+
+    def run() -> None:
+        setup()
+        with contextlib.suppress(OSError):
+            os.nice(19)
+    return run
+
+
+async def gzip_idle(path: str, cpus: Sequence[int]) -> str:
+    """`path` gzipped by a process at nice 19 (its I/O idle class) on the CPUs the workload
+    does not use; the .gz's path, OSError when it failed.  Not SCHED_IDLE as perf report is:
+    on a machine whose CPUs are all busy that waits for ever, and the plain windows would pile
+    up beyond the budget; nice 19 still gets a sliver of a CPU."""
+    proc = await asyncio.create_subprocess_exec(
+        *_gzip_argv(path), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE, start_new_session=True, preexec_fn=_nice_setup(cpus))
+    try:
+        _, err = await proc.communicate()
+    except BaseException:                  # cancelled (Ctrl-C): the plain file stays
+        killpg(proc)
+        raise
+    if proc.returncode != 0 or not os.path.exists(path + ".gz"):
+        msg = err.decode(errors="replace").strip().splitlines()
+        raise OSError(msg[-1] if msg else f"gzip exited with status {proc.returncode}")
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
+    return path + ".gz"
+
+
+def _size(path: str) -> int:
+    try:
+        return os.stat(path, follow_symlinks=False).st_size
+    except OSError:
+        return 0
+
+
+class KeptWindows:
+    """The windows one session keeps in `directory`, within `budget` bytes (None: no bound);
+    `compress`: gzip each.  Shared by the recorders of a session's workers (numbered on), so
+    the budget and the stride are the session's.  `warn` says the thinning, once."""
+
+    def __init__(self, directory: str, budget: int | None, *, compress: bool = True,
+                 warn: Callable[[str], None] | None = None, budget_mb: int | None = None
+                 ) -> None:
+        self.directory = directory
+        self.budget = budget
+        self.budget_mb = budget_mb
+        self.compress = compress
+        self.warn = warn
+        self.kept: list[KeptWindow] = []
+        self.stride = 1
+        self.dropped = 0
+        self.compressed = 0
+        self.writing = 0        # the room left for the window perf writes: the last one's size
+        self._said = False
+        self._failed = False
+
+    async def add(self, index: int, path: str, cpus: Sequence[int]) -> None:
+        """Window `index`, its file `path` summarised: compressed and kept, or dropped when
+        off the stride; then the whole kept within the budget."""
+        name = os.path.basename(path)
+        size = _size(path)
+        self.writing = size
+        if index % self.stride:
+            self._drop(KeptWindow(index, path, size))
+            return
+        if self.compress and not self._failed:
+            try:
+                path = await gzip_idle(path, cpus)
+                self.compressed += 1
+                size = _size(path)
+            except OSError as e:
+                self._failed = True     # once: the rest stay as perf wrote them
+                self._say(f"{name} kept uncompressed: {e}")
+        self.kept.append(KeptWindow(index, path, size))
+        self.thin()
+
+    def settle(self, preexisting: set[str]) -> None:
+        """After perf: every window file of this session not kept yet (its compressor stopped,
+        or it was never summarised) gzipped here when still plain, the unfinished one perf was
+        writing when it was killed removed (it has no header; its samples were never
+        summarised), and the whole thinned to the budget.  In this process: at most a window
+        or two are left."""
+        try:
+            names = set(os.listdir(self.directory)) - preexisting
+        except OSError:
+            return
+        known = {os.path.basename(k.path) for k in self.kept}
+        nxt = max((k.index for k in self.kept), default=-1) + 1
+        for name in sorted(names):
+            plain = name.removesuffix(".gz")
+            path = os.path.join(self.directory, name)
+            if name == UNFINISHED:
+                with contextlib.suppress(OSError):
+                    os.unlink(path)
+                continue
+            if not WINDOW_FILE.fullmatch(plain) or name in known \
+                    or (name != plain and plain in names):    # half-written: done from plain
+                continue
+            if nxt % self.stride:       # off the stride reached: it would go at once
+                self._drop(KeptWindow(nxt, path, 0))
+                with contextlib.suppress(OSError):      # and a half-written .gz of it
+                    os.unlink(os.path.join(self.directory, plain + ".gz"))
+                nxt += 1
+                continue
+            if name == plain and self.compress and not self._failed:
+                self.writing = _size(path)      # room for its .gz first
+                self.thin()
+                try:
+                    path = gzip_file(path)
+                    self.compressed += 1
+                except OSError as e:
+                    self._failed = True
+                    self._say(f"{name} kept uncompressed: {e.strerror or e}")
+            self.kept.append(KeptWindow(nxt, path, _size(path)))
+            nxt += 1
+            self.writing = 0
+            self.thin()             # as it goes: a backlog never piles up past the budget
+        self.writing = 0        # perf is done: nothing more is being written
+        self.thin()
+
+    def total(self) -> int:
+        return sum(k.size for k in self.kept)
+
+    def thin(self) -> None:
+        """Within the budget, with room for the windows in flight: thinned evenly over the
+        session (the stride doubled), the oldest first; when even one window does not fit, it
+        goes too."""
+        if self.budget is None:
+            return
+        while self.kept and self.total() + self.writing > self.budget:
+            self._said_thinning()
+            if len(self.kept) == 1:
+                self._drop(self.kept.pop(0))
+                continue
+            while not any(k.index % (2 * self.stride) for k in self.kept):
+                self.stride *= 2
+            self.stride *= 2
+            for k in [k for k in self.kept if k.index % self.stride]:    # oldest first
+                self.kept.remove(k)
+                self._drop(k)
+
+    def _drop(self, k: KeptWindow) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(k.path)
+        self.dropped += 1
+
+    def _said_thinning(self) -> None:
+        if self._said:
+            return
+        self._said = True
+        mb = f"{self.budget_mb} MB" if self.budget_mb is not None else f"{self.budget} bytes"
+        self._say(f"this session's perf data reached its budget of {mb} (plan key "
+                  f"perf_keep_mb): its windows are kept thinned evenly over the session "
+                  f"(every 2nd, then every 4th..., the first always), the oldest going first; "
+                  f"every window's hot symbols stay in the result file")
+
+    def _say(self, message: str) -> None:
+        if self.warn is not None:
+            with contextlib.suppress(Exception):
+                self.warn(message)
+
+
+def finish_dir(directory: str, budget: int, budget_mb: int) -> KeptWindows:
+    """What a session killed before its end left in `directory`: the window files still plain
+    gzipped (a half-written .gz beside one is written again), the unfinished one removed, and
+    the whole thinned to `budget` by the same rule (the windows numbered as they are now)."""
+    kept = KeptWindows(directory, budget, budget_mb=budget_mb)
+    with contextlib.suppress(OSError):
+        os.unlink(os.path.join(directory, UNFINISHED))
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return kept
+    windows = sorted({n.removesuffix(".gz") for n in names
+                      if WINDOW_FILE.fullmatch(n.removesuffix(".gz"))})
+    for i, name in enumerate(windows):
+        path = os.path.join(directory, name)
+        if i % kept.stride:             # off the stride reached: it would go at once
+            for p in (path, path + ".gz"):
+                with contextlib.suppress(OSError):
+                    os.unlink(p)
+            kept.dropped += 1
+            continue
+        if name in names:
+            try:
+                path = gzip_file(path)
+                kept.compressed += 1
+            except OSError:
+                pass                    # kept as it is
+        else:
+            path += ".gz"
+        kept.kept.append(KeptWindow(i, path, _size(path)))
+        kept.thin()                 # as it goes: never past the budget on the way
+    return kept
