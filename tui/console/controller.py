@@ -315,6 +315,8 @@ class RunController:
             # a series: no session after this one, the one running ended as a stop does
             self._log("stopping the series: the sessions done are kept")    # asked for
             self.series.stop()
+            if wait and isinstance(session, Session):
+                session.stop(quick=True)        # quitting: see below
             if session is None or not session.pids:
                 worker.cancel()
             waiter = asyncio.ensure_future(self._await_worker(worker))
@@ -327,7 +329,13 @@ class RunController:
                   f"stopping: {session.host.name} ends its run and restores its system "
                   f"(up to {session.host.stop_wait:g} s)")     # the user asked: info
         self._stop_asked = True
-        session.stop()
+        if wait and isinstance(session, Session):
+            # quitting (q, a signal): perf's windows the reports have not reached are only
+            # compressed, each window having been as it came, so the quit does not grow with
+            # the session nor wait on a loaded machine's reports (#34)
+            session.stop(quick=True)
+        else:
+            session.stop()
         if not session.pids:                  # not started yet: nothing for stop() to kill
             worker.cancel()
         waiter = asyncio.ensure_future(self._await_worker(worker))

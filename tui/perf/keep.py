@@ -189,6 +189,15 @@ class KeptWindows:
         self.writing = 0        # perf is done: nothing more is being written
         self.thin()
 
+    def plain_bytes(self, preexisting: set[str]) -> int:
+        """How much of this session's data is still as perf wrote it."""
+        try:
+            names = set(os.listdir(self.directory)) - preexisting
+        except OSError:
+            return 0
+        return sum(_size(os.path.join(self.directory, n)) for n in names
+                   if WINDOW_FILE.fullmatch(n))
+
     def total(self) -> int:
         return sum(k.size for k in self.kept)
 

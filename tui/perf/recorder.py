@@ -198,9 +198,10 @@ class PerfRecorder:
                 return
             yield w
 
-    async def stop(self, timeout: float | None = None) -> PerfResult:
+    async def stop(self, timeout: float | None = None, quick: bool = False) -> PerfResult:
         """End perf (SIGINT, SIGKILL after `timeout`: 3 s, in an emulated VM 20 times that),
-        parse the last window, aggregate."""
+        parse the last window, aggregate; `quick`: the windows not summarised yet are left so
+        (their files kept)."""
         if self._result is not None:
             return self._result
         timeout = 3.0 * time_scale() if timeout is None else timeout
@@ -216,7 +217,7 @@ class PerfRecorder:
                 counters = await self._stat.stop(timeout)
             if rec is not None:
                 await self._record.stop(timeout)
-                await self._windows.finish()
+                await self._windows.finish(quick)
                 self.kill()
             res = self._build_result(counters)
         except asyncio.CancelledError:
@@ -229,7 +230,7 @@ class PerfRecorder:
         finally:
             self._windows.out.put_nowait(None)
             self._cleanup_files()
-        if self.kept is not None and self.keep_dir:     # a window or two left, if any
+        if self.kept is not None and self.keep_dir and not quick:   # a window or two left
             await asyncio.to_thread(self.kept.settle, self._windows.preexisting)
         self._result = res
         return res

@@ -132,11 +132,16 @@ class Windows:
                 if WINDOW_FILE.fullmatch(name) and name not in self.preexisting:
                     self._queue_path(os.path.join(self.directory, name))
 
-    async def finish(self) -> None:
-        """perf has ended: report the files left, the last window's too."""
+    async def finish(self, quick: bool = False) -> None:
+        """perf has ended: report the files left, the last window's too; `quick`: none of
+        them (a quit: a loaded machine's backlog of reports is not waited for)."""
         self.sweep()
         self._paths.put_nowait(None)
-        if self._reporter is not None:
+        if quick and self._reporter is not None:
+            self._reporter.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._reporter
+        elif self._reporter is not None:
             try:
                 await asyncio.wait_for(self._reporter, 30 * time_scale())   # a VM's: longer
             except asyncio.TimeoutError:

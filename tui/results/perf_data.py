@@ -225,3 +225,15 @@ def finish_left() -> list[str]:
         if line:
             said.append(line)
     return said
+
+
+if __name__ == "__main__":      # a quit's detached finisher (perf/opened.py detach)
+    import sys
+
+    from hotloop.perf import opened
+    held = opened.from_fd(int(sys.argv[1]))
+    if held is not None:
+        try:
+            finish(held.result, held.budget_mb)
+        finally:
+            held.release()

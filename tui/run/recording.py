@@ -24,6 +24,9 @@ from hotloop.perf.recorder import PerfRecorder, PerfResult, merge
 from hotloop.perf.tally import Tally
 from hotloop.results.perf_data import claim_perf_dir, perf_dir, prune_perf_data
 
+# A quit compresses up to this much plain perf data itself (0.1 s or so: a window or two),
+# and hands more to a detached finisher (perf/opened.py)
+QUICK_INLINE = 4_000_000
 WINDOW_TOP = 30                         # symbols kept per perf window and per run
 SESSION_TOP = 100                       # symbols kept for the whole session
 
@@ -48,6 +51,7 @@ class Recording:
         self._before: set[str] = set()          # in the perf directory before: not ours
         self._open: opened.Entry | None = None  # held while the data is not finished
         self._finished = False
+        self.quick = False                      # stopping for a quit: no report waited for
 
     def first_said(self, message: str) -> bool:
         """Whether perf says `message` for the first time: once a session, not once a
@@ -110,7 +114,7 @@ class Recording:
         """Stop one worker's recording and keep its result, run numbers made global."""
         if rec is None:
             return
-        result = await rec.stop()
+        result = await rec.stop(quick=self.quick)
         self._windows += rec.windows_done
         result.runs = {first_run + i: syms for i, syms in result.runs.items()}
         self._results.append(result)
@@ -160,6 +164,14 @@ class Recording:
         try:
             if self._kept is not None:
                 self._kept.warn = None          # said in the file already, or nowhere to say
+                # a quit, a loaded machine's backlog of windows left plain: a detached
+                # finisher at nice 19 compresses them, holding the entry's lock (a next
+                # command would do it, should it die), and the console quits now
+                if self.quick and self._open is not None \
+                        and self._kept.plain_bytes(self._before) > QUICK_INLINE \
+                        and opened.detach(self._open):
+                    self._open = None
+                    return []
                 self._kept.settle(self._before)
             return self.prune()
         finally:

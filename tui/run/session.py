@@ -86,9 +86,13 @@ class Session:
         """The worker's process name, inherited by its children."""
         return self._driver.comm
 
-    def stop(self) -> None:
+    def stop(self, quick: bool = False) -> None:
         """End the run now: no run after this reaches the file or the consumer.  The
-        stream ends with Failed(interrupted=True), or Finished when every run was in."""
+        stream ends with Failed(interrupted=True), or Finished when every run was in.
+        `quick` (the console quitting): perf's windows not summarised yet are not waited
+        for, only compressed, so the stop does not wait on a loaded machine's reports."""
+        if quick:
+            self._recording.quick = True
         self._driver.stop()
 
     def abandon(self, message: str, signame: str = "") -> None:
