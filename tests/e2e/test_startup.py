@@ -57,3 +57,10 @@ def test_a_guests_run_and_a_worker_load_none_of_the_heavy_modules(tmp_path):
 ])
 def test_the_commands_that_use_them_still_load_them(tmp_path, argv, needs):
     assert needs in loaded(tmp_path, command(*argv))
+
+
+def test_a_worker_loads_none_of_the_builds_machinery(tmp_path):
+    # every session starts a worker (each of a series' sessions too): the build, cffi's
+    # compiler and the rest are the session's to load, not the worker's (#34)
+    modules = loaded(tmp_path, "import hotloop.run.worker")
+    assert {"hotloop.run.build", "cffi.recompiler", "cffi"} & modules == set()

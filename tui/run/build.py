@@ -11,8 +11,6 @@ from __future__ import annotations
 import fcntl
 import functools
 import hashlib
-import importlib.machinery
-import importlib.util
 import os
 import re
 import shutil
@@ -20,30 +18,20 @@ import subprocess
 import sys
 import sysconfig
 import threading
-from dataclasses import dataclass
 from pathlib import Path
-from types import ModuleType
 
 import cffi
 from cffi.recompiler import make_c_source
 
 from hotloop import paths
 from hotloop.errors import HotloopError
+from hotloop.run.built import Built, load
+
+__all__ = ["Built", "build", "load"]
 
 CC = os.environ.get("CC", "cc")
 BASE_FLAGS = ("-fPIC", "-shared", "-Wall", "-pthread")
 ERROR_LINES = 6
-
-
-@dataclass(frozen=True)
-class Built:
-    """A compiled workload module on disk."""
-    path: Path
-    module_name: str
-    source_sha256: str
-    compiler: str
-    cflags: tuple[str, ...]
-    cached: bool
 
 
 def header() -> bytes:
@@ -185,14 +173,3 @@ def first_errors(stderr: str) -> str:
     lines = [ln.strip() for ln in stderr.splitlines() if re.search(r"\berror\b", ln)]
     lines = lines or [ln.strip() for ln in stderr.splitlines() if ln.strip()]
     return " | ".join(lines[:ERROR_LINES]) or "the compiler failed without a message"
-
-
-def load(built: Built) -> ModuleType:
-    """Import a built module: it has `.ffi` and `.lib` with the hl_* functions."""
-    loader = importlib.machinery.ExtensionFileLoader(built.module_name, str(built.path))
-    spec = importlib.util.spec_from_file_location(built.module_name, built.path,
-                                                  loader=loader)
-    assert spec is not None
-    module = importlib.util.module_from_spec(spec)
-    loader.exec_module(module)
-    return module

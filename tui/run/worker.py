@@ -20,7 +20,8 @@ from typing import Any
 
 from hotloop.host.procs import apply_sched, die_with_parent
 from hotloop.host.sysfs import SystemSettingError
-from hotloop.run import build, protocol
+from hotloop.run import protocol
+from hotloop.run.built import Built, load
 from hotloop.run.protocol import Failed, Finished, Ready, Run, WorkerSpec
 
 PR_SET_NAME = 15
@@ -45,8 +46,8 @@ class Workload:
     """The loaded module with its params and env kept alive for C."""
 
     def __init__(self, spec: WorkerSpec):
-        mod = build.load(build.Built(path=Path(spec.module_path), module_name=spec.module_name,
-                                     source_sha256="", compiler="", cflags=(), cached=True))
+        mod = load(Built(path=Path(spec.module_path), module_name=spec.module_name,
+                         source_sha256="", compiler="", cflags=(), cached=True))
         self.ffi, self.lib = mod.ffi, mod.lib
         ffi = self.ffi
         # hotloop.h's limits, as the module was compiled with them
