@@ -11,6 +11,7 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
 from conftest import ROOT, hotloop, profile_dir
 from faulty import wait_for_runs
 from test_perf import needs_perf
@@ -88,14 +89,15 @@ def test_a_long_session_keeps_its_perf_data_compressed_and_within_its_budget(tmp
     assert err.count("reached its budget of 1 MB") == 1, err
 
 
-def test_ctrl_c_leaves_the_perf_data_compressed_and_within_its_budget(tmp_path, leftovers):
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGHUP], ids=["ctrl-c", "hangup"])
+def test_ctrl_c_leaves_the_perf_data_compressed_and_within_its_budget(tmp_path, leftovers, sig):
     out = tmp_path / "c.jsonl"
     d = tmp_path / "c.perf"
     proc = start(tmp_path, out, 1000)
     wait_for_runs(out, 40, timeout=300)
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(sig)
     _, err = proc.communicate(timeout=60)
-    assert proc.returncode == 130, err
+    assert proc.returncode == 128 + sig, err
     after = files(d)
     assert after and all(name.endswith(".gz") for name in after), sorted(after)
     assert sum(after.values()) <= BUDGET
