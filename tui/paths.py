@@ -138,6 +138,11 @@ def state_dir_problem(directory: Path | None = None) -> str | None:
     then created 0700.
     """
     d = directory or state_dir()
+    home = Path.home()
+    if not home.is_dir() and d.is_relative_to(home):
+        # made there, it would make up a HOME (as root, anywhere): as cache_dir, none
+        return (f"no state directory: HOME {home} is not a directory (set XDG_STATE_HOME "
+                f"to keep hotloop's state)")
     try:
         st = os.stat(d)
     except FileNotFoundError:

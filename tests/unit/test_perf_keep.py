@@ -65,3 +65,18 @@ def test_an_earlier_runs_files_in_the_directory_are_not_the_sessions(tmp_path):
     windows(tmp_path, 3)
     kept.settle(before)
     assert sorted(on_disk(tmp_path)) == ["perf.data.2025010100000000.gz"]
+
+
+def test_a_home_that_is_not_there_is_not_made_for_the_perf_data_entry(tmp_path, monkeypatch):
+    """The entry a running session holds for its perf data lives in the state directory;
+    with HOME naming no directory (and no XDG_STATE_HOME) none is made there, as none is
+    for the build cache: the session finishes its data itself."""
+    from hotloop import paths
+    from hotloop.perf import opened
+    home = tmp_path / "nonexistent" / "x"
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("XDG_STATE_HOME", raising=False)
+    assert opened.hold(tmp_path / "r.jsonl", 10) is None
+    assert not (tmp_path / "nonexistent").exists()
+    problem = paths.state_dir_problem()
+    assert problem is not None and f"HOME {home} is not a directory" in problem

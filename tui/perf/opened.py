@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from hotloop.paths import state_dir
+from hotloop.paths import state_dir, state_dir_problem
 
 
 def _entries() -> Path:
@@ -69,6 +69,8 @@ def hold(result: Path, budget_mb: int) -> Entry | None:
     only a SIGKILL's would wait for a later session's pruning."""
     result = Path(os.path.abspath(result))
     d = _entries()
+    if state_dir_problem(d.parent):     # a HOME that is not there is not made
+        return None
     try:
         os.makedirs(d, 0o700, exist_ok=True)
     except OSError:
