@@ -47,8 +47,12 @@ def test_a_series_says_what_became_of_its_directory(tmp_path, leftovers, how):
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode == 1, err
-    assert err.splitlines()[-1] == (f"hotloop: {series / 'k1' / 's01.jsonl'}: cannot write the "
-                                    f"result file: {gone} during the run"), err
+    # rmtree takes k1 before the series directory: a write in between finds k1 gone, which
+    # is as true when it looks (a loaded machine makes that moment long)
+    said = {f"hotloop: {series / 'k1' / 's01.jsonl'}: cannot write the result file: {g} during "
+            f"the run" for g in (gone, *((f"{series / 'k1'} was deleted",)
+                                        if how == "the series deleted" else ()))}
+    assert err.splitlines()[-1] in said, err
     assert "deleted during the run" not in err or how == "the series deleted"
     assert leftovers() == []
 
