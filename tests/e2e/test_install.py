@@ -14,12 +14,15 @@ import os
 import shutil
 import subprocess
 import sys
+import zipfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 from conftest import ROOT, hotloop
 from test_startup import TINY, command, heavy, loaded
+
+from hotloop.cli import wheel
 
 TINY_C = r"""
 #include "hotloop.h"
@@ -186,6 +189,27 @@ def test_an_installation_without_its_source_tree_makes_its_own_wheel(installed, 
     theirs = {p.relative_to(target / "hotloop") for p in (target / "hotloop").rglob("*")
               if "__pycache__" not in p.parts}
     assert ours == theirs
+
+
+def test_a_checkouts_wheel_holds_what_the_checkout_holds_now(tmp_path):
+    """host setup from a checkout: a build/lib left by an older build (a module since
+    deleted) and stale bytecode are not shipped; pip builds in the tree it is given."""
+    src = _sources(tmp_path / "src")
+    ghost = src / "build" / "lib" / "hotloop" / "ghost.py"
+    ghost.parent.mkdir(parents=True)
+    ghost.write_text("raise SystemExit('a module deleted from the checkout')\n")
+    (src / "tui" / "__pycache__").mkdir(exist_ok=True)
+    (src / "tui" / "__pycache__" / "gone.cpython-311.pyc").write_bytes(b"stale")
+    dest = tmp_path / "wheels"
+    dest.mkdir()
+    made = wheel.build(dest, src)
+    names = set(zipfile.ZipFile(made).namelist())
+    assert "hotloop/ghost.py" not in names
+    assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
+    assert {"hotloop/cli/wheel.py", "hotloop/csrc/hotloop.h", "hotloop/profiles/cpu.toml",
+            "hotloop/console/app.tcss"} <= names
+    assert list(dest.iterdir()) == [made]       # the clean copy is gone with the build
+    assert ghost.is_file()                      # and the checkout is as it was
 
 
 def test_list_names_the_bundled_catalogue(installed, elsewhere):

@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import shutil
 import subprocess
 import sys
+import tempfile
 import zipfile
 from pathlib import Path
 
@@ -25,18 +27,40 @@ def source_tree() -> Path | None:
     return root if (root / "pyproject.toml").is_file() and (root / "csrc").is_dir() else None
 
 
-def build(dest: Path) -> Path:
-    """A wheel of this hotloop in `dest`; one line if none can be made."""
-    root = source_tree()
-    if root is not None:
+# What a wheel is built from: pyproject names these, and nothing else of a checkout ships
+_SOURCES = ("pyproject.toml", "README.md", "tui", "csrc", "profiles")
+# a checkout's leftovers: pip builds in the tree it is given, and setuptools copies a stale
+# build/lib (a module since deleted) into the wheel
+_NOT_SOURCES = shutil.ignore_patterns("__pycache__", "*.pyc", "*.so", "*.o", "build",
+                                      "*.egg-info", ".*")
+
+
+def build(dest: Path, root: Path | None = None) -> Path:
+    """A wheel of this hotloop (or of the checkout `root`) in `dest`; one line if none can be
+    made.  Built from a clean copy of the sources, so it holds what the checkout holds now."""
+    root = root or source_tree()
+    if root is None:
+        return from_installed(dest)
+    with tempfile.TemporaryDirectory(prefix="hotloop-wheel-", dir=dest) as tmp:
+        clean = Path(tmp, "src")
+        try:
+            clean.mkdir()
+            for name in _SOURCES:
+                if (root / name).is_dir():
+                    shutil.copytree(root / name, clean / name, ignore=_NOT_SOURCES)
+                else:
+                    shutil.copy2(root / name, clean / name)
+        except OSError as e:
+            raise HotloopError(f"building the wheel: cannot copy {root}'s sources: "
+                               f"{e.strerror or e}") from None
         built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q",
-                                "-w", str(dest), str(root)], capture_output=True, text=True)
-        wheels = list(dest.glob("hotloop-*.whl"))
-        if built.returncode != 0 or len(wheels) != 1:
-            tail = (built.stderr.strip().splitlines() or ["no wheel"])[-1]
-            raise HotloopError(f"building the wheel failed: {visible(tail)}")
-        return wheels[0]
-    return from_installed(dest)
+                                "-w", str(dest), str(clean)],
+                               capture_output=True, text=True)
+    wheels = list(dest.glob("hotloop-*.whl"))
+    if built.returncode != 0 or len(wheels) != 1:
+        tail = (built.stderr.strip().splitlines() or ["no wheel"])[-1]
+        raise HotloopError(f"building the wheel failed: {visible(tail)}")
+    return wheels[0]
 
 
 def _hash(data: bytes) -> str:
