@@ -10,6 +10,7 @@ naming the file and the error.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import shutil
@@ -17,6 +18,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -202,20 +204,40 @@ def test_a_full_disk_mid_run_stops_it_in_one_line_and_keeps_what_fit(prof, tmp_p
     assert leftovers() == []
 
 
+@contextlib.contextmanager
+def frozen(pid: int) -> Iterator[None]:
+    """The process stopped (SIGSTOP, its state T) for the block, then let go on."""
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        while Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "T":
+            time.sleep(0.01)
+        yield
+    finally:
+        os.kill(pid, signal.SIGCONT)
+
+
 def test_a_result_directory_removed_mid_run_stops_it(prof, tmp_path, leftovers):
     d = tmp_path / "gone"
     out = d / "r.jsonl"
+    # 1000 runs of 20 ms: a run that does not stop on the deletion writes them all
     proc = start(run_args(prof, "--param", "fault=child", "--runs", "1000", "--out", str(out),
                           "--format", "json"))
     wait_for_runs(out, 3)
-    t0 = time.monotonic()
-    shutil.rmtree(d)
-    stdout, err = proc.communicate(timeout=30)
+    with open(out) as held:                   # the file deleted, still read here
+        with frozen(proc.pid):                # its writer: no line between count and rmtree
+            before = held.read().count("\n")
+            shutil.rmtree(d)
+        stdout, err = proc.communicate(timeout=60)
+        held.seek(0)
+        left = held.read()
     assert proc.returncode == 1, err
-    assert time.monotonic() - t0 < 10
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
     assert f"{out}: cannot write the result file: {d} was deleted during the run" in err
     assert stdout == ""
+    # it stopped at the first line it wrote after: that one at most, whole, then nothing
+    assert before <= left.count("\n") <= before + 1 and left.endswith("\n"), left[-300:]
+    assert [json.loads(ln)["type"] for ln in left.splitlines()][-1] == "run"
+    assert not d.exists()                     # nothing made again where the file was
     assert leftovers() == []                  # the worker and its children too
 
 
