@@ -6,8 +6,8 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from test_app import SIZE, log_text, picked, set_choice, small_run, type_into, wait_for
-from textual.widgets import Input
+from forms import fill_form
+from test_app import SIZE, log_text, picked, set_choice, wait_for
 
 from hotloop import results
 from hotloop.console.app import HotloopApp
@@ -35,10 +35,8 @@ def _status(app: HotloopApp) -> str:
 
 async def _series_form(pilot, app: HotloopApp, msgs: str, runs: str, sessions: str) -> None:
     await wait_for(pilot, lambda: app.main_screen.form.base is not None, 10)
-    await set_choice(pilot, app, "kernel", "k1")
-    await set_choice(pilot, app, "kernel2", "k2")
-    await type_into(pilot, app, "sessions", sessions)
-    await small_run(pilot, app, msgs, runs)
+    await fill_form(pilot, app, kernel="k1", kernel2="k2", sessions=sessions, param_msgs=msgs,
+                    runs=runs, warmup="0", perf="off")
     assert app.main_screen.form.series == (["k1", "k2"], int(sessions))
 
 
@@ -100,9 +98,7 @@ def test_the_console_runs_a_series_and_names_its_session(isolated: Path, leftove
             assert "the series' files have changed since it ran" in app.screen.error
             await pilot.press("escape")
             # a single session after it: c is the plain picker again, nothing picked
-            await set_choice(pilot, app, "kernel2", NO_KERNEL)
-            await type_into(pilot, app, "sessions", "1")
-            await pilot.press("escape")
+            await fill_form(pilot, app, kernel2=NO_KERNEL, sessions="1")
             assert app.main_screen.form.series is None
             await pilot.press("r")
             await wait_for(pilot, lambda: not app.main_screen.controller.running and app.main_screen.controller.series_sides is None, 120,
@@ -183,13 +179,8 @@ def test_a_series_every_session_would_refuse_leaves_nothing(isolated: Path, left
         app = HotloopApp(profiles=[profiles], results_dir=out)
         async with app.run_test(size=SIZE) as pilot:
             await picked(pilot, app, "refuser")
-            await set_choice(pilot, app, "kernel", "k1")
-            await set_choice(pilot, app, "kernel2", "k2")
-            await type_into(pilot, app, "sessions", "2")
-            await type_into(pilot, app, "runs", "3")
-            await type_into(pilot, app, "warmup", "0")
-            await set_choice(pilot, app, "perf", "off")
-            await pilot.press("escape")
+            await fill_form(pilot, app, kernel="k1", kernel2="k2", sessions="2", runs="3",
+                            warmup="0", perf="off")
             assert app.main_screen.form.series == (["k1", "k2"], 2)
             await pilot.press("r")
             await wait_for(pilot, lambda: "series not run" in log_text(app), 120,
@@ -212,18 +203,8 @@ def test_the_console_runs_a_series_of_two_param_values(isolated: Path, leftovers
         app = HotloopApp(profiles=[_profiles(isolated)], results_dir=out)
         async with app.run_test(size=SIZE) as pilot:
             await picked(pilot, app, "zero_null")
-            await type_into(pilot, app, "param.count", "2000")
-            await type_into(pilot, app, "param.block_size", "512")
-            await type_into(pilot, app, "runs", "3")
-            await type_into(pilot, app, "warmup", "0")
-            await set_choice(pilot, app, "perf", "off")
-            vs = app.main_screen.form.fields["vs"].control
-            assert isinstance(vs, Input)
-            vs.focus()
-            await pilot.press(*"block_size=4096")
-            await wait_for(pilot, lambda: vs.value == "block_size=4096", 5, "vs typed")
-            await type_into(pilot, app, "sessions", "2")
-            await pilot.press("escape")
+            await fill_form(pilot, app, param_count="2000", param_block_size="512", runs="3",
+                            warmup="0", perf="off", vs="block_size=4096", sessions="2")
             assert app.main_screen.form.series == (["default"], 2)
             assert app.main_screen.form.vs == "block_size=4096"
             await pilot.press("r")

@@ -248,7 +248,8 @@ def test_a_vm_that_does_not_boot_fails_its_sessions_and_the_series_goes_on(tmp_p
 
 
 def test_the_console_goes_on_past_a_vm_that_does_not_boot(tmp_path, monkeypatch, leftovers):
-    from test_app import SIZE, log_text, picked, set_choice, type_into, wait_for
+    from forms import fill_form
+    from test_app import SIZE, log_text, picked, wait_for
 
     from hotloop.console.app import HotloopApp
     monkeypatch.setenv("PATH", VENV_BIN + os.pathsep + os.environ["PATH"])
@@ -258,13 +259,8 @@ def test_the_console_goes_on_past_a_vm_that_does_not_boot(tmp_path, monkeypatch,
         app = HotloopApp(profiles=[d], results_dir=tmp_path / "results")
         async with app.run_test(size=SIZE) as pilot:
             await picked(pilot, app, "syscall")
-            await set_choice(pilot, app, "kernel", "cut")
-            await set_choice(pilot, app, "kernel2", "k1")
-            await type_into(pilot, app, "sessions", "2")
-            await type_into(pilot, app, "param.calls", "1000")
-            await type_into(pilot, app, "runs", "2")
-            await set_choice(pilot, app, "perf", "off")
-            await pilot.press("escape")
+            await fill_form(pilot, app, kernel="cut", kernel2="k1", sessions="2",
+                            param_calls="1000", runs="2", perf="off")
             _cut_short(cut)                     # loaded whole, cut before its boots
             await pilot.press("r")
             await wait_for(pilot, lambda: "series done" in log_text(app), BOOT_S, "its end")
@@ -364,7 +360,8 @@ def test_host_with_an_image_kernel_is_refused(tmp_path):
 @pytest.mark.parametrize("series", [False, True], ids=["one session", "a series of two"])
 def test_the_console_says_booting_and_x_ends_the_guest_at_once(tmp_path, monkeypatch,
                                                                leftovers, series):
-    from test_app import SIZE, log_text, picked, set_choice, type_into, wait_for
+    from forms import fill_form
+    from test_app import SIZE, log_text, picked, wait_for
 
     from hotloop.console.app import HotloopApp
     monkeypatch.setenv("PATH", VENV_BIN + os.pathsep + os.environ["PATH"])
@@ -374,12 +371,9 @@ def test_the_console_says_booting_and_x_ends_the_guest_at_once(tmp_path, monkeyp
         app = HotloopApp(profiles=[d], results_dir=tmp_path / "results")
         async with app.run_test(size=SIZE) as pilot:
             await picked(pilot, app, "syscall")
-            await set_choice(pilot, app, "kernel", "deb47")
-            if series:                  # deb47 and deb50 in turn, each session a boot
-                await set_choice(pilot, app, "kernel2", "deb50")
-                await type_into(pilot, app, "sessions", "2")
-            await type_into(pilot, app, "runs", "2")
-            await pilot.press("escape")
+            # a series: deb47 and deb50 in turn, each session a boot
+            two = {"kernel2": "deb50", "sessions": "2"} if series else {}
+            await fill_form(pilot, app, kernel="deb47", **two, runs="2")
             assert app.main_screen.form.series == ((["deb47", "deb50"], 2) if series else None)
             await pilot.press("r")
             await wait_for(pilot, lambda: app.main_screen.controller.live is not None and app.main_screen.controller.live.state == "booting",
