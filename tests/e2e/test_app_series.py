@@ -33,6 +33,18 @@ def _status(app: HotloopApp) -> str:
     return str(app.query_one("#status").content)
 
 
+async def _compared(pilot, app: HotloopApp) -> CompareScreen:
+    """c just after a series: its sides compared at once, two sessions each."""
+    await pilot.press("c")
+    await wait_for(pilot, lambda: isinstance(app.screen, CompareScreen)
+                   and (app.screen.comparison is not None or app.screen.error), 60,
+                   "the series compared")
+    screen = app.screen
+    assert isinstance(screen, CompareScreen) and not screen.error, screen.error
+    assert [side.sessions for side in screen.comparison.sides] == [2, 2]
+    return screen
+
+
 async def _series_form(pilot, app: HotloopApp, msgs: str, runs: str, sessions: str) -> None:
     await wait_for(pilot, lambda: app.main_screen.form.base is not None, 10)
     await fill_form(pilot, app, kernel="k1", kernel2="k2", sessions=sessions, param_msgs=msgs,
@@ -71,15 +83,9 @@ def test_the_console_runs_a_series_and_names_its_session(isolated: Path, leftove
         return d
 
     async def compare_after(app: HotloopApp, pilot, d: Path) -> None:
-        # c, just after the series: its kernels are the sides, compared at once
-        await pilot.press("c")
-        await wait_for(pilot, lambda: isinstance(app.screen, CompareScreen)
-                       and (app.screen.comparison is not None or app.screen.error), 60,
-                       "the series compared")
-        screen = app.screen
-        assert isinstance(screen, CompareScreen) and not screen.error, screen.error
+        # c, just after the series: its kernels are the sides
+        screen = await _compared(pilot, app)
         assert screen.sides == [sorted((d / k).glob("*.jsonl")) for k in ("k1", "k2")]
-        assert [side.sessions for side in screen.comparison.sides] == [2, 2]
         await pilot.press("escape")
 
     async def go() -> None:
@@ -225,15 +231,9 @@ def test_the_console_runs_a_series_of_two_param_values(isolated: Path, leftovers
                              "block_size=512 s02"], text
             assert (f"c compares them here, or: hotloop compare {d}/block_size=512/ "
                     f"{d}/block_size=4096/") in text
-            await pilot.press("c")
-            await wait_for(pilot, lambda: isinstance(app.screen, CompareScreen)
-                           and (app.screen.comparison is not None or app.screen.error), 60,
-                           "the series compared")
-            screen = app.screen
-            assert isinstance(screen, CompareScreen) and not screen.error, screen.error
+            screen = await _compared(pilot, app)
             assert [side.name for side in screen.comparison.sides] == [
                 "block_size=512", "block_size=4096"]
-            assert [side.sessions for side in screen.comparison.sides] == [2, 2]
             await pilot.press("escape")
             # a second kernel too: refused in one line, nothing started
             await set_choice(pilot, app, "kernel2", "k2")
