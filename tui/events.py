@@ -73,6 +73,9 @@ class HotSymbols:
     binaries: dict[str, str] = field(default_factory=dict, hash=False)
     pids: tuple[int, ...] = ()
     comms: tuple[str, ...] = ()    # the workers' names, inherited by what they fork per run
+    # a window's: why it has no symbols though it may have had samples ("dropped unread: perf
+    # report fell behind ..."), else ""
+    dropped: str = ""
 
 
 @dataclass(frozen=True)
@@ -233,7 +236,8 @@ _SPECS: dict[type, dict[str, Check]] = {
                      None if v in ("window", "run", "session") else f"unknown scope {show(v)}"),
                  "window": integer(), "samples": _COUNT, "variant": STRING,
                  "build_ids": map_of(_build_id), "binaries": map_of(_build_id),
-                 "pids": list_of(integer(1, 2**31 - 1)), "comms": list_of(STRING)},
+                 "pids": list_of(integer(1, 2**31 - 1)), "comms": list_of(STRING),
+                 "dropped": STRING},
     Warning: {"message": STRING, "variant": STRING},
     PerfStart: {"started": BOOL, "seconds": lambda v: finite_problem(v) or (
                     None if v >= 0 else f"{show(v)} is negative"),
