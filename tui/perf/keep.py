@@ -10,8 +10,17 @@ whole session's profile, where dropping the oldest (or keeping only the first an
 would make a long session's annotation that of its last minutes.  A window off the stride once
 it is reached is dropped as soon as it has been summarised (its hot symbols are in the result
 file either way), without being compressed.  Room is left for the window perf is writing (as
-large as the last one), so the directory as a whole stays within the budget; windows perf
-report has not caught up with yet (a loaded machine) are not counted until it has.
+large as the last one), so the directory as a whole stays within the budget.
+
+Every window counts from the moment perf dumps it: waiting for its report, being read, waiting
+for and being compressed, kept.  When `perf report` falls behind (a machine with no idle CPU)
+the windows waiting for it are thinned by the same stride before they are read: a window off
+it is dropped unread (the session records it as such, with no hot symbols), so the symbols
+summed are an even sample of the session too, and the report, with fewer windows to read, can
+catch up.  Compressing the backlog instead would not bound it: gzip needs the CPU perf report
+lacks, and the windows would have to be unzipped again to be read.  The window next to be read
+is never dropped: one waiting window is no backlog.  A window a process has open (perf report,
+gzip) is not dropped either; one off the stride goes once that is done.
 """
 from __future__ import annotations
 
@@ -32,6 +41,8 @@ from hotloop.perf.control import killpg, spare_cpus
 GZIP_LEVEL = 6                  # gzip's own default: -9 took 3 times the CPU for 4% smaller files
 WINDOW_FILE = re.compile(r"perf\.data\.[0-9]+")     # a window perf completed (rotated)
 UNFINISHED = "perf.data"        # the window perf was writing when it was killed: no header
+# what a window dropped before perf report read it says, in its place in the result file
+DROPPED_UNREAD = "dropped unread: perf report fell behind (within perf_keep_mb)"
 
 
 @dataclass
@@ -107,7 +118,10 @@ def _size(path: str) -> int:
 class KeptWindows:
     """The windows one session keeps in `directory`, within `budget` bytes (None: no bound);
     `compress`: gzip each.  Shared by the recorders of a session's workers (numbered on), so
-    the budget and the stride are the session's.  `warn` says the thinning, once."""
+    the budget and the stride are the session's.  `warn` says the thinning, once, and the
+    windows dropped unread, once.  With nothing kept (--no-keep-perf) it holds the windows
+    waiting for their report to the budget all the same: `add` and `settle` are then not
+    called, and a window read is `discard`ed."""
 
     def __init__(self, directory: str, budget: int | None, *, compress: bool = True,
                  warn: Callable[[str], None] | None = None, budget_mb: int | None = None
@@ -118,21 +132,62 @@ class KeptWindows:
         self.compress = compress
         self.warn = warn
         self.kept: list[KeptWindow] = []
+        # on disk, not kept yet: waiting for or being read, waiting for or being compressed
+        self.waiting: dict[int, KeptWindow] = {}
+        self.read: set[int] = set()         # of those, the windows perf report has read
+        self.busy: set[int] = set()         # and those a process has open: not dropped now
+        self.gone: set[int] = set()         # dropped while waiting: not to be read or kept
+        self.unread = 0                     # windows dropped before perf report read them
         self.stride = 1
         self.dropped = 0
         self.compressed = 0
         self.writing = 0        # the room left for the window perf writes: the last one's size
         self._said = False
+        self._said_unread = False
         self._failed = False
+
+    def dumped(self, index: int, path: str) -> None:
+        """perf completed window `index` (`path`): counted from now, and the whole held to
+        the budget, the windows waiting for their report among the rest."""
+        size = _size(path)
+        self.waiting[index] = KeptWindow(index, path, size)
+        self.writing = size             # the next one is about as large
+        self.thin()
+
+    def take(self, index: int) -> bool:
+        """Window `index` is to be read now (busy until `done_reading`); False when it was
+        dropped unread."""
+        if index in self.gone:
+            self.gone.discard(index)
+            return False
+        self.busy.add(index)
+        return True
+
+    def done_reading(self, index: int) -> None:
+        """perf report is done with window `index`: it may be dropped again."""
+        self.busy.discard(index)
+        self.read.add(index)
+
+    def discard(self, index: int) -> None:
+        """Window `index` is gone (read and removed: nothing kept): counted no more."""
+        self.waiting.pop(index, None)
+        self.busy.discard(index)
+        self.read.discard(index)
 
     async def add(self, index: int, path: str, cpus: Sequence[int]) -> None:
         """Window `index`, its file `path` summarised: compressed and kept, or dropped when
-        off the stride; then the whole kept within the budget."""
+        off the stride; then the whole kept within the budget.  Nothing when it has been
+        dropped while it waited."""
+        if index in self.gone:
+            self.gone.discard(index)
+            return                      # dropped while it waited for the compressor
         name = os.path.basename(path)
         size = _size(path)
-        self.writing = size
+        w = self.waiting.setdefault(index, KeptWindow(index, path, size))
+        self.read.add(index)
+        self.busy.add(index)            # this call's, until it is kept or dropped
         if index % self.stride:
-            self._drop(KeptWindow(index, path, size))
+            self._drop(w)
             return
         if self.compress and not self._failed:
             try:
@@ -142,6 +197,7 @@ class KeptWindows:
             except OSError as e:
                 self._failed = True     # once: the rest stay as perf wrote them
                 self._say(f"{name} kept uncompressed: {e}")
+        self.discard(index)
         self.kept.append(KeptWindow(index, path, size))
         self.thin()
 
@@ -155,8 +211,12 @@ class KeptWindows:
             names = set(os.listdir(self.directory)) - preexisting
         except OSError:
             return
+        self.busy.clear()               # perf report and gzip are done or stopped
+        self.gone.clear()
         known = {os.path.basename(k.path) for k in self.kept}
-        nxt = max((k.index for k in self.kept), default=-1) + 1
+        waiting = {os.path.basename(w.path): w.index for w in self.waiting.values()}
+        self.waiting.clear()
+        nxt = max([k.index for k in self.kept] + list(waiting.values()), default=-1) + 1
         for name in sorted(names):
             plain = name.removesuffix(".gz")
             path = os.path.join(self.directory, name)
@@ -167,11 +227,13 @@ class KeptWindows:
             if not WINDOW_FILE.fullmatch(plain) or name in known \
                     or (name != plain and plain in names):    # half-written: done from plain
                 continue
-            if nxt % self.stride:       # off the stride reached: it would go at once
-                self._drop(KeptWindow(nxt, path, 0))
+            index = waiting.get(plain)
+            if index is None:
+                index, nxt = nxt, nxt + 1
+            if index % self.stride:     # off the stride reached: it would go at once
+                self._drop(KeptWindow(index, path, 0))
                 with contextlib.suppress(OSError):      # and a half-written .gz of it
                     os.unlink(os.path.join(self.directory, plain + ".gz"))
-                nxt += 1
                 continue
             if name == plain and self.compress and not self._failed:
                 self.writing = _size(path)      # room for its .gz first
@@ -182,10 +244,10 @@ class KeptWindows:
                 except OSError as e:
                     self._failed = True
                     self._say(f"{name} kept uncompressed: {e.strerror or e}")
-            self.kept.append(KeptWindow(nxt, path, _size(path)))
-            nxt += 1
+            self.kept.append(KeptWindow(index, path, _size(path)))
             self.writing = 0
             self.thin()             # as it goes: a backlog never piles up past the budget
+        self.kept.sort(key=lambda k: k.index)
         self.writing = 0        # perf is done: nothing more is being written
         self.thin()
 
@@ -199,40 +261,85 @@ class KeptWindows:
                    if WINDOW_FILE.fullmatch(n))
 
     def total(self) -> int:
-        return sum(k.size for k in self.kept)
+        """The session's windows on disk, kept or not yet (perf's unfinished one aside)."""
+        return sum(k.size for k in self.kept) + sum(w.size for w in self.waiting.values())
+
+    def _droppable(self) -> list[KeptWindow]:
+        """What thinning may drop now: the kept windows and those waiting, but for a window a
+        process has open and the one perf report reads next (one waiting is no backlog)."""
+        unread = [w for w in self.waiting.values()
+                  if w.index not in self.read and w.index not in self.busy]
+        nxt = min((w.index for w in unread), default=None)
+        return sorted([*self.kept, *(w for w in self.waiting.values()
+                                     if w.index not in self.busy and w.index != nxt)],
+                      key=lambda w: w.index)
 
     def thin(self) -> None:
-        """Within the budget, with room for the windows in flight: thinned evenly over the
-        session (the stride doubled), the oldest first; when even one window does not fit, it
-        goes too."""
+        """Within the budget, with room for the window perf is writing: what is off the
+        stride dropped (a window waiting since it was reached), else the stride doubled and
+        the windows off it dropped, the oldest first; when all of them would not make room
+        (a window, or the windows in flight, larger than the budget), they all go.  The
+        windows dropped unread said once."""
         if self.budget is None:
             return
-        while self.kept and self.total() + self.writing > self.budget:
-            self._said_thinning()
-            if len(self.kept) == 1:
-                self._drop(self.kept.pop(0))
-                continue
-            while not any(k.index % (2 * self.stride) for k in self.kept):
+        while self.total() + self.writing > self.budget:
+            free = self._droppable()
+            if not free:
+                return              # in perf report's or gzip's hands: dropped once done
+            gone = [w for w in free if w.index % self.stride]
+            over = self.total() + self.writing - self.budget
+            if not gone and (len(free) == 1 or sum(w.size for w in free) <= over):
+                # nothing less would do (the windows in flight fill the budget): all of it,
+                # the stride left as it is rather than doubled for nothing time after time
+                gone = free
+            elif not gone:
+                while not any(w.index % (2 * self.stride) for w in free):
+                    self.stride *= 2
                 self.stride *= 2
-            self.stride *= 2
-            for k in [k for k in self.kept if k.index % self.stride]:    # oldest first
-                self.kept.remove(k)
-                self._drop(k)
+                gone = [w for w in free if w.index % self.stride]
+            unread = [w for w in gone if w.index in self.waiting and w.index not in self.read]
+            if len(unread) < len(gone):
+                self._said_thinning()
+            for w in gone:                  # oldest first
+                self._drop(w)
+            if unread:
+                self._said_dropped_unread(len(unread))
 
     def _drop(self, k: KeptWindow) -> None:
+        """`k` removed: kept, or waiting (then, unless a process has it open and drops it
+        itself, marked gone for whoever takes it next)."""
         with contextlib.suppress(FileNotFoundError):
             os.unlink(k.path)
+        if k.index in self.waiting:
+            if k.index not in self.busy:
+                self.gone.add(k.index)
+            if k.index not in self.read:
+                self.unread += 1
+            self.discard(k.index)
+        elif k in self.kept:
+            self.kept.remove(k)
         self.dropped += 1
+
+    def _mb(self) -> str:
+        return f"{self.budget_mb} MB" if self.budget_mb is not None else f"{self.budget} bytes"
 
     def _said_thinning(self) -> None:
         if self._said:
             return
         self._said = True
-        mb = f"{self.budget_mb} MB" if self.budget_mb is not None else f"{self.budget} bytes"
-        self._say(f"this session's perf data reached its budget of {mb} (plan key "
+        self._say(f"this session's perf data reached its budget of {self._mb()} (plan key "
                   f"perf_keep_mb): its windows are kept thinned evenly over the session "
                   f"(every 2nd, then every 4th..., the first always), the oldest going first; "
                   f"every window's hot symbols stay in the result file")
+
+    def _said_dropped_unread(self, n: int) -> None:
+        if self._said_unread:
+            return
+        self._said_unread = True
+        self._say(f"report fell behind: {n} window{'s' * (n != 1)} dropped unread to "
+                  f"keep within perf_keep_mb ({self._mb()}); more go, evenly over the "
+                  f"session, while it stays behind, each in the result file as a window "
+                  f"dropped unread, with no hot symbols")
 
     def _say(self, message: str) -> None:
         if self.warn is not None:

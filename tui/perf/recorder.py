@@ -102,7 +102,8 @@ class PerfRecorder:
                  cpus: Sequence[int] = (), comm: str | None = None,
                  on_window: Callable[[PerfWindow], Any] | None = None,
                  on_warning: Callable[[str], Any] | None = None,
-                 kept: KeptWindows | None = None, window_base: int = 0) -> None:
+                 kept: KeptWindows | None = None, window_base: int = 0,
+                 budget_mb: int | None = None) -> None:
         if call_graph not in CALL_GRAPHS:
             raise ValueError(f"call_graph must be one of {', '.join(CALL_GRAPHS)}, not {call_graph!r}")
         self.pids = [int(p) for p in pids]
@@ -134,9 +135,13 @@ class PerfRecorder:
         self._record = PerfRecord(self.perf, self.pids, cpus=self.cpus, comm=self.comm,
                                   frequency=self.frequency, call_graph=call_graph, event=event,
                                   warn=self._warn)
+        # nothing kept: the windows waiting for their report held to `budget_mb` all the same
+        on_disk = self.kept if self.keep_dir else KeptWindows(
+            "", None if budget_mb is None else budget_mb * 1_000_000, compress=False,
+            warn=self._warn, budget_mb=budget_mb)
         self._windows = Windows(self._record, window_s=self.window_s, keep=bool(self.keep_dir),
-                                warn=self._warn, on_window=on_window,
-                                kept=self.kept if self.keep_dir else None, base=window_base)
+                                warn=self._warn, on_window=on_window, kept=on_disk,
+                                base=window_base)
         self._stat = PerfStat(self.perf, self.pids, self.cpus, warn=self._warn)
         self._watcher: asyncio.Task[None] | None = None
         self._started = False

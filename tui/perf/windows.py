@@ -1,7 +1,9 @@
 """A recording in windows: perf record's output rotated (SIGUSR2) every `window_s` seconds and
 at each `cut()`, each completed file summarised by `perf report` at idle priority and parsed
 into `HotSymbol`s, as a `PerfWindow`; a kept file then handed to `keep` (gzipped at once,
-within the session's budget), so nothing is left to compress when the run ends.
+within the session's budget), so nothing is left to compress when the run ends.  Each file
+counts against that budget from the moment perf dumps it: when the reports fall behind, one
+dropped unread to keep within it is a window with no symbols that says so (`dropped`).
 """
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ from typing import Any
 from hotloop.events import HotSymbol
 from hotloop.host.procs import time_scale
 from hotloop.perf.control import killpg, spawn
-from hotloop.perf.keep import WINDOW_FILE, KeptWindows
+from hotloop.perf.keep import DROPPED_UNREAD, WINDOW_FILE, KeptWindows
 from hotloop.perf.parse import parse_report, report_argv
 from hotloop.perf.record import PerfRecord
 
@@ -29,7 +31,8 @@ class PerfWindow:
 
     `run` is how many `cut()` calls happened before this window closed, i.e. the
     0-based repetition it belongs to when the session cuts at the end of each one.
-    `start`/`end` are seconds since recording started.
+    `start`/`end` are seconds since recording started.  `dropped`: why it has no symbols
+    though it may have had samples (dropped unread, to keep within the budget), else "".
     """
     index: int
     run: int
@@ -38,6 +41,7 @@ class PerfWindow:
     start: float
     end: float
     path: str | None = None
+    dropped: str = ""
 
 
 class Windows:
@@ -51,7 +55,9 @@ class Windows:
         self.record = record
         self.window_s = window_s
         self.keep = keep                    # the files stay (--keep-perf), else each goes once read
-        self.kept = kept                    # where a kept file goes once read
+        # where a kept file goes once read; either way, what holds the files on disk (those
+        # waiting for their report too) to the budget
+        self.kept = kept
         self.base = base                    # the session's windows before this recording's
         self._warn = warn
         self.on_window = on_window
@@ -61,7 +67,8 @@ class Windows:
         self.done: list[PerfWindow] = []
         self.tasks: list[asyncio.Task[None]] = []
         self.run = 0
-        self._paths: asyncio.Queue[tuple[str, float] | None] = asyncio.Queue()
+        # (the window's number in this recording, its file, when it closed)
+        self._paths: asyncio.Queue[tuple[int, str, float] | None] = asyncio.Queue()
         self._seen: set[str] = set()
         self._pending_since: float | None = None   # a SIGUSR2 sent, its Dump not seen yet
         self._pending_runs: list[int] = []
@@ -120,8 +127,11 @@ class Windows:
     def _queue_path(self, path: str) -> None:
         if path in self._seen:
             return
+        index = len(self._seen)             # in order: each queued path becomes a window
         self._seen.add(path)
-        self._paths.put_nowait((path, time.monotonic() - self._t0))   # when the window closed
+        if self.kept is not None:           # on disk: counted from now
+            self.kept.dumped(self.base + index, path)
+        self._paths.put_nowait((index, path, time.monotonic() - self._t0))
 
     def sweep(self) -> None:
         """Queue every file perf wrote that no Dump line announced (perf gone, or ending)."""
@@ -159,24 +169,33 @@ class Windows:
             item = await self._paths.get()
             if item is None:
                 return
-            path, end = item
+            index, path, end = item
             run = self._pending_runs.pop(0) if self._pending_runs else self.run
-            symbols = await self._report(path)
-            w = PerfWindow(index=len(self.done), run=run, symbols=symbols,
+            kept, dropped = self.kept, ""
+            if kept is not None and not kept.take(self.base + index):
+                symbols, dropped = [], DROPPED_UNREAD      # its file is gone already
+            else:
+                symbols = await self._report(path)
+                if kept is not None:
+                    kept.done_reading(self.base + index)
+            w = PerfWindow(index=index, run=run, symbols=symbols,
                            samples=sum(s.samples for s in symbols), start=round(start, 3),
-                           end=round(end, 3), path=path if self.keep else None)
+                           end=round(end, 3), path=path if self.keep and not dropped else None,
+                           dropped=dropped)
             start = end
             self.done.append(w)
-            if not self.keep:
+            if not self.keep and not dropped:
                 with contextlib.suppress(OSError):
                     os.unlink(path)
+                if kept is not None:
+                    kept.discard(self.base + index)
             self.out.put_nowait(w)
             if self.on_window is not None:
                 try:
                     self.on_window(w)
                 except Exception as e:  # noqa: BLE001
                     self._warn(f"perf window callback failed: {e}")
-            if self._compressor is not None:     # compressed as the next window fills
+            if self._compressor is not None and not dropped:    # compressed as the next fills
                 self._kept_paths.put_nowait((self.base + w.index, path))
 
     async def _compress_loop(self) -> None:

@@ -92,7 +92,7 @@ class Recording:
         return PerfRecorder(
             pids, frequency=plan.perf_freq, call_graph=plan.call_graph, keep_dir=keep,
             compress="gzip", kept=self._kept, window_base=self._windows,
-            cpus=self.rp.cpu.cpus, comm=comm,
+            cpus=self.rp.cpu.cpus, comm=comm, budget_mb=plan.perf_keep_mb,
             on_window=functools.partial(self._on_window, inbox, (self._windows, first_run)),
             on_warning=warn)
 
@@ -108,7 +108,7 @@ class Recording:
         (base, first_run), w = msg
         self._tally.add(first_run + w.run, w.symbols, w.samples)
         return ev.HotSymbols(tuple(w.symbols[:WINDOW_TOP]), window=base + w.index,
-                             samples=w.samples, variant=self.variant)
+                             samples=w.samples, variant=self.variant, dropped=w.dropped)
 
     async def stop(self, rec: PerfRecorder | None, first_run: int) -> None:
         """Stop one worker's recording and keep its result, run numbers made global."""
