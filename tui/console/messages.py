@@ -35,9 +35,11 @@ class SymbolsArrived(Message):
     symbols: ev.HotSymbols
 
     def can_replace(self, message: Message) -> bool:
-        # a newer window makes an older one stale; the session aggregate never is
+        # a newer window makes an older one stale; the session aggregate never is, nor a
+        # window read by one dropped unread (which has no symbols to show instead)
         return (isinstance(message, SymbolsArrived) and message.symbols.scope == "window"
-                and self.symbols.scope == "window")
+                and self.symbols.scope == "window"
+                and not (self.symbols.dropped and not message.symbols.dropped))
 
 
 @dataclass

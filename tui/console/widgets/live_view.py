@@ -57,6 +57,17 @@ class LiveView(Vertical):
 
     def show_symbols(self, hot: ev.HotSymbols) -> None:
         table = self.query_one(SymbolsTable)
+        if hot.dropped:
+            # dropped unread (perf report fell behind): the last window read stays, and the
+            # title says this one's fate; with none read yet, the reason is the panel's
+            shown = table.latest
+            if shown is not None and shown.symbols and shown.scope == "window":
+                table.border_title = (f"hot symbols · window {shown.window} · "
+                                      f"{hot.window} dropped unread")
+            else:
+                table.show_message(f"perf window {hot.window} {hot.dropped}")
+                table.border_title = f"hot symbols · window {hot.window}"
+            return
         table.show(hot)
         where = "whole run" if hot.scope == "session" else f"window {hot.window}"
         table.border_title = f"hot symbols · {where}"
