@@ -299,6 +299,37 @@ def test_hot_symbols_window_then_session(isolated: Path) -> None:
     run(go())
 
 
+def test_a_window_dropped_unread_says_so_and_keeps_the_last_window_read(isolated: Path) -> None:
+    """perf report fell behind: a window dropped unread (no symbols, a reason) before any was
+    read says why in the panel; after one was read, that one stays and the title names the
+    window dropped (fed directly: the backlog itself is test_perf_budget's)."""
+    from hotloop import events as ev
+    from hotloop.console.messages import SymbolsArrived
+    from hotloop.console.widgets.symbols import SymbolsTable
+    from hotloop.perf.keep import DROPPED_UNREAD
+
+    read = ev.HotSymbols((ev.HotSymbol("k_sendmsg", "[kernel.kallsyms]", 60.0, True),),
+                         window=4, samples=120)
+
+    async def go() -> None:
+        app = HotloopApp()
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_for(pilot, lambda: app.main_screen.form.base is not None, 10)
+            table = app.query_one(SymbolsTable)
+            post = app.main_screen.post_message
+            post(SymbolsArrived(ev.HotSymbols((), window=2, dropped=DROPPED_UNREAD)))
+            await wait_for(pilot, lambda: "dropped unread" in table.message, 5, "the reason")
+            assert "window 2" in str(table.border_title) and table.symbol_at(0) is None
+            post(SymbolsArrived(read))
+            await wait_for(pilot, lambda: table.symbol_at(0) is not None, 5, "window 4")
+            post(SymbolsArrived(ev.HotSymbols((), window=5, dropped=DROPPED_UNREAD)))
+            await wait_for(pilot, lambda: "5 dropped unread" in str(table.border_title), 5,
+                           "the title")
+            assert "window 4" in str(table.border_title)
+            assert table.symbol_at(0) == read.symbols[0]
+    run(go())
+
+
 def test_a_annotates_the_selected_hot_symbol_from_anywhere(isolated: Path) -> None:
     """`a` with the focus elsewhere (the catalogue) annotates the hot symbols' cursor row,
     the top one at first, shown as the cursor; enabled in the footer once there is one.  A
