@@ -213,6 +213,7 @@ class KeptWindows:
             return
         self.busy.clear()               # perf report and gzip are done or stopped
         self.gone.clear()
+        self.read.clear()
         known = {os.path.basename(k.path) for k in self.kept}
         waiting = {os.path.basename(w.path): w.index for w in self.waiting.values()}
         self.waiting.clear()
