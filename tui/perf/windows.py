@@ -1,9 +1,10 @@
 """A recording in windows: perf record's output rotated (SIGUSR2) every `window_s` seconds and
-at each `cut()`, each completed file summarised by `perf report` at idle priority and parsed
-into `HotSymbol`s, as a `PerfWindow`; a kept file then handed to `keep` (gzipped at once,
-within the session's budget), so nothing is left to compress when the run ends.  Each file
-counts against that budget from the moment perf dumps it: when the reports fall behind, one
-dropped unread to keep within it is a window with no symbols that says so (`dropped`).
+at each `cut()`, each completed file read by one `perf script` at idle priority (perf/script.py)
+into `HotSymbol`s, as a `PerfWindow`, and into the session's samples by address when its data
+is kept (perf/addrs.py); a kept file then handed to `keep` (gzipped at once, within the
+session's budget), so nothing is left to compress when the run ends.  Each file counts against
+that budget from the moment perf dumps it: when the reports fall behind, one dropped unread to
+keep within it is a window with no symbols that says so (`dropped`).
 """
 from __future__ import annotations
 
@@ -19,10 +20,11 @@ from typing import Any
 
 from hotloop.events import HotSymbol
 from hotloop.host.procs import time_scale
+from hotloop.perf import addrs
 from hotloop.perf.control import killpg, spawn
 from hotloop.perf.keep import DROPPED_UNREAD, WINDOW_FILE, KeptWindows
-from hotloop.perf.parse import parse_report, report_argv
 from hotloop.perf.record import PerfRecord
+from hotloop.perf.script import read_window, script_argv
 
 
 @dataclass
@@ -156,6 +158,9 @@ class Windows:
                 await asyncio.wait_for(self._reporter, 30 * time_scale())   # a VM's: longer
             except asyncio.TimeoutError:
                 self._warn("perf: summarising the last windows timed out")
+        if self.keep and self.kept is not None and self.directory:
+            # the windows summarised since the tally's last write, on disk before the end
+            await addrs.recorded(self.kept, self.directory).flush()
         if self._compressor is not None:
             # what it has not reached (a window or two) is the recorder's to finish, here and
             # now rather than at idle priority: KeptWindows.settle
@@ -205,27 +210,36 @@ class Windows:
             await self.kept.add(index, path, self.record.cpus)
 
     async def _report(self, path: str) -> list[HotSymbol]:
+        """The window's hot symbols, and its samples by address added to the session's
+        tally when its data is kept (perf/addrs.py): one `perf script` gives both."""
         rec = self.record
         assert rec.perf
         proc = None
         try:
             # idle priority: summarising must not steal CPU from the measured workload
-            proc = await spawn(report_argv(rec.perf, path, rec.comm), rec.cpus,
+            proc = await spawn(script_argv(rec.perf, path), rec.cpus,
                                stdout=subprocess.PIPE, idle=True)
             out, err = await asyncio.wait_for(proc.communicate(), 20 * time_scale())
         except asyncio.TimeoutError:
             killpg(proc)
-            self._warn(f"perf report timed out on {os.path.basename(path)}; window skipped")
+            self._warn(f"perf script timed out on {os.path.basename(path)}; window skipped")
             return []
         except asyncio.CancelledError:
             killpg(proc)
             raise
         except OSError as e:
-            self._warn(f"perf report failed: {e}")
+            self._warn(f"perf script failed: {e}")
             return []
         text = out.decode(errors="replace")
         if proc.returncode != 0 and not text.strip():
             msg = err.decode(errors="replace").strip().splitlines()
-            self._warn(f"perf report failed on {os.path.basename(path)}: "
+            self._warn(f"perf script failed on {os.path.basename(path)}: "
                        f"{msg[-1] if msg else proc.returncode}")
-        return parse_report(text)
+            return []
+        window = read_window(text, rec.comm, frozenset(rec.pids))
+        if self.keep and self.kept is not None and self.directory:
+            tally = addrs.recorded(self.kept, self.directory)
+            tally.warn = self._warn
+            tally.add(os.path.basename(path), self.base + len(self.done), window.addresses)
+            await tally.maybe_write()
+        return window.symbols

@@ -19,8 +19,9 @@ def perf_dir(path: Path) -> Path:
 
 
 PERF_MARK = ".hotloop-perf"             # in each perf directory hotloop made: its result's name
-# what perf and hotloop write there: perf.data.<time> windows, gzipped once the run is over
-_PERF_FILE = re.compile(r"perf\.data(\.[0-9]+)?(\.old)?(\.gz)?")
+# what perf and hotloop write there: perf.data.<time> windows, gzipped once the run is over,
+# and the session's tally of samples by address (perf/addrs.py), and its next version
+_PERF_FILE = re.compile(r"perf\.data(\.[0-9]+)?(\.old)?(\.gz)?|addrs\.json\.gz(\.tmp)?")
 _HEADER_READ = 1 << 20                  # a header line is a few KB; more is not a header
 
 

@@ -1,0 +1,87 @@
+"""One perf window read by `perf script`: its samples, each the process's name and pid, the
+symbol and the offset in it, and the DSO.  As a window is summarised while recording, one pass
+gives both its hot symbols (the self samples by symbol and DSO that `perf report` gave: they
+agree, sample for sample, on real sessions) and its samples by address, for the session's
+tally (perf/addrs.py); annotate counts a symbol's samples of a kept window the same way.
+"""
+from __future__ import annotations
+
+import os
+import re
+from collections import Counter
+from collections.abc import Collection
+from dataclasses import dataclass, field
+
+from hotloop.events import HotSymbol
+
+FIELDS = "comm,pid,ip,sym,symoff,dso"
+
+# "hl2555-spin  2555  7fed744f34f7 __GI___getppid+0x7 (/usr/lib/x86_64-linux-gnu/libc.so.6)":
+# the process's name and pid, the address, the symbol and offset, the DSO
+SAMPLE = re.compile(r"^\s*(.*?)\s+(\d+)\s+([0-9a-f]+)\s+(.+)\+0x([0-9a-f]+)\s+\((.+)\)\s*$")
+# the same, where perf cannot name the symbol: the DSO is still known
+UNNAMED = re.compile(r"^\s*(.*?)\s+(\d+)\s+([0-9a-f]+)\s+\[unknown\]\s+\((.+)\)\s*$")
+# DSOs perf names in brackets that are user space's
+USER_PSEUDO = frozenset({"[vdso]", "[vsyscall]", "[vvar]", "[heap]", "[stack]", "[anon]",
+                         "[uprobes]", "[unknown]"})
+KERNEL_HALF = 1 << 63                   # x86-64 and arm64: the kernel's addresses
+
+
+def script_argv(perf: str, path: str) -> list[str]:
+    """The `perf script` of one window that `read_window` parses: no call chains."""
+    return [perf, "script", "-i", path, "-F", FIELDS, "-G"]
+
+
+def short(dso: str) -> str:
+    """perf report's name of a DSO: the base name of a file, [kernel.kallsyms] as it is."""
+    return dso if dso.startswith("[") else os.path.basename(dso)
+
+
+def _kernel(dso: str, ip: int) -> bool:
+    if dso.startswith("["):
+        return dso not in USER_PSEUDO or dso == "[unknown]" and ip >= KERNEL_HALF
+    return ".ko" in os.path.basename(dso)
+
+
+@dataclass
+class WindowSamples:
+    """One window's samples: its hot symbols (of `comm`'s processes when recorded system
+    wide, as perf report --comm gave them), and the run's samples by address {(DSO path,
+    symbol, offset): samples} (its pids' or its comm's: what annotate counts)."""
+    symbols: list[HotSymbol] = field(default_factory=list)
+    addresses: Counter[tuple[str, str, int]] = field(default_factory=Counter)
+
+
+def read_window(text: str, comm: str | None = None,
+                pids: Collection[int] = ()) -> WindowSamples:
+    """`perf script` output (script_argv) as the window's hot symbols and its samples by
+    address.  `comm`: the recording was of the whole CPUs, and that process name's samples
+    are the run's (and `pids`', for the addresses: annotate counts those too).  A line that
+    is not a sample is skipped."""
+    by_symbol: Counter[tuple[str, str]] = Counter()
+    kernel: dict[tuple[str, str], bool] = {}
+    addresses: Counter[tuple[str, str, int]] = Counter()
+    for line in text.splitlines():
+        m = SAMPLE.match(line)
+        named = m is not None
+        if m is None and (m := UNNAMED.match(line)) is None:
+            continue
+        name, pid = m.group(1), int(m.group(2))
+        hot = comm is None or name == comm
+        if not hot and pid not in pids:
+            continue
+        dso = m.group(6) if named else m.group(4)
+        symbol = m.group(4) if named else "[unknown]"
+        if named:
+            addresses[(dso, symbol, int(m.group(5), 16))] += 1
+        if hot:
+            key = (symbol, short(dso))
+            by_symbol[key] += 1
+            if key not in kernel:
+                kernel[key] = _kernel(dso, int(m.group(3), 16))
+    total = sum(by_symbol.values())
+    symbols = [HotSymbol(symbol=s, dso=d, percent=round(100.0 * n / total, 2),
+                         kernel=kernel[(s, d)], samples=n)
+               for (s, d), n in by_symbol.items()]
+    symbols.sort(key=lambda h: (-h.samples, h.symbol, h.dso))
+    return WindowSamples(symbols, addresses)
