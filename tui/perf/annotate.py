@@ -12,20 +12,14 @@ build (`--vmlinux`); without it, one line with the fixes, before any perf starts
 from __future__ import annotations
 
 import bisect
-import contextlib
 import dataclasses
 import difflib
-import gzip
-import itertools
 import os
 import platform
 import re
-import subprocess
 import tempfile
-import threading
-import zlib
 from collections import Counter
-from collections.abc import Collection, Iterator
+from collections.abc import Collection
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,19 +27,14 @@ from pathlib import Path
 from hotloop.errors import HotloopError
 from hotloop.events import HotSymbol
 from hotloop.host.doctor import Capability
-from hotloop.host.procs import child_setup
+from hotloop.perf import addrs
+from hotloop.perf.annotate_perf import Counts, PerfRuns
 from hotloop.perf.buildid import KERNEL_DSO, file_build_id, kernel_build_id, module_build_id
 from hotloop.perf.probe import PERF_MISSING, find_perf
+from hotloop.perf.script import short
 from hotloop.perf.spread import spread
 
-ANNOTATE_TIMEOUT_S = 120.0
 PARALLEL = 4                            # perf annotate processes at once
-# perf data gzips to about a ninth of its size (kept runs here): a window that unpacks to
-# far more than its size on disk is not what hotloop kept (a gzip bomb), and is cut off
-# before it fills $TMPDIR; small windows may always take the floor
-EXPANSION = 32
-EXPANSION_FLOOR = 32 << 20
-CHUNK = 1 << 20                         # unpacked a chunk at a time: a stop is seen between
 # perf looks for a vmlinux of the running kernel in these (and /proc/kcore first, and its
 # build-id cache: perf buildid-cache -a VMLINUX)
 VMLINUX_PLACES = ("/usr/lib/debug/boot/vmlinux-{r}", "/usr/lib/debug/lib/modules/{r}/vmlinux",
@@ -125,13 +114,6 @@ def parse(text: str) -> tuple[str, list[Instruction]]:
     return dso, out
 
 
-# "hl2555-spin  2555  7fed744f34f7 __GI___getppid+0x7 (/usr/lib/x86_64-linux-gnu/libc.so.6)":
-# the process's name and pid, the address, the symbol and offset, the DSO
-_SAMPLE = re.compile(r"^\s*(.*?)\s+(\d+)\s+[0-9a-f]+\s+(.+)\+0x([0-9a-f]+)\s+\((.+)\)\s*$")
-# the same, where perf cannot name the symbol: the DSO is still known
-_UNNAMED = re.compile(r"^\s*(.*?)\s+(\d+)\s+[0-9a-f]+\s+\[unknown\]\s+\((.+)\)\s*$")
-
-
 class NoSamples(HotloopError):
     """perf finds no sample of the symbol: none was taken, or its binary is not where the
     data says (perf then drops the samples it cannot place)."""
@@ -141,160 +123,13 @@ class KernelCodeMissing(HotloopError):
     """A kernel symbol, and neither /proc/kcore nor a vmlinux to disassemble it from."""
 
 
-class _Stopped(Exception):
-    """A perf thread's work abandoned: annotate was interrupted, or another file failed."""
-
-
-@dataclass
-class _Counts:
-    """One perf.data file's samples of the symbol: {(DSO path, offset in it): samples}, and
-    every DSO its samples fell in (to say which binary is gone or rebuilt when none is the
-    symbol's)."""
-    hits: Counter[tuple[str, int]] = field(default_factory=Counter)
-    seen: set[str] = field(default_factory=set)
-
-
-class _Perf:
-    """perf runs of one annotation: from a temporary directory of the decompressed files,
-    at idle priority on the spare CPUs when a run is going on (`background`)."""
-
-    def __init__(self, perf: str, tmp: str, vmlinux: str | None,
-                 background: set[int] | None) -> None:
-        self.perf, self.tmp, self.vmlinux = perf, tmp, vmlinux
-        self.idle = background is not None
-        self._names = itertools.count()       # the decompressed files' (threads share it)
-        # the CPUs the workload leaves free (none free: all of them, at idle priority)
-        self.cpus = set(os.sched_getaffinity(0)) - background if background else None
-        self.stopped = threading.Event()
-        self._lock = threading.Lock()
-        self._procs: set[subprocess.Popen[str]] = set()
-
-    @contextlib.contextmanager
-    def plain(self, data: Path) -> Iterator[Path]:
-        """The file perf reads: a kept one is gzipped once the run is over, and is unpacked
-        for as long as perf reads it (all of a run's at once could be gigabytes), up to
-        EXPANSION times its size."""
-        if data.suffix != ".gz":
-            yield data
-            return
-        plain = Path(self.tmp) / f"{next(self._names)}-{data.stem}"
-        try:
-            try:
-                limit = max(EXPANSION_FLOOR, EXPANSION * data.stat().st_size)
-                with gzip.open(data, "rb") as src, open(plain, "wb") as dst:
-                    written = 0
-                    while chunk := src.read(CHUNK):
-                        self._check()
-                        written += len(chunk)
-                        if written > limit:
-                            raise HotloopError(
-                                f"{data}: expands beyond {limit >> 20} MB, {EXPANSION} times "
-                                f"its size (perf data gzips to about a ninth): not the perf "
-                                f"data hotloop kept; not unpacked further")
-                        dst.write(chunk)
-            except (OSError, EOFError, gzip.BadGzipFile, zlib.error) as e:
-                raise HotloopError(f"{data}: cannot decompress: {e}") from None
-            yield plain
-        finally:
-            plain.unlink(missing_ok=True)
-
-    def _check(self) -> None:
-        if self.stopped.is_set():
-            raise _Stopped()
-
-    def stop(self) -> None:
-        """End every perf and unpacking under way (annotate interrupted, or failed)."""
-        self.stopped.set()
-        with self._lock:
-            for proc in self._procs:
-                with contextlib.suppress(OSError):
-                    proc.kill()
-
-    def run(self, argv: list[str], data: Path) -> subprocess.CompletedProcess[str]:
-        if self.vmlinux:
-            argv = [*argv, "--vmlinux", self.vmlinux]
-        try:
-            with self._lock:
-                self._check()
-                proc = subprocess.Popen(
-                    [self.perf, *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                    text=True, errors="replace", stdin=subprocess.DEVNULL,
-                    preexec_fn=child_setup(os.getpid(), self.idle, self.cpus or None))
-                self._procs.add(proc)
-        except OSError as e:            # no fork, no memory: one line, never a traceback
-            raise HotloopError(f"{data}: cannot start perf {argv[0]}: "
-                               f"{e.strerror or e}") from None
-        try:
-            out, err = proc.communicate(timeout=ANNOTATE_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.communicate()
-            raise HotloopError(f"{data}: perf {argv[0]} took over "
-                               f"{ANNOTATE_TIMEOUT_S:g} s") from None
-        finally:
-            with self._lock:
-                self._procs.discard(proc)
-        self._check()                   # killed by stop(): its output is not an answer
-        return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
-
-    def count(self, data: Path, symbol: str, kernel: bool | None,
-              run: tuple[frozenset[int], frozenset[str]]) -> _Counts:
-        """The samples of `symbol` in one file, by address, of the run's processes: its
-        workers' pids, or their names (inherited by what they fork per run); all when
-        neither is known (the whole CPUs perf sampled may have run another user's copy of
-        the workload).  A user-space symbol is counted without the kernel's symbol table
-        (/proc/kallsyms: most of perf's time per file)."""
-        pids, comms = run
-        argv = ["script", "-F", "comm,pid,ip,sym,symoff,dso", "-G"]
-        if kernel is False:
-            argv += ["--kallsyms", os.devnull]
-        with self.plain(data) as plain:
-            done = self.run([*argv, "-i", str(plain)], data)
-        counts = _Counts()
-        for line in done.stdout.splitlines():
-            if (m := _SAMPLE.match(line) or _UNNAMED.match(line)) and (pids or comms) \
-                    and int(m.group(2)) not in pids and m.group(1) not in comms:
-                continue
-            if m := _SAMPLE.match(line):
-                counts.seen.add(m.group(5))
-                if m.group(3) == symbol:
-                    counts.hits[(m.group(5), int(m.group(4), 16))] += 1
-            elif m := _UNNAMED.match(line):
-                counts.seen.add(m.group(3))
-        if done.returncode != 0 and not counts.hits:
-            said = [ln.strip() for ln in done.stderr.splitlines() if ln.strip()]
-            raise HotloopError(f"{data}: perf cannot read it: "
-                               f"{said[-1] if said else f'exit status {done.returncode}'}")
-        return counts
-
-    def disassemble(self, data: Path, symbol: str, dso: str) -> list[Instruction]:
-        """The symbol's instructions (and source lines), by perf annotate of one file that
-        has samples of it."""
-        with self.plain(data) as plain:
-            done = self.run(["annotate", "-i", str(plain), "--stdio", "--show-nr-samples",
-                             "-s", symbol, "-d", dso], data)
-        said = done.stdout + done.stderr
-        if "No vmlinux file" in said or "vmlinux" in said and "ouldn't annotate" in said:
-            raise KernelCodeMissing(f"{symbol} is a kernel symbol: {NO_KERNEL_CODE}")
-        _, insns = parse(done.stdout)
-        if not insns:
-            tail = [ln.strip() for ln in said.splitlines() if ln.strip()]
-            raise HotloopError(f"{data}: perf annotate did not disassemble {symbol}: "
-                               f"{tail[-1] if tail else f'exit status {done.returncode}'}")
-        return insns
-
-
-def _short(dso: str) -> str:
-    """perf report's name of a DSO: the base name of a file, [kernel.kallsyms] as it is."""
-    return dso if dso.startswith("[") else os.path.basename(dso)
-
 
 def _check_build(dso: str, recorded: dict[str, str], vmlinux: str | None,
                  binaries: dict[str, str] | None = None) -> None:
     """The binary perf would disassemble is the build the run sampled, or one line saying
     which is not (a rebuilt library, another kernel booted since).  `binaries`: {path:
     build id} as the workers mapped them, else `recorded` by perf's name of the DSO."""
-    then = (binaries or {}).get(dso) or recorded.get(_short(dso))
+    then = (binaries or {}).get(dso) or recorded.get(short(dso))
     if not then:
         return
     if dso.startswith("[") and dso != KERNEL_DSO:     # a module, [nf_tables]
@@ -339,10 +174,16 @@ def annotate(files: list[Path], symbol: str, vmlinux: str | None = None, *, dso:
     set up, say which copy of `dso` is the run's and whose samples count (perf samples
     whole CPUs): the workers', and those of the processes they fork, named after them.
     `background`: the CPUs the running workload uses; perf then keeps off them, at idle
-    priority.  Each file's samples are counted with `perf script`, and one `perf annotate`
-    (of the file with most of them) gives the instructions: not one per window.  Beyond
-    MOST_WINDOWS files, an even spread of those holding the symbol (`holding`: the windows
-    whose line in the result lists it) is counted: `spread`."""
+    priority.
+
+    `files` all of a session's kept windows, and its tally of samples by address beside
+    them (perf/addrs.py): the counts are the tally's, over every window the session had
+    (thinned ones too), and those of the kept windows it does not list; one `perf annotate`
+    of one window holding the symbol gives the instructions.  Without a tally (an older
+    session's data, or some of its windows only), each file's samples are counted with
+    `perf script`, one `perf annotate` of the file with most of them gives the
+    instructions, and beyond MOST_WINDOWS files an even spread of those holding the symbol
+    (`holding`: the windows whose line in the result lists it) is counted: `spread`."""
     perf = find_perf()
     if perf is None:
         raise HotloopError(PERF_MISSING)
@@ -350,75 +191,175 @@ def annotate(files: list[Path], symbol: str, vmlinux: str | None = None, *, dso:
         # before any perf: counting a kernel symbol's samples loads the kernel's symbols for
         # every window, minutes on a loaded machine, only for perf annotate to refuse it
         _kernel_annotates(symbol, vmlinux, build_ids or {})
-    files, of = spread(files, holding)
+    how = _How(perf, symbol, vmlinux, dso, kernel, build_ids or {}, binaries or {},
+               (frozenset(pids), frozenset(comms)), background)
     try:
-        return dataclasses.replace(
-            _annotate(perf, files, symbol, vmlinux, dso, kernel, build_ids or {},
-                      binaries or {}, (frozenset(pids), frozenset(comms)), background),
-            sampled_from=of)
+        tally = tally_beside(files)
+        if tally is not None and any(s == symbol for _, s in tally.held):
+            return _annotate(how, files, tally, holding)
+        files, of = spread(files, holding)
+        return dataclasses.replace(_annotate(how, files), sampled_from=of)
     except OSError as e:                # no room in $TMPDIR, a file unreadable: one line
         raise HotloopError(f"annotate {symbol}: {e.strerror or e}"
                            + (f": {e.filename}" if e.filename else "")) from None
 
 
-def _annotate(perf: str, files: list[Path], symbol: str, vmlinux: str | None, dso: str,
-              kernel: bool | None, build_ids: dict[str, str], binaries: dict[str, str],
-              run: tuple[frozenset[int], frozenset[str]],
-              background: set[int] | None) -> Annotation:
-    # the run's own copy of the DSO, where the run recorded its path: another with the
-    # same name (another user's build of the same workload) is not it
-    own = {p for p in binaries if _short(p) == dso} if dso else set()
+def tally_beside(files: list[Path]) -> addrs.Tally | None:
+    """The session's tally of samples by address, when `files` are all the windows kept
+    beside it (not the console's latest window alone), and it counted to the end; AddrsError
+    (one line) when it is not hotloop's."""
+    if not files or any(f.parent != files[0].parent for f in files):
+        return None
+    path = files[0].parent / addrs.FILE
+    if not os.path.lexists(path) or set(files) != set(perf_data_files(files[0].parent)):
+        return None
+    tally = addrs.read(path)
+    return None if tally.full else tally
 
-    def ours(path: str) -> bool:
-        return path in own if own else not dso or _short(path) == dso
 
+@dataclass
+class _How:
+    """What one annotation is of, and how perf is run for it."""
+    perf: str
+    symbol: str
+    vmlinux: str | None
+    dso: str
+    kernel: bool | None
+    build_ids: dict[str, str]
+    binaries: dict[str, str]
+    run: tuple[frozenset[int], frozenset[str]]
+    background: set[int] | None
+
+    def ours(self, path: str) -> bool:
+        """The DSO the run's hot symbols name: the run's own copy, where the run recorded
+        its path (another with the same name, another user's build, is not it)."""
+        own = {p for p in self.binaries if short(p) == self.dso} if self.dso else set()
+        return path in own if own else not self.dso or short(path) == self.dso
+
+
+def _count(runner: PerfRuns, how: _How, files: list[Path]) -> list[Counts]:
+    """Each file's samples of the symbol, PARALLEL perf scripts at a time."""
+    if not files:
+        return []
+    pool = ThreadPoolExecutor(PARALLEL)
+    try:
+        return list(pool.map(lambda f: runner.count(f, how.symbol, how.kernel, how.run), files))
+    except BaseException:
+        # a signal (KeyboardInterrupt) or a file that failed: the threads' perf and
+        # unpacking end now, not when each is done with its window
+        runner.stop()
+        raise
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _annotate(how: _How, files: list[Path], tally: addrs.Tally | None = None,
+              holding: Collection[int] | None = None) -> Annotation:
+    symbol = how.symbol
+    covered = tally.windows if tally is not None else {}
+    counting = [f for f in files if _window(f) not in covered]
     with tempfile.TemporaryDirectory(prefix="hotloop-annotate-") as tmp:
-        runner = _Perf(perf, tmp, vmlinux, background)
-        pool = ThreadPoolExecutor(PARALLEL)
-        try:
-            counted = list(pool.map(lambda f: runner.count(f, symbol, kernel, run), files))
-        except BaseException:
-            # a signal (KeyboardInterrupt) or a file that failed: the threads' perf and
-            # unpacking end now, not when each is done with its window
-            runner.stop()
-            raise
-        finally:
-            pool.shutdown(wait=True, cancel_futures=True)
-        by_dso: Counter[str] = Counter()
+        runner = PerfRuns(how.perf, tmp, how.vmlinux, how.background)
+        counted = _count(runner, how, counting)
+        hits: Counter[tuple[str, int]] = tally.of(symbol) if tally is not None else Counter()
         for c in counted:
-            for (path, _), n in c.hits.items():
-                if ours(path):          # the DSO the run's hot symbols name
-                    by_dso[path] += n
+            hits.update(c.hits)
+        by_dso: Counter[str] = Counter()
+        for (path, _), n in hits.items():
+            if how.ours(path):
+                by_dso[path] += n
         if not by_dso:
-            # its binary may be gone or rebuilt (perf then names no symbol, or others there)
-            for path in sorted({p for c in counted for p in c.seen if dso and ours(p)}):
-                if not path.startswith("[") and not os.path.exists(path):
-                    raise HotloopError(f"{path} is gone, the binary the run sampled {symbol} "
-                                       f"in: annotate where the run ran, or rebuild it the "
-                                       f"same way")
-                _check_build(path, build_ids, vmlinux, binaries)    # rebuilt, another kernel
-                if path == KERNEL_DSO:
-                    raise KernelCodeMissing(f"{symbol}: perf cannot name the kernel's "
-                                            f"samples here (kptr_restrict, or no kernel "
-                                            f"symbols): {KERNEL_FIXES}")
-            raise NoSamples(f"no samples of {symbol} in the perf data ({len(files)} files)")
+            if tally is not None:       # not the run's copy: say why as without a tally
+                return _annotate(how, spread(files)[0])
+            _none(how, counted, len(files))
         where = by_dso.most_common(1)[0][0]
-        if build_ids or binaries:
-            _check_build(where, build_ids, vmlinux, binaries)
-        # the file with the most samples of it: its annotation lists every instruction
-        best = max(range(len(files)), key=lambda i: sum(
-            n for (p, _), n in counted[i].hits.items() if p == where))
-        insns = runner.disassemble(files[best], symbol, where)
+        if not where.startswith("[") and not os.path.exists(where):
+            raise HotloopError(f"{where} is gone, the binary the run sampled {symbol} in: "
+                               f"annotate where the run ran, or rebuild it the same way")
+        if how.build_ids or how.binaries:
+            _check_build(where, how.build_ids, how.vmlinux, how.binaries)
+        holds = [sum(n for (p, _), n in c.hits.items() if p == where) for c in counted]
+        if tally is None:
+            # the file with the most samples of it: its annotation lists every instruction
+            data = counting[max(range(len(counting)), key=holds.__getitem__)]
+            windows = sum(1 for n in holds if n)
+        else:
+            held = tally.held.get((where, symbol))
+            data = _holding(runner, how, where, files, counting, holds, tally, holding)
+            windows = (held.windows if held else 0) + sum(1 for n in holds if n)
+        insns = _disassemble(runner, data, symbol, where)
     starts = [i.offset for i in insns]
     for insn in insns:
         insn.samples = 0
-    for c in counted:
-        for (path, off), n in c.hits.items():
-            if path == where:
-                at = bisect.bisect_right(starts, starts[0] + off) - 1
-                insns[max(at, 0)].samples += n
-    return Annotation(symbol, _short(where), insns,
-                      files=sum(1 for c in counted if any(p == where for p, _ in c.hits)))
+    for (path, off), n in hits.items():
+        if path == where:
+            at = bisect.bisect_right(starts, starts[0] + off) - 1
+            insns[max(at, 0)].samples += n
+    return Annotation(symbol, short(where), insns, files=windows)
+
+
+def _window(f: Path) -> str:
+    return f.name.removesuffix(".gz")
+
+
+def _none(how: _How, counted: list[Counts], files: int) -> None:
+    """No sample of the symbol in the run's copy of its DSO: why, in one line."""
+    symbol = how.symbol
+    # its binary may be gone or rebuilt (perf then names no symbol, or others there)
+    for path in sorted({p for c in counted for p in c.seen if how.dso and how.ours(p)}):
+        if not path.startswith("[") and not os.path.exists(path):
+            raise HotloopError(f"{path} is gone, the binary the run sampled {symbol} "
+                               f"in: annotate where the run ran, or rebuild it the "
+                               f"same way")
+        _check_build(path, how.build_ids, how.vmlinux, how.binaries)  # rebuilt, another kernel
+        if path == KERNEL_DSO:
+            raise KernelCodeMissing(f"{symbol}: perf cannot name the kernel's "
+                                    f"samples here (kptr_restrict, or no kernel "
+                                    f"symbols): {KERNEL_FIXES}")
+    raise NoSamples(f"no samples of {symbol} in the perf data ({files} files)")
+
+
+def _holding(runner: PerfRuns, how: _How, where: str, files: list[Path],
+             counting: list[Path], holds: list[int], tally: addrs.Tally,
+             holding: Collection[int] | None) -> Path:
+    """A kept window with samples of the symbol in `where`, to disassemble: one the tally
+    did not list that holds most of them, else the window with most of them or the one
+    likeliest to survive thinning (the tally knows both), if kept; else the kept windows
+    are counted, those whose line lists the symbol (`holding`) first, until one holds it."""
+    if any(holds):
+        return counting[max(range(len(counting)), key=holds.__getitem__)]
+    kept = {_window(f): f for f in files}
+    held = tally.held.get((where, how.symbol))
+    for name in (held.best, held.durable) if held else ():
+        if name in kept:
+            return kept[name]
+    rest = [f for f in files if f not in counting]
+    if holding:
+        rest.sort(key=lambda f: tally.windows.get(_window(f), -1) not in holding)
+    for at in range(0, len(rest), PARALLEL):
+        batch = rest[at:at + PARALLEL]
+        for f, c in zip(batch, _count(runner, how, batch)):
+            if any(p == where for p, _ in c.hits):
+                return f
+    raise NoSamples(f"none of the {len(files)} kept windows holds {how.symbol} (its samples "
+                    f"are in the tally of the windows thinned): nothing to disassemble")
+
+
+def _disassemble(runner: PerfRuns, data: Path, symbol: str, dso: str) -> list[Instruction]:
+    """The symbol's instructions (and source lines), by perf annotate of one file that
+    has samples of it."""
+    with runner.plain(data) as plain:
+        done = runner.run(["annotate", "-i", str(plain), "--stdio", "--show-nr-samples",
+                           "-s", symbol, "-d", dso], data)
+    said = done.stdout + done.stderr
+    if "No vmlinux file" in said or "vmlinux" in said and "ouldn't annotate" in said:
+        raise KernelCodeMissing(f"{symbol} is a kernel symbol: {NO_KERNEL_CODE}")
+    _, insns = parse(done.stdout)
+    if not insns:
+        tail = [ln.strip() for ln in said.splitlines() if ln.strip()]
+        raise HotloopError(f"{data}: perf annotate did not disassemble {symbol}: "
+                           f"{tail[-1] if tail else f'exit status {done.returncode}'}")
+    return insns
 
 
 def _kernel_annotates(symbol: str, vmlinux: str | None, build_ids: dict[str, str]) -> None:
