@@ -21,6 +21,10 @@ FIELDS = "comm,pid,ip,sym,symoff,dso"
 SAMPLE = re.compile(r"^\s*(.*?)\s+(\d+)\s+([0-9a-f]+)\s+(.+)\+0x([0-9a-f]+)\s+\((.+)\)\s*$")
 # the same, where perf cannot name the symbol: the DSO is still known
 UNNAMED = re.compile(r"^\s*(.*?)\s+(\d+)\s+([0-9a-f]+)\s+\[unknown\]\s+\((.+)\)\s*$")
+# "python 0 PERF_RECORD_MMAP2 3124/3124: [0x7fa09f611000(0x1b7000) @ 0x11000 fe:00 ...]: r-xp
+# /usr/lib/x86_64-linux-gnu/libc.so.6": where a process mapped a file (--show-mmap-events)
+MMAP = re.compile(r"PERF_RECORD_MMAP2? (-?\d+)/-?\d+: \[0x([0-9a-f]+)\(0x([0-9a-f]+)\) @ "
+                  r"(0x[0-9a-f]+|0)\b[^\]]*\]: \S+ (.+?)\s*$")
 # DSOs perf names in brackets that are user space's
 USER_PSEUDO = frozenset({"[vdso]", "[vsyscall]", "[vvar]", "[heap]", "[stack]", "[anon]",
                          "[uprobes]", "[unknown]"})
@@ -28,13 +32,35 @@ KERNEL_HALF = 1 << 63                   # x86-64 and arm64: the kernel's address
 
 
 def script_argv(perf: str, path: str) -> list[str]:
-    """The `perf script` of one window that `read_window` parses: no call chains."""
-    return [perf, "script", "-i", path, "-F", FIELDS, "-G"]
+    """The `perf script` of one window that `read_window` parses: no call chains, and the
+    mappings (an address perf has no symbol for is named by its place in its file)."""
+    return [perf, "script", "-i", path, "-F", FIELDS, "-G", "--show-mmap-events"]
 
 
 def short(dso: str) -> str:
     """perf report's name of a DSO: the base name of a file, [kernel.kallsyms] as it is."""
     return dso if dso.startswith("[") else os.path.basename(dso)
+
+
+class _Maps:
+    """Each process's mappings of files, as the window's mmap events say: to name an address
+    perf has no symbol for as perf report does, by its offset in the file."""
+
+    def __init__(self) -> None:
+        self.of: dict[int, list[tuple[int, int, int, str]]] = {}
+
+    def add(self, m: re.Match[str]) -> None:
+        start, size = int(m.group(2), 16), int(m.group(3), 16)
+        self.of.setdefault(int(m.group(1)), []).append(
+            (start, start + size, int(m.group(4), 16), m.group(5)))
+
+    def name(self, pid: int, ip: int, dso: str) -> str:
+        """perf report's name of the address: `0x` and its offset in the file where the
+        process mapped `dso` there, else the address."""
+        for start, end, pgoff, path in reversed(self.of.get(pid, ())):    # the latest first
+            if start <= ip < end and path == dso:
+                return f"0x{ip - start + pgoff:016x}"
+        return f"0x{ip:016x}"
 
 
 def _kernel(dso: str, ip: int) -> bool:
@@ -61,7 +87,12 @@ def read_window(text: str, comm: str | None = None,
     by_symbol: Counter[tuple[str, str]] = Counter()
     kernel: dict[tuple[str, str], bool] = {}
     addresses: Counter[tuple[str, str, int]] = Counter()
+    maps = _Maps()
     for line in text.splitlines():
+        if "PERF_RECORD_MMAP" in line:
+            if mapped := MMAP.search(line):
+                maps.add(mapped)
+            continue
         m = SAMPLE.match(line)
         named = m is not None
         if m is None and (m := UNNAMED.match(line)) is None:
@@ -71,14 +102,15 @@ def read_window(text: str, comm: str | None = None,
         if not hot and pid not in pids:
             continue
         dso = m.group(6) if named else m.group(4)
-        symbol = m.group(4) if named else "[unknown]"
+        ip = int(m.group(3), 16)
+        symbol = m.group(4) if named else maps.name(pid, ip, dso)
         if named:
             addresses[(dso, symbol, int(m.group(5), 16))] += 1
         if hot:
             key = (symbol, short(dso))
             by_symbol[key] += 1
             if key not in kernel:
-                kernel[key] = _kernel(dso, int(m.group(3), 16))
+                kernel[key] = _kernel(dso, ip)
     total = sum(by_symbol.values())
     symbols = [HotSymbol(symbol=s, dso=d, percent=round(100.0 * n / total, 2),
                          kernel=kernel[(s, d)], samples=n)
