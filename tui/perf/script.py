@@ -44,20 +44,28 @@ def short(dso: str) -> str:
 
 class _Maps:
     """Each process's mappings of files, as the window's mmap events say: to name an address
-    perf has no symbol for as perf report does, by its offset in the file."""
+    perf has no symbol for as perf report does, by its offset in the file.  Read only when
+    such an address is sampled (most windows have none)."""
 
     def __init__(self) -> None:
-        self.of: dict[int, list[tuple[int, int, int, str]]] = {}
+        self.lines: list[str] = []
+        self._of: dict[int, list[tuple[int, int, int, str]]] | None = None
 
-    def add(self, m: re.Match[str]) -> None:
-        start, size = int(m.group(2), 16), int(m.group(3), 16)
-        self.of.setdefault(int(m.group(1)), []).append(
-            (start, start + size, int(m.group(4), 16), m.group(5)))
+    def _read(self) -> dict[int, list[tuple[int, int, int, str]]]:
+        of: dict[int, list[tuple[int, int, int, str]]] = {}
+        for line in self.lines:
+            if m := MMAP.search(line):
+                start, size = int(m.group(2), 16), int(m.group(3), 16)
+                of.setdefault(int(m.group(1)), []).append(
+                    (start, start + size, int(m.group(4), 16), m.group(5)))
+        return of
 
     def name(self, pid: int, ip: int, dso: str) -> str:
         """perf report's name of the address: `0x` and its offset in the file where the
         process mapped `dso` there, else the address."""
-        for start, end, pgoff, path in reversed(self.of.get(pid, ())):    # the latest first
+        if self._of is None:
+            self._of = self._read()
+        for start, end, pgoff, path in reversed(self._of.get(pid, ())):   # the latest first
             if start <= ip < end and path == dso:
                 return f"0x{ip - start + pgoff:016x}"
         return f"0x{ip:016x}"
@@ -88,24 +96,31 @@ def read_window(text: str, comm: str | None = None,
     kernel: dict[tuple[str, str], bool] = {}
     addresses: Counter[tuple[str, str, int]] = Counter()
     maps = _Maps()
+    # a sample's line repeats (the same process at the same address): read once; and one
+    # that cannot be the run's (another process, on the whole CPUs) is not read at all
+    seen: dict[str, tuple[str, int, str, str, int, int] | None] = {}
+    marks = [f" {p} " for p in pids]
     for line in text.splitlines():
         if "PERF_RECORD_MMAP" in line:
-            if mapped := MMAP.search(line):
-                maps.add(mapped)
+            maps.lines.append(line)
             continue
-        m = SAMPLE.match(line)
-        named = m is not None
-        if m is None and (m := UNNAMED.match(line)) is None:
+        if comm is not None and not line.lstrip().startswith(comm) \
+                and not any(mark in line for mark in marks):
             continue
-        name, pid = m.group(1), int(m.group(2))
+        if line in seen:
+            got = seen[line]
+        else:
+            got = seen[line] = _sample(line)
+        if got is None:
+            continue
+        name, pid, dso, symbol, offset, ip = got
         hot = comm is None or name == comm
         if not hot and pid not in pids:
             continue
-        dso = m.group(6) if named else m.group(4)
-        ip = int(m.group(3), 16)
-        symbol = m.group(4) if named else maps.name(pid, ip, dso)
-        if named:
-            addresses[(dso, symbol, int(m.group(5), 16))] += 1
+        if offset >= 0:
+            addresses[(dso, symbol, offset)] += 1
+        else:
+            symbol = maps.name(pid, ip, dso)
         if hot:
             key = (symbol, short(dso))
             by_symbol[key] += 1
@@ -117,3 +132,14 @@ def read_window(text: str, comm: str | None = None,
                for (s, d), n in by_symbol.items()]
     symbols.sort(key=lambda h: (-h.samples, h.symbol, h.dso))
     return WindowSamples(symbols, addresses)
+
+
+def _sample(line: str) -> tuple[str, int, str, str, int, int] | None:
+    """A sample's process name, pid, DSO, symbol, offset in it (-1: perf has no symbol for
+    it) and address; None for a line that is not one."""
+    if m := SAMPLE.match(line):
+        return (m.group(1), int(m.group(2)), m.group(6), m.group(4), int(m.group(5), 16),
+                int(m.group(3), 16))
+    if m := UNNAMED.match(line):
+        return m.group(1), int(m.group(2)), m.group(4), "[unknown]", -1, int(m.group(3), 16)
+    return None
