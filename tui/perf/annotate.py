@@ -1,13 +1,16 @@
 """From a hot symbol to its hot instructions: `perf annotate` on a session's kept perf data.
 
 A session with kept perf data (`--keep-perf`) has one perf.data file per window
-(RESULT.perf/perf.data.*).  The symbol's samples are counted by address in each of them
-(`perf script`), and its instructions come from one `perf annotate --stdio` of the file
-with most of them: the whole run's annotation, as a single perf.data would give, for one
-disassembly rather than one per window.  perf names binaries by path only (hotloop
-records with -B), so the build ids the run kept are checked against what is on disk now.
-Kernel symbols need the kernel's code: /proc/kcore or a vmlinux of the running kernel's
-build (`--vmlinux`); without it, one line with the fixes, before any perf starts.
+(RESULT.perf/perf.data.*) and the tally of its samples by address made as its windows were
+summarised (RESULT.perf/addrs.json.gz, perf/addrs.py).  The symbol's samples are the tally's,
+over every window the session had (and those of kept windows it does not list, counted with
+`perf script`), and its instructions come from one `perf annotate --stdio` of one window
+holding it: the whole run's annotation, as a single perf.data would give, in seconds however
+long the session.  Without a tally (older sessions' data) each window is counted, or an even
+spread of them (perf/spread.py).  perf names binaries by path only (hotloop records with
+-B), so the build ids the run kept are checked against what is on disk now.  Kernel symbols
+need the kernel's code: /proc/kcore or a vmlinux of the running kernel's build
+(`--vmlinux`); without it, one line with the fixes, before any perf starts.
 """
 from __future__ import annotations
 
@@ -19,7 +22,7 @@ import platform
 import re
 import tempfile
 from collections import Counter
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -91,7 +94,17 @@ class Annotation:
 def perf_data_files(directory: Path) -> list[Path]:
     """A kept run's perf.data files (gzipped once the run is over: .gz), oldest first; not
     the one perf is still writing (plain perf.data, until the window ends)."""
-    return sorted(p for p in directory.glob("perf.data.*") if p.is_file())
+    return [directory / name for name in _window_names(directory)]
+
+
+def _window_names(directory: Path) -> list[str]:
+    # one scandir, no stat a file and names sorted as strings: a long session has 30,000
+    try:
+        with os.scandir(directory) as entries:
+            return sorted(e.name for e in entries
+                          if e.name.startswith("perf.data.") and e.is_file())
+    except OSError:
+        return []
 
 
 def parse(text: str) -> tuple[str, list[Instruction]]:
@@ -163,7 +176,8 @@ def annotate(files: list[Path], symbol: str, vmlinux: str | None = None, *, dso:
              kernel: bool | None = None, build_ids: dict[str, str] | None = None,
              binaries: dict[str, str] | None = None, pids: tuple[int, ...] = (),
              comms: tuple[str, ...] = (), background: set[int] | None = None,
-             holding: Collection[int] | None = None) -> Annotation:
+             holding: Collection[int] | Callable[[], Collection[int]] | None = None
+             ) -> Annotation:
     """The symbol's instructions with their samples summed over `files`; HotloopError (one
     line) when perf is missing, a file cannot be read, no file has samples of it, or its
     binary is not the build the run sampled (`build_ids`, recorded with its hot symbols).
@@ -183,7 +197,8 @@ def annotate(files: list[Path], symbol: str, vmlinux: str | None = None, *, dso:
     session's data, or some of its windows only), each file's samples are counted with
     `perf script`, one `perf annotate` of the file with most of them gives the
     instructions, and beyond MOST_WINDOWS files an even spread of those holding the symbol
-    (`holding`: the windows whose line in the result lists it) is counted: `spread`."""
+    (`holding`: the windows whose line in the result lists it, or what reads them, only
+    when needed: a long session's result file takes seconds) is counted: `spread`."""
     perf = find_perf()
     if perf is None:
         raise HotloopError(PERF_MISSING)
@@ -197,7 +212,7 @@ def annotate(files: list[Path], symbol: str, vmlinux: str | None = None, *, dso:
         tally = tally_beside(files)
         if tally is not None and any(s == symbol for _, s in tally.held):
             return _annotate(how, files, tally, holding)
-        files, of = spread(files, holding)
+        files, of = spread(files, holding() if callable(holding) else holding)
         return dataclasses.replace(_annotate(how, files), sampled_from=of)
     except OSError as e:                # no room in $TMPDIR, a file unreadable: one line
         raise HotloopError(f"annotate {symbol}: {e.strerror or e}"
@@ -208,10 +223,12 @@ def tally_beside(files: list[Path]) -> addrs.Tally | None:
     """The session's tally of samples by address, when `files` are all the windows kept
     beside it (not the console's latest window alone), and it counted to the end; AddrsError
     (one line) when it is not hotloop's."""
-    if not files or any(f.parent != files[0].parent for f in files):
+    if not files:
         return None
-    path = files[0].parent / addrs.FILE
-    if not os.path.lexists(path) or set(files) != set(perf_data_files(files[0].parent)):
+    directory = files[0].parent
+    path = directory / addrs.FILE
+    if not os.path.lexists(path) or any(f.parent != directory for f in files) \
+            or {f.name for f in files} != set(_window_names(directory)):
         return None
     tally = addrs.read(path)
     return None if tally.full else tally
@@ -254,7 +271,8 @@ def _count(runner: PerfRuns, how: _How, files: list[Path]) -> list[Counts]:
 
 
 def _annotate(how: _How, files: list[Path], tally: addrs.Tally | None = None,
-              holding: Collection[int] | None = None) -> Annotation:
+              holding: Collection[int] | Callable[[], Collection[int]] | None = None
+              ) -> Annotation:
     symbol = how.symbol
     covered = tally.windows if tally is not None else {}
     counting = [f for f in files if _window(f) not in covered]
@@ -321,7 +339,7 @@ def _none(how: _How, counted: list[Counts], files: int) -> None:
 
 def _holding(runner: PerfRuns, how: _How, where: str, files: list[Path],
              counting: list[Path], holds: list[int], tally: addrs.Tally,
-             holding: Collection[int] | None) -> Path:
+             holding: Collection[int] | Callable[[], Collection[int]] | None) -> Path:
     """A kept window with samples of the symbol in `where`, to disassemble: one the tally
     did not list that holds most of them, else the window with most of them or the one
     likeliest to survive thinning (the tally knows both), if kept; else the kept windows
@@ -333,9 +351,11 @@ def _holding(runner: PerfRuns, how: _How, where: str, files: list[Path],
     for name in (held.best, held.durable) if held else ():
         if name in kept:
             return kept[name]
-    rest = [f for f in files if f not in counting]
-    if holding:
-        rest.sort(key=lambda f: tally.windows.get(_window(f), -1) not in holding)
+    counted = set(counting)
+    rest = [f for f in files if f not in counted]
+    lists = set(holding() if callable(holding) else holding or ())
+    if lists:
+        rest.sort(key=lambda f: tally.windows.get(_window(f), -1) not in lists)
     for at in range(0, len(rest), PARALLEL):
         batch = rest[at:at + PARALLEL]
         for f, c in zip(batch, _count(runner, how, batch)):

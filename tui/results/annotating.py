@@ -51,7 +51,7 @@ def annotate_symbol(res: Result, files: list[Path], symbol: str,
                         binaries=res.session_symbols.binaries if res.session_symbols else None,
                         pids=res.session_symbols.pids if res.session_symbols else (),
                         comms=res.session_symbols.comms if res.session_symbols else (),
-                        holding=windows_holding(res.path, symbol)
+                        holding=(lambda: windows_holding(res.path, symbol))
                         if len(files) > MOST_WINDOWS else None)
     except NoSamples:
         # the run sampled it (its hot symbols say so): perf cannot place the samples
