@@ -36,9 +36,9 @@ KIND = "hotloop samples by address"
 # hundred thousand) in at most a few hundred thousand windows; beyond, not hotloop's file,
 # or a session whose tally stopped (`full`): annotate counts its kept windows instead
 MOST_ADDRESSES = 2_000_000
-MOST_WINDOWS = 4_000_000
+MOST_WINDOWS = 1_000_000
 MOST_PACKED = 64 << 20
-MOST_UNPACKED = 1 << 30
+MOST_UNPACKED = 128 << 20
 MOST_NAME = 4096                        # a path or a symbol's name
 WRITE_EVERY_S = 5.0                     # at most this long summarised and not on disk
 GZIP_LEVEL = 6
@@ -164,7 +164,7 @@ def from_document(doc: object) -> Tally:
     if not isinstance(doc, dict) or doc.get("kind") != KIND:
         raise ValueError("not hotloop's tally of samples by address")
     if doc.get("format") != FORMAT:
-        raise ValueError(f"format {str(doc.get('format'))[:20]!r}, not {FORMAT} (another "
+        raise ValueError(f"format {str(doc.get('format'))[:20]}, not {FORMAT} (another "
                          f"version of hotloop)")
     tally = Tally(full=doc.get("full") is True)
     windows, dsos, symbols = doc.get("windows"), doc.get("dsos"), doc.get("symbols")
@@ -221,8 +221,8 @@ def read(path: Path) -> Tally:
         text = unpack.decompress(packed, MOST_UNPACKED)
         if unpack.unconsumed_tail:
             raise bad(f"expands beyond {MOST_UNPACKED >> 20} MB, beyond any session's tally")
-        if not unpack.eof:
-            raise bad("cut short (not a whole gzip stream)")
+        if not unpack.eof or unpack.unused_data:
+            raise bad("not one whole gzip stream (cut short, or more after it)")
         return from_document(json.loads(text))
     except zlib.error as e:
         raise bad(f"cannot decompress: {e}") from None
