@@ -204,3 +204,18 @@ def test_a_symlink_in_its_place_is_not_followed(tmp_path):
     link.symlink_to(target)
     with pytest.raises(AddrsError, match="cannot read it"):
         addrs.read(link)
+
+
+def test_a_tally_that_cannot_be_written_is_said_once_and_the_recording_goes_on(tmp_path):
+    said: list[str] = []
+
+    async def go() -> None:
+        rec = addrs.recorded(Session(), str(tmp_path / "gone"))     # no such directory
+        rec.warn = said.append
+        for i in range(3):
+            rec.add(f"perf.data.{i}", i, window((MOD, "hl_run", 0x1d, 1)))
+            await rec.flush()
+    asyncio.run(go())
+    line, = said
+    assert "the samples by address not written" in line and "No such file" in line
+    assert not (tmp_path / "gone").exists()

@@ -280,12 +280,13 @@ class Recorded:
             doc = self.tally.document()         # here: the loop adds to it meanwhile
             try:
                 await asyncio.to_thread(write, self.path, doc)
-            except OSError as e:
+            except (OSError, ValueError) as e:     # a full disk; never the recorder's end
                 self._dirty = True
                 if not self._failed and self.warn is not None:
                     self._failed = True         # said once; tried again at the next
+                    why = e.strerror if isinstance(e, OSError) and e.strerror else e
                     self.warn(f"perf: the samples by address not written ({self.path}: "
-                              f"{e.strerror or e}): annotate counts the kept windows")
+                              f"{why}): annotate counts the kept windows")
 
 
 _sessions: weakref.WeakKeyDictionary[object, Recorded] = weakref.WeakKeyDictionary()
