@@ -16,6 +16,7 @@ import gzip
 import json
 import os
 import sys
+import threading
 import time
 import weakref
 import zlib
@@ -249,20 +250,40 @@ def write(path: Path, doc: dict[str, Any]) -> None:
 
 class Recorded:
     """The tally of a session being recorded, written in `directory` (its kept windows')
-    at most WRITE_EVERY_S after a window is added, and at `flush`."""
+    at most WRITE_EVERY_S after a window is added, at `flush` (a recording's end), and at
+    `flush_now` (the session gone without one: Ctrl-C, or the process's exit)."""
 
     def __init__(self, directory: str) -> None:
         self.path = Path(directory) / FILE
         self.tally = Tally()
         self.warn: Callable[[str], None] | None = None
         self._dirty = False
+        self._added = 0                         # windows added: what a write is as of
+        self._on_disk = 0
         self._written = time.monotonic()
         self._lock = asyncio.Lock()
+        self._writing = threading.Lock()        # the loop's thread and a finalizer's
         self._failed = False
 
     def add(self, name: str, index: int, addresses: Counter[tuple[str, str, int]]) -> None:
         self.tally.add(name, index, addresses)
+        self._added += 1
         self._dirty = True
+
+    def _write(self, doc: dict[str, Any], added: int) -> None:
+        with self._writing:
+            if added > self._on_disk:           # never an older tally over a newer one
+                write(self.path, doc)
+                self._on_disk = added
+
+    def flush_now(self) -> None:
+        """Written here and now if anything was added since: the session's recorders gone
+        without a stop (Ctrl-C cancels them), or the process exiting.  Nothing to say then
+        if it cannot be."""
+        if self._dirty:
+            self._dirty = False
+            with contextlib.suppress(OSError, ValueError):
+                self._write(self.tally.document(), self._added)
 
     async def maybe_write(self) -> None:
         """Written when the last write is WRITE_EVERY_S old (and no write is under way)."""
@@ -279,7 +300,7 @@ class Recorded:
             self._written = time.monotonic()
             doc = self.tally.document()         # here: the loop adds to it meanwhile
             try:
-                await asyncio.to_thread(write, self.path, doc)
+                await asyncio.to_thread(self._write, doc, self._added)
             except (OSError, ValueError) as e:     # a full disk; never the recorder's end
                 self._dirty = True
                 if not self._failed and self.warn is not None:
@@ -298,4 +319,7 @@ def recorded(session: object, directory: str) -> Recorded:
     found = _sessions.get(session)
     if found is None:
         found = _sessions[session] = Recorded(directory)
+        # what a stop did not write (Ctrl-C cancels the recorders), written once the session
+        # is gone, or at the process's exit
+        weakref.finalize(session, found.flush_now)
     return found
