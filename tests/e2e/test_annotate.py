@@ -6,6 +6,7 @@ fixes is what is tested)."""
 from __future__ import annotations
 
 import asyncio
+import bisect
 import gzip
 import json
 import os
@@ -16,6 +17,7 @@ import subprocess
 import sys
 import time
 import zlib
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -193,7 +195,10 @@ def test_perf_data_missing_or_corrupt_is_one_line(spin, tmp_path):
     assert "perf was off for this run" in hotloop("annotate", str(off), "hl_run").stderr
     bad = tmp_path / "b.jsonl"
     assert run_spin(spin, bad, *RUN).returncode == 0
-    files = sorted((tmp_path / "b.perf").iterdir())
+    # the windows themselves, as a session without a tally of its samples by address (an
+    # older version's) reads them: its tally is tested on its own
+    (tmp_path / "b.perf" / "addrs.json.gz").unlink()
+    files = sorted((tmp_path / "b.perf").glob("perf.data.*"))
     for f in files:
         f.write_bytes(b"not perf data at all" * 10)
     corrupt = hotloop("annotate", str(bad), "hl_run")
@@ -296,9 +301,10 @@ def test_kept_data_is_gzipped_and_annotates_as_the_plain_files_do(kept, tmp_path
     """Kept data is gzipped once the run is over; the same files plain annotate the same."""
     gz = sorted(kept.with_suffix(".perf").glob("perf.data.*"))
     assert gz and all(f.suffix == ".gz" for f in gz)
-    # beside them only hotloop's mark, naming the result file
+    # beside them only hotloop's mark, naming the result file, and the tally of samples by
+    # address; the copy without it annotates from the windows alone, the same
     assert sorted(f.name for f in kept.with_suffix(".perf").iterdir()) == sorted(
-        [".hotloop-perf", *(f.name for f in gz)])
+        [".hotloop-perf", "addrs.json.gz", *(f.name for f in gz)])
     assert (kept.with_suffix(".perf") / ".hotloop-perf").read_text() == f"{kept.name}\n"
     copy = tmp_path / "g.jsonl"
     shutil.copy(kept, copy)
@@ -331,8 +337,10 @@ def test_the_recorder_gzips_what_it_keeps_where_perf_cannot_compress(tmp_path):
         busy.kill()
         busy.wait()
     assert done.returncode == 0, done.stderr
-    kept = sorted((tmp_path / "k").iterdir())
+    kept = sorted(f for f in (tmp_path / "k").iterdir() if f.name != "addrs.json.gz")
     assert kept and all(f.name.startswith("perf.data") and f.suffix == ".gz" for f in kept)
+    # and beside them, the tally of the windows' samples by address, written at the stop
+    assert (tmp_path / "k" / "addrs.json.gz").is_file()
     with gzip.open(kept[0]) as f:
         assert f.read(8) == b"PERFILE2"         # perf's own file, whole
 
@@ -801,3 +809,158 @@ def test_a_long_sessions_symbol_is_annotated_from_an_even_spread_of_its_windows(
     assert doc["samples"] > 0
     title = hotloop("annotate", str(long), "hl_run").stdout.splitlines()[0]
     assert f"(an even spread of the {doc['sampled_from']} holding it)" in title
+
+
+def _counted_window_by_window(result: Path, symbol: str,
+                              but: frozenset[str] = frozenset()) -> Counter[int]:
+    """`symbol`'s samples in each kept window of `result` (`but` those named), by `perf
+    script` here, summed by offset in the symbol: those of the run's processes (its workers'
+    pids and names, as the result records them) in the run's own copy of the binary."""
+    hot = results.read(result).session_symbols
+    assert hot is not None and hot.comms
+    own = {p for p in hot.binaries if os.path.basename(p).startswith("_hl_spin_")}
+    assert own
+    by_offset: Counter[int] = Counter()
+    for window in perf_data_files(result.with_suffix(".perf")):
+        if window.name.removesuffix(".gz") in but:
+            continue
+        plain = result.with_name("window.data")
+        plain.write_bytes(gzip.decompress(window.read_bytes()))
+        script = subprocess.run(["perf", "script", "-F", "comm,pid,ip,sym,symoff,dso", "-G",
+                                 "--kallsyms", os.devnull, "-i", str(plain)],
+                                capture_output=True, text=True, timeout=120).stdout
+        plain.unlink()
+        for comm, pid, name, off, dso in re.findall(
+                r"^\s*(.*?)\s+(\d+)\s+[0-9a-f]+\s+(.+)\+0x([0-9a-f]+)\s+\((.+)\)$", script, re.M):
+            if name == symbol and dso in own and (comm in hot.comms or int(pid) in hot.pids):
+                by_offset[int(off, 16)] += 1
+    return by_offset
+
+
+def _by_instruction(doc: dict, by_offset: Counter[int]) -> list[int]:
+    """Samples by offset in the symbol, put on the annotation's instructions."""
+    starts = [i["offset"] for i in doc["instructions"]]
+    out = [0] * len(starts)
+    for off, n in by_offset.items():
+        out[max(bisect.bisect_right(starts, starts[0] + off) - 1, 0)] += n
+    return out
+
+
+@needs_perf
+def test_annotate_from_the_tally_is_the_windows_counted_one_by_one(kept, tmp_path):
+    """A session's tally of samples by address, written as its windows were summarised:
+    annotate from it gives every instruction exactly the samples perf script counts in the
+    kept windows, one by one, and as many as the run's hot symbols; the same as the windows
+    alone give (the tally moved away), and not an estimate."""
+    tally = kept.with_suffix(".perf") / "addrs.json.gz"
+    listed = {name for name, _ in json.loads(gzip.decompress(tally.read_bytes()))["windows"]}
+    assert listed == {f.name.removesuffix(".gz")
+                      for f in perf_data_files(kept.with_suffix(".perf"))}
+    done = hotloop("annotate", str(kept), "hl_run", "--format", "json")
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(done.stdout)
+    by_offset = _counted_window_by_window(kept, "hl_run")
+    assert doc["samples"] == sum(by_offset.values()) > 0 and doc["sampled_from"] == 0
+    assert [i["samples"] for i in doc["instructions"]] == _by_instruction(doc, by_offset)
+    hot = results.read(kept).session_symbols
+    assert doc["samples"] == next(s.samples for s in hot.symbols if s.symbol == "hl_run")
+    alone = _copy_result(kept, tmp_path / "alone.jsonl")
+    for f in perf_data_files(kept.with_suffix(".perf")):
+        shutil.copy(f, alone)
+    without = hotloop("annotate", str(tmp_path / "alone.jsonl"), "hl_run", "--format", "json")
+    assert without.returncode == 0, without.stderr
+    assert json.loads(without.stdout) == doc
+
+
+@needs_perf
+def test_a_thinned_session_annotates_every_window_from_its_tally(spin, tmp_path):
+    """A session past its perf_keep_mb keeps an even sample of its windows; its tally holds
+    every window's samples, so annotate counts them all (as many as its hot symbols say),
+    where its kept windows alone have fewer."""
+    out = tmp_path / "thin.jsonl"
+    done = run_spin(spin, out, "--runs", "100", "--warmup", "0", "--keep-perf",
+                    "--perf-keep-mb", "1", "--param", "turns=1000000")
+    assert done.returncode == 0, done.stderr
+    res = results.read(out)
+    assert any("reached its budget" in w for w in res.warnings), res.warnings
+    kept_windows = perf_data_files(out.with_suffix(".perf"))
+    tally = json.loads(gzip.decompress((out.with_suffix(".perf") / "addrs.json.gz")
+                                       .read_bytes()))
+    listed = {name for name, _ in tally["windows"]}
+    # every window summarised (its line in the result) is in the tally, thinned or not (but
+    # one perf script gave up on, on a loaded machine: its line has no samples)
+    windows = [w for w in res.windows if w.scope == "window"]
+    numbers = {n for _, n in tally["windows"]}
+    assert {w.window for w in windows if w.samples} <= numbers <= {w.window for w in windows}
+    assert len(kept_windows) < len(listed)
+    annotated = hotloop("annotate", str(out), "hl_run", "--format", "json")
+    assert annotated.returncode == 0, annotated.stderr
+    doc = json.loads(annotated.stdout)
+    # the run's hot symbols, and the kept windows perf script had not summarised when the
+    # session ended (a loaded machine's last ones), counted from the windows themselves
+    hot = next(s for s in res.session_symbols.symbols if s.symbol == "hl_run")
+    rest = _counted_window_by_window(out, "hl_run", frozenset(listed))
+    assert doc["samples"] == hot.samples + sum(rest.values()) and doc["sampled_from"] == 0
+    assert doc["windows"] >= sum(1 for w in windows
+                                 if any(s.symbol == "hl_run" for s in w.symbols))
+    assert doc["windows"] > len(kept_windows)
+    (out.with_suffix(".perf") / "addrs.json.gz").unlink()
+    alone = hotloop("annotate", str(out), "hl_run", "--format", "json")
+    assert alone.returncode == 0, alone.stderr
+    assert 0 < json.loads(alone.stdout)["samples"] < doc["samples"]
+
+
+@needs_perf
+@pytest.mark.parametrize("forged, said", [
+    (b"not gzip at all", "cannot decompress"),
+    (gzip.compress(b'{"kind": "hotloop samples by address", "format": 99}'), "format 99"),
+    (gzip.compress(b"[" * 100_000), "not a tally hotloop wrote"),
+    (None, "expands beyond"),
+])
+def test_a_forged_tally_is_one_line(kept, tmp_path, forged, said):
+    perf = _copy_result(kept, tmp_path / "f.jsonl")
+    for f in perf_data_files(kept.with_suffix(".perf")):
+        shutil.copy(f, perf)
+    if forged is None:                  # a gzip bomb: past MOST_UNPACKED in one stream
+        pack = zlib.compressobj(9, zlib.DEFLATED, 31)
+        forged = b"".join(pack.compress(b"\0" * (1 << 20)) for _ in range(129)) + pack.flush()
+    (perf / "addrs.json.gz").write_bytes(forged)
+    done = hotloop("annotate", str(tmp_path / "f.jsonl"), "hl_run")
+    assert done.returncode == 2
+    line, = done.stderr.splitlines()
+    assert f"{perf / 'addrs.json.gz'}: " in line and said in line and "remove it" in line
+
+
+@needs_perf
+def test_a_session_stopped_by_ctrl_c_annotates_from_the_tally_it_had(spin, tmp_path):
+    """Ctrl-C: the recorders are cancelled, and the tally is written as the session goes,
+    with every window summarised by then; annotate counts those from it, and the kept
+    windows it does not list (summarised after, or never) one by one: all of them, here,
+    where no window was thinned."""
+    from faulty import wait_for_runs
+    out = tmp_path / "c.jsonl"
+    proc = subprocess.Popen([sys.executable, "-m", "hotloop", "run", "spin", "--profiles",
+                             str(spin), "--runs", "1000", "--warmup", "0", "--keep-perf",
+                             "--param", "turns=1000000", "--out", str(out)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    try:
+        wait_for_runs(out, 15, timeout=300)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert proc.returncode == 130, err
+    tally = json.loads(gzip.decompress((out.with_suffix(".perf") / "addrs.json.gz")
+                                       .read_bytes()))
+    res = results.read(out)
+    windows = [w for w in res.windows if w.scope == "window"]
+    numbers = {n for _, n in tally["windows"]}
+    assert {w.window for w in windows if w.samples} <= numbers     # none lost at the stop
+    annotated = hotloop("annotate", str(out), "hl_run", "--format", "json")
+    assert annotated.returncode == 0, annotated.stderr
+    doc = json.loads(annotated.stdout)
+    by_offset = _counted_window_by_window(out, "hl_run")
+    assert doc["samples"] == sum(by_offset.values()) > 0 and doc["sampled_from"] == 0
+    assert [i["samples"] for i in doc["instructions"]] == _by_instruction(doc, by_offset)

@@ -134,8 +134,9 @@ def test_recorder_real_busy_process(busy, tmp_path):
     assert counted <= cpu["stopped"] - cpu["before start"] + 0.05, (counted, cpu)
     for name in ("cycles", "instructions"):
         assert name in result.counters and result.counters[name] != 0
-    # --keep-perf: the window files stay and perf report opens them
-    kept = sorted(os.listdir(tmp_path / "perf"))
+    # --keep-perf: the window files stay and perf report opens them (beside them, the tally
+    # of their samples by address, for annotate)
+    kept = sorted(n for n in os.listdir(tmp_path / "perf") if n.startswith("perf.data"))
     assert len(kept) == len(got)
     out = subprocess.run(report_argv("perf", str(tmp_path / "perf" / kept[0])),
                          capture_output=True, text=True, timeout=20).stdout
