@@ -10,11 +10,15 @@ import contextlib
 import os
 import re
 import signal
+import time
 from collections.abc import Callable, Sequence
 
 from hotloop.perf.control import ack_timeout, control, killpg, perf_argv, spawn
 
 DUMP_RE = re.compile(r"\[ perf record: Dump (.+?) \]")
+# perf's last word once its output is complete: what it does after (its side-band thread's
+# poll, up to a second; longer on a loaded machine) writes nothing
+WROTE = "[ perf record: Captured and wrote"
 
 
 class PerfRecord:
@@ -36,6 +40,8 @@ class PerfRecord:
         self.proc: asyncio.subprocess.Process | None = None
         self.reader: asyncio.Task[None] | None = None
         self.stopping = False               # SIGINT sent (or about to be): an exit is expected
+        self.interrupted_at: float | None = None    # when its SIGINT went (monotonic)
+        self.wrote = asyncio.Event()        # perf said its output is complete (WROTE)
         self._exited_early = False
         self._ctl_w: int | None = None
         self._ack_r: int | None = None
@@ -105,6 +111,8 @@ class PerfRecord:
                     path = os.path.join(self.directory, os.path.basename(path))
                 on_dump(path)
             elif line:
+                if line.startswith(WROTE):
+                    self.wrote.set()
                 self._stderr_tail = (self._stderr_tail + [line])[-20:]
 
     async def watch(self, then: Callable[[], None]) -> None:
@@ -121,18 +129,41 @@ class PerfRecord:
         await asyncio.sleep(0.05)
         then()
 
-    async def stop(self, timeout: float) -> None:
-        """Wait for perf to end after its SIGINT (SIGKILL after `timeout`, the last window
-        lost), and for its stderr to the end: the last Dump line with it."""
+    def interrupt(self) -> None:
+        """SIGINT, once: perf writes its last window and ends.  `stop` waits for that."""
+        p = self.proc
+        self.stopping = True
+        if p is None or p.returncode is not None or self.interrupted_at is not None:
+            return
+        self.interrupted_at = time.monotonic()
+        with contextlib.suppress(ProcessLookupError):
+            p.send_signal(signal.SIGINT)
+
+    async def stop(self, timeout: float, bound: float | None = None) -> None:
+        """Wait for perf to end after its SIGINT (sent here unless `interrupt` did), and for
+        its stderr to the end: the last Dump line with it.  Once perf says its output is
+        complete (WROTE) it is killed rather than waited for.  Killed after `timeout` (the
+        last window lost, said), or quietly `bound` seconds after its SIGINT (a quit: what
+        it leaves, a last window it had not finished, is removed as any killed perf's)."""
         p = self.proc
         assert p is not None
+        self.interrupt()
         if p.returncode is None:
+            since = self.interrupted_at if self.interrupted_at is not None else time.monotonic()
+            limit = timeout if bound is None else min(timeout, bound)
+            exited = asyncio.ensure_future(p.wait())
+            wrote = asyncio.ensure_future(self.wrote.wait())
             try:
-                await asyncio.wait_for(p.wait(), timeout)
-            except asyncio.TimeoutError:
-                self._warn(f"perf record ignored SIGINT for {timeout:g}s; killed (last window lost)")
+                await asyncio.wait({exited, wrote}, return_when=asyncio.FIRST_COMPLETED,
+                                   timeout=max(0.0, since + limit - time.monotonic()))
+            finally:
+                wrote.cancel()
+            if not exited.done():
+                if not self.wrote.is_set() and bound is None:
+                    self._warn(f"perf record ignored SIGINT for {timeout:g}s; killed (last "
+                               "window lost)")
                 killpg(p)
-                await p.wait()
+                await exited
         rc = p.returncode
         if rc not in (0, -signal.SIGINT, -signal.SIGKILL) and not self._exited_early:
             self._warn(f"perf record ended with status {rc}: {self.tail() or 'no message'}")

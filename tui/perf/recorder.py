@@ -17,7 +17,6 @@ import contextlib
 import os
 import re
 import shutil
-import signal
 import tempfile
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
@@ -42,6 +41,10 @@ from hotloop.perf.record import PerfRecord
 from hotloop.perf.stat import PerfStat
 from hotloop.perf.windows import PerfWindow, Windows
 
+# A quit waits this long for perf record to write its last window after its SIGINT (0.1 s
+# when it has a CPU; seconds on a loaded machine): then it is killed, and that window's
+# unfinished file removed (its samples are of the run the quit cut short, which is not kept)
+QUICK_STOP_S = 0.5
 # Defaults from benchmarks/perf_overhead.py on a 2-core KVM guest: workload CPU time per
 # repetition +1.2..1.8% at 999 Hz, +4..6% at 1999 Hz, +12..15% at 3999 Hz (perf's default).
 
@@ -145,6 +148,7 @@ class PerfRecorder:
         self._stat = PerfStat(self.perf, self.pids, self.cpus, warn=self._warn)
         self._watcher: asyncio.Task[None] | None = None
         self._started = False
+        self._running = False               # started, not stopped yet: interrupt() may signal
         self._result: PerfResult | None = None
 
     # -- public ------------------------------------------------------------------------
@@ -174,6 +178,7 @@ class PerfRecorder:
                 self._watcher = asyncio.create_task(self._record.watch(self._windows.sweep))
             if ok and self.counters_enabled:
                 await self._stat.start()
+            self._running = ok
         except asyncio.CancelledError:
             self.kill()
             raise
@@ -203,25 +208,43 @@ class PerfRecorder:
                 return
             yield w
 
+    def interrupt(self) -> None:
+        """Tell perf record and perf stat to end (SIGINT), both at once, and return: a stop
+        signals them together with the worker's kill, and `stop()` then waits for all of it
+        at once rather than in turn.  Not while perf is starting (its start would fail on
+        it): `stop()` signals it then."""
+        if self._running:
+            self._record.interrupt()
+            self._stat.interrupt()
+
     async def stop(self, timeout: float | None = None, quick: bool = False) -> PerfResult:
         """End perf (SIGINT, SIGKILL after `timeout`: 3 s, in an emulated VM 20 times that),
-        parse the last window, aggregate; `quick`: the windows not summarised yet are left so
-        (their files kept)."""
+        parse the last window, aggregate; `quick` (a quit): the windows not summarised yet
+        are left so (their files kept), perf record is killed QUICK_STOP_S after its SIGINT
+        (a last window it had not finished is removed with the unfinished file, as any
+        killed perf's), and the counters, which a stopped session does not keep, are not
+        waited for beyond that either."""
         if self._result is not None:
             return self._result
         timeout = 3.0 * time_scale() if timeout is None else timeout
+        bound = QUICK_STOP_S * time_scale() if quick else None
         self._record.stopping = True
         rec, stat = self._record.proc, self._stat.proc
-        for proc in (stat, rec):    # both at once: counters and samples end together
-            if proc is not None and proc.returncode is None:
-                with contextlib.suppress(ProcessLookupError):
-                    proc.send_signal(signal.SIGINT)
+        if rec is not None:         # both at once: counters and samples end together
+            self._record.interrupt()
+        if stat is not None:
+            self._stat.interrupt()
         try:
             counters: dict[str, float | None] = {}
-            if stat is not None:
-                counters = await self._stat.stop(timeout)
+            # waited for together: the longer of the two, not their sum
+            stat_ends = asyncio.ensure_future(self._stat.stop(
+                timeout if bound is None else bound, quiet=quick)) if stat is not None else None
+            rec_ends = asyncio.ensure_future(self._record.stop(timeout, bound)) \
+                if rec is not None else None
+            await asyncio.gather(*(t for t in (stat_ends, rec_ends) if t is not None))
+            if stat_ends is not None:
+                counters = stat_ends.result()
             if rec is not None:
-                await self._record.stop(timeout)
                 await self._windows.finish(quick)
                 self.kill()
             res = self._build_result(counters)

@@ -4,6 +4,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import signal
+import time
 from collections.abc import Callable, Sequence
 
 from hotloop.perf.control import control, killpg, spawn
@@ -23,6 +25,7 @@ class PerfStat:
         self.cpus = list(cpus)
         self._warn = warn
         self.proc: asyncio.subprocess.Process | None = None
+        self._interrupted_at = 0.0          # when its SIGINT went (monotonic)
 
     async def start(self) -> None:
         assert self.perf
@@ -50,19 +53,34 @@ class PerfStat:
                        + (err.decode(errors="replace").strip().splitlines() or ["no ack"])[-1])
             self.proc = None
 
-    async def stop(self, timeout: float) -> dict[str, float | None]:
-        """The counts, once perf stat has ended (SIGINT sent: by the recorder, together with
-        perf record's, so counters and samples end together)."""
+    def interrupt(self) -> None:
+        """SIGINT, once: perf stat prints its counts and ends (`stop` reads them)."""
+        p = self.proc
+        if p is None or p.returncode is not None or self._interrupted_at:
+            return
+        self._interrupted_at = time.monotonic()
+        with contextlib.suppress(ProcessLookupError):
+            p.send_signal(signal.SIGINT)
+
+    async def stop(self, timeout: float, quiet: bool = False) -> dict[str, float | None]:
+        """The counts, once perf stat has ended after its SIGINT (sent here unless
+        `interrupt` did: by the recorder, together with perf record's, so that counters and
+        samples end together); killed `timeout` seconds after that SIGINT, without a warning
+        when `quiet` (a quit: its counts go nowhere)."""
         p = self.proc
         assert p is not None
+        self.interrupt()
+        since = self._interrupted_at or time.monotonic()     # it had ended by itself
+        left = max(0.0, since + timeout - time.monotonic())
         try:
-            _, err = await asyncio.wait_for(p.communicate(), timeout)
+            _, err = await asyncio.wait_for(p.communicate(), left)
         except asyncio.TimeoutError:
             killpg(p)
             await p.wait()
-            self._warn("perf stat ignored SIGINT; killed, no counters")
+            if not quiet:
+                self._warn("perf stat ignored SIGINT; killed, no counters")
             return {}
         counts = parse_stat_csv(err.decode(errors="replace"))
-        if not counts:
+        if not counts and not quiet:
             self._warn("perf stat produced no counts")
         return counts
