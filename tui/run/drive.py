@@ -282,13 +282,16 @@ class Driver:
         died; None when it was stopped after its last run, when nothing was lost."""
         worker = self._worker
         assert worker is not None
+        if self.stopping:
+            # stop() killed its group: it is reaped after its perf has stopped (reap(), on
+            # every way out), not waited for before, so that the two end together
+            worker.kill()
+            return None if self._tearing_down else ev.Failed(
+                "stopped by the user", run=done, interrupted=True, variant=self.variant)
         if not await worker.wait_exit(REAP_S):  # its stdout closed, yet it runs on
             worker.kill()
             await worker.wait_exit(REAP_S)
         worker.kill()                           # whatever it forked goes with it
-        if self.stopping:
-            return None if self._tearing_down else ev.Failed(
-                "stopped by the user", run=done, interrupted=True, variant=self.variant)
         name, why = worker.death()
         tail = worker.output_tail()
         what = "the worker's teardown" if self._tearing_down else f"run {done + 1}"

@@ -51,6 +51,7 @@ class Recording:
         self._before: set[str] = set()          # in the perf directory before: not ours
         self._open: opened.Entry | None = None  # held while the data is not finished
         self._finished = False
+        self._recorder: PerfRecorder | None = None  # the running worker's, until stopped
         self.quick = False                      # stopping for a quit: no report waited for
 
     def first_said(self, message: str) -> bool:
@@ -89,12 +90,19 @@ class Recording:
                                      budget_mb=plan.perf_keep_mb)
         if self._kept is not None:
             self._kept.warn = warn      # this worker's inbox
-        return PerfRecorder(
+        self._recorder = PerfRecorder(
             pids, frequency=plan.perf_freq, call_graph=plan.call_graph, keep_dir=keep,
             compress="gzip", kept=self._kept, window_base=self._windows,
             cpus=self.rp.cpu.cpus, comm=comm, budget_mb=plan.perf_keep_mb,
             on_window=functools.partial(self._on_window, inbox, (self._windows, first_run)),
             on_warning=warn)
+        return self._recorder
+
+    def interrupt(self) -> None:
+        """A stop: the running worker's perf told to end now (PerfRecorder.interrupt), with
+        the worker's kill, rather than once the worker is gone; `stop` waits for it."""
+        if self._recorder is not None:
+            self._recorder.interrupt()
 
     @staticmethod
     def _on_window(inbox: asyncio.Queue[tuple[str, Any]], base: tuple[int, int],
@@ -114,6 +122,8 @@ class Recording:
         """Stop one worker's recording and keep its result, run numbers made global."""
         if rec is None:
             return
+        if rec is self._recorder:
+            self._recorder = None
         result = await rec.stop(quick=self.quick)
         self._windows += rec.windows_done
         result.runs = {first_run + i: syms for i, syms in result.runs.items()}

@@ -93,6 +93,8 @@ class Session:
         for, only compressed, so the stop does not wait on a loaded machine's reports."""
         if quick:
             self._recording.quick = True
+        # perf signalled with the worker's kill: they end together, not one after the other
+        self._recording.interrupt()
         self._driver.stop()
 
     def abandon(self, message: str, signame: str = "") -> None:
