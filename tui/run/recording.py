@@ -24,9 +24,10 @@ from hotloop.perf.recorder import PerfRecorder, PerfResult, merge
 from hotloop.perf.tally import Tally
 from hotloop.results.perf_data import claim_perf_dir, perf_dir, prune_perf_data
 
-# A quit compresses up to this much plain perf data itself (0.1 s or so: a window or two),
-# and hands more to a detached finisher (perf/opened.py)
-QUICK_INLINE = 4_000_000
+# A quit compresses up to this much plain perf data itself (a window or two at 999 Hz: 30 ms
+# with a CPU to itself; in the event loop, so 4 MB was 0.3 s of a quit at a load of 12), and
+# hands more to a detached finisher (perf/opened.py)
+QUICK_INLINE = 1_000_000
 WINDOW_TOP = 30                         # symbols kept per perf window and per run
 SESSION_TOP = 100                       # symbols kept for the whole session
 
