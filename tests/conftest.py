@@ -42,7 +42,7 @@ needs_root_sysctl = pytest.mark.skipif(
 # were.  Each holds SYSCTL_LOCK, a lock every hotloop test run on this machine takes (another
 # checkout's suite, another pytest-xdist worker), so none sees another's value.
 SYSCTLS = {"test_system.py", "test_system_holds.py", "test_limits.py", "test_profiles.py",
-           "test_hangup.py", "test_result_files.py",
+           "test_hangup.py", "test_result_files.py", "test_quit.py",
            "test_app.py::test_system_changes_ask_first_no_then_yes",
            "test_hosts.py::test_a_system_change_there_needs_consent_and_the_refusal_names_the_host"}
 SYSCTL_LOCK = Path("/tmp/hotloop-tests-sysctls.lock")
@@ -53,7 +53,7 @@ SYSCTL_LOCK = Path("/tmp/hotloop-tests-sysctls.lock")
 GROUPS = {
     "machine": SYSCTLS | {"test_hosts.py", "test_sshd_fixture.py"},
     "perf": {"test_perf.py", "test_perf_session.py", "test_annotate.py", "test_differential.py",
-             "test_stopped_session.py", "test_perf_budget.py"},
+             "test_stopped_session.py", "test_perf_budget.py", "test_quit.py"},
     "install": {"test_install.py"},     # its module's venv is made once
 }
 

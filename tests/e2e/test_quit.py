@@ -5,14 +5,13 @@ the time it takes, which benchmarks/quit_time.py measures."""
 from __future__ import annotations
 
 import asyncio
-import fcntl
 import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import SYSCTL_LOCK, tagged_pids
+from conftest import tagged_pids
 from test_app import SIZE, wait_for
 
 from hotloop import catalog, results
@@ -34,19 +33,17 @@ sysctl = { "net.core.busy_poll" = 13 }
 
 @pytest.fixture
 def busy_poll(isolated: Path) -> Iterator[str]:
-    """The harmless sysctl the session changes, under the lock every test that changes it
-    holds; put back whatever happens."""
+    """The harmless sysctl the session changes (the test holds SYSCTL_LOCK, as every test of
+    conftest's SYSCTLS does); put back whatever happens."""
     path = sysctl_path(SYSCTL)
     if not (path.exists() and os.access(path, os.W_OK)):
         pytest.skip(f"{SYSCTL} is not writable here")
-    with open(SYSCTL_LOCK, "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        original = read_sysctl(SYSCTL)
-        assert original != "13", "a previous run left busy_poll changed"
-        try:
-            yield original
-        finally:
-            path.write_text(original)
+    original = read_sysctl(SYSCTL)
+    assert original != "13", "a previous run left busy_poll changed"
+    try:
+        yield original
+    finally:
+        path.write_text(original)
 
 
 def comm(pid: int) -> str:
