@@ -19,6 +19,7 @@ import time
 import zlib
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import ROOT, hotloop, tagged_pids
@@ -847,6 +848,18 @@ def _by_instruction(doc: dict, by_offset: Counter[int]) -> list[int]:
 
 
 @needs_perf
+def _annotated_exactly(result: Path) -> dict[str, Any]:
+    """`hotloop annotate RESULT hl_run`'s JSON, asserted exact: every instruction has the
+    samples perf script counts in the kept windows one by one, and none is an estimate."""
+    done = hotloop("annotate", str(result), "hl_run", "--format", "json")
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(done.stdout)
+    by_offset = _counted_window_by_window(result, "hl_run")
+    assert doc["samples"] == sum(by_offset.values()) > 0 and doc["sampled_from"] == 0
+    assert [i["samples"] for i in doc["instructions"]] == _by_instruction(doc, by_offset)
+    return doc
+
+
 def test_annotate_from_the_tally_is_the_windows_counted_one_by_one(kept, tmp_path):
     """A session's tally of samples by address, written as its windows were summarised:
     annotate from it gives every instruction exactly the samples perf script counts in the
@@ -856,12 +869,7 @@ def test_annotate_from_the_tally_is_the_windows_counted_one_by_one(kept, tmp_pat
     listed = {name for name, _ in json.loads(gzip.decompress(tally.read_bytes()))["windows"]}
     assert listed == {f.name.removesuffix(".gz")
                       for f in perf_data_files(kept.with_suffix(".perf"))}
-    done = hotloop("annotate", str(kept), "hl_run", "--format", "json")
-    assert done.returncode == 0, done.stderr
-    doc = json.loads(done.stdout)
-    by_offset = _counted_window_by_window(kept, "hl_run")
-    assert doc["samples"] == sum(by_offset.values()) > 0 and doc["sampled_from"] == 0
-    assert [i["samples"] for i in doc["instructions"]] == _by_instruction(doc, by_offset)
+    doc = _annotated_exactly(kept)
     hot = results.read(kept).session_symbols
     assert doc["samples"] == next(s.samples for s in hot.symbols if s.symbol == "hl_run")
     alone = _copy_result(kept, tmp_path / "alone.jsonl")
@@ -958,9 +966,4 @@ def test_a_session_stopped_by_ctrl_c_annotates_from_the_tally_it_had(spin, tmp_p
     windows = [w for w in res.windows if w.scope == "window"]
     numbers = {n for _, n in tally["windows"]}
     assert {w.window for w in windows if w.samples} <= numbers     # none lost at the stop
-    annotated = hotloop("annotate", str(out), "hl_run", "--format", "json")
-    assert annotated.returncode == 0, annotated.stderr
-    doc = json.loads(annotated.stdout)
-    by_offset = _counted_window_by_window(out, "hl_run")
-    assert doc["samples"] == sum(by_offset.values()) > 0 and doc["sampled_from"] == 0
-    assert [i["samples"] for i in doc["instructions"]] == _by_instruction(doc, by_offset)
+    _annotated_exactly(out)
