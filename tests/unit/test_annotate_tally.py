@@ -151,7 +151,9 @@ def doc(**change: object) -> dict[str, object]:
     return {**t.document(), **change}
 
 
-@pytest.mark.parametrize("forged, said", [
+# Forged tallies and what the line says of each (named by that: gzip's bytes hold its time,
+# and pytest-xdist's workers must collect the same ids)
+FORGED = [
     (b"", "not one whole gzip stream"),
     (b"PERFILE2 not gzip", "cannot decompress"),
     (gzip.compress(b"{"), "not a tally hotloop wrote"),
@@ -173,7 +175,11 @@ def doc(**change: object) -> dict[str, object]:
     (gzip.compress(json.dumps(doc(symbols=[[0, "hl_run", 1, "perf.data.1", 5, "perf.data.1",
                                             0, [-1, 5]]])).encode()), "offset"),
     (gzip.compress(b"{}") + b"more", "not one whole gzip stream"),
-])
+]
+
+
+@pytest.mark.parametrize("forged, said", FORGED,
+                         ids=[f"{i}-{said}" for i, (_, said) in enumerate(FORGED)])
 def test_a_forged_file_is_one_line_never_a_traceback(tmp_path, forged, said):
     path = tmp_path / addrs.FILE
     path.write_bytes(forged)
