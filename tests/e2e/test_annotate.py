@@ -924,7 +924,7 @@ def test_a_thinned_session_annotates_every_window_from_its_tally(spin, tmp_path)
     (gzip.compress(b'{"kind": "hotloop samples by address", "format": 99}'), "format 99"),
     (gzip.compress(b"[" * 100_000), "not a tally hotloop wrote"),
     (None, "expands beyond"),
-])
+], ids=["not gzip", "format 99", "not a tally", "a gzip bomb"])   # gzip's bytes hold a time
 def test_a_forged_tally_is_one_line(kept, tmp_path, forged, said):
     perf = _copy_result(kept, tmp_path / "f.jsonl")
     for f in perf_data_files(kept.with_suffix(".perf")):
