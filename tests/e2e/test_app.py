@@ -300,7 +300,7 @@ def test_hot_symbols_window_then_session(isolated: Path) -> None:
 
 
 def test_a_window_dropped_unread_says_so_and_keeps_the_last_window_read(isolated: Path) -> None:
-    """perf report fell behind: a window dropped unread (no symbols, a reason) before any was
+    """perf script fell behind: a window dropped unread (no symbols, a reason) before any was
     read says why in the panel; after one was read, that one stays and the title names the
     window dropped (fed directly: the backlog itself is test_perf_budget's)."""
     from hotloop import events as ev

@@ -13,13 +13,13 @@ file either way), without being compressed.  Room is left for the window perf is
 large as the last one), so the directory as a whole stays within the budget.
 
 Every window counts from the moment perf dumps it: waiting for its report, being read, waiting
-for and being compressed, kept.  When `perf report` falls behind (a machine with no idle CPU)
+for and being compressed, kept.  When `perf script` falls behind (a machine with no idle CPU)
 the windows waiting for it are thinned by the same stride before they are read: a window off
 it is dropped unread (the session records it as such, with no hot symbols), so the symbols
 summed are an even sample of the session too, and the report, with fewer windows to read, can
-catch up.  Compressing the backlog instead would not bound it: gzip needs the CPU perf report
+catch up.  Compressing the backlog instead would not bound it: gzip needs the CPU perf script
 lacks, and the windows would have to be unzipped again to be read.  The window next to be read
-is never dropped: one waiting window is no backlog.  A window a process has open (perf report,
+is never dropped: one waiting window is no backlog.  A window a process has open (perf script,
 gzip) is not dropped either; one off the stride goes once that is done.
 """
 from __future__ import annotations
@@ -41,8 +41,8 @@ from hotloop.perf.control import killpg, spare_cpus
 GZIP_LEVEL = 6                  # gzip's own default: -9 took 3 times the CPU for 4% smaller files
 WINDOW_FILE = re.compile(r"perf\.data\.[0-9]+")     # a window perf completed (rotated)
 UNFINISHED = "perf.data"        # the window perf was writing when it was killed: no header
-# what a window dropped before perf report read it says, in its place in the result file
-DROPPED_UNREAD = "dropped unread: perf report fell behind (within perf_keep_mb)"
+# what a window dropped before perf script read it says, in its place in the result file
+DROPPED_UNREAD = "dropped unread: perf script fell behind (within perf_keep_mb)"
 
 
 @dataclass

@@ -58,7 +58,7 @@ class LiveView(Vertical):
     def show_symbols(self, hot: ev.HotSymbols) -> None:
         table = self.query_one(SymbolsTable)
         if hot.dropped:
-            # dropped unread (perf report fell behind): the last window read stays, and the
+            # dropped unread (perf script fell behind): the last window read stays, and the
             # title says this one's fate; with none read yet, the reason is the panel's
             shown = table.latest
             if shown is not None and shown.symbols and shown.scope == "window":
