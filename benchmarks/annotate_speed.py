@@ -31,10 +31,11 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from perf_report import parse_report, report_argv  # beside this script: the old way
+
 from hotloop import results
 from hotloop.perf import addrs
 from hotloop.perf.annotate import perf_data_files
-from hotloop.perf.parse import parse_report, report_argv
 from hotloop.perf.script import read_window, script_argv
 
 
