@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -345,8 +346,12 @@ def test_doctor_says_whether_kvm_is_usable_and_why_not(tmp_path):
     row = next(ln for ln in r.stdout.splitlines() if " kvm " in f" {ln} ")
     if not os.path.exists("/dev/kvm"):
         assert "no /dev/kvm" in row
-    elif row.startswith("  no "):       # this machine: nested KVM aborts in qemu
-        assert "/dev/kvm present, not usable: no usable KVM (qemu: " in row
+    elif row.startswith("  no "):
+        # nested KVM: on some machines qemu aborts with its own error line, on others the guest
+        # hangs and prints nothing; each outcome, the working one too, is driven on every
+        # machine by a stand-in qemu in test_kvm_probe.py
+        assert re.search(r"/dev/kvm present, not usable: no usable KVM \((qemu: .+|a guest "
+                         r"under KVM printed nothing within 20 s)\): guests are emulated", row)
     else:
         assert "/dev/kvm present and usable" in row
 
