@@ -26,6 +26,7 @@ from hotloop.catalog.model import (
     timeout_problem,
     until_ci_problem,
 )
+from hotloop.catalog.files import read_text
 from hotloop.catalog.ssh_trust import own, refused_config, refused_option
 from hotloop.checks import Check, list_of
 from hotloop.errors import HotloopError
@@ -332,12 +333,10 @@ def _trusted(where: Where, name: str, t: dict, ssh_config: str) -> None:
     if not ssh_config:
         return
     path = os.path.expanduser(ssh_config)
-    try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            said = refused_config(f.read())
-    except OSError as e:
-        raise where.error("host", name, "ssh_config",
-                          f"{path}: cannot read: {e.strerror or e}") from None
+    try:                                # a regular file, at most PROFILE_CAP bytes
+        said = refused_config(read_text(Path(path)))
+    except HotloopError as e:
+        raise where.error("host", name, "ssh_config", str(e)) from None
     if said:
         raise where.error("host", name, "ssh_config", (
             f"{path}:{said.line}: {said.key} {said.why}, {mine}: put the host there, or the "
