@@ -17,7 +17,7 @@ import pytest
 import tomli_w
 from conftest import profile_dir
 
-from hotloop import catalog, results
+from hotloop import catalog, paths, results
 from hotloop.catalog import Catalog
 from hotloop.errors import HotloopError
 from hotloop.host import kimage, kvm
@@ -176,8 +176,10 @@ def test_the_guests_catalogue_is_its_own_and_loads(tmp_path):
     # the profile's own, and what perf needs to name the guest kernel's symbols there
     assert profiles["kernel"]["vmk"]["sysctl"] == {
         "net.core.busy_poll": 50, "kernel.kptr_restrict": 0, "kernel.perf_event_paranoid": -1}
-    guest = tmp_path / "guest"
-    guest.mkdir()
+    # where the guest reads it: its own config directory (run/guest.py), which may set any
+    # sysctl (kernel.* for perf there)
+    guest = paths.config_dir()
+    guest.mkdir(parents=True)
     (guest / "vm.toml").write_text(tomli_w.dumps(profiles))
     cat = Catalog()
     cat.load_file(guest / "vm.toml")

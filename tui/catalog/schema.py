@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from hotloop import paths
+from hotloop.catalog.files import read_text
 from hotloop.catalog.model import (
     METRICS,
     RUN_LIMITS,
@@ -26,8 +27,9 @@ from hotloop.catalog.model import (
     timeout_problem,
     until_ci_problem,
 )
-from hotloop.catalog.files import read_text
 from hotloop.catalog.ssh_trust import own, refused_config, refused_option
+from hotloop.catalog.sysctl_trust import SET as SHARED_SYSCTLS
+from hotloop.catalog.sysctl_trust import benchmarking
 from hotloop.checks import Check, list_of
 from hotloop.errors import HotloopError
 from hotloop.host import kimage, procs
@@ -257,10 +259,23 @@ def _cpu(where: Where, name: str, t: dict) -> CpuProfile:
                       t.get("strict", False), str(where.path))
 
 
+def _trusted_dir(path: Path) -> bool:
+    """The user's own config directory, or the bundled profiles."""
+    try:
+        return own(path) or path.resolve().parent == paths.BUNDLED_PROFILES.resolve()
+    except OSError:
+        return False
+
+
 def _kernel(where: Where, name: str, t: dict) -> KernelProfile:
     for key, value in t.get("sysctl", {}).items():
         if not re.fullmatch(r"[a-z0-9_]+(\.[a-zA-Z0-9_-]+)+", key):
             raise where.error("kernel", name, "sysctl", f"{key!r} is not a sysctl name")
+        if not benchmarking(key) and not _trusted_dir(where.path):
+            raise where.error("kernel", name, "sysctl", (
+                f"{key}: outside the sysctls a shared profile may set ({SHARED_SYSCTLS}): "
+                f"accepted only from your own config directory ({paths.config_dir()}), not "
+                f"from {where.path}"))
         if not isinstance(value, (int, str)) or isinstance(value, bool):
             raise where.error("kernel", name, "sysctl",
                               f"{key}: expected an integer or a string, got {_type_name(value)}")
