@@ -30,6 +30,8 @@ from textual.message import Message
 from textual.widgets import DataTable, Static
 
 from hotloop.analysis.symbols import SymbolDelta, SymbolVerdict
+from hotloop.analysis.symdiff import MIN_SAMPLES
+from hotloop.render.compare_formats.symbols import MORE_SAMPLES
 from hotloop.render.report import dso_name
 from hotloop.render.units import p_value
 from hotloop.visible import cut, visible
@@ -114,6 +116,8 @@ def detail_text(row: Row) -> str:
         if d.p_value is not None and d.q_value is not None else ""
     change = f"{d.change_pct:+.1f}%" if d.change_pct is not None else "-"
     why = f" ({d.why})" if d.why else ""
+    if d.verdict is SymbolVerdict.TOO_FEW_SAMPLES:      # and how to get enough
+        why = f" ({d.why or f'below {MIN_SAMPLES} samples a session'}; {MORE_SAMPLES})"
     return (f"{where}: {ns(d.baseline_ns_per_op)} → {ns(d.new_ns_per_op)} ns/op "
             f"({ns(d.change_ns, True)}, {change}{ci}{tested}), samples a session "
             f"{d.samples_baseline:.0f} → {d.samples_new:.0f}: {word(d)}{why} · a annotates")
