@@ -271,7 +271,8 @@ def _kernel(where: Where, name: str, t: dict) -> KernelProfile:
     for key, value in t.get("sysctl", {}).items():
         if not re.fullmatch(r"[a-z0-9_]+(\.[a-zA-Z0-9_-]+)+", key):
             raise where.error("kernel", name, "sysctl", f"{key!r} is not a sysctl name")
-        if not benchmarking(key) and not _trusted_dir(where.path):
+        # a kernel booted in a VM sets its own guest's sysctls, never this machine's
+        if not benchmarking(key) and "image" not in t and not _trusted_dir(where.path):
             raise where.error("kernel", name, "sysctl", (
                 f"{key}: outside the sysctls a shared profile may set ({SHARED_SYSCTLS}): "
                 f"accepted only from your own config directory ({paths.config_dir()}), not "
