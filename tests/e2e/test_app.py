@@ -290,7 +290,9 @@ def test_hot_symbols_window_then_session(isolated: Path) -> None:
             user = table.get_row_at(1)
             assert str(user[1]) == "[.]"                        # 120 columns: the DSO, at
             assert str(user[2]).startswith("memcpy ") and str(user[2]).endswith(" x.so")
-            await pilot.resize_terminal(110, 36)                # the right; narrower: none
+            # the right (from 110 columns the panel spans the live side); 80 columns: none
+            await pilot.resize_terminal(80, 24)
+            app.main_screen.set_view("live")
             await wait_for(pilot, lambda: str(table.get_row_at(1)[2]) == "memcpy", 5, "no DSO")
             app.main_screen.post_message(SymbolsArrived(hot("session", 0, "k_a", "k_b", "u_c")))
             await wait_for(pilot, lambda: table.symbol_at(2) is not None, 5, "session rows")

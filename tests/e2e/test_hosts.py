@@ -767,6 +767,95 @@ def test_a_shared_host_cannot_make_ssh_append_to_a_file_here(tmp_path, sshd_serv
            f"own config directory" in done.stderr.splitlines()[-1], done.stderr
 
 
+def _shared_reach(tmp_path: Path, sshd_server, options: str = "", config: str = "") -> Path:
+    """A --profiles directory (not the user's own) with [host.lab]: an ssh config that reaches
+    the real server by name, port, user and key, but names no known_hosts file: the server's
+    key is known to no file this ssh reads."""
+    shared = tmp_path / "repo"
+    shared.mkdir()
+    (shared / "ssh.conf").write_text(
+        f"Host lab\n  HostName 127.0.0.1\n  Port {sshd_server.port}\n  User "
+        f"{getpass.getuser()}\n  IdentityFile {sshd_server.key}\n  IdentitiesOnly yes\n"
+        f"  ConnectTimeout 5\n{config}")
+    (shared / "h.toml").write_text(f'[host.lab]\naddress = "lab"\nssh_config = "ssh.conf"\n'
+                                   f'{options}hotloop = "{REMOTE_HOTLOOP}"\n')
+    return shared
+
+
+def _known_hosts() -> list[tuple[Path, bytes | None]]:
+    """The known_hosts files ssh writes by default (under the passwd entry's home, which
+    ssh uses whatever $HOME says)."""
+    import pwd
+    home = Path(pwd.getpwuid(os.getuid()).pw_dir)
+    return [(f, f.read_bytes() if f.exists() else None)
+            for f in (home / ".ssh" / "known_hosts", home / ".ssh" / "known_hosts2")]
+
+
+@pytest.mark.parametrize("options, config, line, said", [
+    ('ssh_options = ["StrictHostKeyChecking=no"]\n', "", 4,
+     "ssh_options: 'StrictHostKeyChecking=no': StrictHostKeyChecking loosens host key checking"),
+    ('ssh_options = ["stricthostkeychecking OFF"]\n', "", 4,
+     "ssh_options: 'stricthostkeychecking OFF': stricthostkeychecking loosens host key"),
+    ('ssh_options = ["SendEnv=*"]\n', "", 4, "ssh_options: 'SendEnv=*': SendEnv sends this "
+                                              "machine's environment to the remote"),
+    ("", "  StrictHostKeyChecking false\n", 3, "ssh_config: {conf}:8: StrictHostKeyChecking "
+                                               "loosens host key checking"),
+    ("", "  VerifyHostKeyDNS yes\n", 3, "ssh_config: {conf}:8: VerifyHostKeyDNS loosens"),
+])
+def test_a_shared_host_cannot_turn_host_key_checking_off(tmp_path, sshd_server, options,
+                                                          config, line, said):
+    """A repository's host that says StrictHostKeyChecking no (any spelling, in its options or
+    its ssh config) would reach the real server, unknown to this machine, and write its key:
+    it is refused as it loads, one line naming file, line and key; no key file changed."""
+    before = _known_hosts()
+    shared = _shared_reach(tmp_path, sshd_server, options, config)
+    done = hotloop("--profiles", str(shared), "host", "check", "lab")
+    assert _known_hosts() == before
+    assert done.returncode == 2, done
+    assert "Traceback" not in done.stderr, done.stderr
+    last = done.stderr.splitlines()[-1]
+    assert last.startswith(f"hotloop: {shared / 'h.toml'}:{line}: [host.lab] "
+                           + said.format(conf=shared / "ssh.conf")), done.stderr
+    assert "accepted only from your own config directory" in last
+
+
+def test_a_shared_host_reaches_only_a_known_host_and_ssh_is_told_so_first(
+        tmp_path, sshd_server, monkeypatch):
+    """A repository's harmless host (name, port, user, key) reaching the real server, whose
+    key this machine does not know: ssh refuses it (hotloop's StrictHostKeyChecking=yes comes
+    first, ssh keeps an option's first value) and writes no key.  The ssh command hotloop ran,
+    given to the real `ssh -G` (which prints the configuration it would use), says strict
+    checking, batch mode and no forwarding."""
+    shared = _shared_reach(tmp_path, sshd_server, 'ssh_options = ["ConnectTimeout=5"]\n')
+    shim = tmp_path / "bin"
+    shim.mkdir()
+    argv_file = tmp_path / "ssh.argv"
+    real_ssh = shutil.which("ssh")
+    (shim / "ssh").write_text(f'#!/bin/sh\nprintf "%s\\0" "$@" > {argv_file}\n'
+                              f'exec {real_ssh} "$@"\n')
+    (shim / "ssh").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{shim}{os.pathsep}{os.environ['PATH']}")
+    before = _known_hosts()
+    done = hotloop("--profiles", str(shared), "host", "check", "lab")
+    assert _known_hosts() == before
+    assert done.returncode == 2, done
+    last = done.stderr.splitlines()[-1]
+    assert "Host key verification failed" in last, done.stderr
+    assert "connects only to a host whose key is known" in last
+    argv = argv_file.read_bytes().split(b"\0")[:-1]
+    assert argv[0] == b"-T"
+    shown = subprocess.run([real_ssh, "-G", *[a.decode() for a in argv[1:]]],
+                           capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
+    assert shown.returncode == 0, shown.stderr
+    config = dict(line.split(" ", 1) for line in shown.stdout.splitlines() if " " in line)
+    assert config["hostname"] == "127.0.0.1" and config["port"] == str(sshd_server.port)
+    assert config["stricthostkeychecking"] == "true"
+    assert (config["batchmode"], config["forwardagent"], config["forwardx11"],
+            config["clearallforwardings"], config["permitlocalcommand"]) == \
+        ("yes", "no", "no", "yes", "no")
+    assert config["connecttimeout"] == "5"          # the host's option still wins a default's
+
+
 def test_a_remote_that_floods_warnings_is_bounded_and_stops_within_its_wait(
         tmp_path, hosts, sshd_server, leftovers):
     """A remote that sends warning lines as fast as it can, and goes on after its stdin

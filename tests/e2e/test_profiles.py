@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 from pathlib import Path
 
@@ -42,9 +43,6 @@ sysctl = {{ "{SYSCTL}" = 77 }}
 [kernel.bogus]
 sysctl = {{ "net.core.no_such_knob" = 1 }}
 
-[kernel.readonly]
-sysctl = {{ "kernel.osrelease" = "1.0" }}
-
 [kernel.other-release]
 expect = {{ release = "2.6.*" }}
 
@@ -64,13 +62,19 @@ cpus = [0]
 governor = "performance"
 strict = true
 """)
+    # a sysctl outside the benchmarking set: a profile of the user's own config directory
+    mine = Path(os.environ["XDG_CONFIG_HOME"]) / "hotloop"
+    mine.mkdir(parents=True, exist_ok=True)
+    (mine / "readonly.toml").write_text('[kernel.readonly]\nsysctl = { "kernel.osrelease" = "1.0" }\n')
     return d
 
 
 def test_system_changes_need_consent_and_change_nothing_without_it(prof, busy_poll):
     p = hotloop("run", "faulty", "--profiles", str(prof), "--kernel", "poll")
     assert p.returncode == 2
-    assert f"would change: {SYSCTL} {busy_poll} -> 77; pass --apply-system" in p.stderr
+    # each change with the profile file that asks for it
+    assert f"would change: {SYSCTL} {busy_poll} -> 77 (from {prof / 'k.toml'}); pass " \
+           "--apply-system" in p.stderr
     assert len(p.stderr.strip().splitlines()) == 1
     assert read_sysctl(SYSCTL) == busy_poll
     assert not Path("results").exists()
@@ -233,7 +237,7 @@ def test_a_state_dir_others_may_write_refuses_system_changes(prof, busy_poll):
     (["--kernel", "readonly", "--apply-system"], "kernel.osrelease"),
     (["--kernel", "other-release"], "[kernel.other-release] expect"),
     (["--cpu", "gov-strict"], "cpufreq"),
-    (["--cpu", "big-strict"], "k.toml:29: [cpu.big-strict] cpus: CPU 999 is beyond this machine"),
+    (["--cpu", "big-strict"], "k.toml:26: [cpu.big-strict] cpus: CPU 999 is beyond this machine"),
 ])
 def test_profiles_that_cannot_run_here_exit_2_and_change_nothing(prof, busy_poll, args,
                                                                   expected):

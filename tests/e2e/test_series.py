@@ -140,6 +140,41 @@ def test_ctrl_c_mid_series_keeps_the_sessions_done(tmp_path, kernels, leftovers)
     assert not leftovers()
 
 
+@pytest.mark.parametrize("sig, status", [(signal.SIGTERM, 143), (signal.SIGHUP, 129)])
+def test_a_signal_mid_series_exits_128_and_the_signal_as_the_manual_says(tmp_path, kernels,
+                                                                         leftovers, sig, status):
+    """SIGTERM (a kill) and SIGHUP (a dropped SSH connection) stop a series as Ctrl-C does,
+    and it exits 128 + the signal, which docs/usage.md says with docs/formats.md."""
+    usage = " ".join((ROOT / "docs" / "usage.md").read_text().split())
+    assert ("stops the series" in usage and "hotloop exits 128 + the signal: 130 for Ctrl-C, "
+            "143 for SIGTERM, 129 for SIGHUP") in usage
+    proc = subprocess.Popen([sys.executable, "-m", "hotloop", "run", "zero_null", "--profiles",
+                             str(kernels), "--kernel", "k1", "--kernel", "k2", "--sessions", "2",
+                             "--runs", "2000", "--param", "count=500", "--no-perf"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**__import__("os").environ, "PYTHONPATH": str(ROOT)})
+    try:
+        deadline = time.monotonic() + 240
+        first = None
+        while time.monotonic() < deadline and proc.poll() is None:
+            found = list((tmp_path / "results").glob("*/k1/s01.jsonl"))
+            if found and sum(1 for ln in found[0].read_text().splitlines()
+                             if '"type":"run"' in ln) >= 3:
+                first = found[0]
+                break
+            time.sleep(0.1)
+        assert first is not None, "the first session never ran"
+        proc.send_signal(sig)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == status, err
+    stopped = results.read(first.with_name("s01.jsonl.stopped"))
+    assert stopped.failed is not None and stopped.failed.signal == sig.name
+    assert not leftovers()
+
+
 # A workload whose Nth session (counted in a file across the series' fresh workers) fails.
 NTH_C = r"""
 #include "hotloop.h"

@@ -188,3 +188,38 @@ def test_a_profile_directory_of_many_plans_loads_without_a_sort_per_plan(tmp_pat
         return d
 
     assert _sorts_while_loading(plans(5)) == _sorts_while_loading(plans(100))
+
+
+@pytest.mark.parametrize("key, value", [
+    ("kernel.core_pattern", "|/tmp/x %p"), ("kernel.modprobe", "/tmp/x"),
+    ("fs.suid_dumpable", 2), ("kernel.perf_event_paranoid", -1),
+    ("vm.mmap_min_addr", 0), ("net.core.bpf_jit_harden", 0), ("kernel.randomize_va_space", 0),
+])
+def test_a_shared_kernel_profile_sets_only_benchmarking_sysctls(tmp_path, monkeypatch, key,
+                                                                 value):
+    """--apply-system is one yes for a run's profiles: a [kernel.X] from a --profiles
+    directory (whatever its label) may not ride on it to set any /proc/sys key as root; the
+    same table from the user's own config directory loads."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    toml = f'[kernel.stock]\nlabel = "stock"\nsysctl = {{ "{key}" = {value!r} }}\n'.replace(
+        "'", '"')
+    message = load_error(tmp_path, toml)
+    d = tmp_path / "prof"
+    assert "\n" not in message
+    assert message.startswith(f"{d / 'p.toml'}:3: [kernel.stock] sysctl: {key}: outside the "
+                              f"sysctls a shared profile may set (net.*, vm.*, "), message
+    assert f"accepted only from your own config directory ({tmp_path / 'config' / 'hotloop'})" \
+        in message
+    mine = tmp_path / "config" / "hotloop"
+    mine.mkdir(parents=True)
+    (mine / "k.toml").write_text(toml)
+    assert key in catalog.load([]).kernels["stock"].sysctl
+
+
+@pytest.mark.parametrize("key", ["net.core.busy_poll", "net.ipv4.tcp_rmem", "vm.swappiness",
+                                 "kernel.sched_autogroup_enabled", "kernel.numa_balancing",
+                                 "kernel.perf_event_max_sample_rate"])
+def test_a_shared_kernel_profile_may_set_the_benchmarking_sysctls(tmp_path, monkeypatch, key):
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    d = profile_dir(tmp_path, f'[kernel.k]\nsysctl = {{ "{key}" = 1 }}\n')
+    assert catalog.load([d]).kernels["k"].sysctl == {key: 1}

@@ -14,7 +14,7 @@ import pytest
 from conftest import POLL, READ, SYSCTL_LOCK, needs_root_sysctl, profile_dir
 from test_vm_rules import fake_bzimage
 
-from hotloop import catalog
+from hotloop import catalog, paths
 from hotloop import events as ev
 from hotloop.catalog import Catalog, Host
 from hotloop.errors import HotloopError
@@ -112,12 +112,15 @@ def sysctls_held() -> Iterator[None]:
 
 
 @needs_root_sysctl
-def test_here_consent_is_each_change_once_in_the_kernels_order(cat, sysctls_held):
+def test_here_consent_is_each_change_once_in_the_kernels_order(cat, sysctls_held, tmp_path):
     now = {name: Path("/proc/sys", *name.split(".")).read_text().strip()
            for name in (POLL, READ)}
     plan = cat.plan_for("zero_null")
     rps = [cat.resolve(replace(plan, kernel=k)) for k in ("busy-poll", "patched", "polling")]
-    changes = [f"{name} {now[name]} -> 50" for name in (POLL, READ) if now[name] != "50"]
+    # each change once, with every profile file that asks for it
+    files = f"{paths.BUNDLED_PROFILES / 'kernel.toml'}, {tmp_path / 'prof' / 'p.toml'}"
+    changes = [f"{name} {now[name]} -> 50 (from {files})" for name in (POLL, READ)
+               if now[name] != "50"]
     assert launch.consent(rps) == changes
     assert launch.consent(rps[1:2]) == []
 

@@ -2,12 +2,13 @@
 line, and the quoting that keeps every value a value on the remote shell."""
 from __future__ import annotations
 
+import dataclasses
 import shlex
 
 import pytest
 from conftest import profile_dir
 
-from hotloop import catalog
+from hotloop import catalog, paths
 from hotloop.catalog import Host
 from hotloop.cli.parser import parser
 from hotloop.cli.run import choices, variants
@@ -72,14 +73,25 @@ def test_a_bad_host_table_is_one_line_naming_file_line_and_key(tmp_path, table, 
     assert expected in message
 
 
-def test_ssh_gets_the_users_options_first_and_the_address_after_double_dash():
-    host = Host("lab1", "lab1.example", "root", 2222, "/k", "/cfg", ("ProxyJump=b",))
+def test_ssh_gets_hotloops_pinned_options_then_the_hosts_and_the_address_after_double_dash(
+        tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    mine = tmp_path / "config" / "hotloop" / "hosts.toml"
+    host = Host("lab1", "lab1.example", "root", 2222, "/k", "/cfg",
+                ("ProxyJump=b", "ConnectTimeout=3"), origin=str(mine))
     argv = ssh_argv(host, "true")
     assert argv[:4] == ["ssh", "-T", "-F", "/cfg"]
     opts = [argv[i + 1] for i, a in enumerate(argv) if a == "-o"]
-    # ssh keeps an option's first value: the user's win over hotloop's defaults
-    assert opts[0] == "ProxyJump=b" and "BatchMode=yes" in opts
-    assert "StrictHostKeyChecking=no" not in " ".join(argv)
+    # ssh keeps an option's first value: BatchMode first, the user's own next (they win
+    # over hotloop's defaults, ConnectTimeout here), then the defaults
+    assert opts[:3] == ["BatchMode=yes", "ProxyJump=b", "ConnectTimeout=3"]
+    assert opts.index("ConnectTimeout=3") < opts.index("ConnectTimeout=15")
+    assert "StrictHostKeyChecking" not in " ".join(argv)
+    # a host from a shared profile: strict host key checking and no forwarding come first
+    shared = dataclasses.replace(host, origin=str(tmp_path / "repo" / "hosts.toml"))
+    opts = [a for a in ssh_argv(shared, "true") if "=" in a]
+    assert opts[:6] == ["BatchMode=yes", "StrictHostKeyChecking=yes", "ForwardAgent=no",
+                        "ForwardX11=no", "ClearAllForwardings=yes", "PermitLocalCommand=no"]
     assert argv[argv.index("-p") + 1] == "2222" and argv[argv.index("-i") + 1] == "/k"
     assert argv[argv.index("-l") + 1] == "root"
     assert argv[-3:] == ["--", "lab1.example", "sh -c true"]
@@ -121,11 +133,17 @@ def test_a_failure_says_whose_words_it_is():
     assert "its hotloop key names /opt/h: install this version there, or drop the key" in \
         failure(keyed, 127, ["sh: 1: exec: /opt/h: not found"])
     assert failure(host, 2, ["\x1b[31mhotloop: red\x1b[0m"]).startswith("lab1: ")
-    # a host whose key is not known yet: what to do, not only ssh's words
-    assert failure(host, 255, ["Host key verification failed."]) == (
+    # a host whose key is not known yet: what to do, not only ssh's words; a host of the
+    # user's own directory may accept new keys, a shared one checks them strictly
+    mine = dataclasses.replace(host, origin=str(paths.config_dir() / "hosts.toml"))
+    assert failure(mine, 255, ["Host key verification failed."]) == (
         "lab1: ssh: Host key verification failed. (its key is not known here: `ssh lab1 true` "
         "once accepts it, or ssh_options = [\"StrictHostKeyChecking=accept-new\"] in "
         "[host.lab1])")
+    assert failure(host, 255, ["Host key verification failed."]) == (
+        "lab1: ssh: Host key verification failed. (its key is not known here: `ssh lab1 true` "
+        "once accepts it; a host from a profile outside your config directory connects only "
+        "to a host whose key is known)")
 
 
 def test_what_is_quoted_is_what_shlex_splits_back():
@@ -178,6 +196,71 @@ def test_ssh_options_that_run_write_or_open_here_only_from_the_users_own_directo
     (mine / "hosts.toml").write_text((shared / "p.toml").read_text())
     cat = catalog.load([])
     assert option in cat.hosts["lab1"].ssh_options
+
+
+LOOSENS = "loosens host key checking"
+UNLISTED = "is not one of the keys a shared profile may set"
+
+
+@pytest.mark.parametrize("option, key, why", [
+    # host key checking off, in every spelling ssh reads
+    ("StrictHostKeyChecking=no", "StrictHostKeyChecking", LOOSENS),
+    ("StrictHostKeyChecking=off", "StrictHostKeyChecking", LOOSENS),
+    ("stricthostkeychecking=FALSE", "stricthostkeychecking", LOOSENS),
+    ("StrictHostKeyChecking no", "StrictHostKeyChecking", LOOSENS),
+    ("StrictHostKeyChecking = accept-new", "StrictHostKeyChecking", LOOSENS),
+    ("CheckHostIP=no", "CheckHostIP", LOOSENS), ("VerifyHostKeyDNS=yes", "VerifyHostKeyDNS", LOOSENS),
+    ("HostKeyAlias=github.com", "HostKeyAlias", LOOSENS),
+    ("Hostname=10.9.9.9", "Hostname", "connects to another machine than the host's address"),
+    ("SendEnv=*", "SendEnv", "sends this machine's environment to the remote"),
+    ("ProxyUseFdpass=yes", "ProxyUseFdpass", UNLISTED), ("BatchMode=no", "BatchMode", "lets ssh ask"),
+    ("UpdateHostKeys=yes", "UpdateHostKeys", "makes ssh write host keys"),
+    ("ProxyJump=-oProxyCommand=x", "ProxyJump", "names a jump host other than by name"),
+    ("ProxyJump=b;touch x", "ProxyJump", "names a jump host other than by name"),
+    ("CanonicalizeHostname=yes", "CanonicalizeHostname", UNLISTED),
+])
+def test_a_shared_host_may_not_loosen_host_key_checking_or_set_an_unlisted_key(
+        tmp_path, monkeypatch, option, key, why):
+    """Outside the user's own config directory, only the ssh options known to be harmless
+    (an allow-list) load: any other is one line naming file, line, key and what it does."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    shared = profile_dir(tmp_path, f'\n[host.lab1]\naddress = "lab1"\nssh_options = [{_toml(option)}]\n')
+    with pytest.raises(HotloopError) as e:
+        catalog.load([shared])
+    message = str(e.value)
+    assert "\n" not in message
+    assert message.startswith(f"{shared / 'p.toml'}:4: [host.lab1] ssh_options: {option!r}: "
+                              f"{key} {why}"), message
+
+
+@pytest.mark.parametrize("line, key, why", [
+    ("  StrictHostKeyChecking no", "StrictHostKeyChecking", LOOSENS),
+    ("  stricthostkeychecking=Off", "stricthostkeychecking", LOOSENS),
+    ("  HostKeyAlias lab", "HostKeyAlias", LOOSENS), ("  SendEnv *", "SendEnv",
+                                                      "sends this machine's environment"),
+    ("  ProxyUseFdpass yes", "ProxyUseFdpass", UNLISTED),
+    ("  HostName -oProxyCommand=x", "HostName", "is not a host name"),
+])
+def test_a_shared_hosts_ssh_config_may_not_loosen_host_key_checking(tmp_path, monkeypatch, line,
+                                                                    key, why):
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    shared = profile_dir(tmp_path, '[host.lab]\naddress = "lab"\nssh_config = "ssh.conf"\n')
+    (shared / "ssh.conf").write_text(f"Host lab\n  HostName 10.0.0.5\n{line}\n")
+    with pytest.raises(HotloopError) as e:
+        catalog.load([shared])
+    assert str(e.value).startswith(f"{shared / 'p.toml'}:3: [host.lab] ssh_config: "
+                                   f"{shared / 'ssh.conf'}:3: {key} {why}"), str(e.value)
+
+
+def test_a_shared_host_keeps_the_harmless_options_a_lab_shares(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    options = ["Port=2222", "User=bench", "IdentityFile=~/.ssh/lab", "IdentitiesOnly yes",
+               "Ciphers=aes128-ctr", "ConnectTimeout=3", "ServerAliveInterval 5",
+               "ProxyJump=me@bastion.lab:2200,jump2", "StrictHostKeyChecking=yes",
+               "Compression=yes", "ForwardAgent=no"]
+    shared = profile_dir(tmp_path, '[host.lab]\naddress = "lab"\nssh_options = ['
+                                   + ", ".join(map(_toml, options)) + "]\n")
+    assert catalog.load([shared]).hosts["lab"].ssh_options == tuple(options)
 
 
 def _toml(s: str) -> str:

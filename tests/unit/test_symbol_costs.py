@@ -119,6 +119,25 @@ def test_the_differential_test_words_each_symbol(sides: tuple[Path, Path]) -> No
     assert p.symbols_tested == 2                    # read_zero and do_syscall_64
 
 
+def test_too_few_samples_says_how_to_get_more(sides: tuple[Path, Path]) -> None:
+    """Every format's note under the table, and the console's row in full, say what gives a
+    symbol more samples a session, not only that it has too few."""
+    from hotloop.console.widgets.symbol_diff import Row, detail_text
+    from hotloop.render.compare_formats.symbols import notes
+    comp = compare.load_and_compare(sides)
+    (p,) = comp.pairs
+    more = "a higher --perf-freq, longer runs or more --runs, more --sessions"
+    note, = notes(p)
+    assert f"too few samples: below {MIN_SAMPLES} a session on a side (for more: {more}; " \
+        "docs/differential.md)" in note
+    for fmt in ("text", "md"):
+        assert more in compare_formats.render(comp, fmt), fmt
+    rare = next(d for d in p.symbols or () if d.symbol == "rare")
+    assert detail_text(Row(p, rare)).endswith(
+        f"too few samples: 5 (fewer than {MIN_SAMPLES} samples a session on a side; for more: "
+        f"{more}) · a annotates")
+
+
 def test_the_change_explained_adds_up_exactly(sides: tuple[Path, Path]) -> None:
     (p,) = compare.load_and_compare(sides).pairs
     e = p.explained

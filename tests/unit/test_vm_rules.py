@@ -17,7 +17,7 @@ import pytest
 import tomli_w
 from conftest import profile_dir
 
-from hotloop import catalog, results
+from hotloop import catalog, paths, results
 from hotloop.catalog import Catalog
 from hotloop.errors import HotloopError
 from hotloop.host import kimage, kvm
@@ -176,8 +176,10 @@ def test_the_guests_catalogue_is_its_own_and_loads(tmp_path):
     # the profile's own, and what perf needs to name the guest kernel's symbols there
     assert profiles["kernel"]["vmk"]["sysctl"] == {
         "net.core.busy_poll": 50, "kernel.kptr_restrict": 0, "kernel.perf_event_paranoid": -1}
-    guest = tmp_path / "guest"
-    guest.mkdir()
+    # where the guest reads it: its own config directory (run/guest.py), which may set any
+    # sysctl (kernel.* for perf there)
+    guest = paths.config_dir()
+    guest.mkdir(parents=True)
     (guest / "vm.toml").write_text(tomli_w.dumps(profiles))
     cat = Catalog()
     cat.load_file(guest / "vm.toml")
@@ -319,3 +321,18 @@ def test_virtme_run_is_found_beside_this_python_without_it_on_path(monkeypatch):
     assert kvm.find_virtme() == str(beside)
     if shutil.which(kvm.QEMU):              # tools() takes qemu from PATH, as before
         assert kvm.tools()[0] == str(beside)
+
+
+def test_a_shared_vm_kernel_profile_may_set_any_sysctl_of_its_guest(tmp_path, monkeypatch):
+    """A kernel booted in a VM sets its guest's sysctls, never this machine's: from a shared
+    directory too (the benchmarking set binds the profiles that run here)."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    image = fake_bzimage(tmp_path / "bzImage")
+    d = profile_dir(tmp_path, f'[kernel.vm]\nimage = "{image}"\n'
+                              f'sysctl = {{ "kernel.kptr_restrict" = 0 }}\n'
+                              f'[kernel.here]\nsysctl = {{ "kernel.kptr_restrict" = 0 }}\n')
+    with pytest.raises(HotloopError, match=r"p.toml:5: \[kernel.here\] sysctl: kernel.kptr_"):
+        catalog.load([d])
+    (d / "p.toml").write_text(f'[kernel.vm]\nimage = "{image}"\n'
+                              f'sysctl = {{ "kernel.kptr_restrict" = 0 }}\n')
+    assert catalog.load([d]).kernels["vm"].sysctl == {"kernel.kptr_restrict": 0}

@@ -19,6 +19,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - 3.10
     import tomli as tomllib
 
+from hotloop.catalog.files import NotAProfile, read_text, text_or_empty
 from hotloop.catalog.model import (
     KINDS,
     CpuProfile,
@@ -36,7 +37,7 @@ from hotloop.host.procs import validate_priority
 def table_error(origin: str, kind: str, name: str, key: str, message: str) -> HotloopError:
     """`file:line: [kind.name] key: message` where the table's file is known, else without."""
     if origin and Path(origin).is_file():
-        return Where(Path(origin), Path(origin).read_text()).error(kind, name, key, message)
+        return Where(Path(origin), text_or_empty(Path(origin))).error(kind, name, key, message)
     return HotloopError(f"[{kind}.{name}]" + (f" {key}" if key else "") + f": {message}")
 
 
@@ -132,13 +133,11 @@ class Catalog:
 
     def load_file(self, path: Path) -> None:
         """The file's tables into the catalogue: all of them, or none (an error in one)."""
+        text = read_text(path)          # a regular file, at most PROFILE_CAP bytes
         try:
-            text = path.read_text()
             data = tomllib.loads(text)
         except tomllib.TOMLDecodeError as e:
             raise HotloopError(f"{path}: malformed TOML: {e}") from None
-        except (OSError, UnicodeDecodeError) as e:
-            raise HotloopError(f"{path}: cannot read: {e}") from None
         where = Where(path, text)
         # built first, added once the whole file is good: a bad file leaves nothing behind
         # without a copy of the catalogue's tables per file
@@ -206,7 +205,7 @@ class Catalog:
         for a bigger machine may sit in the catalogue without breaking anything)."""
         def where_key(key: str, message: str) -> HotloopError:
             if plan.origin and Path(plan.origin).is_file():
-                w = Where(Path(plan.origin), Path(plan.origin).read_text())
+                w = Where(Path(plan.origin), text_or_empty(Path(plan.origin)))
                 return w.error("plan", plan.name, key, message)
             return HotloopError(f"{key}: {message}")
 
@@ -312,19 +311,19 @@ def load(extra: list[Path] | None = None, skip_bad: bool = False) -> Catalog:
             real = f.resolve()
             if real not in seen:
                 seen.add(real)
-                if not skip_bad:
-                    cat.load_file(f)
-                    continue
                 try:
                     cat.load_file(f)            # none of a bad file's tables stay
+                except NotAProfile as e:
+                    # a FIFO, a device, a huge file: never read, said in one line, and a
+                    # command that needs what it might define says it is unknown
+                    cat.errors.append(str(e))
+                    cat.skipped.append(Skipped(str(e), str(e), frozenset()))
                 except HotloopError as e:
-                    try:
-                        text = f.read_text()
-                    except (OSError, UnicodeDecodeError):
-                        text = ""
+                    if not skip_bad:
+                        raise
                     cat.errors.append(str(e))
                     cat.skipped.append(Skipped(str(e), f"{e} (file skipped)",
-                                               defined_in(text)))
+                                               defined_in(text_or_empty(f))))
     if not skip_bad:
         cat.validate_plans()
         return cat

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from hotloop import paths
+from hotloop.catalog.files import read_text
 from hotloop.catalog.model import (
     METRICS,
     RUN_LIMITS,
@@ -27,6 +28,8 @@ from hotloop.catalog.model import (
     until_ci_problem,
 )
 from hotloop.catalog.ssh_trust import own, refused_config, refused_option
+from hotloop.catalog.sysctl_trust import SET as SHARED_SYSCTLS
+from hotloop.catalog.sysctl_trust import benchmarking
 from hotloop.checks import Check, list_of
 from hotloop.errors import HotloopError
 from hotloop.host import kimage, procs
@@ -256,10 +259,24 @@ def _cpu(where: Where, name: str, t: dict) -> CpuProfile:
                       t.get("strict", False), str(where.path))
 
 
+def _trusted_dir(path: Path) -> bool:
+    """The user's own config directory, or the bundled profiles."""
+    try:
+        return own(path) or path.resolve().parent == paths.BUNDLED_PROFILES.resolve()
+    except OSError:
+        return False
+
+
 def _kernel(where: Where, name: str, t: dict) -> KernelProfile:
     for key, value in t.get("sysctl", {}).items():
         if not re.fullmatch(r"[a-z0-9_]+(\.[a-zA-Z0-9_-]+)+", key):
             raise where.error("kernel", name, "sysctl", f"{key!r} is not a sysctl name")
+        # a kernel booted in a VM sets its own guest's sysctls, never this machine's
+        if not benchmarking(key) and "image" not in t and not _trusted_dir(where.path):
+            raise where.error("kernel", name, "sysctl", (
+                f"{key}: outside the sysctls a shared profile may set ({SHARED_SYSCTLS}): "
+                f"accepted only from your own config directory ({paths.config_dir()}), not "
+                f"from {where.path}"))
         if not isinstance(value, (int, str)) or isinstance(value, bool):
             raise where.error("kernel", name, "sysctl",
                               f"{key}: expected an integer or a string, got {_type_name(value)}")
@@ -332,12 +349,10 @@ def _trusted(where: Where, name: str, t: dict, ssh_config: str) -> None:
     if not ssh_config:
         return
     path = os.path.expanduser(ssh_config)
-    try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            said = refused_config(f.read())
-    except OSError as e:
-        raise where.error("host", name, "ssh_config",
-                          f"{path}: cannot read: {e.strerror or e}") from None
+    try:                                # a regular file, at most PROFILE_CAP bytes
+        said = refused_config(read_text(Path(path)))
+    except HotloopError as e:
+        raise where.error("host", name, "ssh_config", str(e)) from None
     if said:
         raise where.error("host", name, "ssh_config", (
             f"{path}:{said.line}: {said.key} {said.why}, {mine}: put the host there, or the "

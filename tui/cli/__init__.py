@@ -3,18 +3,26 @@
 `parser` builds the command line, `run` runs plans (one session, a batch, interleaved
 variants), `commands` holds the other subcommands, `common` what they share (the catalogue
 with --profiles, the signals).  Every error a user can cause ends in one line on stderr and
-exit 2; a failed workload exits 1; Ctrl-C exits 130 after the worker is gone.
+exit 2; a failed workload exits 1, and so does standard output that cannot be written (a full
+disk: one line, never a traceback); Ctrl-C exits 130 after the worker is gone.
 """
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import os
 import signal
 import sys
 from collections.abc import Callable, Sequence
 
-from hotloop.cli.common import _interrupt, interrupted_status
+from hotloop.cli.common import (
+    StdoutFailed,
+    _interrupt,
+    interrupted_status,
+    stdout_gone,
+    watch_stdout,
+)
 from hotloop.cli.parser import parser
 from hotloop.errors import HotloopError
 from hotloop.host import recovery
@@ -42,6 +50,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         signal.signal(sig, _interrupt)
     try:
         args = parser().parse_args(argv)
+        if args.command is not None:    # the console draws on its terminal, not through this
+            watch_stdout()
         if args.command not in ("restore", "completion"):
             # A run killed with settings applied left a journal: put them back first.
             for message in recovery.recover():
@@ -49,7 +59,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             # and the perf data it left raw: compressed and within its budget
             for message in finish_left_perf():
                 print(f"hotloop: {visible(message)}", file=sys.stderr)
-        return command(args.command)(args)
+        status = command(args.command)(args)
+        sys.stdout.flush()              # a full disk says so now, not in the exit's flush
+        return status
+    except StdoutFailed as e:
+        stdout_gone()
+        if e.errno == errno.EPIPE:      # `hotloop list | head`: the reader has gone
+            return 0
+        print(f"hotloop: cannot write standard output: {e.strerror or e}", file=sys.stderr)
+        return 1
     except HotloopError as e:
         print(f"hotloop: {visible(str(e))}", file=sys.stderr)     # one line, inert
         return e.exit_code

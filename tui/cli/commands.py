@@ -322,6 +322,9 @@ def cmd_list(args: argparse.Namespace) -> int:
             vm = f"  (boots {k.image} in a VM)" if k.image else ""
             print(f"  {k.name:<16} label {k.label!r:<20} {visible(k.summary)}{visible(vm)}"
                   .rstrip())
+            if k.sysctl:                # what it sets, whatever its label says, and whose
+                sets = ", ".join(f"{key} = {value}" for key, value in k.sysctl.items())
+                print(f"      sets {visible(sets)} (from {visible(k.origin)})")
     if what in (None, "plans"):
         measured = last_measured(set(cat.plans))
         print("plans")

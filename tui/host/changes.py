@@ -56,15 +56,16 @@ def describe_changes(changes: Iterable[Change], hint: str = "pass --apply-system
         return "no system changes needed"
     # Governor changes repeat per CPU policy: group the identical ones.
     parts: list[str] = []
-    gov: dict[tuple[str | None, str], list[int]] = {}
+    gov: dict[tuple[str | None, str, str], list[int]] = {}
     for c in changes:
         if c.kind == "governor":
-            gov.setdefault((c.original, c.value), []).append(int(c.target.removeprefix("cpu")))
+            gov.setdefault((c.original, c.value, c.source), []).append(
+                int(c.target.removeprefix("cpu")))
         else:
             parts.append(c.describe())
-    for (orig, value), cpus in gov.items():
+    for (orig, value, source), cpus in gov.items():
         parts.append(f"cpu{format_cpu_list(cpus)} governor {show_original(orig)} -> "
-                     f"{show_value(value)}")
+                     f"{show_value(value)}" + (f" (from {source})" if source else ""))
     line = "would change: " + ", ".join(parts)
     return f"{line}; {hint}" if hint else line
 
@@ -75,6 +76,8 @@ def plan_changes(
     boost: bool | None,
     cpus: Iterable[int] | None,
     strict: bool = False,
+    sysctl_source: str = "",
+    cpu_source: str = "",
 ) -> tuple[list[Change], list[str]]:
     """Work out what a CPU + kernel profile would change; touches nothing.
 
@@ -100,7 +103,8 @@ def plan_changes(
         writable = sysctl_writable(name)
         if not writable:
             raise SystemSettingError(writable.reason)
-        changes.append(Change("sysctl", name, value, current, str(sysctl_path(name))))
+        changes.append(Change("sysctl", name, value, current, str(sysctl_path(name)),
+                              sysctl_source))
 
     cpu_list = sorted(set(cpus or [])) or online_cpus()
 
@@ -129,7 +133,8 @@ def plan_changes(
                     continue
                 current = sysfs.read(gov_file)
                 if current != governor:
-                    changes.append(Change("governor", f"cpu{cpu}", governor, current, str(gov_file)))
+                    changes.append(Change("governor", f"cpu{cpu}", governor, current,
+                                          str(gov_file), cpu_source))
 
     if boost is not None:
         control = boost_control()
@@ -142,7 +147,7 @@ def plan_changes(
             current = sysfs.read(path)
             if current != value:
                 target = "intel_pstate.no_turbo" if inverted else "boost"
-                changes.append(Change("boost", target, value, current, str(path)))
+                changes.append(Change("boost", target, value, current, str(path), cpu_source))
 
     return changes, warnings
 

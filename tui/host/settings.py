@@ -314,6 +314,7 @@ class Change:
     value: str
     original: str | None = None
     path: str = ""
+    source: str = ""                # the profile file that asks for it, for the consent line
 
     def file(self) -> Path:
         return setting_file(self.kind, self.target)[0]
@@ -326,8 +327,10 @@ class Change:
         return self.target
 
     def describe(self) -> str:
-        """"net.core.busy_poll 0 -> 50": the new value exactly as it will be written."""
-        return f"{self.label()} {show_original(self.original)} -> {show_value(self.value)}"
+        """"net.core.busy_poll 0 -> 50": the new value exactly as it will be written, and
+        the profile file that asks for it when known ("... -> 50 (from /x/kernel.toml)")."""
+        line = f"{self.label()} {show_original(self.original)} -> {show_value(self.value)}"
+        return f"{line} (from {self.source})" if self.source else line
 
 
 def show_original(original: str | None) -> str:

@@ -58,16 +58,22 @@ def consent(rps: Iterable[ResolvedPlan], host: str | None = None) -> list[str]:
     the order the kernels come: here, what the profiles would change on this machine; on a
     host, what they would set there (its state is not known here).  None for a kernel booted
     in a VM: its sysctls are its own guest's, applied there unasked.  HotloopError when a
-    profile cannot run here (preflight)."""
-    changes: list[str] = []
+    profile cannot run here (preflight).  Each change names the profile files that ask for
+    it ("net.core.busy_poll 0 -> 50 (from A.toml, B.toml)")."""
+    changes: dict[str, list[str]] = {}
     for rp in rps:
         if rp.kernel.image:
             continue
         if host is None:
-            changes += [c.describe() for c in preflight(rp).changes]
+            for c in preflight(rp).changes:
+                files = changes.setdefault(replace(c, source="").describe(), [])
+                if c.source and c.source not in files:
+                    files.append(c.source)
         else:
-            changes += [f"{setting} on {host}" for setting in system_settings(rp)]
-    return list(dict.fromkeys(changes))
+            for setting in system_settings(rp):
+                changes.setdefault(f"{setting} on {host}", [])
+    return [f"{line} (from {', '.join(files)})" if files else line
+            for line, files in changes.items()]
 
 
 def result_path(stem: str, host: str | None = None, directory: Path = RESULTS) -> Path:

@@ -61,8 +61,10 @@ def preflight(rp: ResolvedPlan) -> Preflight:
     if held:
         raise HotloopError(describe_held(owner, held))
     try:
+        # each change names the profile file that asks for it, in the consent line
         changes, warnings = plan_changes(k.sysctl, cpu.governor, cpu.boost,
-                                                cpu.cpus, strict=cpu.strict)
+                                                cpu.cpus, strict=cpu.strict,
+                                                sysctl_source=k.origin, cpu_source=cpu.origin)
         mismatches = check_expect(k.expect)
     except SystemSettingError as e:
         raise HotloopError(f"{k.origin or cpu.origin}: {e}") from None

@@ -29,6 +29,7 @@ from pathlib import Path
 from hotloop import __version__
 from hotloop import events as ev
 from hotloop.catalog import Host
+from hotloop.catalog.ssh_trust import own, pinned
 from hotloop.errors import HotloopError
 from hotloop.host.procs import die_with_parent
 from hotloop.paths import source_digest
@@ -43,11 +44,11 @@ SSH_FAILED = 255                        # ssh's own exit status: connecting or a
 # Where `hotloop host setup` installs: its venv under the remote's cache directory.
 SETUP_DIR = '"${XDG_CACHE_HOME:-$HOME/.cache}"/hotloop'
 SETUP_HOTLOOP = SETUP_DIR + "/venv/bin/hotloop"
-# ssh's options before the user's: the user's come first, and ssh keeps an option's first
-# value.  BatchMode: never a password prompt the console cannot answer.  ServerAlive: a
-# dead network is found in 30 s (a quiet run sends nothing for longer).
-DEFAULT_OPTIONS = ("BatchMode=yes", "ServerAliveInterval=10", "ServerAliveCountMax=3",
-                   "ConnectTimeout=15")
+# ssh keeps an option's first value: hotloop's pinned ones come first (ssh_trust.pinned:
+# BatchMode, and for a shared profile's host strict host key checking), then the host's,
+# then these defaults, which a host may change.  ServerAlive: a dead network is found in
+# 30 s (a quiet run sends nothing for longer).
+DEFAULT_OPTIONS = ("ServerAliveInterval=10", "ServerAliveCountMax=3", "ConnectTimeout=15")
 
 
 def remote_path(path: str) -> str:
@@ -81,7 +82,7 @@ def ssh_argv(host: Host, remote: str) -> list[str]:
     argv = [SSH, "-T"]
     if host.ssh_config:
         argv += ["-F", os.path.expanduser(host.ssh_config)]
-    for opt in (*host.ssh_options, *DEFAULT_OPTIONS):
+    for opt in (*pinned(host.origin), *host.ssh_options, *DEFAULT_OPTIONS):
         argv += ["-o", opt]
     if host.port is not None:
         argv += ["-p", str(host.port)]
@@ -137,9 +138,13 @@ def failure(host: Host, returncode: int, stderr: Sequence[str]) -> str:
         if returncode == 127 or "not found" in last:
             last += f" ({setup_advice(host)})"
         elif "Host key verification failed" in last:
-            last += (f" (its key is not known here: `ssh {host.address} true` once accepts it, "
-                     f"or ssh_options = [\"StrictHostKeyChecking=accept-new\"] in "
-                     f"[host.{host.name}])")
+            # a shared profile's host checks keys strictly, whatever it says (ssh_trust)
+            mine = host.origin and own(Path(host.origin))
+            last += (f" (its key is not known here: `ssh {host.address} true` once accepts it"
+                     + (f", or ssh_options = [\"StrictHostKeyChecking=accept-new\"] in "
+                        f"[host.{host.name}])" if mine else
+                        "; a host from a profile outside your config directory connects "
+                        "only to a host whose key is known)"))
         ssh = returncode == SSH_FAILED and not last.startswith("ssh: ")
         return f"{host.name}: {'ssh: ' if ssh else ''}{last}"
     return f"{host.name}: {said.removeprefix('hotloop: ')}"

@@ -11,8 +11,9 @@ on a terminal without colours.  Below
 the table, the cursor row in full (its names, both costs, p and q); `a` or `enter`
 annotates it, side by side (screens/symbol_pair).
 
-Below 100 columns the table drops the sides' costs (the row in full beneath says them) and
-shortens "too few samples: N"; from 130 it adds q and the DSO.  Sessions without a cost per
+The symbol's name comes first: beyond the change, its % and the word, the columns join (the
+interval, the word in full, the sides' costs, q, the DSO) only while the name keeps
+NAME_KEEP columns; the row in full beneath says what has none.  Sessions without a cost per
 op (no task-clock: older files, perf stat off) get the shares of samples as before.
 """
 from __future__ import annotations
@@ -28,8 +29,11 @@ from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.message import Message
 from textual.widgets import DataTable, Static
+from textual.widgets.data_table import ColumnKey
 
 from hotloop.analysis.symbols import SymbolDelta, SymbolVerdict
+from hotloop.analysis.symdiff import MIN_SAMPLES
+from hotloop.render.compare_formats.symbols import MORE_SAMPLES
 from hotloop.render.report import dso_name
 from hotloop.render.units import p_value
 from hotloop.visible import cut, visible
@@ -38,10 +42,16 @@ if TYPE_CHECKING:
     from hotloop.analysis.comparison import Comparison, Pair
     from hotloop.analysis.symbols import Explained
 
-WITH_COSTS = 100                # columns from which the sides' costs have columns
-WIDE = 130                      # and q and the DSO (the verdict table's WIDE_FROM)
 SYMBOL_MIN = 18
 SYMBOL_MAX = 44
+# The name is what a kernel developer greps for: the columns beyond the change, its % and the
+# word join in this order only while the symbol column keeps NAME_KEEP columns (a name of
+# 34, __kmalloc_node_track_caller_noprof, after "▲ [k] "); what has no column is in the row
+# in full under the table
+NAME_KEEP = 40
+OPTIONAL = ((("ci", "interval %", 15),), (("word", "verdict", 19),),
+            (("base", "baseline", 8), ("new", "new", 8)), (("q", "q", 7),),
+            (("dso", "dso", 14),))
 SCROLLBAR = 2
 MARK = {SymbolVerdict.COSTLIER: "▲", SymbolVerdict.CHEAPER: "▼"}
 CALLED_STYLE = {SymbolVerdict.COSTLIER: "bold red", SymbolVerdict.CHEAPER: "bold green"}
@@ -114,6 +124,8 @@ def detail_text(row: Row) -> str:
         if d.p_value is not None and d.q_value is not None else ""
     change = f"{d.change_pct:+.1f}%" if d.change_pct is not None else "-"
     why = f" ({d.why})" if d.why else ""
+    if d.verdict is SymbolVerdict.TOO_FEW_SAMPLES:      # and how to get enough
+        why = f" ({d.why or f'below {MIN_SAMPLES} samples a session'}; {MORE_SAMPLES})"
     return (f"{where}: {ns(d.baseline_ns_per_op)} → {ns(d.new_ns_per_op)} ns/op "
             f"({ns(d.change_ns, True)}, {change}{ci}{tested}), samples a session "
             f"{d.samples_baseline:.0f} → {d.samples_new:.0f}: {word(d)}{why} · a annotates")
@@ -228,7 +240,7 @@ class SymbolDiff(Vertical):
             "pct": Text(f"{d.change_pct:+.1f}%" if d.change_pct is not None else "-",
                         justify="right"),
             "ci": Text(ci, justify="right"),
-            "word": Text(word(d, short="q" not in keys and "base" not in keys),
+            "word": Text(word(d, short=self.table.columns[ColumnKey("word")].width < 19),
                          style=CALLED_STYLE.get(d.verdict, "") if called and d.verdict
                          else "" if d.verdict is not SymbolVerdict.TOO_FEW_SAMPLES else "dim"),
             "q": Text(p_value(d.q_value), justify="right"),
@@ -244,15 +256,17 @@ class SymbolDiff(Vertical):
         if not self.costs:
             return [("base", "baseline %", 10), ("new", "new %", 7), ("delta", "delta", 6),
                     ("dso", "dso", 14)]
-        width = self._width()
-        cols = [("change", "Δ ns/op", 8), ("pct", "Δ %", 7), ("ci", "interval %", 15),
-                ("word", "verdict", 11)]
-        if width >= WITH_COSTS:
-            cols[:0] = [("base", "baseline", 8), ("new", "new", 8)]
-            cols[-1] = ("word", "verdict", 19)
-        if width >= WIDE:
-            cols += [("q", "q", 7), ("dso", "dso", 14)]
-        return cols
+        cols = {"change": ("Δ ns/op", 8), "pct": ("Δ %", 7), "word": ("verdict", 11)}
+        room = self._width() - 2 - SCROLLBAR - sum(w + 2 for _, w in cols.values())
+        for group in OPTIONAL:
+            more = sum(width - cols[key][1] if key in cols else width + 2
+                       for key, _, width in group)
+            if room - more < NAME_KEEP:
+                break
+            cols.update({key: (label, width) for key, label, width in group})
+            room -= more
+        order = ("base", "new", "change", "pct", "ci", "word", "q", "dso")
+        return [(k, *cols[k]) for k in order if k in cols]
 
     def _symbol_room(self) -> int:
         others = sum(w + 2 for _, _, w in self._column_set())

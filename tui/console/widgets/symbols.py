@@ -33,9 +33,9 @@ OTHER_COLUMNS = 14      # the % and kind columns, and the three columns' cell pa
 SCROLLBAR = 1           # a name is cut this much shorter: the scrollbar (2) is over its
                         # column's last column and right padding
 SYMBOL = ColumnKey("symbol")
-# With room (a table this wide: a terminal of 120 columns, or the narrow layout's wide
-# column), a name's cell also holds its DSO, which keeps at least DSO_KEEP columns of it
-# when the name is long.
+# With room (a table this wide: the live side's whole width from 110 columns, the narrow
+# layout's wide column from 82), a name's cell also holds its DSO, which keeps at least
+# DSO_KEEP columns of it when the name is long.
 WITH_DSO = 48
 DSO_KEEP = 9
 HINT = "a: annotate"            # the bottom border, unless the cursor row's name is cut
@@ -111,7 +111,7 @@ class SymbolsTable(DataTable):
 
     def _say_cursor(self) -> None:
         """The bottom border: the cursor row's whole name when its cell cuts it (80x24 has
-        room for 29 columns of it), else the key that annotates it."""
+        room for 31 columns of it, 120x40 for 65), else the key that annotates it."""
         row = self.cursor_row if self.symbol_at(self.cursor_row) is not None else 0
         sym = self.symbol_at(row)
         cut_here = sym is not None and row < len(self._cut) and self._cut[row]

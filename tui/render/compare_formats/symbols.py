@@ -17,6 +17,10 @@ SHARE_HEAD = ["symbol", "dso", "baseline", "new", "delta"]
 CORRECTION = "benjamini-hochberg"
 
 
+# How a "too few samples" row gets more (docs/differential.md#when-samples-are-too-few)
+MORE_SAMPLES = "for more: a higher --perf-freq, longer runs or more --runs, more --sessions"
+
+
 def costed(p: Pair) -> bool:
     """The pair's rows have a cost per op (else: shares of samples, as before)."""
     return p.explained is not None
@@ -95,8 +99,8 @@ def notes(p: Pair) -> list[str]:
             "means of the sessions' costs, change and p the test's, its interval adjusted "
             "for the symbols tested"
             + (f" ({methods})" if methods else "")
-            + f"; too few samples: below {MIN_SAMPLES} a session on a side "
-            f"(docs/differential.md)"]
+            + f"; too few samples: below {MIN_SAMPLES} a session on a side ({MORE_SAMPLES}; "
+            f"docs/differential.md)"]
 
 
 def _num(v: float | None) -> float | None:
