@@ -69,6 +69,7 @@ from hotloop.stats import detectable_pct as stats_detectable
 
 make_room()     # under `ulimit -v`: one line if they cannot load, never OpenBLAS's hang
 import numpy as np  # noqa: E402
+from scipy import optimize, special  # noqa: E402, F401 - for symstats, loaded here
 from scipy import stats as sps  # noqa: E402
 
 ALPHA = 0.05

@@ -17,7 +17,6 @@ op (no task-clock: older files, perf stat off) get the shares of samples as befo
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -93,8 +92,8 @@ def explained_text(e: Explained) -> str:
 
 
 def word(d: SymbolDelta, short: bool = False) -> str:
-    if short and d.verdict is SymbolVerdict.TOO_FEW_SAMPLES:
-        return f"too few: {math.floor(min(d.samples_baseline, d.samples_new))}"
+    if short and d.verdict is SymbolVerdict.CANT_TELL:
+        return "can't tell"             # its width: the wide table's
     return d.word
 
 
@@ -230,7 +229,7 @@ class SymbolDiff(Vertical):
             "ci": Text(ci, justify="right"),
             "word": Text(word(d, short="q" not in keys and "base" not in keys),
                          style=CALLED_STYLE.get(d.verdict, "") if called and d.verdict
-                         else "" if d.verdict is not SymbolVerdict.TOO_FEW_SAMPLES else "dim"),
+                         else "" if d.verdict is not SymbolVerdict.CANT_TELL else "dim"),
             "q": Text(p_value(d.q_value), justify="right"),
             "dso": Text(cut(dso_name(d.dso), 14), style="dim")}
         return [cells[k] for k in keys[1:]]

@@ -8,7 +8,7 @@ import math
 from typing import Any
 
 from hotloop.analysis.comparison import Pair
-from hotloop.analysis.symbols import Explained, SymbolDelta, SymbolVerdict
+from hotloop.analysis.symbols import SAME_MARGIN_PCT, Explained, SymbolDelta, SymbolVerdict
 from hotloop.analysis.symdiff import EXPLAIN_TOP, MIN_SAMPLES
 from hotloop.render.units import p_value, pct
 
@@ -24,8 +24,8 @@ def costed(p: Pair) -> bool:
 
 def title(p: Pair, top: int) -> str:
     if costed(p):
-        why = next((d.why for d in p.symbols or () if d.verdict is SymbolVerdict.NO_TEST),
-                   "too few samples")
+        why = next((d.why for d in p.symbols or () if d.verdict is SymbolVerdict.CANT_TELL
+                    and d.why), "too few samples")
         tested = (f"q: Benjamini-Hochberg over the {p.symbols_tested} symbols tested, "
                   f"intervals adjusted to match"
                   if p.symbols_tested else f"none tested, the change shown: {why}")
@@ -95,7 +95,8 @@ def notes(p: Pair) -> list[str]:
             "means of the sessions' costs, change and p the test's, its interval adjusted "
             "for the symbols tested"
             + (f" ({methods})" if methods else "")
-            + f"; too few samples: below {MIN_SAMPLES} a session on a side "
+            + f"; tested: the symbols with {MIN_SAMPLES}+ samples over the sessions, the "
+            f"session's scale removed; same: the interval within ±{SAME_MARGIN_PCT:g}% "
             f"(docs/differential.md)"]
 
 
