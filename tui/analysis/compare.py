@@ -330,7 +330,7 @@ def _pair(base: Sequence[Result], rs: Sequence[Result], baseline: Side, side: Si
         diff = symdiff.differential(base, rs, boots=None if paired is not None else boots,
                                     pairs=by_pairs, shares=diff_symbols(list(bs), list(ns)))
     meta = metadata_diff(base[0].header.to_json(), rs[0].header.to_json())
-    return Pair(baseline, side, rows, meta, diff.rows[:TOP_SYMBOLS] if diff else None,
+    return Pair(baseline, side, rows, meta, diff.rows if diff else None,   # every row: the text views cut
                 rows[0].test.method if rows else "sessions",
                 explained=diff.explained if diff else None,
                 symbol_note=diff.note if diff else "",
