@@ -65,9 +65,8 @@ SAME_MARGIN_PCT = 5.0                   # "same within +-5%": the equivalence ma
 # (cpu-clock: no PMU), a tick that falls while interrupts are off is taken when they come
 # back on, so time spent with them off is charged here (docs/perf.md).
 _IRQ_REENABLE = re.compile(
-    r"(?:^|_)(?:irqrestore|irq_restore|irq_enable|irqenable|local_irq_enable|"
-    r"local_bh_enable|bh_enable|do_softirq|softirq|sti)(?:$|_)|^__do_softirq$|"
-    r"_unlock_irq$|_unlock_bh$|^finish_task_switch")
+    r"irqrestore|irq_restore|irq_enable|bh_enable|softirq|_unlock_irq$|_unlock_bh$|"
+    r"^finish_task_switch$")
 
 
 def irq_reenable(symbol: str) -> bool:
@@ -136,6 +135,8 @@ class SymbolDelta:
             if self.half_width_pct is None or not math.isfinite(self.half_width_pct):
                 return f"can't tell: {self.why.split(':')[0]}" if self.why else "can't tell"
             more = f" ({self.sessions_for} a side for 10%)" if self.sessions_for else ""
+            if self.half_width_pct >= 1000:     # a few samples, or sessions far apart
+                return "can't tell: over ±1000%"
             return f"can't tell: ±{_sig3(self.half_width_pct)}%{more}"
         return str(self.verdict.value)
 
