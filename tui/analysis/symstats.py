@@ -17,12 +17,13 @@ and a test a symbol.  analysis.symdiff makes rows and words of it.
   others' help as limma's moderated t does (Smyth 2004): the symbols' variances s_j^2 are taken
   as scaled F draws around a prior f0 x e_j with d0 degrees of freedom, fitted by the method of
   moments on log s_j^2 (Smyth's fitFDist), and each symbol's posterior variance is
-  (d0 f0 e_j + d s_j^2) / (d0 + d) with d0 + d degrees of freedom.  The prior's shape e_j is
-  the variance counts alone would give plus what the sessions add to every symbol alike:
-  e_j = 1 / (count + 1/2) (a Poisson count's variance on the log scale, as edgeR and DESeq2
-  model counts) + beta, beta the common extra variance, chosen so that the median of
-  s_j^2 / e_j is a chi-square's median.  So a symbol with few samples is as uncertain as its
-  count makes it, without a hard floor of samples.
+  (d0 f0 e_j + d s_j^2) / (d0 + d) with d0 + d degrees of freedom (d0 at most
+  MAX_PRIOR_DF, f0 at least 1).  The prior's shape is a trend of variance on counts, as
+  limma-trend's: e_j = a / (N_j + 1/2) + beta, 1 / (N + 1/2) a Poisson count's variance on
+  the log scale (edgeR and DESeq2 model counts so), a >= 1 what the sessions add to it,
+  beta what every symbol carries whatever its counts, both fitted by medians over the
+  symbols of 10+ samples a session (`variance_trend`).  So a symbol with few samples is as
+  uncertain as its count makes it, without a hard floor of samples.
 * **Censored counts.**  An older file lists a session's top 100 symbols only: one not listed
   there had between 0 and the last listed one's samples.  Such a symbol is tested twice, the
   unlisted counts at 0 and at that bound, and called only where both call it the same way
@@ -109,6 +110,8 @@ def size_factors(counts: np.ndarray, censored: np.ndarray, totals: np.ndarray) -
     if int(well.sum()) >= MIN_FACTOR_SYMBOLS:
         logs = np.log(counts[well])
         ratio = logs - logs.mean(axis=1, keepdims=True)
+        # unweighted, as DESeq2: weighted by counts, the largest symbols pulled the
+        # factor (a 20%-share symbol's +10% read as +9.3%) and its spread fell by a tenth
         f = np.median(ratio, axis=0)
     else:
         f = np.log(np.maximum(totals, 1.0))
@@ -147,21 +150,30 @@ def fit_f(ratios: np.ndarray, df: float) -> tuple[float, float]:
     return d0, math.exp(emean + float(special.digamma(d0 / 2)) - math.log(d0 / 2))
 
 
-def _common_extra(s2: np.ndarray, poisson: np.ndarray, df: int) -> float:
-    """beta: the variance every symbol's unit carries beyond its counts', so that the median
-    of s^2 / (poisson + beta) is chi-square's (over df) median."""
-    ok = np.isfinite(s2) & (s2 > 0)
-    if int(ok.sum()) < 3:
-        return 0.0
-    s2, poisson = s2[ok], poisson[ok]
+def _solve(s2: np.ndarray, base: np.ndarray, df: int) -> float:
+    """beta >= 0 with median(s2 / (base + beta)) chi-square's (over df) median."""
     target = float(sps.chi2.median(df)) / df
 
     def excess(beta: float) -> float:
-        return float(np.median(s2 / (poisson + beta))) - target
+        return float(np.median(s2 / (base + beta))) - target
     if excess(0.0) <= 0:
         return 0.0
-    hi = float(np.max(s2)) + 1.0
-    return float(optimize.brentq(excess, 0.0, hi, xtol=1e-12))
+    return float(optimize.brentq(excess, 0.0, float(np.max(s2)) + 1.0, xtol=1e-12))
+
+
+def variance_trend(s2: np.ndarray, poisson: np.ndarray, df: int) -> tuple[float, float]:
+    """(a, beta): a symbol's variance a unit as a x its counts' + beta, a >= 1 (never below
+    what the counts give), fitted by medians as limma-trend fits a trend of variance on the
+    mean: a from the half of fewer samples (where the counts' variance rules), beta from the
+    half of more (where what every symbol shares shows)."""
+    ok = np.isfinite(s2) & (s2 > 0)
+    s2, poisson = s2[ok], poisson[ok]
+    if len(s2) < 6:
+        return 1.0, _solve(s2, poisson, df) if len(s2) >= 3 else 0.0
+    few = poisson >= np.median(poisson)
+    target = float(sps.chi2.median(df)) / df
+    a = max(1.0, float(np.median(s2[few] / poisson[few])) / target)
+    return a, _solve(s2[~few], a * poisson[~few], df)
 
 
 def _units(y: np.ndarray, pois: np.ndarray, d: Design
@@ -205,22 +217,25 @@ def _expected(counts: np.ndarray, factors: np.ndarray, d: Design) -> np.ndarray:
 
 
 def _moderated(counts: np.ndarray, factors: np.ndarray, d: Design,
-               prior: tuple[float, float, float] | None
-               ) -> tuple[np.ndarray, np.ndarray, np.ndarray, float, tuple[float, float, float]]:
+               prior: tuple[float, float, float, float] | None
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray, float,
+                          tuple[float, float, float, float]]:
     y = np.log((counts + 0.5) / factors)
     change, s2, p = _units(y, _expected(counts, factors, d), d)
     df = d.df
     if prior is None:
-        beta = _common_extra(s2, p, df)
-        d0, f0 = fit_f(s2 / (p + beta), df)
-        # Never below what the counts alone give (a symbol's share is sampled: sessions as
-        # steady as a timer's ticks would make every variance tiny, one symbol's real
-        # spread with them), and never so sure of the prior that a symbol's own spread is
-        # ignored (limma lets d0 be infinite; one symbol far out then is called on the
-        # others' quiet)
-        prior = (beta, min(d0, MAX_PRIOR_DF), max(f0, 1.0))
-    beta, d0, f0 = prior
-    e = f0 * (p + beta)
+        # fitted on the symbols of 10+ samples a session: below, the log of a count strays
+        # from 1 / (N + 1/2) (at 3-10 samples its variance is 12% above it)
+        well = counts.mean(axis=1) >= WELL_SAMPLED
+        a, beta = variance_trend(s2[well], p[well], df) if well.sum() >= 3 else (1.0, 0.0)
+        d0, f0 = fit_f(s2 / (a * p + beta), df)
+        # Never below what the counts alone give (sessions as steady as a timer's ticks
+        # would make every variance tiny, one symbol's real spread with them), and never so
+        # sure of the prior that a symbol's own spread is ignored (limma lets d0 be
+        # infinite; one symbol far out then is called on the others' quiet)
+        prior = (a, beta, min(d0, MAX_PRIOR_DF), max(f0, 1.0))
+    a, beta, d0, f0 = prior
+    e = f0 * (a * p + beta)
     var, df_post = (d0 * e + df * s2) / (d0 + df), d0 + df
     return change, var, s2, df_post, prior
 
