@@ -206,3 +206,33 @@ def test_sessions_for_a_10pct_change_grow_with_the_variance() -> None:
     # 2 var (z / log 1.1)^2: 2 x 0.001 x (2.80 / 0.0953)^2 = 1.73 -> 2; 0.01 -> 17.3 -> 18
     assert small.sessions_for(10) == 2 and big.sessions_for(10) == 18
     assert math.isclose(big.sessions_for(10) / 18, 1.0)
+
+
+def test_cpu_clock_sampling_is_said_and_the_interrupts_on_symbols_marked(
+        tmp_path: Path) -> None:
+    from hotloop.render import compare_formats
+    warn = {"type": "warning", "message": "perf: hardware counters: cycles/instructions not "
+                                          "supported: sampling falls back to cpu-clock, no IPC"}
+    for name in ("a", "b"):
+        for i in range(3):
+            counts = {"_raw_spin_unlock_irqrestore": 300 + i, "read_zero": 500 - i,
+                      "do_syscall_64": 200 + 2 * i}
+            forge.zero_null(tmp_path / name / f"s{i}.jsonl", forge.NS_512,
+                            more=[warn, hot(counts, 1000)], counters={"task-clock": 100.0})
+    comp = compare.load_and_compare([tmp_path / "a", tmp_path / "b"])
+    rows = {d.symbol: d for d in comp.pairs[0].symbols or ()}
+    assert rows["_raw_spin_unlock_irqrestore"].irq and rows["_raw_spin_unlock_irqrestore"].timer
+    assert not rows["read_zero"].irq and rows["read_zero"].timer
+    text = compare_formats.render(comp, "text")
+    note = next(x for x in text.splitlines() if "sampled on cpu-clock" in x)
+    assert "_raw_spin_unlock_irqrestore may hold time from an interrupts-off region" in note
+    # without the warning (a PMU's cycles): no note, no mark
+    for f in (tmp_path / "a").glob("*.jsonl"):
+        f.write_text("\n".join(x for x in f.read_text().splitlines() if "cpu-clock" not in x)
+                     + "\n")
+    for f in (tmp_path / "b").glob("*.jsonl"):
+        f.write_text("\n".join(x for x in f.read_text().splitlines() if "cpu-clock" not in x)
+                     + "\n")
+    comp = compare.load_and_compare([tmp_path / "a", tmp_path / "b"])
+    assert not any(d.irq or d.timer for d in comp.pairs[0].symbols or ())
+    assert "sampled on cpu-clock" not in compare_formats.render(comp, "text")

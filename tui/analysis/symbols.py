@@ -115,8 +115,9 @@ class SymbolDelta:
     sessions_for: int | None = None     # sessions a side that would find a 10% change of it
     censored: bool = False              # an older file's cut left it out of a session
     df: float | None = None             # the moderated test's degrees of freedom
-    irq: bool = False                   # re-enables interrupts: under cpu-clock it may hold
-                                        # time from an interrupts-off region (irq_reenable)
+    timer: bool = False                 # a session of the pair sampled on cpu-clock (no PMU)
+    irq: bool = False                   # timer-sampled, and it re-enables interrupts: it may
+                                        # hold time from an interrupts-off region (irq_reenable)
 
     @property
     def merged(self) -> bool:

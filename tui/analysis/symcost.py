@@ -71,6 +71,8 @@ class SessionCost:
     symbols: dict[Key, SymbolCost]
     cut: int | None = None              # an older file's top 100: a symbol not listed had
                                         # at most this many samples; None: it had none
+    timer: bool = False                 # sampled on cpu-clock (no PMU): time with interrupts
+                                        # off is charged where they come back on
 
 
 def _why_none(r: Result, samples: int) -> str:
@@ -110,7 +112,19 @@ def session_cost(r: Result) -> SessionCost:
         cut = min(s.samples for s in syms)
     elif hs is not None and hs.floor > 1:
         cut = hs.floor - 1
-    return SessionCost(str(r.path), total, clock, ops, worker, why, out, cut)
+    return SessionCost(str(r.path), total, clock, ops, worker, why, out, cut, timer_sampled(r))
+
+
+TIMER_WARNING = "sampling falls back to cpu-clock"      # perf.probe's, kept in the file
+
+
+def timer_sampled(r: Result) -> bool:
+    """Whether the session's samples came from a timer (cpu-clock): perf said so when it
+    started, or perf stat could not count cycles (no PMU)."""
+    if any(TIMER_WARNING in w for w in r.warnings):
+        return True
+    counters = r.finished.counters if r.finished else {}
+    return "cycles" in counters and counters["cycles"] is None
 
 
 def display_name(key: Key, names: Sequence[str]) -> str:
@@ -160,6 +174,11 @@ class SideCost:
     def why(self) -> str:
         """Why the side has no cost per op: its first session's reason."""
         return next((f"{s.file}: {s.why}" for s in self.sessions if s.why), "")
+
+    @property
+    def timer(self) -> bool:
+        """Some session sampled on cpu-clock."""
+        return any(s.timer for s in self.sessions)
 
     @property
     def worker_ns(self) -> tuple[float, ...]:

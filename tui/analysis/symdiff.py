@@ -107,7 +107,8 @@ def _row(share: SymbolDelta | None, key: Key, bi: SideSymbol | None, ni: SideSym
                        cost_change_pct=(mn / mb - 1) * 100 if mb else None,
                        samples_baseline=_mean(_counts(bi, b)),
                        samples_new=_mean(_counts(ni, n)), baseline_costs=tuple(bc),
-                       new_costs=tuple(nc), irq=irq_reenable(base.symbol))
+                       new_costs=tuple(nc), timer=b.timer or n.timer,
+                       irq=(b.timer or n.timer) and irq_reenable(base.symbol))
 
 
 def _with(row: SymbolDelta, **changes: object) -> SymbolDelta:

@@ -97,7 +97,19 @@ def notes(p: Pair) -> list[str]:
             + (f" ({methods})" if methods else "")
             + f"; tested: the symbols with {MIN_SAMPLES}+ samples over the sessions, the "
             f"session's scale removed; same: the interval within ±{SAME_MARGIN_PCT:g}% "
-            f"(docs/differential.md)"]
+            f"(docs/differential.md)"] + timer_note(p)
+
+
+def timer_note(p: Pair, top: int = 15) -> list[str]:
+    """Where perf sampled on cpu-clock: which rows may hold another place's time."""
+    rows = (p.symbols or [])[:top]
+    if not any(d.timer for d in rows):
+        return []
+    irq = [d.symbol for d in rows if d.irq]
+    return ["sampled on cpu-clock (no PMU): time spent with interrupts off is charged where "
+            "they come back on" + (f"; {', '.join(irq[:3])} may hold time from an "
+                                   f"interrupts-off region" if irq else "")
+            + " (docs/perf.md)"]
 
 
 def _num(v: float | None) -> float | None:
@@ -123,7 +135,9 @@ def row_json(d: SymbolDelta) -> dict[str, Any]:
             "baseline_sessions_ns_per_op": list(d.baseline_costs) if d.verdict else None,
             "new_sessions_ns_per_op": list(d.new_costs) if d.verdict else None,
             "method": d.method or None,
-            "why": d.why or None}
+            "why": d.why or None, "cost_change_pct": _num(d.cost_change_pct),
+            "sessions_for_10pct": d.sessions_for, "censored": d.censored,
+            "cpu_clock": d.timer, "may_hold_irqs_off_time": d.irq}
 
 
 def diff_json(p: Pair) -> dict[str, Any]:
