@@ -100,7 +100,7 @@ from hotloop.analysis.sides import (
     side_names,
     side_of,
 )
-from hotloop.analysis.significance import MIN_PROCESSES
+from hotloop.analysis.significance import ALPHA, MIN_PROCESSES
 from hotloop.analysis.symbols import diff_symbols
 from hotloop.errors import HotloopError
 from hotloop.record import Header, compared_fields
@@ -323,7 +323,7 @@ def _pair(base: Sequence[Result], rs: Sequence[Result], baseline: Side, side: Si
             t = dataclasses.replace(t, noise_check={**t.noise_check, "action": "sitting"})
         rows.append(MetricDelta(m.name, m.unit, m.higher_is_better, t, m.kind,
                                 primary=m.name == primary))
-    said += _row_warnings(rows, baseline, side, boots)
+    said += _row_warnings(rows, baseline, side, boots, profile)
     diff = None
     bs, ns = hot_symbols(base), hot_symbols(rs)
     if bs and ns:       # the differential profile: analysis.symdiff
@@ -338,7 +338,8 @@ def _pair(base: Sequence[Result], rs: Sequence[Result], baseline: Side, side: Si
 
 
 def _row_warnings(rows: Sequence[MetricDelta], baseline: Side, side: Side,
-                  boots: boots_mod.Boots) -> list[str]:
+                  boots: boots_mod.Boots,
+                  profile: noise_mod.NoiseProfile | None = None) -> list[str]:
     """What one pair's rows found that a row cannot say: a calibration dropped, no call
     across boots, too few worker processes."""
     said = []
@@ -350,6 +351,14 @@ def _row_warnings(rows: Sequence[MetricDelta], baseline: Side, side: Side,
             f"calibration says {check['calibrated_pct']:.2f}% (F test, p "
             f"{check['p']:.3f}); compared on the sessions' own noise. Calibrate the way "
             f"you compare (across reboots: hotloop calibrate results/aa/)")
+    elif check and check.get("p_quieter", 1.0) < ALPHA and check.get("measured_pct") \
+            and profile is not None:
+        said.append(
+            f"{side.name}: the calibration ({calibration_age(profile)}) says "
+            f"{rows[0].metric} varies by {check['calibrated_pct']:.2f}% from one session to "
+            f"the next, these sessions by {check['measured_pct']:.2f}% (F test, p "
+            f"{check['p_quieter']:.3f}): taken on a busier machine, it widens the interval; "
+            f"calibrate again on a machine as quiet as this one")
     first_row = next((r for r in rows if r.primary), None)
     if first_row is not None and first_row.test.verdict is Verdict.ACROSS_BOOTS:
         t = first_row.test
@@ -369,6 +378,19 @@ def _row_warnings(rows: Sequence[MetricDelta], baseline: Side, side: Side,
             f"processes each: a process's own offset (its memory layout, its CPU) cannot "
             f"be told from a change; interleave with --processes 5 (the default)")
     return said
+
+
+def calibration_age(profile: noise_mod.NoiseProfile, now: float | None = None) -> str:
+    """"taken 2026-11-20, 13 days ago" (or its date alone when it cannot be read)."""
+    import datetime
+    import time
+    try:
+        taken = datetime.datetime.strptime(profile.created, "%Y-%m-%dT%H:%M:%S%z")
+    except ValueError:
+        return f"taken {profile.created[:10] or 'at an unknown time'}"
+    days = int(((time.time() if now is None else now) - taken.timestamp()) // 86400)
+    ago = "today" if days < 1 else f"{days} day{'s' * (days != 1)} ago"
+    return f"taken {profile.created[:10]}, {ago}"
 
 
 def _correct(comp: Comparison) -> None:

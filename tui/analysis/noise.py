@@ -123,6 +123,9 @@ class NoiseProfile:
     # profiles from before it was recorded.
     times: list[str] = field(default_factory=list)
     path: str = ""              # where it was read from or saved to
+    # metrics the sessions recorded but the profile could not calibrate, and why (a run of
+    # 0 s of user time has no log scale): the report names them rather than leave them out
+    skipped: dict[str, str] = field(default_factory=dict)
 
     @property
     def boot_spread(self) -> str:
@@ -371,12 +374,16 @@ def estimate(sessions: Sequence[Result], session_cost_s: float | None = None,
                                f"least {MIN_RUNS}")
     every = [metrics.series(r) for r in sessions]
     found: dict[str, MetricNoise] = {}
+    skipped: dict[str, str] = {}
     for name in every[0]:
         if not all(name in s for s in every):
+            skipped[name] = "not in every session"
             continue
         groups = [s[name].values for s in every]
         if significance.positive(*groups):  # a metric that can be 0 has no log scale to share
             found[name] = metric_noise(groups)
+        else:
+            skipped[name] = "a value of 0 in some run: no log scale to calibrate it on"
     if not found:
         raise HotloopError("calibrate: no metric with positive values in every session")
     measured = session_cost_s is not None and run_cost_s is not None
@@ -392,7 +399,7 @@ def estimate(sessions: Sequence[Result], session_cost_s: float | None = None,
         kernels=sorted({r.header.kernel_release for r in sessions}),
         files=[str(r.path) for r in sessions], digests=[r.digest for r in sessions if r.digest],
         boots=[boots.boot_of(r) for r in sessions],
-        times=[r.header.time for r in sessions])
+        times=[r.header.time for r in sessions], skipped=skipped)
 
 
 # --------------------------------------------------------------------------- planning

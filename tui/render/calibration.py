@@ -23,10 +23,14 @@ def report(profile: noise.NoiseProfile, saved: Path | None) -> str:
         # The session noise is what the runs do not explain; from few sessions it can come
         # out as 0: the bound says how large it may still be.
         bound = math.sqrt(max(0.0, m.upper() - m.median_var))
-        rows.append([name, f"CV {100 * m.sigma_within:.2f}%",
-                     f"CV {100 * m.sigma_between:.2f}%", f"<= {100 * bound:.2f}%"])
+        # a perf counter is one value a session: nothing varies within one
+        within = "-" if name.startswith("perf:") else f"CV {100 * m.sigma_within:.2f}%"
+        rows.append([name, within, f"CV {100 * m.sigma_between:.2f}%",
+                     f"<= {100 * bound:.2f}%"])
     widths = [max(len(r[i]) for r in rows) for i in range(4)]
     lines += ["  " + "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+    lines += [f"  {name}: not calibrated ({why}); compare tests it on its sessions alone"
+              for name, why in profile.skipped.items()]
     name, primary = next(iter(profile.metrics.items()))
     lines += ["", f"to detect a change of {name} across sessions (alpha 0.05; at least 80% "
                   f"power with 90% assurance: planned on the bound), the cheapest a side:"]
