@@ -26,3 +26,20 @@ def test_a_metric_at_0_is_named_and_a_counter_has_no_within(tmp_path: Path) -> N
     assert row.split()[1] == "-" and "CV 0.00%" not in row.split("CV")[0]
     sys_row = next(x for x in text.splitlines() if x.startswith("  sys_s "))
     assert sys_row.split()[1] == "CV"
+
+
+def test_calibrate_says_the_sessions_a_symbols_change_needs_at_its_drift(tmp_path: Path) -> None:
+    from hotloop.analysis.symstats import FOUND_5PCT_30PCT, sessions_for_symbol_change
+    # quiet: the 0% row's first count to reach 80%; 12% drift: the 20% row's; 30%: beyond
+    k, found, row = sessions_for_symbol_change(0.0) or (0, 0.0, 0.0)
+    assert row == 0.0 and found >= 0.8 and all(FOUND_5PCT_30PCT[0.0][j] < 0.8
+                                              for j in FOUND_5PCT_30PCT[0.0] if j < k)
+    assert (sessions_for_symbol_change(0.12) or (0, 0, 0))[2] == 0.20
+    assert sessions_for_symbol_change(0.30) is None
+    for i, f in enumerate(forge.OFFSETS):
+        forge.zero_null(tmp_path / f"aa{i}.jsonl", round(forge.NS_512 * f),
+                        counters={"task-clock": 10.0 * f})
+    profile = noise.estimate([results.read(p) for p in sorted(tmp_path.glob("*.jsonl"))])
+    text = calibration.report(profile, None)
+    assert "a symbol of 5% of the samples 30% costlier" in text
+    assert f"  {k} sessions a side at 5,000 samples a session found it in" in text

@@ -43,10 +43,32 @@ def report(profile: noise.NoiseProfile, saved: Path | None) -> str:
         else:
             lines.append(f"  {change:g}%  {r.sessions} session{'s' * (r.sessions != 1)} x "
                          f"{r.runs} runs (about {duration(r.cost_s or 0)} a side)")
+    lines += symbol_lines(profile)
     if saved is not None:
         lines += ["", f"saved {saved}: compare uses it for results of this host, workload, "
                       f"params, CPU profile and perf setting"]
     return "\n".join(lines)
+
+
+def symbol_lines(profile: noise.NoiseProfile) -> list[str]:
+    """From the drift measured (the worker's CPU time, else ns/op, session to session): the
+    sessions a side the differential profile needs to find a 5%-share symbol 30% costlier."""
+    from hotloop.analysis.symstats import sessions_for_symbol_change
+    metric = next((m for m in ("perf:task-clock", "ns/op") if m in profile.metrics), None)
+    if metric is None:
+        return []
+    drift = profile.metrics[metric].sigma_between
+    got = sessions_for_symbol_change(drift)
+    head = (f"a symbol of 5% of the samples 30% costlier (the differential profile; drift "
+            f"between sessions here: {metric} CV {100 * drift:.2f}%):")
+    if got is None:
+        return ["", head, "  beyond the drift benchmarks/symbol_power.py measured (20%): "
+                          "quieten the machine, or run 10 sessions a side and more"]
+    k, found, row = got
+    return ["", head, f"  {k} sessions a side at 5,000 samples a session found it in "
+                      f"{100 * found:.0f}% of pairs at {100 * row:.0f}% drift "
+                      f"(benchmarks/symbol_power.py; the session's scale is removed, so "
+                      f"drift costs little: docs/differential.md)"]
 
 
 def boot_warnings(profile: noise.NoiseProfile) -> list[str]:
