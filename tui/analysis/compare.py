@@ -100,7 +100,7 @@ from hotloop.analysis.sides import (
     side_names,
     side_of,
 )
-from hotloop.analysis.significance import ALPHA, MIN_PROCESSES
+from hotloop.analysis.significance import MIN_PROCESSES
 from hotloop.analysis.symbols import diff_symbols
 from hotloop.errors import HotloopError
 from hotloop.record import Header, compared_fields
@@ -351,14 +351,8 @@ def _row_warnings(rows: Sequence[MetricDelta], baseline: Side, side: Side,
             f"calibration says {check['calibrated_pct']:.2f}% (F test, p "
             f"{check['p']:.3f}); compared on the sessions' own noise. Calibrate the way "
             f"you compare (across reboots: hotloop calibrate results/aa/)")
-    elif check and check.get("p_quieter", 1.0) < ALPHA and check.get("measured_pct") \
-            and profile is not None:
-        said.append(
-            f"{side.name}: the calibration ({calibration_age(profile)}) says "
-            f"{rows[0].metric} varies by {check['calibrated_pct']:.2f}% from one session to "
-            f"the next, these sessions by {check['measured_pct']:.2f}% (F test, p "
-            f"{check['p_quieter']:.3f}): taken on a busier machine, it widens the interval; "
-            f"calibrate again on a machine as quiet as this one")
+    elif check and profile is not None and (loud := noise_mod.loud(check, profile)):
+        said.append(f"{side.name}: {rows[0].metric}: {loud}")
     first_row = next((r for r in rows if r.primary), None)
     if first_row is not None and first_row.test.verdict is Verdict.ACROSS_BOOTS:
         t = first_row.test
@@ -378,19 +372,6 @@ def _row_warnings(rows: Sequence[MetricDelta], baseline: Side, side: Side,
             f"processes each: a process's own offset (its memory layout, its CPU) cannot "
             f"be told from a change; interleave with --processes 5 (the default)")
     return said
-
-
-def calibration_age(profile: noise_mod.NoiseProfile, now: float | None = None) -> str:
-    """"taken 2026-11-20, 13 days ago" (or its date alone when it cannot be read)."""
-    import datetime
-    import time
-    try:
-        taken = datetime.datetime.strptime(profile.created, "%Y-%m-%dT%H:%M:%S%z")
-    except ValueError:
-        return f"taken {profile.created[:10] or 'at an unknown time'}"
-    days = int(((time.time() if now is None else now) - taken.timestamp()) // 86400)
-    ago = "today" if days < 1 else f"{days} day{'s' * (days != 1)} ago"
-    return f"taken {profile.created[:10]}, {ago}"
 
 
 def _correct(comp: Comparison) -> None:

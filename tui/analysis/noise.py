@@ -172,6 +172,32 @@ def describe_key(key: dict[str, Any]) -> str:
                 "  ", " ")
 
 
+def age(profile: NoiseProfile, now: float | None = None) -> str:
+    """"taken 2026-11-20, 13 days ago" (or its date alone when it cannot be read)."""
+    import datetime
+    try:
+        taken = datetime.datetime.strptime(profile.created, "%Y-%m-%dT%H:%M:%S%z")
+    except ValueError:
+        return f"taken {profile.created[:10] or 'at an unknown time'}"
+    days = int(((time.time() if now is None else now) - taken.timestamp()) // 86400)
+    ago = "today" if days < 1 else f"{days} day{'s' * (days != 1)} ago"
+    return f"taken {profile.created[:10]}, {ago}"
+
+
+
+def loud(check: dict[str, Any], profile: NoiseProfile) -> str:
+    """What to say of a calibration far noisier than the sessions compared (one taken under
+    load: pooled in, it only widens the interval), by the lower tail of compare's F test;
+    "" when it is not."""
+    if check.get("p_quieter", 1.0) >= 0.05 or not check.get("measured_pct"):
+        return ""
+    return (f"the calibration ({age(profile)}) says it varies by "
+            f"{check['calibrated_pct']:.2f}% from one session to the next, these sessions by "
+            f"{check['measured_pct']:.2f}% (F test, p {check['p_quieter']:.3f}): taken on a "
+            f"busier machine, it widens the interval; calibrate again on a machine as quiet "
+            f"as this one")
+
+
 def save(profile: NoiseProfile) -> Path:
     path = path_for(profile.key)
     doc = {"hotloop_noise": VERSION, **asdict(profile)}
