@@ -138,7 +138,7 @@ class SymbolDelta:
             more = f" ({self.sessions_for} a side for 10%)" if self.sessions_for else ""
             if self.half_width_pct >= 1000:     # a few samples, or sessions far apart
                 return "can't tell: over ±1000%"
-            return f"can't tell: ±{_sig3(self.half_width_pct)}%{more}"
+            return f"can't tell: ±{sig3(self.half_width_pct)}%{more}"
         return str(self.verdict.value)
 
     @property
@@ -158,12 +158,19 @@ class SymbolDelta:
         return b * self.ci_low / 100, b * self.ci_high / 100
 
 
-def _sig3(v: float) -> str:
+def sig3(v: float) -> str:
     """Three significant digits, never an exponent below a million."""
     if v == 0 or not math.isfinite(v):
         return f"{v:g}"
     digits = max(0, 2 - math.floor(math.log10(abs(v))))
     return f"{v:.{digits}f}" if abs(v) < 1e6 else f"{v:.3g}"
+
+
+def pct3(v: float | None) -> str:
+    """A signed % change at three significant digits ("+68.1%", "-3.46%"); "-" for none."""
+    if v is None:
+        return "-"
+    return f"{'+' if v >= 0 else '-'}{sig3(abs(v))}%"
 
 
 SymbolRow = SymbolDelta                 # the name the issue's console work uses

@@ -8,9 +8,9 @@ import math
 from typing import Any
 
 from hotloop.analysis.comparison import Pair
-from hotloop.analysis.symbols import SAME_MARGIN_PCT, Explained, SymbolDelta, SymbolVerdict
+from hotloop.analysis.symbols import SAME_MARGIN_PCT, Explained, SymbolDelta, SymbolVerdict, pct3
 from hotloop.analysis.symdiff import EXPLAIN_TOP, MIN_SAMPLES
-from hotloop.render.units import p_value, pct
+from hotloop.render.units import p_value
 
 COST_HEAD = ["symbol", "dso", "baseline", "new", "change", "interval", "p", "q", "verdict"]
 SHARE_HEAD = ["symbol", "dso", "baseline", "new", "delta"]
@@ -50,14 +50,14 @@ def ci_ns(d: SymbolDelta) -> str:
 def ci_pct(d: SymbolDelta) -> str:
     if d.ci_low is None or d.ci_high is None:
         return "-"
-    return f"[{pct(d.ci_low)}, {pct(d.ci_high)}]"
+    return f"[{pct3(d.ci_low)}, {pct3(d.ci_high)}]"
 
 
 def cells(d: SymbolDelta, cost: bool) -> list[str]:
     """A row's cells after its name and dso, for COST_HEAD or SHARE_HEAD."""
     if not cost:
         return [f"{d.baseline_pct:.2f}%", f"{d.new_pct:.2f}%", f"{d.delta:+.2f}"]
-    return [ns(d.baseline_ns_per_op), ns(d.new_ns_per_op), pct(d.change_pct), ci_pct(d),
+    return [ns(d.baseline_ns_per_op), ns(d.new_ns_per_op), pct3(d.change_pct), ci_pct(d),
             p_value(d.p_value), p_value(d.q_value), d.word]
 
 
