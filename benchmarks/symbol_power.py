@@ -21,6 +21,7 @@ it), the share of pairs that call it costlier, and the false discovery proportio
 symbols called, the share that did not change, averaged over the pairs.
 
     python benchmarks/symbol_power.py [--trials 40] [--aa-trials 200] [--seed 1] [--markdown]
+                                      [--only aa|power] [--quick]
 """
 from __future__ import annotations
 
@@ -136,6 +137,7 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--markdown", action="store_true")
     ap.add_argument("--quick", action="store_true", help="the done-when cells only")
+    ap.add_argument("--only", choices=("aa", "power"), help="one of the two tables")
     a = ap.parse_args()
     rng = np.random.default_rng(a.seed)
     t = template()
@@ -146,7 +148,7 @@ def main() -> None:
                 (5, 0.10, 50000, False, False), (5, 0.10, 50000, True, False),
                 (3, 0.05, SAMPLES, False, False), (10, 0.20, SAMPLES, False, False),
                 (5, 0.10, SAMPLES, False, True)]
-    for k, drift, samples, cut, paired in aa_cells:
+    for k, drift, samples, cut, paired in aa_cells if a.only != "power" else ():
         got = [trial(t, k, 0.05, 0.0, drift, rng, samples, cut, paired)
                for _ in range(a.aa_trials)]
         wide += sum(x.same_wide for x in got)
@@ -157,6 +159,8 @@ def main() -> None:
     cells = [(3, 0.05, 0.05, 0.5), (5, 0.20, 0.05, 0.3)] if a.quick else [
         (k, drift, share, change) for share in (0.01, 0.05, 0.20)
         for change in (0.10, 0.30, 0.50) for k in (3, 5, 10) for drift in (0.0, 0.05, 0.20)]
+    if a.only == "aa":
+        cells = []
     got_by: dict[tuple[int, float, float, float], list[Trial]] = {}
     for k, drift, share, change in cells:
         got_by[k, drift, share, change] = [trial(t, k, share, change, drift, rng)
@@ -179,12 +183,14 @@ def main() -> None:
     print(f"# the differential profile, simulated through symdiff.differential: {SYMBOLS} "
           f"symbols (1/rank), {SAMPLES:,} samples a session unless said, symbol jitter "
           f"{SYMBOL_CV:.0%}, seed {a.seed}, {took:.0f} s")
-    print(f"\n## A/A: nothing changed, {a.aa_trials} pairs a row")
-    table(["sessions", "drift", "samples a session", "session list",
-           "pairs calling any symbol", "pairs calling new/gone"], aa_rows, a.markdown)
-    print(f"\n## power: the target symbol's cost up, {a.trials} pairs a row")
-    table(["share", "change", "sessions", *(f"found at {d:.0%} drift" for d in drifts),
-           "false discovery proportion (worst)"], pw_rows, a.markdown)
+    if aa_rows:
+        print(f"\n## A/A: nothing changed, {a.aa_trials} pairs a row")
+        table(["sessions", "drift", "samples a session", "session list",
+               "pairs calling any symbol", "pairs calling new/gone"], aa_rows, a.markdown)
+    if pw_rows:
+        print(f"\n## power: the target symbol's cost up, {a.trials} pairs a row")
+        table(["share", "change", "sessions", *(f"found at {d:.0%} drift" for d in drifts),
+               "false discovery proportion (worst)"], pw_rows, a.markdown)
     print(f"\nrows saying \"same\" beside an interval wider than ±10%: {wide}")
 
 
