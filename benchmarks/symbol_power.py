@@ -48,6 +48,7 @@ SAMPLES = 5000
 SYMBOL_CV = 0.02
 WORKER_NS = 1000.0
 TARGET = "sym_target"
+NAMES = [TARGET] + [f"sym_{k:03d}" for k in range(1, SYMBOLS)]
 
 
 def profile(share: float) -> np.ndarray:
@@ -73,9 +74,8 @@ def session(t: results.Result, shares: np.ndarray, worker_ns: float, samples: in
     order = np.argsort(-counts, kind="stable")
     if cut:
         order = order[:OLD_TOP]
-    names = [TARGET] + [f"sym_{k:03d}" for k in range(1, SYMBOLS)]
-    syms = tuple(ev.HotSymbol(names[k], "[kernel.kallsyms]",
-                              round(100 * counts[k] / samples, 4), True, int(counts[k]))
+    pct = np.round(100 * counts / samples, 4).tolist()
+    syms = tuple(ev.HotSymbol(NAMES[k], "[kernel.kallsyms]", pct[k], True, int(counts[k]))
                  for k in order if counts[k])
     ops = sum(x.ops for x in t.runs)
     ns = worker_ns * np.exp(rng.normal(0, drift))

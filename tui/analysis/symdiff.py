@@ -130,8 +130,8 @@ def _pct(x: float) -> float:
     return math.expm1(min(x, 700.0)) * 100
 
 
-def _word(row: SymbolDelta, t: symstats.SymbolTest, q: float | None, lo: float, hi: float,
-          new: bool, gone: bool, have: int) -> SymbolDelta:
+def _word(row: SymbolDelta, method: str, t: symstats.SymbolTest, q: float | None, lo: float,
+          hi: float, new: bool, gone: bool, have: int) -> SymbolDelta:
     """The row's verdict: called (costlier, cheaper, new, gone), same, or can't tell.  `new`:
     no session of the baseline sampled it (none censored), `gone` the same of the new side;
     `have`: the units a side now (more would be needed to say "can't tell" is worth more)."""
@@ -153,8 +153,7 @@ def _word(row: SymbolDelta, t: symstats.SymbolTest, q: float | None, lo: float, 
                  p_value=t.p, q_value=q, significant=called, verdict=verdict,
                  half_width_pct=_pct((hi - lo) / 2),
                  sessions_for=need if (need := t.sessions_for(RESOLVE_PCT)) > have else None,
-                 censored=t.censored,
-                 df=t.df)
+                 censored=t.censored, df=t.df, method=method)
 
 
 def differential(base: Sequence[Result], new: Sequence[Result], *,
@@ -201,8 +200,7 @@ def differential(base: Sequence[Result], new: Sequence[Result], *,
     for i, r in enumerate(rows):
         t = tests[i]
         lo, hi = symstats.interval_at(t, level if i in qs else ALPHA)
-        r = _with(r, method=method)
-        out.append(_word(r, t, qs.get(i), lo, hi, bool(absent[i, :kb].all()),
+        out.append(_word(r, method, t, qs.get(i), lo, hi, bool(absent[i, :kb].all()),
                          bool(absent[i, kb:].all()),
                          min(len(design.base), len(design.new))))
     return Differential(_sorted(out), _explained(out, b, n), "", len(tested))
