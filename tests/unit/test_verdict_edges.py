@@ -538,6 +538,9 @@ def test_a_counter_the_same_in_every_session_is_a_count_not_certainty():
     # page-faults 100 against 130 in every session: an interval, not one of zero width
     o = significance.sessions_test([[100]] * 3, [[130]] * 3)
     assert o.ci_low is not None and o.ci_high is not None and o.ci_high - o.ci_low > 10
+    # a count falls by 100% at most: 10 12 3 against 0 1 0 (a 0: no log scale)
+    o = significance.sessions_test([[10], [12], [3]], [[0], [1], [0]])
+    assert o.ci_low is not None and o.ci_low >= -100.0
     # not a count (a CPU time): as before, no floor
     assert significance.count_floor([[0.5]], [[0.7]], False) == 0.0
     assert significance.count_floor([[1.0, 2.0]], [[3.0]], False) == 0.0

@@ -289,6 +289,9 @@ def sessions_test(base: Sequence[Sequence[float]], new: Sequence[Sequence[float]
         p = float(2 * (sps.t.sf(tstat, df) if math.isfinite(df) else sps.norm.sf(tstat)))
     lo, hi = delta - q * se, delta + q * se
     ci_low, ci_high = _pct(lo, ya, log), _pct(hi, ya, log)
+    if ci_low is not None and ci_low < -100 and ya > 0 \
+            and all(v >= 0 for s in (*base, *new) for v in s):
+        ci_low = -100.0                 # a count or a time falls by 100% at most
     significant = bool(p < ALPHA and (lo > 0 or hi < 0))
     # What of tau^2 is the sessions' own offset: sigma_b, as a % of the centre.
     within = float(np.mean([e.var for e in ests]))

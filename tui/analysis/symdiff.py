@@ -200,9 +200,11 @@ def differential(base: Sequence[Result], new: Sequence[Result], *,
     for i, r in enumerate(rows):
         t = tests[i]
         lo, hi = symstats.interval_at(t, level if i in qs else ALPHA)
-        out.append(_word(r, method, t, qs.get(i), lo, hi, bool(absent[i, :kb].all()),
-                         bool(absent[i, kb:].all()),
-                         min(len(design.base), len(design.new))))
+        row = _word(r, method, t, qs.get(i), lo, hi, bool(absent[i, :kb].all()),
+                    bool(absent[i, kb:].all()), min(len(design.base), len(design.new)))
+        if i not in qs:                 # a few samples: the width says it, not a %
+            row = _with(row, change_pct=None, ci_low=None, ci_high=None)
+        out.append(row)
     return Differential(_sorted(out), _explained(out, b, n), "", len(tested))
 
 
