@@ -138,6 +138,7 @@ def main() -> None:
     ap.add_argument("--markdown", action="store_true")
     ap.add_argument("--quick", action="store_true", help="the done-when cells only")
     ap.add_argument("--only", choices=("aa", "power"), help="one of the two tables")
+    ap.add_argument("--shares", default="1,5,20", help="the target's shares, %% (power)")
     a = ap.parse_args()
     rng = np.random.default_rng(a.seed)
     t = template()
@@ -157,7 +158,7 @@ def main() -> None:
                         f"{sum(x.called > 0 for x in got) / len(got):.1%}",
                         f"{sum(x.new_gone > 0 for x in got) / len(got):.1%}"])
     cells = [(3, 0.05, 0.05, 0.5), (5, 0.20, 0.05, 0.3)] if a.quick else [
-        (k, drift, share, change) for share in (0.01, 0.05, 0.20)
+        (k, drift, share, change) for share in (float(x) / 100 for x in a.shares.split(","))
         for change in (0.10, 0.30, 0.50) for k in (3, 5, 10) for drift in (0.0, 0.05, 0.20)]
     if a.only == "aa":
         cells = []
