@@ -122,6 +122,10 @@ def test_a_real_series_gives_read_zero_a_cost_per_op_never_called_cheaper(
     explained_adds_up(diff)
     # the folders, compared by the command line, say the same
     small, large = (Path(series["directory"]) / f for f in series["folders"])
+    # a session lists every symbol it sampled, and says so (no top-100 cut)
+    from hotloop import results
+    hs = results.read(sorted(small.glob("*.jsonl"))[0]).session_symbols
+    assert hs is not None and hs.floor == 1 and min(s.samples for s in hs.symbols) >= 1
     text = hotloop("compare", str(small), str(large)).stdout
     assert read_zero_row(text).split()[-1] == rz["verdict"].split()[-1]
     assert "change explained: " in text
