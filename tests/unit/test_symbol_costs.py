@@ -244,9 +244,10 @@ def test_a_series_tests_each_symbol_on_its_pairs_of_sessions(tmp_path: Path) -> 
             head = forge.header(label=side, variant=side, runs=6,
                                 batch={"id": "ser1", "interleaved": False, "variants": 2,
                                        "session": i})
+            # 10,000 samples of read_zero a session: its counts alone spread it by 1%
             session(tmp_path / side / f"s{i:02d}.jsonl",
-                    {"read_zero": round(1000 * drift * more), "do_syscall_64": 3000},
-                    total=10000, head=head)
+                    {"read_zero": round(10000 * drift * more), "do_syscall_64": 30000},
+                    total=100000, head=head)
     sides = [tmp_path / "A", tmp_path / "B"]
     (p,) = compare.load_and_compare(sides).pairs
     rz = next(d for d in p.symbols or () if d.symbol == "read_zero")

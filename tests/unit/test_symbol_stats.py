@@ -236,3 +236,14 @@ def test_cpu_clock_sampling_is_said_and_the_interrupts_on_symbols_marked(
     comp = compare.load_and_compare([tmp_path / "a", tmp_path / "b"])
     assert not any(d.irq or d.timer for d in comp.pairs[0].symbols or ())
     assert "sampled on cpu-clock" not in compare_formats.render(comp, "text")
+
+
+def test_two_symbols_alike_in_every_session_are_not_called_on_nothing(tmp_path: Path) -> None:
+    # too few symbols for a prior, and sessions identical by chance: their spread 0 would
+    # make a 1% difference a p of 0; the counts' own variance (1/1000 a session) stays
+    for name, a in (("a", 1000), ("b", 1010)):
+        for i in range(3):
+            session(tmp_path / name / f"s{i}.jsonl", {"hot": a, "other": 1000}, 2000 + a, 100.0)
+    rows = rows_of(tmp_path / "a", tmp_path / "b")
+    assert not rows["hot"].significant and rows["hot"].verdict is SymbolVerdict.CANT_TELL
+    assert rows["hot"].p_value is not None and rows["hot"].p_value > 0.05

@@ -237,6 +237,10 @@ def _moderated(counts: np.ndarray, factors: np.ndarray, d: Design,
     a, beta, d0, f0 = prior
     e = f0 * (a * p + beta)
     var, df_post = (d0 * e + df * s2) / (d0 + df), d0 + df
+    if d0 == 0:
+        # too few symbols for a prior: never below the counts' own variance, else sessions
+        # alike by chance have none, and a 1% difference a p of 0
+        var = np.maximum(var, p)
     return change, var, s2, df_post, prior
 
 
