@@ -76,6 +76,9 @@ class HotSymbols:
     # a window's: why it has no symbols though it may have had samples ("dropped unread: perf
     # report fell behind ..."), else ""
     dropped: str = ""
+    # the session's: every symbol with at least this many samples is listed (1: every symbol
+    # sampled); 0, an older file: its top 100 only (analysis.symcost reads what that means)
+    floor: int = 0
 
 
 @dataclass(frozen=True)
@@ -237,7 +240,7 @@ _SPECS: dict[type, dict[str, Check]] = {
                  "window": integer(), "samples": _COUNT, "variant": STRING,
                  "build_ids": map_of(_build_id), "binaries": map_of(_build_id),
                  "pids": list_of(integer(1, 2**31 - 1)), "comms": list_of(STRING),
-                 "dropped": STRING},
+                 "dropped": STRING, "floor": integer(0)},
     Warning: {"message": STRING, "variant": STRING},
     PerfStart: {"started": BOOL, "seconds": lambda v: finite_problem(v) or (
                     None if v >= 0 else f"{show(v)} is negative"),

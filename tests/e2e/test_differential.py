@@ -8,7 +8,7 @@ CPU time per operation is higher at 4096, whatever its share of the samples does
 +49..77% here).  How sure a few real sessions make that depends on how loaded the machine is:
 the real run is a series of two sessions a side (a real series, real perf, the symbols'
 names back, the change explained adding up), and its read_zero is called costlier or given
-no verdict, never called cheaper.  The call itself, its q-value and its words are asserted on
+can't tell, never called cheaper.  The call itself, its q-value and its words are asserted on
 the forged sessions, read by the same `hotloop compare` (in this process).
 """
 from __future__ import annotations
@@ -80,7 +80,8 @@ def test_read_zero_is_called_costlier_at_4096_bytes_on_known_numbers(
     assert rz["baseline_ns_per_op"] == pytest.approx(70.2, rel=0.01)
     assert rz["new_ns_per_op"] == pytest.approx(113.2, rel=0.01)
     assert len(rz["baseline_sessions_ns_per_op"]) == len(rz["new_sessions_ns_per_op"]) == 4
-    assert rows["vfs_write"]["verdict"] == "no change"
+    # some 65 samples a session: its counts alone spread it by 12%, too wide to say "same"
+    assert rows["vfs_write"]["verdict"].startswith("can't tell: ±")
     explained_adds_up(diff)
     assert diff["explained"]["top"][0]["symbol"] == "read_zero"     # the largest change
     # the text says the same in a line
@@ -115,12 +116,16 @@ def test_a_real_series_gives_read_zero_a_cost_per_op_never_called_cheaper(
     assert rz["kernel"] and rz["new_ns_per_op"] > 0 and rz["baseline_ns_per_op"] > 0
     assert len(rz["baseline_sessions_ns_per_op"]) == len(rz["new_sessions_ns_per_op"]) == 2
     assert rz["p_value"] is not None, rz            # tested: samples enough
-    # costlier, or no verdict where the machine's load spread the sessions: never cheaper
-    assert rz["verdict"] in ("costlier", "no change"), rz
+    # costlier, or can't tell where the machine's load spread the sessions: never cheaper
+    assert rz["verdict"] == "costlier" or rz["verdict"].startswith("can't tell"), rz
     assert rz["significant"] == (rz["verdict"] == "costlier"), rz
     explained_adds_up(diff)
     # the folders, compared by the command line, say the same
     small, large = (Path(series["directory"]) / f for f in series["folders"])
+    # a session lists every symbol it sampled, and says so (no top-100 cut)
+    from hotloop import results
+    hs = results.read(sorted(small.glob("*.jsonl"))[0]).session_symbols
+    assert hs is not None and hs.floor == 1 and min(s.samples for s in hs.symbols) >= 1
     text = hotloop("compare", str(small), str(large)).stdout
     assert read_zero_row(text).split()[-1] == rz["verdict"].split()[-1]
     assert "change explained: " in text

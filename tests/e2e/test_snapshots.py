@@ -97,7 +97,7 @@ def test_the_live_view(snap_compare, isolated, size):
 
 def test_the_symbol_tab(snap_compare, isolated):
     """The differential profile at 80x24: three forged sessions a side with known samples and
-    task-clock (test_app_symbols.py), a row costlier, one cheaper, one new, one too few."""
+    task-clock (test_app_symbols.py), a row costlier, one cheaper, one new, one can't tell."""
     from test_app_symbols import symbol_sessions
     made = symbol_sessions(isolated / "made")
     results_dir(isolated, made)

@@ -180,10 +180,14 @@ def test_synthetic_symbol_diff_top_15(files):
     base = dataclasses.replace(base, session_symbols=mk([5.0] * 20))
     new = dataclasses.replace(new, session_symbols=mk([5.0 + i for i in range(20)]))
     pair = compare.compare([base, new]).pairs[0]
-    assert pair.symbols is not None and len(pair.symbols) == 15
+    # every row in the pair (the json is for tools), the text its top 15
+    assert pair.symbols is not None and len(pair.symbols) == 20
     assert pair.symbols[0].symbol == "sym19" and pair.symbols[0].delta == 19
     out = compare_formats.render(compare.compare([base, new]))
     assert "hot symbols" in out and "sym19" in out
+    assert sum(x.startswith("  [k] sym") for x in out.splitlines()) == 15
+    doc = json.loads(compare_formats.render(compare.compare([base, new]), "json"))
+    assert len(doc["symbol_diffs"][0]["symbols"]) == 20
     # only one side has symbols: no diff
     assert compare.compare([results.read(files["small"]), new]).pairs[0].symbols is None
 

@@ -495,3 +495,52 @@ def test_too_noisy_names_what_made_the_interval_wide():
     assert t.noise_source == "calibrated", t
     assert said(t) == (f"too noisy to call: calibrated session noise {t.noise_pct:.0f}%; "
                        "run more sessions")
+
+
+def test_a_calibration_far_noisier_than_the_sessions_is_said_with_its_age(tmp_path: Path):
+    """A calibration taken under load (42.5% session noise) and used on quiet sessions is
+    pooled in and only widens the interval: compare says so, with the calibration's date
+    and age (issue #43, 16)."""
+    import json
+
+    from hotloop import results
+    from hotloop.analysis import compare, noise
+    rng = np.random.default_rng(16)
+    a = side(tmp_path / "a", 5, rng, between=0.005)
+    b = side(tmp_path / "b", 5, rng, between=0.005, label="patched")
+    key = noise.key_of(results.read(next(a.glob("*.jsonl"))).header)
+
+    def profile(session_var: float) -> Path:
+        path = tmp_path / f"profile-{session_var}.json"
+        path.write_text(json.dumps({
+            "hotloop_noise": 2, "key": key, "sessions": 10, "created": "2026-11-20T08:00:00+0000",
+            "metrics": {"bytes/s": {"session_var": session_var, "sigma_within": 0.01,
+                                    "median_var": 5e-6, "runs": 20, "df": 9}},
+            "session_cost_s": 1, "run_cost_s": 0.01}))
+        return path
+    loud = compare.load_and_compare([a, b], profile(0.18))          # 42.5%
+    check = loud.pairs[0].metrics[0].test.noise_check
+    assert check["action"] == "pooled" and check["p_quieter"] < 0.05
+    said = [w for w in loud.warnings if "taken on a busier machine" in w]
+    assert len(said) == 1 and "taken 2026-11-20, " in said[0] and "days ago" in said[0]
+    # one that fits says nothing of the kind
+    fits = compare.load_and_compare([a, b], profile(3e-5))
+    assert not any("busier machine" in w for w in fits.warnings)
+
+
+def test_a_counter_the_same_in_every_session_is_a_count_not_certainty():
+    """perf:cpu-migrations 0 0 0 against 6 6 6: no spread on either side, which gave a p of 0;
+    a counter is a Poisson count, its variance at least its mean (issue #43, 22)."""
+    from hotloop.analysis import significance
+    o = significance.sessions_test([[0], [0], [0]], [[6], [6], [6]])
+    assert o.p_value is not None and 0.001 < o.p_value < 0.05 and o.significant
+    assert o.ci_low is None and o.change_pct is None          # no % from 0
+    # page-faults 100 against 130 in every session: an interval, not one of zero width
+    o = significance.sessions_test([[100]] * 3, [[130]] * 3)
+    assert o.ci_low is not None and o.ci_high is not None and o.ci_high - o.ci_low > 10
+    # a count falls by 100% at most: 10 12 3 against 0 1 0 (a 0: no log scale)
+    o = significance.sessions_test([[10], [12], [3]], [[0], [1], [0]])
+    assert o.ci_low is not None and o.ci_low >= -100.0
+    # not a count (a CPU time): as before, no floor
+    assert significance.count_floor([[0.5]], [[0.7]], False) == 0.0
+    assert significance.count_floor([[1.0, 2.0]], [[3.0]], False) == 0.0

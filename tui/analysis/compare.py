@@ -323,14 +323,14 @@ def _pair(base: Sequence[Result], rs: Sequence[Result], baseline: Side, side: Si
             t = dataclasses.replace(t, noise_check={**t.noise_check, "action": "sitting"})
         rows.append(MetricDelta(m.name, m.unit, m.higher_is_better, t, m.kind,
                                 primary=m.name == primary))
-    said += _row_warnings(rows, baseline, side, boots)
+    said += _row_warnings(rows, baseline, side, boots, profile)
     diff = None
     bs, ns = hot_symbols(base), hot_symbols(rs)
     if bs and ns:       # the differential profile: analysis.symdiff
         diff = symdiff.differential(base, rs, boots=None if paired is not None else boots,
                                     pairs=by_pairs, shares=diff_symbols(list(bs), list(ns)))
     meta = metadata_diff(base[0].header.to_json(), rs[0].header.to_json())
-    return Pair(baseline, side, rows, meta, diff.rows[:TOP_SYMBOLS] if diff else None,
+    return Pair(baseline, side, rows, meta, diff.rows if diff else None,   # every row: the text views cut
                 rows[0].test.method if rows else "sessions",
                 explained=diff.explained if diff else None,
                 symbol_note=diff.note if diff else "",
@@ -338,7 +338,8 @@ def _pair(base: Sequence[Result], rs: Sequence[Result], baseline: Side, side: Si
 
 
 def _row_warnings(rows: Sequence[MetricDelta], baseline: Side, side: Side,
-                  boots: boots_mod.Boots) -> list[str]:
+                  boots: boots_mod.Boots,
+                  profile: noise_mod.NoiseProfile | None = None) -> list[str]:
     """What one pair's rows found that a row cannot say: a calibration dropped, no call
     across boots, too few worker processes."""
     said = []
@@ -350,6 +351,8 @@ def _row_warnings(rows: Sequence[MetricDelta], baseline: Side, side: Side,
             f"calibration says {check['calibrated_pct']:.2f}% (F test, p "
             f"{check['p']:.3f}); compared on the sessions' own noise. Calibrate the way "
             f"you compare (across reboots: hotloop calibrate results/aa/)")
+    elif check and profile is not None and (loud := noise_mod.loud(check, profile)):
+        said.append(f"{side.name}: {rows[0].metric}: {loud}")
     first_row = next((r for r in rows if r.primary), None)
     if first_row is not None and first_row.test.verdict is Verdict.ACROSS_BOOTS:
         t = first_row.test

@@ -123,6 +123,9 @@ class NoiseProfile:
     # profiles from before it was recorded.
     times: list[str] = field(default_factory=list)
     path: str = ""              # where it was read from or saved to
+    # metrics the sessions recorded but the profile could not calibrate, and why (a run of
+    # 0 s of user time has no log scale): the report names them rather than leave them out
+    skipped: dict[str, str] = field(default_factory=dict)
 
     @property
     def boot_spread(self) -> str:
@@ -167,6 +170,32 @@ def describe_key(key: dict[str, Any]) -> str:
     return (f"{key.get('workload')} {params} · cpu {key.get('cpu')} · "
             f"perf {'on' if key.get('perf') else 'off'} · host {key.get('host')}").replace(
                 "  ", " ")
+
+
+def age(profile: NoiseProfile, now: float | None = None) -> str:
+    """"taken 2026-11-20, 13 days ago" (or its date alone when it cannot be read)."""
+    import datetime
+    try:
+        taken = datetime.datetime.strptime(profile.created, "%Y-%m-%dT%H:%M:%S%z")
+    except ValueError:
+        return f"taken {profile.created[:10] or 'at an unknown time'}"
+    days = int(((time.time() if now is None else now) - taken.timestamp()) // 86400)
+    ago = "today" if days < 1 else f"{days} day{'s' * (days != 1)} ago"
+    return f"taken {profile.created[:10]}, {ago}"
+
+
+
+def loud(check: dict[str, Any], profile: NoiseProfile) -> str:
+    """What to say of a calibration far noisier than the sessions compared (one taken under
+    load: pooled in, it only widens the interval), by the lower tail of compare's F test;
+    "" when it is not."""
+    if check.get("p_quieter", 1.0) >= 0.05 or not check.get("measured_pct"):
+        return ""
+    return (f"the calibration ({age(profile)}) says it varies by "
+            f"{check['calibrated_pct']:.2f}% from one session to the next, these sessions by "
+            f"{check['measured_pct']:.2f}% (F test, p {check['p_quieter']:.3f}): taken on a "
+            f"busier machine, it widens the interval; calibrate again on a machine as quiet "
+            f"as this one")
 
 
 def save(profile: NoiseProfile) -> Path:
@@ -371,12 +400,16 @@ def estimate(sessions: Sequence[Result], session_cost_s: float | None = None,
                                f"least {MIN_RUNS}")
     every = [metrics.series(r) for r in sessions]
     found: dict[str, MetricNoise] = {}
+    skipped: dict[str, str] = {}
     for name in every[0]:
         if not all(name in s for s in every):
+            skipped[name] = "not in every session"
             continue
         groups = [s[name].values for s in every]
         if significance.positive(*groups):  # a metric that can be 0 has no log scale to share
             found[name] = metric_noise(groups)
+        else:
+            skipped[name] = "a value of 0 in some run: no log scale to calibrate it on"
     if not found:
         raise HotloopError("calibrate: no metric with positive values in every session")
     measured = session_cost_s is not None and run_cost_s is not None
@@ -392,7 +425,7 @@ def estimate(sessions: Sequence[Result], session_cost_s: float | None = None,
         kernels=sorted({r.header.kernel_release for r in sessions}),
         files=[str(r.path) for r in sessions], digests=[r.digest for r in sessions if r.digest],
         boots=[boots.boot_of(r) for r in sessions],
-        times=[r.header.time for r in sessions])
+        times=[r.header.time for r in sessions], skipped=skipped)
 
 
 # --------------------------------------------------------------------------- planning

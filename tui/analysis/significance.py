@@ -69,6 +69,7 @@ from hotloop.stats import detectable_pct as stats_detectable
 
 make_room()     # under `ulimit -v`: one line if they cannot load, never OpenBLAS's hang
 import numpy as np  # noqa: E402
+from scipy import optimize, special  # noqa: E402, F401 - for symstats, loaded here
 from scipy import stats as sps  # noqa: E402
 
 ALPHA = 0.05
@@ -277,6 +278,9 @@ def sessions_test(base: Sequence[Sequence[float]], new: Sequence[Sequence[float]
         sigma = offset_bound([*base, *new], log, scale, bound) * scale
         tau2 = sigma ** 2 + float(np.mean([e.var for e in ests]))
         source, df, q = "assumed" if assume else "unmeasured", math.inf, Z
+    counted = count_floor(base, new, log)
+    if counted > tau2:
+        tau2 = counted
     se = math.sqrt(tau2 * (1 / len(a) + 1 / len(b)))
     if se == 0.0:       # no spread at all on either side, yet different: nothing to test
         p = 0.0 if delta else 1.0
@@ -285,6 +289,9 @@ def sessions_test(base: Sequence[Sequence[float]], new: Sequence[Sequence[float]
         p = float(2 * (sps.t.sf(tstat, df) if math.isfinite(df) else sps.norm.sf(tstat)))
     lo, hi = delta - q * se, delta + q * se
     ci_low, ci_high = _pct(lo, ya, log), _pct(hi, ya, log)
+    if ci_low is not None and ci_low < -100 and ya > 0 \
+            and all(v >= 0 for s in (*base, *new) for v in s):
+        ci_low = -100.0                 # a count or a time falls by 100% at most
     significant = bool(p < ALPHA and (lo > 0 or hi < 0))
     # What of tau^2 is the sessions' own offset: sigma_b, as a % of the centre.
     within = float(np.mean([e.var for e in ests]))
@@ -294,6 +301,23 @@ def sessions_test(base: Sequence[Sequence[float]], new: Sequence[Sequence[float]
                    half_width_pct=_half(ci_low, ci_high),
                    spread_pct=100 * within_spread([*base, *new], log) / scale,
                    runs_pct=100 * math.sqrt(within) / scale, noise_check=check, df=df)
+
+
+def count_floor(base: Sequence[Sequence[float]], new: Sequence[Sequence[float]],
+                log: bool) -> float:
+    """A session's variance at least a count's: where every session is one whole number (a
+    perf counter: cpu-migrations, page-faults), what it counted is a Poisson count, whose
+    variance is its mean (1 / mean on the log scale), however alike the sessions happened
+    to be.  Without it, 0 0 0 against 6 6 6 migrations had no spread and a p of 0; 0 for
+    anything else (a run's values, a CPU time)."""
+    values = [v for s in (*base, *new) for v in s]
+    if any(len(s) != 1 for s in (*base, *new)) or \
+            not all(v >= 0 and float(v).is_integer() for v in values):
+        return 0.0
+    mean = float(np.mean(values))
+    if log:
+        return 1 / mean if mean > 0 else 0.0
+    return mean
 
 
 def noise_check(measured: float, df_data: int, calibrated: float, df_cal: int,
@@ -310,8 +334,11 @@ def noise_check(measured: float, df_data: int, calibrated: float, df_cal: int,
         return {**out, "action": "unchecked", "f": None, "p": None, "measured_pct": None}
     f = measured / calibrated if calibrated > 0 else math.inf
     p = float(sps.f.sf(f, df_data, df_cal)) if math.isfinite(f) else 0.0
+    # the other tail: sessions far quieter than the calibration (one taken under load),
+    # which is pooled in and only widens the interval: compare says so (p_quieter < ALPHA)
+    quieter = float(sps.f.cdf(f, df_data, df_cal)) if math.isfinite(f) else 1.0
     return {**out, "action": "dropped" if p < NOISE_CHECK_ALPHA else "pooled",
-            "f": f if math.isfinite(f) else None, "p": p,
+            "f": f if math.isfinite(f) else None, "p": p, "p_quieter": quieter,
             "measured_pct": 100 * math.sqrt(measured) / scale}
 
 

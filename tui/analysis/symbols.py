@@ -43,14 +43,36 @@ def base_name(symbol: str) -> str:
 
 class SymbolVerdict(enum.Enum):
     """What the differential test found of one symbol's cost per operation (analysis.symdiff
-    says the rules)."""
+    says the rules): called (costlier, cheaper; new, gone where one side never sampled it),
+    same within a margin, or can't tell.  Three words, never a fourth: "no change" beside
+    an interval of [-58%, +168%] said what the data did not."""
     COSTLIER = "costlier"               # called, after the false discovery rate's control
     CHEAPER = "cheaper"
-    NO_CHANGE = "no change"             # tested, nothing called (or not after BH)
-    TOO_FEW_SAMPLES = "too few samples"     # a side's samples a session below MIN_SAMPLES
-    NEW = "new"                         # sampled on the new side only
-    GONE = "gone"                       # on the baseline only
-    NO_TEST = "no test"                 # one session a side (why: SymbolDelta.why)
+    NEW = "new"                         # called, and no session of the baseline sampled it
+    GONE = "gone"                       # called, and no session of the new side did
+    SAME = "same"                       # its interval within +-SAME_MARGIN_PCT
+    CANT_TELL = "can't tell"            # neither: too wide (or one session a side: why)
+
+    @property
+    def called(self) -> bool:
+        return self in (SymbolVerdict.COSTLIER, SymbolVerdict.CHEAPER, SymbolVerdict.NEW,
+                        SymbolVerdict.GONE)
+
+
+SAME_MARGIN_PCT = 5.0                   # "same within +-5%": the equivalence margin
+
+# The symbols that turn interrupts (or softirqs) back on.  Where perf samples on a timer
+# (cpu-clock: no PMU), a tick that falls while interrupts are off is taken when they come
+# back on, so time spent with them off is charged here (docs/perf.md).
+_IRQ_REENABLE = re.compile(
+    r"irqrestore|irq_restore|irq_enable|bh_enable|softirq|_unlock_irq$|_unlock_bh$|"
+    r"^finish_task_switch$")
+
+
+def irq_reenable(symbol: str) -> bool:
+    """Whether the symbol re-enables interrupts or softirqs (the irqrestore / irq_enable /
+    softirq family): under cpu-clock sampling it may hold time from an interrupts-off region."""
+    return bool(_IRQ_REENABLE.search(base_name(symbol)))
 
 
 @dataclass(frozen=True)
@@ -87,6 +109,15 @@ class SymbolDelta:
     ci_low_alone: float | None = None   # the row's own 95% interval, as if tested alone
     ci_high_alone: float | None = None
     why: str = ""                       # what the word leaves out (no test: why not)
+    cost_change_pct: float | None = None    # the means' change of ns/op, absolute (change_pct
+                                            # is the symbol's part, the session scale removed)
+    half_width_pct: float | None = None     # of the shown interval, log scale: "can't tell: +-X%"
+    sessions_for: int | None = None     # sessions a side that would find a 10% change of it
+    censored: bool = False              # an older file's cut left it out of a session
+    df: float | None = None             # the moderated test's degrees of freedom
+    timer: bool = False                 # a session of the pair sampled on cpu-clock (no PMU)
+    irq: bool = False                   # timer-sampled, and it re-enables interrupts: it may
+                                        # hold time from an interrupts-off region (irq_reenable)
 
     @property
     def merged(self) -> bool:
@@ -95,13 +126,19 @@ class SymbolDelta:
 
     @property
     def word(self) -> str:
-        """The verdict as every format says it ("too few samples: 12"); "" without a cost."""
+        """The verdict as every format says it: "costlier", "same within ±5%", "can't tell:
+        ±58% (9 a side for 10%)"; "" without a cost."""
         if self.verdict is None:
             return ""
-        if self.verdict is SymbolVerdict.TOO_FEW_SAMPLES:
-            # the fewer samples a session of the sides that sampled it
-            seen = [n for n in (self.samples_baseline, self.samples_new) if n] or [0.0]
-            return f"{self.verdict.value}: {math.floor(min(seen))}"
+        if self.verdict is SymbolVerdict.SAME:
+            return f"same within ±{SAME_MARGIN_PCT:g}%"
+        if self.verdict is SymbolVerdict.CANT_TELL:
+            if self.half_width_pct is None or not math.isfinite(self.half_width_pct):
+                return f"can't tell: {self.why.split(':')[0]}" if self.why else "can't tell"
+            more = f" ({self.sessions_for} a side for 10%)" if self.sessions_for else ""
+            if self.half_width_pct >= 1000:     # a few samples, or sessions far apart
+                return "can't tell: over ±1000%"
+            return f"can't tell: ±{sig3(self.half_width_pct)}%{more}"
         return str(self.verdict.value)
 
     @property
@@ -119,6 +156,21 @@ class SymbolDelta:
             return None
         b = self.baseline_ns_per_op
         return b * self.ci_low / 100, b * self.ci_high / 100
+
+
+def sig3(v: float) -> str:
+    """Three significant digits, never an exponent below a million."""
+    if v == 0 or not math.isfinite(v):
+        return f"{v:g}"
+    digits = max(0, 2 - math.floor(math.log10(abs(v))))
+    return f"{v:.{digits}f}" if abs(v) < 1e6 else f"{v:.3g}"
+
+
+def pct3(v: float | None) -> str:
+    """A signed % change at three significant digits ("+68.1%", "-3.46%"); "-" for none."""
+    if v is None:
+        return "-"
+    return f"{'+' if v >= 0 else '-'}{sig3(abs(v))}%"
 
 
 SymbolRow = SymbolDelta                 # the name the issue's console work uses

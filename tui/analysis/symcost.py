@@ -24,7 +24,13 @@ others the data offer: samples x the sampling period counts CPU time too, but at
 ns) holds the time the worker sleeps (a blocking read, a helper's turn), in which no sample
 falls.  task-clock is an exact count over the very interval sampled, so only the split
 between symbols is a sampling estimate, and the symbols of a session add up to its worker
-CPU time per op.  A symbol missing from a session's list (below its top 100) counts 0.
+CPU time per op.
+
+A session's list holds every symbol sampled (HotSymbols.floor 1): one missing from it had no
+sample there.  An older file (no floor) kept its top OLD_SESSION_TOP only: with that many
+listed, a symbol missing had at most as many samples as the last one listed (`cut`), and is
+censored there, not 0 (analysis.symstats tests it both ways).  Its cost, in the side's means
+and the change explained, is 0 there: what the cut left out is in the session's rest.
 
 No cost (None, never 0), with the reason in `why`: perf off or no samples, no task-clock
 (perf stat could not count, or the session is partial: the counters come with its last
@@ -41,6 +47,7 @@ from hotloop.analysis.symbols import base_name
 from hotloop.results import Result
 
 Key = tuple[str, str, bool]             # (base name, dso, kernel): one row, clones merged
+OLD_SESSION_TOP = 100                   # what a session listed before HotSymbols.floor
 
 
 @dataclass(frozen=True)
@@ -62,6 +69,10 @@ class SessionCost:
     ns_per_op: float | None             # the worker's CPU ns/op; None: see why
     why: str                            # "" when there is a cost
     symbols: dict[Key, SymbolCost]
+    cut: int | None = None              # an older file's top 100: a symbol not listed had
+                                        # at most this many samples; None: it had none
+    timer: bool = False                 # sampled on cpu-clock (no PMU): time with interrupts
+                                        # off is charged where they come back on
 
 
 def _why_none(r: Result, samples: int) -> str:
@@ -96,7 +107,24 @@ def session_cost(r: Result) -> SessionCost:
         share = math.fsum(p[2] for p in parts)
         out[key] = SymbolCost(tuple(sorted({p[0] for p in parts})), sum(p[1] for p in parts),
                               share, share * worker if worker is not None else None)
-    return SessionCost(str(r.path), total, clock, ops, worker, why, out)
+    cut = None
+    if hs is not None and not hs.floor and len(syms) >= OLD_SESSION_TOP:
+        cut = min(s.samples for s in syms)
+    elif hs is not None and hs.floor > 1:
+        cut = hs.floor - 1
+    return SessionCost(str(r.path), total, clock, ops, worker, why, out, cut, timer_sampled(r))
+
+
+TIMER_WARNING = "sampling falls back to cpu-clock"      # perf.probe's, kept in the file
+
+
+def timer_sampled(r: Result) -> bool:
+    """Whether the session's samples came from a timer (cpu-clock): perf said so when it
+    started, or perf stat could not count cycles (no PMU)."""
+    if any(TIMER_WARNING in w for w in r.warnings):
+        return True
+    counters = r.finished.counters if r.finished else {}
+    return "cycles" in counters and counters["cycles"] is None
 
 
 def display_name(key: Key, names: Sequence[str]) -> str:
@@ -115,6 +143,8 @@ class SideSymbol:
     samples: tuple[int, ...]            # a session each (0: not sampled there)
     shares: tuple[float, ...]
     costs: tuple[float, ...] | None     # ns/op a session each; None: no cost on the side
+    censored: tuple[bool, ...] = ()     # a session each: not listed, below its cut (an
+                                        # older file's top 100): its 0 is at most `cut`
 
     @property
     def mean_ns(self) -> float | None:
@@ -146,6 +176,11 @@ class SideCost:
         return next((f"{s.file}: {s.why}" for s in self.sessions if s.why), "")
 
     @property
+    def timer(self) -> bool:
+        """Some session sampled on cpu-clock."""
+        return any(s.timer for s in self.sessions)
+
+    @property
     def worker_ns(self) -> tuple[float, ...]:
         return tuple(s.ns_per_op for s in self.sessions if s.ns_per_op is not None)
 
@@ -164,7 +199,8 @@ def side_cost(rs: Sequence[Result]) -> SideCost:
             k, display_name(k, names), k[1], k[2], names,
             tuple(g.samples if g else 0 for g in got),
             tuple(g.share if g else 0.0 for g in got),
-            tuple((g.ns_per_op or 0.0) if g else 0.0 for g in got) if costed else None))
+            tuple((g.ns_per_op or 0.0) if g else 0.0 for g in got) if costed else None,
+            tuple(g is None and s.cut is not None for g, s in zip(got, sessions))))
     rows.sort(key=lambda r: (-(r.mean_ns if r.mean_ns is not None else math.fsum(r.shares)),
                              r.symbol))
     return SideCost(sessions, tuple(rows))

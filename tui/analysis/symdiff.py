@@ -1,37 +1,34 @@
 """The differential profile: each symbol's cost per operation (analysis.symcost) tested between
 two sides, and the pair's worker CPU time per op explained by its symbols.
 
-* **The test.**  A symbol's cost a session is one number, like a perf counter: the rows are
-  tested as the metric rows' counters are, by judge.test_metric on one value a session
-  (sessions as replicates, the t interval on the sessions' log costs; a series' sessions
-  paired by round, analysis.series_pairs; across boots, a boot's sessions as one).  No noise
-  profile applies: a calibration measures the metrics' session noise, not a symbol's.  With
-  one session a side nothing measured how much a symbol's cost varies from session to
-  session: NO_TEST, the change shown, no call.
-* **Many symbols.**  A pair tests tens of symbols: at alpha 0.05 each, some would be called
-  by chance in every comparison.  The p-values of the symbols tested in a pair are corrected
-  together with Benjamini-Hochberg's step-up procedure (1995), controlling the false discovery
-  rate at 5% (`bh`): valid for independent tests and for positively dependent ones (PRDS),
-  which the symbols of one pair are (a session's offset, its total CPU time per op, moves
-  them all one way).  A symbol is called (costlier, cheaper) when its own test calls it and
-  its q-value is below 0.05.  Its interval is adjusted to match (Benjamini and Yekutieli,
-  2005: with R of m symbols called, each interval at level 1 - R x 0.05 / m, or 1 - 0.05 / m
-  with none, which holds the false coverage rate of the called rows' intervals at 5%): it is
-  clear of 0 exactly when the row is called, where its own 95% interval (kept as
-  ci_low_alone, ci_high_alone) was clear of 0 on rows the correction did not call.
-* **Too few samples.**  A session's count N of a symbol's samples is a Poisson count: its
-  own sampling spread is 1/sqrt(N), so the count alone puts a session's cost within
-  +-1.96/sqrt(N).  Below MIN_SAMPLES (16) samples a session that is wider than +-50%
-  (stats.TOO_NOISY_PCT), the width at which a metric row is too noisy to call: such a row is
-  TOO_FEW_SAMPLES, untested, and its N (the fewer of the two sides' mean samples a session)
-  is said.  More samples: longer runs, a higher --perf-freq, more sessions (docs/differential.md).
-* **New and gone.**  A symbol no session of one side sampled is NEW or GONE, with its cost on
-  the other side (0 on its own: it was not among a session's top 100).
+* **The test** (analysis.symstats): a symbol's samples a session as a count, the session's
+  scale (its size factor, the median of ratios over the well-sampled symbols) removed, each
+  symbol's variance moderated with the others' help and its counts' Poisson noise in the
+  model; a series' sessions paired by round (analysis.series_pairs), across boots a boot's
+  sessions as one (analysis.boots).  What is tested is how the symbol's part of the profile
+  moved, relative to the rest: what moves every symbol of a session alike (the machine's
+  drift, a boot) moves none of them.  The change in ns/op (the centres' difference) is
+  shown beside it: absolute, as the change explained adds it up.  With one session a side
+  (one pair) nothing measured how much a symbol varies between sessions: "can't tell".
+* **Many symbols.**  The p-values of the symbols with at least MIN_TOTAL samples over the
+  pair's sessions (a filter on the counts alone, independent of the change: Bourgon et al.
+  2010) are corrected together with Benjamini-Hochberg's step-up procedure (1995),
+  controlling the false discovery rate at 5% (`bh`).  A symbol is called (costlier, cheaper;
+  new or gone where one side never sampled it) when its q-value is below 0.05.  Its interval
+  is adjusted to match (Benjamini and Yekutieli, 2005: with R of m symbols called, each
+  interval at level 1 - R x 0.05 / m, or 1 - 0.05 / m with none), clear of 0 exactly when the
+  row is called; its own 95% interval is kept (ci_low_alone, ci_high_alone).
+* **Three words.**  A row not called is "same within +-M%" when its (adjusted) interval lies
+  inside +-SAME_MARGIN_PCT (an equivalence test: a 5% change could not hide there), else
+  "can't tell: +-X%", with the sessions a side that would find a 10% change of it.
+* **New and gone.**  A symbol no session of one side sampled: new or gone when called, else
+  "can't tell" (two samples against none are chance).  A symbol an older file's top 100 left
+  out is censored, not 0 (analysis.symcost): tested at 0 and at the cut, called only if both
+  call it.
 * **The change explained.**  The sides' centres here are the arithmetic means of their
   sessions' costs, which are linear: a side's worker CPU ns/op is the sum of its symbols'
   costs, and the mean of sums is the sum of means, so the pair's change splits exactly into
-  the EXPLAIN_TOP rows with the largest change in ns/op plus the rest (Explained).  The test's
-  change_pct is of its own centres (geometric, on the log scale), close to the means' ratio.
+  the EXPLAIN_TOP rows with the largest change in ns/op plus the rest (Explained).
 """
 from __future__ import annotations
 
@@ -40,19 +37,24 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from hotloop.analysis import symstats
 from hotloop.analysis.boots import Boots
-from hotloop.analysis.comparison import Test, Verdict
-from hotloop.analysis.judge import test_metric
-from hotloop.analysis.metrics import RESOURCE, Series
-from hotloop.analysis.significance import ALPHA, adjusted_interval
-from hotloop.analysis.symbols import Explained, SymbolDelta, SymbolVerdict, base_name
-from hotloop.analysis.symcost import Key, SideCost, display_name, side_cost
+from hotloop.analysis.significance import ALPHA, np
+from hotloop.analysis.symbols import (
+    SAME_MARGIN_PCT,
+    Explained,
+    SymbolDelta,
+    SymbolVerdict,
+    base_name,
+    irq_reenable,
+)
+from hotloop.analysis.symcost import Key, SideCost, SideSymbol, display_name, side_cost
 from hotloop.results import Result
-from hotloop.stats import TOO_NOISY_PCT, Z95
 
-# Samples a session below which a symbol's cost is not tested: 1.96 / sqrt(N) > 50%.
-MIN_SAMPLES = math.ceil((Z95 / (TOO_NOISY_PCT / 100)) ** 2)
+MIN_TOTAL = 10                          # samples over the pair's sessions to be among the tested
+MIN_SAMPLES = MIN_TOTAL                 # its older name (the json's "min_samples")
 EXPLAIN_TOP = 5                         # rows named in the change explained
+RESOLVE_PCT = 10.0                      # "can't tell": the sessions that would find this change
 
 
 def bh(p_values: Sequence[float]) -> list[float]:
@@ -79,60 +81,79 @@ class Differential:
     tested: int
 
 
-def _series(costs: Sequence[float]) -> list[Series]:
-    return [Series("ns/op", "ns/op", False, RESOURCE, [c], per_session=True) for c in costs]
-
-
 def _mean(xs: Sequence[float]) -> float:
-    return math.fsum(xs) / len(xs)
+    return math.fsum(xs) / len(xs) if xs else 0.0
 
 
-def _row(share: SymbolDelta | None, key: Key, b: SideCost, n: SideCost,
-         boots: Boots | None, pairs: Sequence[tuple[int, int]] | None
-         ) -> tuple[SymbolDelta, Test | None]:
-    """One symbol's row and its test, if tested (q-value, word and the adjusted interval to
-    come: `differential`)."""
-    bi = next((s for s in b.symbols if s.key == key), None)
-    ni = next((s for s in n.symbols if s.key == key), None)
+def _counts(si: SideSymbol | None, side: SideCost) -> list[float]:
+    """The row's samples a session; from its share where a file kept percents only."""
+    if si is None:
+        return [0.0] * len(side.sessions)
+    return [float(n) if n or not sh else sh * s.samples
+            for n, sh, s in zip(si.samples, si.shares, side.sessions)]
+
+
+def _row(share: SymbolDelta | None, key: Key, bi: SideSymbol | None, ni: SideSymbol | None,
+         b: SideCost, n: SideCost) -> SymbolDelta:
+    """One symbol's row before its test: names, shares, the sides' mean costs."""
     names = tuple(sorted({*(bi.names if bi else ()), *(ni.names if ni else ())}))
-    k_b, k_n = len(b.sessions), len(n.sessions)
-    bc = bi.costs if bi and bi.costs is not None else (0.0,) * k_b
-    nc = ni.costs if ni and ni.costs is not None else (0.0,) * k_n
-    sb = _mean(bi.samples) if bi else 0.0
-    sn = _mean(ni.samples) if ni else 0.0
+    bc = bi.costs if bi and bi.costs is not None else (0.0,) * len(b.sessions)
+    nc = ni.costs if ni and ni.costs is not None else (0.0,) * len(n.sessions)
     mb, mn = _mean(bc), _mean(nc)
     base = share or SymbolDelta(display_name(key, names), key[1], key[2],
                                 0.0, 0.0, 0.0, names)
-    row = SymbolDelta(base.symbol, base.dso, base.kernel, base.baseline_pct, base.new_pct,
-                      base.delta, names, baseline_ns_per_op=mb, new_ns_per_op=mn,
-                      change_pct=(mn / mb - 1) * 100 if mb else None,
-                      samples_baseline=sb, samples_new=sn, baseline_costs=tuple(bc),
-                      new_costs=tuple(nc))
-    # a symbol one side never sampled is new or gone only where the other sampled it enough
-    # for its absence to mean something: 2 samples against 0 are chance
-    if not sb and sn >= MIN_SAMPLES:
-        return _with(row, verdict=SymbolVerdict.NEW), None
-    if not sn and sb >= MIN_SAMPLES:
-        return _with(row, verdict=SymbolVerdict.GONE), None
-    if min(sb, sn) < MIN_SAMPLES:
-        return _with(row, verdict=SymbolVerdict.TOO_FEW_SAMPLES,
-                     why=f"fewer than {MIN_SAMPLES} samples a session on a side"), None
-    t = test_metric(_series(bc), _series(nc), boots=boots, pairs=pairs)
-    if t.p_value is None:
-        why = ("one session a side: nothing measured how much a symbol's cost varies "
-               "between sessions" if k_b == k_n == 1 else f"no test ({t.verdict.value})")
-        return _with(row, verdict=SymbolVerdict.NO_TEST, why=why, method=t.method), None
-    called = t.verdict in (Verdict.GOOD, Verdict.BAD, Verdict.UP, Verdict.DOWN)
-    return _with(row, change_pct=t.change_pct, ci_low=t.ci_low, ci_high=t.ci_high,
-                 ci_low_alone=t.ci_low, ci_high_alone=t.ci_high,
-                 p_value=t.p_value, method=t.method, significant=called,
-                 verdict=SymbolVerdict.NO_CHANGE,
-                 why="" if t.verdict in (Verdict.WITHIN_NOISE, Verdict.NO_CHANGE) or called
-                 else t.verdict.value), t
+    return SymbolDelta(base.symbol, base.dso, base.kernel, base.baseline_pct, base.new_pct,
+                       base.delta, names, baseline_ns_per_op=mb, new_ns_per_op=mn,
+                       cost_change_pct=(mn / mb - 1) * 100 if mb else None,
+                       samples_baseline=_mean(_counts(bi, b)),
+                       samples_new=_mean(_counts(ni, n)), baseline_costs=tuple(bc),
+                       new_costs=tuple(nc), timer=b.timer or n.timer,
+                       irq=(b.timer or n.timer) and irq_reenable(base.symbol))
 
 
 def _with(row: SymbolDelta, **changes: object) -> SymbolDelta:
     return dataclasses.replace(row, **changes)  # type: ignore[arg-type]
+
+
+def _design(kb: int, kn: int, boots: Boots | None,
+            pairs: Sequence[tuple[int, int]] | None) -> tuple[symstats.Design, str]:
+    if pairs:
+        return symstats.Design([[i] for i, _ in pairs], [[kb + j] for _, j in pairs],
+                               [(i, kb + j) for i, j in pairs]), "pairs"
+    if boots is not None and boots.across:
+        ub, un = boots.units()
+        return symstats.Design(ub, [[kb + i for i in g] for g in un]), "boots"
+    return symstats.Design([[i] for i in range(kb)], [[kb + i] for i in range(kn)]), "sessions"
+
+
+def _pct(x: float) -> float:
+    return math.expm1(min(x, 700.0)) * 100
+
+
+def _word(row: SymbolDelta, method: str, t: symstats.SymbolTest, q: float | None, lo: float,
+          hi: float, new: bool, gone: bool, have: int) -> SymbolDelta:
+    """The row's verdict: called (costlier, cheaper, new, gone), same, or can't tell.  `new`:
+    no session of the baseline sampled it (none censored), `gone` the same of the new side;
+    `have`: the units a side now (more would be needed to say "can't tell" is worth more)."""
+    called = q is not None and q < ALPHA
+    lo_pct, hi_pct = _pct(lo), _pct(hi)
+    if called:
+        verdict = SymbolVerdict.NEW if new and t.change > 0 else \
+            SymbolVerdict.GONE if gone and t.change < 0 else \
+            SymbolVerdict.COSTLIER if t.change > 0 else SymbolVerdict.CHEAPER
+    elif lo_pct > -SAME_MARGIN_PCT and hi_pct < SAME_MARGIN_PCT:
+        verdict = SymbolVerdict.SAME
+    else:
+        verdict = SymbolVerdict.CANT_TELL
+    from_zero = verdict in (SymbolVerdict.NEW, SymbolVerdict.GONE) or new or gone
+    return _with(row, change_pct=None if from_zero else _pct(t.change),
+                 ci_low=None if from_zero else lo_pct, ci_high=None if from_zero else hi_pct,
+                 ci_low_alone=None if from_zero else _pct(t.lo),
+                 ci_high_alone=None if from_zero else _pct(t.hi),
+                 p_value=t.p, q_value=q, significant=called, verdict=verdict,
+                 half_width_pct=_pct((hi - lo) / 2),
+                 sessions_for=need if (need := t.sessions_for(RESOLVE_PCT)) > have else None,
+                 censored=t.censored, df=t.df, method=method)
 
 
 def differential(base: Sequence[Result], new: Sequence[Result], *,
@@ -147,25 +168,52 @@ def differential(base: Sequence[Result], new: Sequence[Result], *,
         return Differential(list(shares), None, "no cost per op: " + (b.why or n.why), 0)
     by_key = {(base_name(d.symbol), d.dso, d.kernel): d for d in shares}
     keys = list(dict.fromkeys(s.key for s in (*b.symbols, *n.symbols)))
-    got = [_row(by_key.get(k), k, b, n, boots, pairs) for k in keys]
-    rows = [r for r, _ in got]
-    tested = [i for i, r in enumerate(rows) if r.p_value is not None]
-    qs = bh([rows[i].p_value or 0.0 for i in tested])
-    widen = len(tested) / max(1, sum(q < ALPHA for q in qs))   # m / R: see above
-    for i, q in zip(tested, qs):
-        r, t = got[i]
-        called = r.significant and q < ALPHA
-        up = r.ci_low is not None and r.ci_low > 0
-        lo, hi = r.ci_low, r.ci_high
-        if t is not None and t.df is not None and lo is not None and hi is not None \
-                and math.isfinite(lo) and math.isfinite(hi) and hi > lo:
-            lo, hi = adjusted_interval(lo, hi, t.log, t.df, widen)
-        rows[i] = _with(r, q_value=q, significant=called, ci_low=lo, ci_high=hi,
-                        verdict=(SymbolVerdict.COSTLIER if up else SymbolVerdict.CHEAPER)
-                        if called else SymbolVerdict.NO_CHANGE)
-    rows.sort(key=lambda r: (-abs(r.change_ns or 0.0), r.symbol))
-    top = tuple(rows[:EXPLAIN_TOP])
+    bs = {s.key: s for s in b.symbols}
+    ns_ = {s.key: s for s in n.symbols}
+    rows = [_row(by_key.get(k), k, bs.get(k), ns_.get(k), b, n) for k in keys]
+    kb, kn = len(b.sessions), len(n.sessions)
+    counts = np.array([[*_counts(bs.get(k), b), *_counts(ns_.get(k), n)] for k in keys],
+                      dtype=float).reshape(len(keys), kb + kn)
+    censored = np.array([[*(bs[k].censored if k in bs else
+                            tuple(s.cut is not None for s in b.sessions)),
+                          *(ns_[k].censored if k in ns_ else
+                            tuple(s.cut is not None for s in n.sessions))] for k in keys],
+                        dtype=bool).reshape(len(keys), kb + kn)
+    bounds = np.array([float(s.cut or 0) for s in (*b.sessions, *n.sessions)])
+    design, method = _design(kb, kn, boots, pairs)
+    totals = np.array([float(s.samples) for s in (*b.sessions, *n.sessions)])
+    tests = symstats.test_symbols(counts, censored, bounds, totals, design)
+    absent = (counts == 0) & ~censored
+    if tests is None:
+        why = "one session a side: nothing measured how much a symbol's cost varies " \
+              "between sessions" if kb == kn == 1 else \
+              "one pair (or boot) a side: nothing measured how much a symbol's cost varies"
+        rows = [_with(r, verdict=SymbolVerdict.CANT_TELL, why=why) for r in rows]
+        return Differential(_sorted(rows), _explained(rows, b, n), "", 0)
+    total = counts.sum(axis=1)
+    tested = [i for i in range(len(rows)) if total[i] >= MIN_TOTAL]
+    qs = dict(zip(tested, bh([tests[i].p for i in tested])))
+    called = sum(q < ALPHA for q in qs.values())
+    # Benjamini-Yekutieli's false coverage: R of m called, each at level 1 - R alpha / m
+    level = ALPHA * max(called, 1) / max(len(tested), 1)
+    out = []
+    for i, r in enumerate(rows):
+        t = tests[i]
+        lo, hi = symstats.interval_at(t, level if i in qs else ALPHA)
+        row = _word(r, method, t, qs.get(i), lo, hi, bool(absent[i, :kb].all()),
+                    bool(absent[i, kb:].all()), min(len(design.base), len(design.new)))
+        if i not in qs:                 # a few samples: the width says it, not a %
+            row = _with(row, change_pct=None, ci_low=None, ci_high=None)
+        out.append(row)
+    return Differential(_sorted(out), _explained(out, b, n), "", len(tested))
+
+
+def _sorted(rows: list[SymbolDelta]) -> list[SymbolDelta]:
+    return sorted(rows, key=lambda r: (-abs(r.change_ns or 0.0), r.symbol))
+
+
+def _explained(rows: list[SymbolDelta], b: SideCost, n: SideCost) -> Explained:
+    top = tuple(_sorted(rows)[:EXPLAIN_TOP])
     tb, tn = _mean(b.worker_ns), _mean(n.worker_ns)
-    explained = Explained(tb, tn, tb - math.fsum(r.baseline_ns_per_op or 0.0 for r in top),
-                          tn - math.fsum(r.new_ns_per_op or 0.0 for r in top), top)
-    return Differential(rows, explained, "", len(tested))
+    return Explained(tb, tn, tb - math.fsum(r.baseline_ns_per_op or 0.0 for r in top),
+                     tn - math.fsum(r.new_ns_per_op or 0.0 for r in top), top)

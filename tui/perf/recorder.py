@@ -319,7 +319,7 @@ class PerfRecorder:
 
 
 def merge(done: list[PerfResult], variant: str, run_top: int,
-          session_top: int) -> tuple[list[ev.Event], dict[str, float | None]]:
+          session_top: int | None) -> tuple[list[ev.Event], dict[str, float | None]]:
     """The recordings of a session's workers as one: hot symbols per run (their numbers already
     the session's) and of the whole session, the counters summed, and where the data was kept."""
     out: list[ev.Event] = [

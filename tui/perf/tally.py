@@ -28,7 +28,8 @@ class Sum:
             got += s.samples
         self.total += max(total, got)
 
-    def top(self, n: int) -> list[HotSymbol]:
+    def top(self, n: int | None) -> list[HotSymbol]:
+        """The hottest `n` symbols (None: every one sampled)."""
         total = self.total or 1
         out = [HotSymbol(symbol=k[0], dso=k[1], kernel=self.kernel[k], samples=v,
                          percent=round(100.0 * v / total, 4))

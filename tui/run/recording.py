@@ -29,7 +29,11 @@ from hotloop.results.perf_data import claim_perf_dir, perf_dir, prune_perf_data
 # hands more to a detached finisher (perf/opened.py)
 QUICK_INLINE = 1_000_000
 WINDOW_TOP = 30                         # symbols kept per perf window and per run
-SESSION_TOP = 100                       # symbols kept for the whole session
+# The whole session keeps every symbol sampled (HotSymbols.floor 1): one cut from the list
+# would count 0 in that session and, against one that listed it, make a false new or gone
+# row (analysis.symcost).  Older files kept their top 100 (OLD_SESSION_TOP there).
+SESSION_TOP: int | None = None
+SESSION_FLOOR = 1
 
 
 class Recording:
@@ -151,13 +155,14 @@ class Recording:
                           variant=self.variant)
             for run, (syms, samples) in tally.runs().items()]
         events.append(ev.HotSymbols(tuple(tally.session.top(SESSION_TOP)), scope="session",
-                                    samples=tally.session.total, variant=self.variant))
+                                    samples=tally.session.total, variant=self.variant,
+                                    floor=SESSION_FLOOR))
         tally.clear()
         return self._named(events)
 
     def _named(self, events: list[ev.Event]) -> list[ev.Event]:
         """The session's hot symbols with the binaries they are in and whose they are."""
-        return [dataclasses.replace(e, build_ids=build_ids(
+        return [dataclasses.replace(e, floor=SESSION_FLOOR, build_ids=build_ids(
                     (s.dso for s in e.symbols), self._mapped),
                     binaries=binaries((s.dso for s in e.symbols), self._mapped),
                     pids=tuple(dict.fromkeys(self._all_pids)),

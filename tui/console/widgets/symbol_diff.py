@@ -18,7 +18,6 @@ op (no task-clock: older files, perf stat off) get the shares of samples as befo
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -32,7 +31,6 @@ from textual.widgets import DataTable, Static
 from textual.widgets.data_table import ColumnKey
 
 from hotloop.analysis.symbols import SymbolDelta, SymbolVerdict
-from hotloop.analysis.symdiff import MIN_SAMPLES
 from hotloop.render.compare_formats.symbols import MORE_SAMPLES
 from hotloop.render.report import dso_name
 from hotloop.render.units import p_value
@@ -103,8 +101,8 @@ def explained_text(e: Explained) -> str:
 
 
 def word(d: SymbolDelta, short: bool = False) -> str:
-    if short and d.verdict is SymbolVerdict.TOO_FEW_SAMPLES:
-        return f"too few: {math.floor(min(d.samples_baseline, d.samples_new))}"
+    if short and d.verdict is SymbolVerdict.CANT_TELL:
+        return "can't tell"             # its width: the wide table's
     return d.word
 
 
@@ -124,8 +122,8 @@ def detail_text(row: Row) -> str:
         if d.p_value is not None and d.q_value is not None else ""
     change = f"{d.change_pct:+.1f}%" if d.change_pct is not None else "-"
     why = f" ({d.why})" if d.why else ""
-    if d.verdict is SymbolVerdict.TOO_FEW_SAMPLES:      # and how to get enough
-        why = f" ({d.why or f'below {MIN_SAMPLES} samples a session'}; {MORE_SAMPLES})"
+    if d.verdict is SymbolVerdict.CANT_TELL:            # and how to tell
+        why = f" ({d.why + '; ' if d.why else ''}{MORE_SAMPLES})"
     return (f"{where}: {ns(d.baseline_ns_per_op)} → {ns(d.new_ns_per_op)} ns/op "
             f"({ns(d.change_ns, True)}, {change}{ci}{tested}), samples a session "
             f"{d.samples_baseline:.0f} → {d.samples_new:.0f}: {word(d)}{why} · a annotates")
@@ -242,7 +240,7 @@ class SymbolDiff(Vertical):
             "ci": Text(ci, justify="right"),
             "word": Text(word(d, short=self.table.columns[ColumnKey("word")].width < 19),
                          style=CALLED_STYLE.get(d.verdict, "") if called and d.verdict
-                         else "" if d.verdict is not SymbolVerdict.TOO_FEW_SAMPLES else "dim"),
+                         else "" if d.verdict is not SymbolVerdict.CANT_TELL else "dim"),
             "q": Text(p_value(d.q_value), justify="right"),
             "dso": Text(cut(dso_name(d.dso), 14), style="dim")}
         return [cells[k] for k in keys[1:]]

@@ -24,7 +24,7 @@ def _symbols(p: Pair) -> list[str]:
     out = ["", f"**{_md(sym.title(p, TOP_SYMBOLS))}**", "",
            "| " + " | ".join(head) + " |",
            "|---|---|" + "---:|" * (len(head) - 3) + "---|"]
-    for d in p.symbols:
+    for d in p.symbols[:TOP_SYMBOLS]:          # the json holds every row
         name = f"`{_md(d.symbol)}`" + (f" ({_md(', '.join(d.names))})" if d.merged else "")
         cells = sym.cells(d, cost)
         if d.significant:

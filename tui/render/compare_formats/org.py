@@ -39,7 +39,7 @@ def _symbols(p: Pair) -> list[str]:
     cost = sym.costed(p)
     rows = [sym.COST_HEAD if cost else sym.SHARE_HEAD]
     rows += [[d.symbol + (f" ({', '.join(d.names)})" if d.merged else ""), d.dso,
-              *sym.cells(d, cost)] for d in p.symbols]
+              *sym.cells(d, cost)] for d in p.symbols[:TOP_SYMBOLS]]
     out = ["", f"#+CAPTION: {visible(sym.title(p, TOP_SYMBOLS))}"] + _org_table(rows, [1])
     if cost:
         out.append(f"# change explained: {visible(sym.explained_line(p))}")

@@ -8,9 +8,9 @@ import math
 from typing import Any
 
 from hotloop.analysis.comparison import Pair
-from hotloop.analysis.symbols import Explained, SymbolDelta, SymbolVerdict
+from hotloop.analysis.symbols import SAME_MARGIN_PCT, Explained, SymbolDelta, SymbolVerdict, pct3
 from hotloop.analysis.symdiff import EXPLAIN_TOP, MIN_SAMPLES
-from hotloop.render.units import p_value, pct
+from hotloop.render.units import p_value
 
 COST_HEAD = ["symbol", "dso", "baseline", "new", "change", "interval", "p", "q", "verdict"]
 SHARE_HEAD = ["symbol", "dso", "baseline", "new", "delta"]
@@ -28,8 +28,8 @@ def costed(p: Pair) -> bool:
 
 def title(p: Pair, top: int) -> str:
     if costed(p):
-        why = next((d.why for d in p.symbols or () if d.verdict is SymbolVerdict.NO_TEST),
-                   "too few samples")
+        why = next((d.why for d in p.symbols or () if d.verdict is SymbolVerdict.CANT_TELL
+                    and d.why), "too few samples")
         tested = (f"q: Benjamini-Hochberg over the {p.symbols_tested} symbols tested, "
                   f"intervals adjusted to match"
                   if p.symbols_tested else f"none tested, the change shown: {why}")
@@ -54,14 +54,14 @@ def ci_ns(d: SymbolDelta) -> str:
 def ci_pct(d: SymbolDelta) -> str:
     if d.ci_low is None or d.ci_high is None:
         return "-"
-    return f"[{pct(d.ci_low)}, {pct(d.ci_high)}]"
+    return f"[{pct3(d.ci_low)}, {pct3(d.ci_high)}]"
 
 
 def cells(d: SymbolDelta, cost: bool) -> list[str]:
     """A row's cells after its name and dso, for COST_HEAD or SHARE_HEAD."""
     if not cost:
         return [f"{d.baseline_pct:.2f}%", f"{d.new_pct:.2f}%", f"{d.delta:+.2f}"]
-    return [ns(d.baseline_ns_per_op), ns(d.new_ns_per_op), pct(d.change_pct), ci_pct(d),
+    return [ns(d.baseline_ns_per_op), ns(d.new_ns_per_op), pct3(d.change_pct), ci_pct(d),
             p_value(d.p_value), p_value(d.q_value), d.word]
 
 
@@ -99,8 +99,21 @@ def notes(p: Pair) -> list[str]:
             "means of the sessions' costs, change and p the test's, its interval adjusted "
             "for the symbols tested"
             + (f" ({methods})" if methods else "")
-            + f"; too few samples: below {MIN_SAMPLES} a session on a side ({MORE_SAMPLES}; "
-            f"docs/differential.md)"]
+            + f"; tested: the symbols with {MIN_SAMPLES}+ samples over the sessions, the "
+            f"session's scale removed; same: the interval within ±{SAME_MARGIN_PCT:g}%; can't "
+            f"tell, {MORE_SAMPLES} (docs/differential.md)"] + timer_note(p)
+
+
+def timer_note(p: Pair, top: int = 15) -> list[str]:
+    """Where perf sampled on cpu-clock: which rows may hold another place's time."""
+    rows = (p.symbols or [])[:top]
+    if not any(d.timer for d in rows):
+        return []
+    irq = [d.symbol for d in rows if d.irq]
+    return ["sampled on cpu-clock (no PMU): time spent with interrupts off is charged where "
+            "they come back on" + (f"; {', '.join(irq[:3])} may hold time from an "
+                                   f"interrupts-off region" if irq else "")
+            + " (docs/perf.md)"]
 
 
 def _num(v: float | None) -> float | None:
@@ -126,7 +139,9 @@ def row_json(d: SymbolDelta) -> dict[str, Any]:
             "baseline_sessions_ns_per_op": list(d.baseline_costs) if d.verdict else None,
             "new_sessions_ns_per_op": list(d.new_costs) if d.verdict else None,
             "method": d.method or None,
-            "why": d.why or None}
+            "why": d.why or None, "cost_change_pct": _num(d.cost_change_pct),
+            "sessions_for_10pct": d.sessions_for, "censored": d.censored,
+            "cpu_clock": d.timer, "may_hold_irqs_off_time": d.irq}
 
 
 def diff_json(p: Pair) -> dict[str, Any]:

@@ -50,7 +50,7 @@ def _symbol_table(p: Pair) -> list[str]:
     """A pair's symbol rows, each merged row's names under it, then the change explained."""
     cost = sym.costed(p)
     rows = [sym.COST_HEAD if cost else sym.SHARE_HEAD]
-    for d in p.symbols or ():
+    for d in (p.symbols or [])[:TOP_SYMBOLS]:      # the json holds every row
         held = f" ({len(d.names)} names)" if d.merged else ""
         rows.append([f"[{'k' if d.kernel else '.'}] {d.symbol[:50]}{held}", d.dso[:30],
                      *sym.cells(d, cost)])
