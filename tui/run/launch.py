@@ -30,6 +30,7 @@ from hotloop.host.kvm import tools
 from hotloop.paths import RESULTS
 from hotloop.results.writer import sweep_below
 from hotloop.run import series, start
+from hotloop.run.pinned import Pinned
 from hotloop.run.preflight import preflight, system_settings
 from hotloop.run.remote import RemoteSession
 from hotloop.run.session import Session
@@ -182,9 +183,11 @@ def start_series(req: SeriesRequest, rps: dict[str, ResolvedPlan]) -> series.Ser
         _remove_empty(directory, [directory / n for n in folders])
         raise
     chosen = start.Choices(req.apply_system, req.keep_perf, on_exists="refuse")
+    pinned = Pinned()                   # each workload built once: the series runs one build
     return series.Series(sp, lambda slot: start.here(rps[slot.variant], slot.path, chosen,
                                                      variant=req.variant(slot),
-                                                     mirror=req.mirror), gap=req.gap)
+                                                     mirror=req.mirror, pinned=pinned),
+                         gap=req.gap)
 
 
 @dataclass(frozen=True)
