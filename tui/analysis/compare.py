@@ -89,6 +89,7 @@ from hotloop.analysis.comparison import Comparison, MetaDiff, MetricDelta, Pair,
 from hotloop.analysis.judge import correct_sides, test_metric
 from hotloop.analysis.metrics import series
 from hotloop.analysis.sides import (
+    BUILD_FIELDS,
     check_accel,
     check_side,
     distinct,
@@ -96,6 +97,7 @@ from hotloop.analysis.sides import (
     identity,
     interleaved_pair,
     load_sides,
+    mixed_builds,
     shared_histogram,
     side_names,
     side_of,
@@ -187,10 +189,12 @@ def compare_sides(sides: Sequence[Sequence[Result]], given: Sequence[str] | None
     if not comp.batch:
         comp.warnings += [meta_warning(p) for p in comp.pairs if p.metadata]
     for rs, s in zip(sides, out):
+        builds = mixed_builds(rs, s.name)   # said apart: more than a field that differs
+        comp.warnings += [builds] if builds else []
         inside = sorted({d.field for r in rs[1:]
                          for d in metadata_diff(rs[0].header.to_json(), r.header.to_json(),
                                                 kernel=True)
-                         if d.field not in ("hotloop",)})
+                         if d.field not in ("hotloop", *(BUILD_FIELDS if builds else ()))})
         if inside:
             comp.warnings.append(f"the sessions of {s.name} differ among themselves in "
                                  f"{', '.join(inside)}")

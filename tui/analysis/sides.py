@@ -226,3 +226,42 @@ def load_sides(args: Sequence[str | Path]) -> list[list[Result]]:
     return [[results.read(p) for p in expand(str(a))] for a in args]
 
 
+
+
+BUILD_FIELDS = ("source_sha256", "compiler", "cflags")     # what a session's build was made of
+
+
+def build_of(r: Result) -> tuple[str, ...]:
+    """A session's build of its workload: the source's digest, the compiler and its flags
+    (the header's), and where perf saw it, the module's ELF build id (which also tells a
+    build from another of the same source: hotloop.h, cffi)."""
+    h = r.header
+    syms = r.session_symbols
+    module = sorted(i for p, i in (syms.binaries if syms else {}).items()
+                    if os.path.basename(p).startswith("_hl_"))
+    return (h.source_sha256, h.compiler, " ".join(h.cflags), ",".join(module))
+
+
+def mixed_builds(rs: Sequence[Result], name: str) -> str | None:
+    """A warning when a side's sessions ran more than one build of its workload (its source
+    edited between them): pooled as one side they measure two programs.  None when one."""
+    seen: dict[tuple[str, ...], list[Result]] = {}
+    for r in rs:
+        seen.setdefault(build_of(r), []).append(r)
+    if len(seen) < 2:
+        return None
+    first = next(iter(seen))
+
+    def differs(b: tuple[str, ...]) -> str:
+        what = [f for f, x, y in zip((*BUILD_FIELDS, "build id"), b, first) if x != y]
+        return ", ".join(what)
+
+    def one(b: tuple[str, ...], got: list[Result]) -> str:
+        files = ", ".join(r.path.name for r in got[:3]) + (
+            f" and {len(got) - 3} more" if len(got) > 3 else "")
+        return f"source {b[0][:12] or '?'} in {files}"
+    kinds = sorted({differs(b) for b in list(seen)[1:]})
+    return visible(f"the sessions of {name} ran {len(seen)} builds of the workload (they differ "
+                   f"in {'; '.join(kinds)}): {'; '.join(one(b, g) for b, g in seen.items())}; "
+                   f"pooled as one side they measure different code: compare each build's "
+                   f"sessions on their own")
