@@ -243,6 +243,10 @@ def parser() -> argparse.ArgumentParser:
                           "each a fresh start, then compared with sessions as replicates; "
                           "or of each variant (plans, --cpu, K=V1,V2), not both; with one "
                           "kernel, N sessions of it")
+    run.add_argument("--aa", action="store_true",
+                     help="an A/A: the one variant asked for run as two sides, a1 and a2, and "
+                          "compared (with --sessions N, --interleave, or one session each): "
+                          "what noise alone does to every row")
     run.add_argument("--interleave", action="store_true",
                      help="run the variants alternately, one repetition each (ABAB...)")
     run.add_argument("--keep-perf", action=argparse.BooleanOptionalAction, default=True,

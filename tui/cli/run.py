@@ -147,13 +147,34 @@ def variants(cat: Catalog, args: argparse.Namespace, here: bool = True) -> list[
         stem = slug if slug.startswith(rp.plan.name) else f"{rp.plan.name}-{slug}"
         path = launch.result_path(stem if slug else rp.plan.name)
         out.append(Variant(label, rp, path))
+    if getattr(args, "aa", False):      # `K=1,1 --aa` is the one variant, named twice
+        return aa_variants(list({v.label: v for v in out}.values()), here)
     labels = [v.label for v in out]
     twice = sorted({ln for ln in labels if labels.count(ln) > 1})
     if twice:
-        raise HotloopError(f"the batch names the same variant twice: {', '.join(twice)}")
+        raise HotloopError(f"the batch names the same variant twice: {', '.join(twice)} "
+                           f"(an A/A, one variant against itself, is --aa)")
     if len(out) == 1 and args.out:
         out[0] = Variant(out[0].label, out[0].rp, args.out)
     return out
+
+
+AA = ("a1", "a2")                       # --aa: the one variant's two sides
+
+
+def aa_variants(out: list[Variant], here: bool = True) -> list[Variant]:
+    """--aa: the one variant asked for, twice, as sides a1 and a2 (after its own name, if it
+    has one): an A/A, what noise alone does to every row of the comparison."""
+    if not here:
+        raise HotloopError("--aa runs one variant twice on this machine; --host compares "
+                           "machines (run --aa there: hotloop host check, then on the host)")
+    if len(out) != 1:
+        raise HotloopError(f"--aa runs one variant against itself, and this run names "
+                           f"{len(out)}: {', '.join(repr(v.label) for v in out)}; keep one "
+                           f"plan, one --cpu, one --kernel, one value a --param")
+    (one,) = out
+    return [Variant(f"{one.label} {side}".strip(), one.rp,
+                    one.out.with_name(f"{one.out.stem}-{side}{one.out.suffix}")) for side in AA]
 
 
 async def _run_sessions(sessions: Sequence[Runnable], fmt: str, interleaved: bool,

@@ -142,7 +142,7 @@ def run_series(cat: Catalog, args: argparse.Namespace) -> int:
         raise HotloopError("--sessions alternates whole sessions; --interleave alternates "
                            "runs within one: one or the other")
     kernels = tuple(args.kernel or [])
-    many = len(args.names) > 1 or len(args.cpu or []) > 1 \
+    many = getattr(args, "aa", False) or len(args.names) > 1 or len(args.cpu or []) > 1 \
         or any("," in item.partition("=")[2] for item in args.param) \
         or any(len(plan_variants(cat, name, args.param)) > 1 for name in args.names)
     if many and len(kernels) > 1:
