@@ -12,7 +12,7 @@ import re
 import signal
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence, Sized
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -21,6 +21,7 @@ from hotloop import events as ev
 from hotloop.catalog import Catalog, ParamSetting, Plan
 from hotloop.catalog.loader import did_you_mean
 from hotloop.catalog.schema import NAME
+from hotloop.cli.aa import Variant, aa_variants
 from hotloop.cli.common import _cancel, _cancel_closed_output, _interrupt, _warn_skipped, interrupted_status
 from hotloop.errors import HotloopError, RunFailed
 from hotloop.render import report
@@ -112,13 +113,6 @@ def plan_variants(cat: Catalog, name: str, items: list[str]) -> list[tuple[str, 
                                               if not (isinstance(v, list) and k in given)}))
 
 
-@dataclass(frozen=True)
-class Variant:
-    label: str
-    rp: catalog.ResolvedPlan
-    out: Path
-
-
 def variants(cat: Catalog, args: argparse.Namespace, here: bool = True) -> list[Variant]:
     """Every combination of the plans, --cpu profiles and K=V1,V2 params asked for, resolved
     for this machine (`here`) or for another, whose hotloop fits them to it."""
@@ -157,24 +151,6 @@ def variants(cat: Catalog, args: argparse.Namespace, here: bool = True) -> list[
     if len(out) == 1 and args.out:
         out[0] = Variant(out[0].label, out[0].rp, args.out)
     return out
-
-
-AA = ("a1", "a2")                       # --aa: the one variant's two sides
-
-
-def aa_variants(out: list[Variant], here: bool = True) -> list[Variant]:
-    """--aa: the one variant asked for, twice, as sides a1 and a2 (after its own name, if it
-    has one): an A/A, what noise alone does to every row of the comparison."""
-    if not here:
-        raise HotloopError("--aa runs one variant twice on this machine; --host compares "
-                           "machines (run --aa there: hotloop host check, then on the host)")
-    if len(out) != 1:
-        raise HotloopError(f"--aa runs one variant against itself, and this run names "
-                           f"{len(out)}: {', '.join(repr(v.label) for v in out)}; keep one "
-                           f"plan, one --cpu, one --kernel, one value a --param")
-    (one,) = out
-    return [Variant(f"{one.label} {side}".strip(), one.rp,
-                    one.out.with_name(f"{one.out.stem}-{side}{one.out.suffix}")) for side in AA]
 
 
 async def _run_sessions(sessions: Sequence[Runnable], fmt: str, interleaved: bool,
@@ -438,13 +414,15 @@ def drive_and_report(sessions: Sequence[Runnable], args: argparse.Namespace,
                 # the session wrote its "interrupted" line as it was cancelled
                 unfinished.add(ev.Failed("interrupted", run=len(unfinished.runs), interrupted=True))
         if any(res.runs for res in got.values()):
-            _print_reports(labels, [r for r in got.values() if r.runs], args.format)
+            _print_reports(labels, [r for r in got.values() if r.runs], args.format,
+                           getattr(args, "metric", None))
         return interrupted_status()
     except HotloopError as e:
         # a host that could not start, once the others were done: their reports first
         # (not a run that failed: a result file that cannot be written stops it all)
         if parallel and not isinstance(e, RunFailed) and any(r.runs for r in got.values()):
-            _print_reports(labels, [r for r in got.values() if r.runs], args.format)
+            _print_reports(labels, [r for r in got.values() if r.runs], args.format,
+                           getattr(args, "metric", None))
         raise
     done: list[results.Result] = []
     failures: list[str] = []
@@ -461,7 +439,7 @@ def drive_and_report(sessions: Sequence[Runnable], args: argparse.Namespace,
             if not end.interrupted:
                 failures.append(f"{names[label]}: {end.message}")
         done.append(res)
-    _print_reports(labels, done, args.format)
+    _print_reports(labels, done, args.format, getattr(args, "metric", None))
     if interrupted:
         return interrupted_status()
     if failures:
@@ -469,13 +447,14 @@ def drive_and_report(sessions: Sequence[Runnable], args: argparse.Namespace,
     return 0
 
 
-def _print_reports(todo: Sized, done: list[results.Result], fmt: str) -> None:
+def _print_reports(todo: Sized, done: list[results.Result], fmt: str,
+                   metric: str | None = None) -> None:
     """Each variant's report, then the batch's comparison (on stdout).  The warnings were
     shown as they came (on stderr, once a batch): the text reports leave them out.  Events
     were the output, as they came."""
     if fmt == "events":
         return
-    comparison = _batch_comparison(done) if len(todo) > 1 else None
+    comparison = _batch_comparison(done, metric) if len(todo) > 1 else None
     if fmt == "json":
         docs = [report.document(r) for r in done]
         doc: dict[str, Any] = docs[0] if len(todo) == 1 else {
@@ -487,14 +466,16 @@ def _print_reports(todo: Sized, done: list[results.Result], fmt: str) -> None:
             print("\n" + visible_lines(comparison[0]))
 
 
-def _batch_comparison(done: list[results.Result]) -> tuple[str, str] | None:
-    """The batch's comparison as (text, json), or None when it cannot be compared."""
+def _batch_comparison(done: list[results.Result],
+                      metric: str | None = None) -> tuple[str, str] | None:
+    """The batch's comparison as (text, json), or None when it cannot be compared; `metric`
+    its primary one (--metric; default the workload's)."""
     if len(done) < 2:
         return None
     from hotloop.analysis import compare  # scipy: only when comparing (0.8 s to import)
     from hotloop.render import compare_formats
     try:
-        comp = compare.compare(done, batch=True)
+        comp = compare.compare_sides([[r] for r in done], batch=True, primary=metric)
     except HotloopError as e:
         print(f"hotloop: no comparison: {visible(str(e))}", file=sys.stderr)
         return None
