@@ -92,12 +92,14 @@ from hotloop.analysis.sides import (
     BUILD_FIELDS,
     check_accel,
     check_side,
+    cpu_shares,
     distinct,
     hot_symbols,
     identity,
     interleaved_pair,
     load_sides,
     mixed_builds,
+    primary_metric,
     shared_histogram,
     side_names,
     side_of,
@@ -153,10 +155,10 @@ def _calibrate_hint(h: Header) -> str:
 
 def compare_sides(sides: Sequence[Sequence[Result]], given: Sequence[str] | None = None,
                   noise_file: Path | None = None, batch: bool = False,
-                  pair_sessions: bool = True) -> Comparison:
+                  pair_sessions: bool = True, primary: str | None = None) -> Comparison:
     """Compare every side with the first (the baseline); HotloopError for what cannot be.
-    `pair_sessions`: two sides that are kernels of one series are tested on their pairs
-    of sessions (analysis.series_pairs)."""
+    `pair_sessions`: the kernels of one series tested on their pairs of sessions
+    (analysis.series_pairs); `primary`: the metric judged (the workload's; --metric)."""
     if not sides or not all(sides):
         raise HotloopError("compare: no result files given")
     given = list(given) if given is not None else [str(rs[0].path) if len(rs) == 1 else
@@ -166,15 +168,15 @@ def compare_sides(sides: Sequence[Sequence[Result]], given: Sequence[str] | None
     base = sides[0][0]
     out = [side_of(i, n, rs, g)
            for i, (n, rs, g) in enumerate(zip(side_names(sides, given), sides, given))]
-    metric, unit = base.workload.metric, base.workload.unit
-    comp = Comparison(base.workload.name, metric, unit, base.workload.higher_is_better,
+    metric, unit, better = primary_metric(sides, primary)
+    comp = Comparison(base.workload.name, metric, unit, better,
                       out, histogram=shared_histogram(sides, metric, unit))
     profile, notes = _profile(sides, noise_file)
     comp.noise = profile
     comp.warnings += copied + notes + _boot_warnings(sides)
     assumed: list[str] = []             # metrics whose session noise nothing measured
     for side, rs in zip(out[1:], sides[1:]):
-        pair, said = _pair(sides[0], rs, out[0], side, profile, pair_sessions)
+        pair, said = _pair(sides[0], rs, out[0], side, profile, pair_sessions, metric)
         comp.pairs.append(pair)
         comp.warnings += said
         # (a profile not used for the pair is said by the pair's own warning)
@@ -183,14 +185,13 @@ def compare_sides(sides: Sequence[Sequence[Result]], given: Sequence[str] | None
                     and m.test.calibration is None]
     _correct(comp)
     comp.warnings += _noise_warnings(comp, base.header, profile, notes, assumed, batch)
-    comp.warnings += _session_warnings(sides, out) + _perf_warnings(sides, out)
+    comp.warnings += _session_warnings(sides, out) + _perf_warnings(sides, out) + cpu_shares(sides, out)
     # the variants of one interleaved batch (their headers say so) differ by design too
     comp.batch = batch or bool(comp.pairs) and all(p.method == "paired" for p in comp.pairs)
     if not comp.batch:
         comp.warnings += [meta_warning(p) for p in comp.pairs if p.metadata]
     for rs, s in zip(sides, out):
-        builds = mixed_builds(rs, s.name)   # said apart: more than a field that differs
-        comp.warnings += [builds] if builds else []
+        comp.warnings += [builds] if (builds := mixed_builds(rs, s.name)) else []  # said apart
         inside = sorted({d.field for r in rs[1:]
                          for d in metadata_diff(rs[0].header.to_json(), r.header.to_json(),
                                                 kernel=True)
@@ -280,7 +281,7 @@ def _boot_warnings(sides: Sequence[Sequence[Result]]) -> list[str]:
 
 def _pair(base: Sequence[Result], rs: Sequence[Result], baseline: Side, side: Side,
           profile: noise_mod.NoiseProfile | None,
-          pair_sessions: bool) -> tuple[Pair, list[str]]:
+          pair_sessions: bool, primary: str) -> tuple[Pair, list[str]]:
     """One later side against the baseline: its rows, and the warnings they call for."""
     said: list[str] = []
     paired = interleaved_pair(base, rs)
@@ -310,7 +311,6 @@ def _pair(base: Sequence[Result], rs: Sequence[Result], baseline: Side, side: Si
                     f"side, whose own spread checks it")
     base_series = [series(r) for r in base]
     new_series = [series(r) for r in rs]
-    primary = base[0].workload.metric
     rows = []
     for name, m in base_series[0].items():
         if not all(name in x for x in base_series + new_series):
@@ -327,6 +327,7 @@ def _pair(base: Sequence[Result], rs: Sequence[Result], baseline: Side, side: Si
             t = dataclasses.replace(t, noise_check={**t.noise_check, "action": "sitting"})
         rows.append(MetricDelta(m.name, m.unit, m.higher_is_better, t, m.kind,
                                 primary=m.name == primary))
+    rows.sort(key=lambda row: not row.primary)      # the primary first (--metric moves it)
     said += _row_warnings(rows, baseline, side, boots)
     diff = None
     bs, ns = hot_symbols(base), hot_symbols(rs)
@@ -492,8 +493,8 @@ def compare(rs: list[Result], batch: bool = False) -> Comparison:
 
 
 def load_and_compare(paths: Sequence[str | Path], noise_file: Path | None = None,
-                     pair_sessions: bool = True) -> Comparison:
+                     pair_sessions: bool = True, primary: str | None = None) -> Comparison:
     return compare_sides(load_sides(paths), [str(p) for p in paths], noise_file,
-                         pair_sessions=pair_sessions)
+                         pair_sessions=pair_sessions, primary=primary)
 
 

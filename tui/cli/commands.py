@@ -102,7 +102,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
         svg.check_target(args.svg)
     if args.format not in compare_formats.FORMATS:
         raise HotloopError(f"compare: unknown format {args.format!r}")
-    comp = compare.load_and_compare(args.files, args.noise, pair_sessions=not args.unpaired)
+    comp = compare.load_and_compare(args.files, args.noise, pair_sessions=not args.unpaired,
+                                    primary=args.metric)
     out = compare_formats.render(comp, args.format)
     if args.svg is not None:
         h = comp.histogram

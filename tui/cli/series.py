@@ -99,7 +99,7 @@ def bracket(p: series.Plan, slot: series.Slot, kind: str, **more: Any) -> dict[s
             "result_file": str(slot.path), **more}
 
 
-def comparison(s: series.Series) -> Any:
+def comparison(s: series.Series, metric: str | None = None) -> Any:
     """The variants (kernels) compared on their finished sessions (as `hotloop compare DIR/A/
     DIR/B/` would, once the unfinished ones are set aside), or None and why on stderr.  A
     finished session whose file no longer reads is a failed one (Series.lost); a variant left
@@ -128,7 +128,7 @@ def comparison(s: series.Series) -> Any:
     try:
         comp = compare.compare_sides([sides[k] for k in kept],
                                      [str(s.plan.folder(k)) + "/" for k in kept],
-                                     batch=variants)
+                                     batch=variants, primary=metric)
     except HotloopError as e:
         print(f"hotloop: no comparison: {visible(str(e))}", file=sys.stderr)
         return None
@@ -208,7 +208,7 @@ def _run(cat: Catalog, args: argparse.Namespace, req: launch.SeriesRequest) -> i
     if interrupted:
         print(visible(f"hotloop: interrupted; {_sessions(len(s.done))} done, " + (
             f"kept in {directory}" if not fate else f"none kept ({fate})")), file=sys.stderr)
-    comp = comparison(s)        # a finished session whose file no longer reads: failed too
+    comp = comparison(s, getattr(args, "metric", None))   # a file unread: failed too
     report(s, comp, {**over.moved, **s.set_aside()}, interrupted, args.format, fate)
     if interrupted:
         return interrupted_status()
