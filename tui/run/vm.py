@@ -106,13 +106,16 @@ class VmSession(StreamSession):
     async def _spawn(self) -> asyncio.subprocess.Process:
         virtme, qemu = tools()
         rp = self.rp
-        problem = kimage.image_problem(self.image)      # gone or replaced since loading
-        if problem:
-            raise SessionFailed(f"[kernel.{rp.kernel.name}] image: {problem}")
+        self._check_image()                             # gone or replaced since loading
         await asyncio.to_thread(build.build, rp.workload.source, rp.cpu.cflags,
                                 rp.workload.name)
         self._qemu_version = await asyncio.to_thread(qemu_version, qemu)
-        self._sha256 = await asyncio.to_thread(kimage.sha256, self.image)
+        try:
+            self._sha256 = await asyncio.to_thread(kimage.sha256, self.image)
+        except OSError:
+            self._check_image()         # gone meanwhile: said as above
+            raise
+        self._check_image()
         self.accel = await asyncio.to_thread(probe_kvm, qemu, self.image, self._sha256,
                                              self._qemu_version)
         d, lock = guest.make_dir()
@@ -136,6 +139,16 @@ class VmSession(StreamSession):
             preexec_fn=_start_child)
         self._pin_task = asyncio.create_task(self._pin(proc.pid))
         return proc
+
+    def _image_gone(self) -> str | None:
+        """Why the image is no longer one to boot (deleted, replaced), in the words every
+        session of a series uses for it, or None."""
+        problem = kimage.image_problem(self.image)
+        return f"[kernel.{self.rp.kernel.name}] image: {problem}" if problem else None
+
+    def _check_image(self) -> None:
+        if (gone := self._image_gone()) is not None:
+            raise SessionFailed(gone)
 
     async def _pin(self, virtme_pid: int) -> None:
         """Pin qemu's vCPU threads as they appear (qemu names them "CPU 0/TCG")."""
@@ -193,6 +206,8 @@ class VmSession(StreamSession):
         return hot.removeprefix("hotloop: ") or (lines[-1] if lines else "")
 
     def _no_header(self, returncode: int) -> str:
+        if (gone := self._image_gone()) is not None:
+            return gone                 # virtme-run's "X does not exist": said as elsewhere
         said = self._said() or f"virtme-run exited with status {returncode}"
         return f"{self.where}: {said}"
 
