@@ -228,6 +228,11 @@ def _follow_stdin(loop: asyncio.AbstractEventLoop, main: asyncio.Task[Any],
 _closed_output: Callable[[], Any] | None = None     # the run's stop when stdout is closed
 
 
+def say(message: str) -> None:
+    """What a session says as it goes (a VM's boot), on stderr whatever the format."""
+    print(f"hotloop: {visible(message)}", file=sys.stderr, flush=True)
+
+
 def emit(event: ev.Event) -> None:
     """--format events: each line of the result file on stdout too, as it is written (the
     lines a cancel leaves included: a remote session's restore, its "interrupted")."""
@@ -389,7 +394,7 @@ def run_here(cat: Catalog, args: argparse.Namespace) -> int:
               file=sys.stderr)
     sessions = [launch.start_run(launch.RunRequest(
         v.rp, chosen, output=v.out, variant=v.label,
-        mirror=emit if args.format == "events" else None)) for v in todo]
+        mirror=emit if args.format == "events" else None, notice=say)) for v in todo]
     if args.gated:
         sessions[0].gate = asyncio.Queue()
     return drive_and_report(sessions, args, [v.label for v in todo])

@@ -27,6 +27,7 @@ from hotloop.cli.run import (
     guarded,
     plan_to_run,
     plan_variants,
+    say,
     variants,
 )
 from hotloop.errors import HotloopError, RunFailed
@@ -153,7 +154,7 @@ def run_series(cat: Catalog, args: argparse.Namespace) -> int:
         return _run(cat, args, _variants_request(cat, args, host, mirror))
     plan = cat.plan_for(args.names[0])
     req = launch.SeriesRequest(plan, kernels or (plan.kernel,), args.sessions,
-                               host=host, mirror=mirror)
+                               host=host, mirror=mirror, notice=say)
     launch.check_series(req)            # refused before anything is made
     chosen = choices(args, 2, each="session")
     kernels = req.kernels
@@ -175,7 +176,7 @@ def _variants_request(cat: Catalog, args: argparse.Namespace, host: str | None,
     stem = "+".join(args.names) if len(args.names) > 1 else first.name
     req = launch.SeriesRequest(first, (first.kernel,), args.sessions, mirror=mirror,
                                stem=stem[:MAX_STEM],
-                               variants=tuple((v.label, v.rp.plan) for v in todo))
+                               variants=tuple((v.label, v.rp.plan) for v in todo), notice=say)
     launch.check_series(req)
     chosen = choices(args, 2, each="session")
     return replace(req, apply_system=chosen.apply_system, keep_perf=chosen.keep_perf)
