@@ -244,6 +244,8 @@ class Driver:
                 rec.kill()                  # a no-op once stopped
             self.kill()                     # its group; a no-op once killed after the reap
             await self.reap()               # while the readers still drain its pipes
+            if rec is not None:             # and perf's end, however this worker's ended (a
+                await rec.reap()            # cancel mid-start or mid-stop): none is left
             for t in tasks:
                 t.cancel()
 
