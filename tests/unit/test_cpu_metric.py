@@ -75,7 +75,7 @@ def test_metric_makes_cpu_time_per_op_the_primary_and_calls_the_change(cli, side
 
 @pytest.mark.parametrize("name, says", [
     ("nope", "--metric nope: not a metric every session recorded (they have: ns/op, "
-             "cpu_ns/op, worker_cpu_s)"),
+             "cpu_ns/op)"),
     ("ns\nop", "--metric ns\\nop: not a metric"),
 ])
 def test_an_unknown_metric_is_one_line_naming_those_there_are(cli, sides, name, says):

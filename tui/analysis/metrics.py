@@ -69,7 +69,7 @@ def series(r: Result) -> dict[str, Series]:
         if vals:
             out[CPU_PER_OP] = Series(CPU_PER_OP, "ns/op", False, RESOURCE, vals)
     for name in r.runs.extra_names:
-        if name in out:
+        if name in out or name == CPU_EXTRA and CPU_PER_OP in out:    # one row for it
             continue
         vals = list(r.runs.column(name))
         if vals:
