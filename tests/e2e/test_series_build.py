@@ -104,3 +104,26 @@ def test_a_side_of_two_builds_is_flagged_by_compare_and_show(tmp_path, editing):
     assert "ran 2 builds of the workload" in s.stdout
     j = hotloop("show", str(side), "--format", "json")
     assert any("ran 2 builds" in w for w in json.loads(j.stdout)["warnings"])
+
+
+# Its setup also deletes its own module from the build cache (dladdr names the file)
+GONE = EDITS_ITSELF.replace(
+    "#include <stdio.h>", "#include <dlfcn.h>\n#include <stdio.h>\n#include <unistd.h>").replace(
+    "    return &state;",
+    "    Dl_info info;\n"
+    "    if (dladdr((void *)hl_setup, &info) && info.dli_fname) unlink(info.dli_fname);\n"
+    "    return &state;")
+
+
+def test_a_series_whose_build_is_gone_and_source_changed_stops_in_one_line(tmp_path, editing,
+                                                                          leftovers):
+    (editing / "editme.c").write_text(GONE + f"/* {editing} */\n")
+    p = hotloop("run", "editme", "--profiles", str(editing), "--sessions", "2", *FAST)
+    assert p.returncode == 2, p.stderr
+    last = p.stderr.strip().splitlines()[-1]
+    assert "the series' build" in last and "is gone from the build cache and the source has " \
+        "changed since it was built" in last and "cannot run the same code again" in last, last
+    assert "Traceback" not in p.stderr
+    (d,) = list((tmp_path / "results").iterdir())
+    assert [f.name for f in sorted(d.glob("*/*.jsonl"))] == ["s01.jsonl"]    # the one it ran
+    assert not leftovers()
