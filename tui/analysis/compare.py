@@ -80,22 +80,33 @@ import dataclasses
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from hotloop.analysis import boots as boots_mod
 from hotloop.analysis import noise as noise_mod
 from hotloop.analysis import series_pairs, sitting, symdiff
-from hotloop.analysis.comparison import Comparison, MetaDiff, MetricDelta, Pair, Side, Verdict, meta_warning
+from hotloop.analysis.comparison import (
+    Comparison,
+    MetricDelta,
+    Pair,
+    Side,
+    Verdict,
+    meta_warning,
+    metadata_diff,
+)
 from hotloop.analysis.judge import correct_sides, test_metric
 from hotloop.analysis.metrics import series
 from hotloop.analysis.sides import (
+    BUILD_FIELDS,
     check_accel,
     check_side,
+    cpu_shares,
     distinct,
     hot_symbols,
     identity,
     interleaved_pair,
     load_sides,
+    mixed_builds,
+    primary_metric,
     shared_histogram,
     side_names,
     side_of,
@@ -103,39 +114,12 @@ from hotloop.analysis.sides import (
 from hotloop.analysis.significance import MIN_PROCESSES
 from hotloop.analysis.symbols import diff_symbols
 from hotloop.errors import HotloopError
-from hotloop.record import Header, compared_fields
+from hotloop.record import Header
 from hotloop.results import Result
 from hotloop.stats import ASSUMED_PER_WITHIN, SESSION_OFFSET_BOUND
 
 TOP_SYMBOLS = 15
 UNSTABLE_CV = 0.10                      # a session's runs above this CV: pyperf's "unstable"
-
-
-# --------------------------------------------------------------------------- metadata
-
-def _get(header: dict[str, Any], path: tuple[str, ...]) -> Any:
-    cur: Any = header
-    for key in path:
-        if not isinstance(cur, dict) or key not in cur:
-            return None
-        cur = cur[key]
-    return cur
-
-
-def metadata_diff(base: dict[str, Any], new: dict[str, Any],
-                  kernel: bool = False) -> list[MetaDiff]:
-    """Header fields other than the kernel that differ between two results (and the kernel
-    too with `kernel`: the sessions of one side should all be of one)."""
-    out: list[MetaDiff] = []
-    for name, path in compared_fields(within_side=kernel):
-        a, b = _get(base, path), _get(new, path)
-        if isinstance(a, dict) and isinstance(b, dict):
-            for key in sorted(a.keys() | b.keys()):
-                if a.get(key) != b.get(key):
-                    out.append(MetaDiff(f"{name}.{key}", a.get(key), b.get(key)))
-        elif a != b:
-            out.append(MetaDiff(name, a, b))
-    return out
 
 
 def _calibrate_hint(h: Header) -> str:
@@ -151,10 +135,10 @@ def _calibrate_hint(h: Header) -> str:
 
 def compare_sides(sides: Sequence[Sequence[Result]], given: Sequence[str] | None = None,
                   noise_file: Path | None = None, batch: bool = False,
-                  pair_sessions: bool = True) -> Comparison:
+                  pair_sessions: bool = True, primary: str | None = None) -> Comparison:
     """Compare every side with the first (the baseline); HotloopError for what cannot be.
-    `pair_sessions`: two sides that are kernels of one series are tested on their pairs
-    of sessions (analysis.series_pairs)."""
+    `pair_sessions`: the kernels of one series tested on their pairs of sessions
+    (analysis.series_pairs); `primary`: the metric judged (the workload's; --metric)."""
     if not sides or not all(sides):
         raise HotloopError("compare: no result files given")
     given = list(given) if given is not None else [str(rs[0].path) if len(rs) == 1 else
@@ -164,15 +148,15 @@ def compare_sides(sides: Sequence[Sequence[Result]], given: Sequence[str] | None
     base = sides[0][0]
     out = [side_of(i, n, rs, g)
            for i, (n, rs, g) in enumerate(zip(side_names(sides, given), sides, given))]
-    metric, unit = base.workload.metric, base.workload.unit
-    comp = Comparison(base.workload.name, metric, unit, base.workload.higher_is_better,
+    metric, unit, better = primary_metric(sides, primary)
+    comp = Comparison(base.workload.name, metric, unit, better,
                       out, histogram=shared_histogram(sides, metric, unit))
     profile, notes = _profile(sides, noise_file)
     comp.noise = profile
     comp.warnings += copied + notes + _boot_warnings(sides)
     assumed: list[str] = []             # metrics whose session noise nothing measured
     for side, rs in zip(out[1:], sides[1:]):
-        pair, said = _pair(sides[0], rs, out[0], side, profile, pair_sessions)
+        pair, said = _pair(sides[0], rs, out[0], side, profile, pair_sessions, metric)
         comp.pairs.append(pair)
         comp.warnings += said
         # (a profile not used for the pair is said by the pair's own warning)
@@ -181,16 +165,17 @@ def compare_sides(sides: Sequence[Sequence[Result]], given: Sequence[str] | None
                     and m.test.calibration is None]
     _correct(comp)
     comp.warnings += _noise_warnings(comp, base.header, profile, notes, assumed, batch)
-    comp.warnings += _session_warnings(sides, out) + _perf_warnings(sides, out)
+    comp.warnings += _session_warnings(sides, out) + _perf_warnings(sides, out) + cpu_shares(sides, out)
     # the variants of one interleaved batch (their headers say so) differ by design too
     comp.batch = batch or bool(comp.pairs) and all(p.method == "paired" for p in comp.pairs)
     if not comp.batch:
         comp.warnings += [meta_warning(p) for p in comp.pairs if p.metadata]
     for rs, s in zip(sides, out):
+        comp.warnings += [builds] if (builds := mixed_builds(rs, s.name)) else []  # said apart
         inside = sorted({d.field for r in rs[1:]
                          for d in metadata_diff(rs[0].header.to_json(), r.header.to_json(),
                                                 kernel=True)
-                         if d.field not in ("hotloop",)})
+                         if d.field not in ("hotloop", *(BUILD_FIELDS if builds else ()))})
         if inside:
             comp.warnings.append(f"the sessions of {s.name} differ among themselves in "
                                  f"{', '.join(inside)}")
@@ -276,7 +261,7 @@ def _boot_warnings(sides: Sequence[Sequence[Result]]) -> list[str]:
 
 def _pair(base: Sequence[Result], rs: Sequence[Result], baseline: Side, side: Side,
           profile: noise_mod.NoiseProfile | None,
-          pair_sessions: bool) -> tuple[Pair, list[str]]:
+          pair_sessions: bool, primary: str) -> tuple[Pair, list[str]]:
     """One later side against the baseline: its rows, and the warnings they call for."""
     said: list[str] = []
     paired = interleaved_pair(base, rs)
@@ -306,7 +291,6 @@ def _pair(base: Sequence[Result], rs: Sequence[Result], baseline: Side, side: Si
                     f"side, whose own spread checks it")
     base_series = [series(r) for r in base]
     new_series = [series(r) for r in rs]
-    primary = base[0].workload.metric
     rows = []
     for name, m in base_series[0].items():
         if not all(name in x for x in base_series + new_series):
@@ -323,6 +307,7 @@ def _pair(base: Sequence[Result], rs: Sequence[Result], baseline: Side, side: Si
             t = dataclasses.replace(t, noise_check={**t.noise_check, "action": "sitting"})
         rows.append(MetricDelta(m.name, m.unit, m.higher_is_better, t, m.kind,
                                 primary=m.name == primary))
+    rows.sort(key=lambda row: not row.primary)      # the primary first (--metric moves it)
     said += _row_warnings(rows, baseline, side, boots, profile)
     diff = None
     bs, ns = hot_symbols(base), hot_symbols(rs)
@@ -491,8 +476,8 @@ def compare(rs: list[Result], batch: bool = False) -> Comparison:
 
 
 def load_and_compare(paths: Sequence[str | Path], noise_file: Path | None = None,
-                     pair_sessions: bool = True) -> Comparison:
+                     pair_sessions: bool = True, primary: str | None = None) -> Comparison:
     return compare_sides(load_sides(paths), [str(p) for p in paths], noise_file,
-                         pair_sessions=pair_sessions)
+                         pair_sessions=pair_sessions, primary=primary)
 
 

@@ -11,6 +11,7 @@ from typing import Any
 from hotloop.analysis import noise as noise_mod
 from hotloop.analysis.metrics import SPEED
 from hotloop.analysis.symbols import Explained, SymbolDelta
+from hotloop.record import compared_fields
 from hotloop.stats import Summary
 
 
@@ -227,3 +228,28 @@ def meta_text(d: MetaDiff) -> str:
 def meta_warning(p: Pair) -> str:
     return (f"{p.new.name} differs from the baseline in more than the kernel: "
             + "; ".join(meta_text(d) for d in p.metadata))
+
+
+def _get(header: dict[str, Any], path: tuple[str, ...]) -> Any:
+    cur: Any = header
+    for key in path:
+        if not isinstance(cur, dict) or key not in cur:
+            return None
+        cur = cur[key]
+    return cur
+
+
+def metadata_diff(base: dict[str, Any], new: dict[str, Any],
+                  kernel: bool = False) -> list[MetaDiff]:
+    """Header fields other than the kernel that differ between two results (and the kernel
+    too with `kernel`: the sessions of one side should all be of one)."""
+    out: list[MetaDiff] = []
+    for name, path in compared_fields(within_side=kernel):
+        a, b = _get(base, path), _get(new, path)
+        if isinstance(a, dict) and isinstance(b, dict):
+            for key in sorted(a.keys() | b.keys()):
+                if a.get(key) != b.get(key):
+                    out.append(MetaDiff(f"{name}.{key}", a.get(key), b.get(key)))
+        elif a != b:
+            out.append(MetaDiff(name, a, b))
+    return out

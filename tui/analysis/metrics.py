@@ -1,6 +1,7 @@
 """Every metric a result file recorded, as one series of values per metric.
 
-The workload's primary metric first, then ns/op, cycles/op where the CPU counted cycles, each
+The workload's primary metric first, then ns/op, cycles/op where the CPU counted cycles, the
+worker's CPU time per op (cpu_ns/op: its CPU seconds a run over the run's ops), each
 `extra` value (user_s, sys_s, latency percentiles) and perf counters, which are one number for
 the whole session.  compare tests each of them, calibrate measures the noise of each.
 """
@@ -15,6 +16,9 @@ from hotloop.results import Result
 # a speed gets faster or slower, a resource (CPU seconds, a counter) better or worse, a value
 # nobody declared a direction for higher or lower.
 SPEED, RESOURCE, UNDIRECTED = "speed", "resource", "undirected"
+# run.protocol.CPU_EXTRA: the extra the worker adds to each run, its CPU seconds over it
+CPU_EXTRA = "worker_cpu_s"
+CPU_PER_OP = "cpu_ns/op"                # the worker's CPU time per op, from CPU_EXTRA
 _COUNTER_UP = {"ipc", "instructions-per-cycle"}     # counters where more is better
 
 
@@ -59,8 +63,13 @@ def series(r: Result) -> dict[str, Series]:
         vals = [c / o for o, c in zip(ops, cycles) if o > 0 and c > 0]
         if vals:
             out["cycles/op"] = Series("cycles/op", "cycles/op", False, SPEED, vals)
+    cpu = r.runs.column(CPU_EXTRA)      # the worker's CPU seconds a run: its CPU time per op
+    if cpu and len(cpu) == len(ops) and CPU_PER_OP not in out:
+        vals = [c * 1e9 / o for o, c in zip(ops, cpu) if o > 0]
+        if vals:
+            out[CPU_PER_OP] = Series(CPU_PER_OP, "ns/op", False, RESOURCE, vals)
     for name in r.runs.extra_names:
-        if name in out:
+        if name in out or name == CPU_EXTRA and CPU_PER_OP in out:    # one row for it
             continue
         vals = list(r.runs.column(name))
         if vals:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from hotloop import results
 from hotloop.analysis.comparison import SharedBucket, SharedHistogram, Side, SideText
+from hotloop.analysis.metrics import CPU_PER_OP, series
 from hotloop.catalog import process_shares
 from hotloop.errors import HotloopError
 from hotloop.events import HotSymbol
@@ -174,10 +175,37 @@ def interleaved_pair(a: Sequence[Result], b: Sequence[Result]) -> list[int] | No
     return blocks if blocks == process_blocks(b[0].header) else []
 
 
+METRIC_ALIASES = {"cpu": CPU_PER_OP}    # compare --metric cpu: the worker's CPU time per op
+
+
+def primary_metric(sides: Sequence[Sequence[Result]],
+                   metric: str | None) -> tuple[str, str, bool]:
+    """The comparison's primary metric, (name, unit, higher is better): the workload's, or
+    `metric` (compare --metric) where every session recorded it in every run.  HotloopError
+    for one they did not (naming those they did), one a session (a perf counter) or one
+    without a direction."""
+    w = sides[0][0].workload
+    name = METRIC_ALIASES.get(metric or "", metric or w.metric)
+    if name == w.metric:
+        return w.metric, w.unit, w.higher_is_better
+    found = [series(r) for rs in sides for r in rs]
+    got = found[0].get(name)
+    if got is None or not all(name in f for f in found):
+        have = [n for n in found[0] if all(n in f and not f[n].per_session for f in found)]
+        raise HotloopError(f"--metric {visible(metric or '')}: not a metric every session "
+                           f"recorded (they have: {', '.join(have)})")
+    if got.per_session or got.higher_is_better is None:
+        why = "one value a session, not a run" if got.per_session else "no direction"
+        raise HotloopError(f"--metric {name}: {why}; a primary metric is one a run with a "
+                           f"better way (ns/op, {CPU_PER_OP}, a workload's _s or _ns extra)")
+    return name, got.unit, got.higher_is_better
+
+
 def shared_histogram(sides: Sequence[Sequence[Result]], metric: str, unit: str,
                      target: int = 10) -> SharedHistogram | None:
     """Every side's distribution (its sessions pooled) on the edges of the union."""
-    values = [[v for r in rs for v in r.values] for rs in sides]
+    values = [[v for r in rs for v in (r.values if metric == r.workload.metric
+                                       else series(r)[metric].values)] for rs in sides]
     every = [v for vs in values for v in vs]
     if not every:
         return None
@@ -226,3 +254,69 @@ def load_sides(args: Sequence[str | Path]) -> list[list[Result]]:
     return [[results.read(p) for p in expand(str(a))] for a in args]
 
 
+
+
+BUILD_FIELDS = ("source_sha256", "compiler", "cflags")     # what a session's build was made of
+
+
+def build_of(r: Result) -> tuple[str, ...]:
+    """A session's build of its workload: the source's digest, the compiler and its flags
+    (the header's), and where perf saw it, the module's ELF build id (which also tells a
+    build from another of the same source: hotloop.h, cffi)."""
+    h = r.header
+    syms = r.session_symbols
+    module = sorted(i for p, i in (syms.binaries if syms else {}).items()
+                    if os.path.basename(p).startswith("_hl_"))
+    return (h.source_sha256, h.compiler, " ".join(h.cflags), ",".join(module))
+
+
+def mixed_builds(rs: Sequence[Result], name: str) -> str | None:
+    """A warning when a side's sessions ran more than one build of its workload (its source
+    edited between them): pooled as one side they measure two programs.  None when one."""
+    seen: dict[tuple[str, ...], list[Result]] = {}
+    for r in rs:
+        seen.setdefault(build_of(r), []).append(r)
+    if len(seen) < 2:
+        return None
+    first = next(iter(seen))
+
+    def differs(b: tuple[str, ...]) -> str:
+        what = [f for f, x, y in zip((*BUILD_FIELDS, "build id"), b, first) if x != y]
+        return ", ".join(what)
+
+    def one(b: tuple[str, ...], got: list[Result]) -> str:
+        files = ", ".join(r.path.name for r in got[:3]) + (
+            f" and {len(got) - 3} more" if len(got) > 3 else "")
+        return f"source {b[0][:12] or '?'} in {files}"
+    kinds = sorted({differs(b) for b in list(seen)[1:]})
+    return visible(f"the sessions of {name} ran {len(seen)} builds of the workload (they differ "
+                   f"in {'; '.join(kinds)}): {'; '.join(one(b, g) for b, g in seen.items())}; "
+                   f"pooled as one side they measure different code: compare each build's "
+                   f"sessions on their own")
+
+
+LOW_CPU_SHARE = 0.8                     # the worker's CPU time over its wall time, said below
+
+
+def cpu_shares(sides: Sequence[Sequence[Result]], out: Sequence[Side]) -> list[str]:
+    """Each side whose worker had well under a CPU over its runs (its CPU time per op against
+    its wall time per op; a workload of one process: one of several waits on its helpers by
+    design): what its wall-clock metrics hold besides the code, and the metric that does not."""
+    said = []
+    for rs, s in zip(sides, out):
+        if any(r.workload.procs > 1 for r in rs):
+            continue
+        got = [(series(r).get(CPU_PER_OP), series(r).get("ns/op")) for r in rs]
+        cpu = [x for c, _ in got if c is not None for x in c.values]
+        wall = [x for _, w in got if w is not None for x in w.values]
+        if not cpu or len(cpu) != len(wall) or not math.fsum(wall):
+            continue
+        share = math.fsum(cpu) / math.fsum(wall)
+        if share < LOW_CPU_SHARE:
+            said.append(
+                f"the worker of {s.name} had {100 * share:.0f}% of a CPU over its runs (CPU "
+                f"time {math.fsum(cpu) / len(cpu):.4g} ns/op, wall {math.fsum(wall) / len(wall):.4g}"
+                f" ns/op): the rest it waited, for a CPU another task held (a busy machine) or "
+                f"on its own I/O, and the wall-clock rows hold that wait; --metric {CPU_PER_OP} "
+                f"judges its CPU time per op instead")
+    return said

@@ -50,16 +50,20 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 def _show_side(args: argparse.Namespace) -> int:
     """`show DIR`: the per-symbol cost per op of a directory's sessions, with their spread."""
-    from hotloop.analysis.sides import expand
+    from hotloop.analysis.sides import expand, mixed_builds
     from hotloop.analysis.symcost import side_cost
     from hotloop.render import svg, symbol_costs
     if args.format == "csv" or args.runs:
         raise HotloopError(f"show {args.file}: a directory shows its sessions' symbol costs; "
                            f"--format csv and --runs are for one result file")
-    side = side_cost([results.read(p) for p in expand(str(args.file))])
+    rs = [results.read(p) for p in expand(str(args.file))]
+    side = side_cost(rs)
+    builds = mixed_builds(rs, str(args.file))     # its sessions ran other code: said
     if args.format == "json":
-        print(json.dumps(symbol_costs.cost_json(side), indent=2))
+        print(json.dumps({**symbol_costs.cost_json(side),
+                          "warnings": [builds] if builds else []}, indent=2))
     text = "\n".join(map(visible, symbol_costs.side_text(side, str(args.file)).splitlines()))
+    text += f"\n\nwarning: {builds}" if builds else ""
     if args.format == "text":
         print(text)
     if args.svg is not None:
@@ -98,7 +102,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
         svg.check_target(args.svg)
     if args.format not in compare_formats.FORMATS:
         raise HotloopError(f"compare: unknown format {args.format!r}")
-    comp = compare.load_and_compare(args.files, args.noise, pair_sessions=not args.unpaired)
+    comp = compare.load_and_compare(args.files, args.noise, pair_sessions=not args.unpaired,
+                                    primary=args.metric)
     out = compare_formats.render(comp, args.format)
     if args.svg is not None:
         h = comp.histogram

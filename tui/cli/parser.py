@@ -92,6 +92,11 @@ def _positive(text: str) -> int:
     return n
 
 
+METRIC_HELP = ("the primary metric, the one judged and gated (default: the workload's): "
+               "ns/op, cpu_ns/op (or cpu: the worker's CPU time per op, which a busy "
+               "machine's waits leave out), cycles/op, an extra such as user_s")
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:      # one line, exit 2
         raise HotloopError(f"{self.prog.removeprefix('hotloop').strip() or 'usage'}: "
@@ -243,6 +248,12 @@ def parser() -> argparse.ArgumentParser:
                           "each a fresh start, then compared with sessions as replicates; "
                           "or of each variant (plans, --cpu, K=V1,V2), not both; with one "
                           "kernel, N sessions of it")
+    run.add_argument("--aa", action="store_true",
+                     help="an A/A: the one variant asked for run as two sides, a1 and a2, and "
+                          "compared (with --sessions N, --interleave, or one session each): "
+                          "what noise alone does to every row")
+    run.add_argument("--metric", metavar="NAME",
+                     help="the batch's or series' comparison: " + METRIC_HELP)
     run.add_argument("--interleave", action="store_true",
                      help="run the variants alternately, one repetition each (ABAB...)")
     run.add_argument("--keep-perf", action=argparse.BooleanOptionalAction, default=True,
@@ -295,6 +306,7 @@ def parser() -> argparse.ArgumentParser:
     _complete(cmp.add_argument("--svg", type=Path, metavar="OUT",
                                help="also draw the table and the histograms as an SVG picture"),
               FILE)
+    cmp.add_argument("--metric", metavar="NAME", help=METRIC_HELP)
     cmp.add_argument("--unpaired", action="store_true",
                      help="the kernels of one series (run --sessions): test their sessions "
                           "as independent, not session i of each as a pair (the default)")

@@ -12,7 +12,7 @@ import re
 import signal
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence, Sized
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -21,6 +21,7 @@ from hotloop import events as ev
 from hotloop.catalog import Catalog, ParamSetting, Plan
 from hotloop.catalog.loader import did_you_mean
 from hotloop.catalog.schema import NAME
+from hotloop.cli.aa import Variant, aa_variants
 from hotloop.cli.common import _cancel, _cancel_closed_output, _interrupt, _warn_skipped, interrupted_status
 from hotloop.errors import HotloopError, RunFailed
 from hotloop.render import report
@@ -112,13 +113,6 @@ def plan_variants(cat: Catalog, name: str, items: list[str]) -> list[tuple[str, 
                                               if not (isinstance(v, list) and k in given)}))
 
 
-@dataclass(frozen=True)
-class Variant:
-    label: str
-    rp: catalog.ResolvedPlan
-    out: Path
-
-
 def variants(cat: Catalog, args: argparse.Namespace, here: bool = True) -> list[Variant]:
     """Every combination of the plans, --cpu profiles and K=V1,V2 params asked for, resolved
     for this machine (`here`) or for another, whose hotloop fits them to it."""
@@ -147,10 +141,13 @@ def variants(cat: Catalog, args: argparse.Namespace, here: bool = True) -> list[
         stem = slug if slug.startswith(rp.plan.name) else f"{rp.plan.name}-{slug}"
         path = launch.result_path(stem if slug else rp.plan.name)
         out.append(Variant(label, rp, path))
+    if getattr(args, "aa", False):      # `K=1,1 --aa` is the one variant, named twice
+        return aa_variants(list({v.label: v for v in out}.values()), here)
     labels = [v.label for v in out]
     twice = sorted({ln for ln in labels if labels.count(ln) > 1})
     if twice:
-        raise HotloopError(f"the batch names the same variant twice: {', '.join(twice)}")
+        raise HotloopError(f"the batch names the same variant twice: {', '.join(twice)} "
+                           f"(an A/A, one variant against itself, is --aa)")
     if len(out) == 1 and args.out:
         out[0] = Variant(out[0].label, out[0].rp, args.out)
     return out
@@ -229,6 +226,11 @@ def _follow_stdin(loop: asyncio.AbstractEventLoop, main: asyncio.Task[Any],
 
 
 _closed_output: Callable[[], Any] | None = None     # the run's stop when stdout is closed
+
+
+def say(message: str) -> None:
+    """What a session says as it goes (a VM's boot), on stderr whatever the format."""
+    print(f"hotloop: {visible(message)}", file=sys.stderr, flush=True)
 
 
 def emit(event: ev.Event) -> None:
@@ -392,7 +394,7 @@ def run_here(cat: Catalog, args: argparse.Namespace) -> int:
               file=sys.stderr)
     sessions = [launch.start_run(launch.RunRequest(
         v.rp, chosen, output=v.out, variant=v.label,
-        mirror=emit if args.format == "events" else None)) for v in todo]
+        mirror=emit if args.format == "events" else None, notice=say)) for v in todo]
     if args.gated:
         sessions[0].gate = asyncio.Queue()
     return drive_and_report(sessions, args, [v.label for v in todo])
@@ -417,13 +419,15 @@ def drive_and_report(sessions: Sequence[Runnable], args: argparse.Namespace,
                 # the session wrote its "interrupted" line as it was cancelled
                 unfinished.add(ev.Failed("interrupted", run=len(unfinished.runs), interrupted=True))
         if any(res.runs for res in got.values()):
-            _print_reports(labels, [r for r in got.values() if r.runs], args.format)
+            _print_reports(labels, [r for r in got.values() if r.runs], args.format,
+                           getattr(args, "metric", None))
         return interrupted_status()
     except HotloopError as e:
         # a host that could not start, once the others were done: their reports first
         # (not a run that failed: a result file that cannot be written stops it all)
         if parallel and not isinstance(e, RunFailed) and any(r.runs for r in got.values()):
-            _print_reports(labels, [r for r in got.values() if r.runs], args.format)
+            _print_reports(labels, [r for r in got.values() if r.runs], args.format,
+                           getattr(args, "metric", None))
         raise
     done: list[results.Result] = []
     failures: list[str] = []
@@ -440,7 +444,7 @@ def drive_and_report(sessions: Sequence[Runnable], args: argparse.Namespace,
             if not end.interrupted:
                 failures.append(f"{names[label]}: {end.message}")
         done.append(res)
-    _print_reports(labels, done, args.format)
+    _print_reports(labels, done, args.format, getattr(args, "metric", None))
     if interrupted:
         return interrupted_status()
     if failures:
@@ -448,13 +452,14 @@ def drive_and_report(sessions: Sequence[Runnable], args: argparse.Namespace,
     return 0
 
 
-def _print_reports(todo: Sized, done: list[results.Result], fmt: str) -> None:
+def _print_reports(todo: Sized, done: list[results.Result], fmt: str,
+                   metric: str | None = None) -> None:
     """Each variant's report, then the batch's comparison (on stdout).  The warnings were
     shown as they came (on stderr, once a batch): the text reports leave them out.  Events
     were the output, as they came."""
     if fmt == "events":
         return
-    comparison = _batch_comparison(done) if len(todo) > 1 else None
+    comparison = _batch_comparison(done, metric) if len(todo) > 1 else None
     if fmt == "json":
         docs = [report.document(r) for r in done]
         doc: dict[str, Any] = docs[0] if len(todo) == 1 else {
@@ -466,14 +471,16 @@ def _print_reports(todo: Sized, done: list[results.Result], fmt: str) -> None:
             print("\n" + visible_lines(comparison[0]))
 
 
-def _batch_comparison(done: list[results.Result]) -> tuple[str, str] | None:
-    """The batch's comparison as (text, json), or None when it cannot be compared."""
+def _batch_comparison(done: list[results.Result],
+                      metric: str | None = None) -> tuple[str, str] | None:
+    """The batch's comparison as (text, json), or None when it cannot be compared; `metric`
+    its primary one (--metric; default the workload's)."""
     if len(done) < 2:
         return None
     from hotloop.analysis import compare  # scipy: only when comparing (0.8 s to import)
     from hotloop.render import compare_formats
     try:
-        comp = compare.compare(done, batch=True)
+        comp = compare.compare_sides([[r] for r in done], batch=True, primary=metric)
     except HotloopError as e:
         print(f"hotloop: no comparison: {visible(str(e))}", file=sys.stderr)
         return None

@@ -27,6 +27,7 @@ from hotloop.cli.run import (
     guarded,
     plan_to_run,
     plan_variants,
+    say,
     variants,
 )
 from hotloop.errors import HotloopError, RunFailed
@@ -99,7 +100,7 @@ def bracket(p: series.Plan, slot: series.Slot, kind: str, **more: Any) -> dict[s
             "result_file": str(slot.path), **more}
 
 
-def comparison(s: series.Series) -> Any:
+def comparison(s: series.Series, metric: str | None = None) -> Any:
     """The variants (kernels) compared on their finished sessions (as `hotloop compare DIR/A/
     DIR/B/` would, once the unfinished ones are set aside), or None and why on stderr.  A
     finished session whose file no longer reads is a failed one (Series.lost); a variant left
@@ -128,7 +129,7 @@ def comparison(s: series.Series) -> Any:
     try:
         comp = compare.compare_sides([sides[k] for k in kept],
                                      [str(s.plan.folder(k)) + "/" for k in kept],
-                                     batch=variants)
+                                     batch=variants, primary=metric)
     except HotloopError as e:
         print(f"hotloop: no comparison: {visible(str(e))}", file=sys.stderr)
         return None
@@ -142,7 +143,7 @@ def run_series(cat: Catalog, args: argparse.Namespace) -> int:
         raise HotloopError("--sessions alternates whole sessions; --interleave alternates "
                            "runs within one: one or the other")
     kernels = tuple(args.kernel or [])
-    many = len(args.names) > 1 or len(args.cpu or []) > 1 \
+    many = getattr(args, "aa", False) or len(args.names) > 1 or len(args.cpu or []) > 1 \
         or any("," in item.partition("=")[2] for item in args.param) \
         or any(len(plan_variants(cat, name, args.param)) > 1 for name in args.names)
     if many and len(kernels) > 1:
@@ -153,7 +154,7 @@ def run_series(cat: Catalog, args: argparse.Namespace) -> int:
         return _run(cat, args, _variants_request(cat, args, host, mirror))
     plan = cat.plan_for(args.names[0])
     req = launch.SeriesRequest(plan, kernels or (plan.kernel,), args.sessions,
-                               host=host, mirror=mirror)
+                               host=host, mirror=mirror, notice=say)
     launch.check_series(req)            # refused before anything is made
     chosen = choices(args, 2, each="session")
     kernels = req.kernels
@@ -175,7 +176,7 @@ def _variants_request(cat: Catalog, args: argparse.Namespace, host: str | None,
     stem = "+".join(args.names) if len(args.names) > 1 else first.name
     req = launch.SeriesRequest(first, (first.kernel,), args.sessions, mirror=mirror,
                                stem=stem[:MAX_STEM],
-                               variants=tuple((v.label, v.rp.plan) for v in todo))
+                               variants=tuple((v.label, v.rp.plan) for v in todo), notice=say)
     launch.check_series(req)
     chosen = choices(args, 2, each="session")
     return replace(req, apply_system=chosen.apply_system, keep_perf=chosen.keep_perf)
@@ -208,7 +209,7 @@ def _run(cat: Catalog, args: argparse.Namespace, req: launch.SeriesRequest) -> i
     if interrupted:
         print(visible(f"hotloop: interrupted; {_sessions(len(s.done))} done, " + (
             f"kept in {directory}" if not fate else f"none kept ({fate})")), file=sys.stderr)
-    comp = comparison(s)        # a finished session whose file no longer reads: failed too
+    comp = comparison(s, getattr(args, "metric", None))   # a file unread: failed too
     report(s, comp, {**over.moved, **s.set_aside()}, interrupted, args.format, fate)
     if interrupted:
         return interrupted_status()

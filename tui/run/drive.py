@@ -23,6 +23,7 @@ from hotloop.run.recording import Recording
 from hotloop.stats import UNTIL_CI_MIN_RUNS, median_ci_pct, summarize
 
 SETUP_GRACE = 30.0 * time_scale()       # Python start-up and hl_setup (in a VM: slower)
+LOW_CPU_SHARE = 0.8                     # the worker's CPU time over its wall time, said below
 
 
 class Driver:
@@ -44,6 +45,7 @@ class Driver:
         self._tearing_down = False       # the worker is past its last run
         self._next_check = UNTIL_CI_MIN_RUNS    # until_ci: when the runs are next checked
         self._target_met = False
+        self._cpu_wall = [0.0, 0.0]     # the measured runs' worker CPU ns and wall ns
 
     def stop(self) -> None:
         """No run after this counts; the worker's group is killed."""
@@ -83,6 +85,8 @@ class Driver:
                 yield event
         for e in self.recording.events():
             yield e
+        if (cpu_said := self._cpu_share()) is not None:
+            yield cpu_said
         s = summarize(runs)
         stop = None
         if rp.plan.until_ci is not None:    # why the session stopped where it did
@@ -185,6 +189,8 @@ class Driver:
                         if not msg.warmup:
                             index += first
                             runs.append(value)
+                            self._cpu_wall[0] += msg.extra.get(protocol.CPU_EXTRA, 0.0) * 1e9
+                            self._cpu_wall[1] += msg.ns
                             if rec is not None:
                                 rec.cut()       # a window ends with each repetition
                         else:
@@ -238,8 +244,25 @@ class Driver:
                 rec.kill()                  # a no-op once stopped
             self.kill()                     # its group; a no-op once killed after the reap
             await self.reap()               # while the readers still drain its pipes
+            if rec is not None:             # and perf's end, however this worker's ended (a
+                await rec.reap()            # cancel mid-start or mid-stop): none is left
             for t in tasks:
                 t.cancel()
+
+    def _cpu_share(self) -> ev.Warning | None:
+        """How much of a CPU the worker had over its measured runs, said when well below one
+        (LOW_CPU_SHARE): its wall time then holds the time it waited for a CPU (a busy
+        machine) or on its I/O, which its CPU time per op does not."""
+        cpu, wall = self._cpu_wall
+        # a workload of several processes waits on its helpers by design: not said
+        if self.rp.workload.procs > 1 or wall <= 0 or cpu <= 0 or cpu >= LOW_CPU_SHARE * wall:
+            return None
+        return ev.Warning(
+            f"the worker had {100 * cpu / wall:.0f}% of a CPU over its runs (CPU time "
+            f"{cpu / wall:.2f} s a second of their wall time): the rest it waited, for a CPU "
+            f"another task held (a busy machine) or on its own I/O; the wall-clock metrics "
+            f"hold that wait and its CPU time per op (cpu_ns/op) does not: --metric cpu_ns/op "
+            f"makes that the primary metric", variant=self.variant)
 
     async def _start_perf(self, rec: PerfRecorder) -> ev.PerfStart:
         """Start a worker's perf; what the result file records of it: whether it started

@@ -138,8 +138,27 @@ def guest_program(d: Path, argv: list[str], scale: float) -> str:
     return "\n".join(lines) + "\n"
 
 
+# What the wrapper says on stderr as qemu starts the guest's kernel (not virtme-ng's probes
+# of qemu): the session's clock of the boot starts there.
+BOOTING = "hotloop-vm: qemu boots the kernel"
+CONSOLE = "console"                     # the guest's serial console, in the session's directory
 QEMU_WRAPPER = """#!/bin/sh
-# qemu dies with virtme-run (its parent), which dies with hotloop: no VM outlives it
+# qemu dies with virtme-run (its parent), which dies with hotloop: no VM outlives it.
+# The guest's serial console goes to a file of the session's (virtme-ng sends it to
+# /dev/null) and its kernel boots without "quiet" (the early console then shows the kernel
+# start): a kernel that never starts is told apart by its silence.
+n=$#
+boot=
+for a do
+  case $a in
+    file,id=console,path=/dev/null) a=file,id=console,path={console} ;;
+    *console=ttyS0*) a=$(printf '%s\\n' "$a" | sed -e 's/^quiet //' -e 's/ quiet / /g' -e 's/ quiet$//') ;;
+    -kernel) boot=1 ;;
+  esac
+  set -- "$@" "$a"
+done
+shift $n
+[ -z "$boot" ] || echo '{booting}' >&2
 exec setpriv --pdeathsig KILL -- {qemu} "$@"
 """
 
@@ -155,6 +174,7 @@ def write_files(d: Path, rp: ResolvedPlan, vcpus: int, argv: list[str], scale: f
     program = d / "guest.sh"
     program.write_text(guest_program(d, argv, scale))
     wrapper = d / "qemu"
-    wrapper.write_text(QEMU_WRAPPER.format(qemu=shlex.quote(qemu)))
+    wrapper.write_text(QEMU_WRAPPER.format(qemu=shlex.quote(qemu), booting=BOOTING,
+                                           console=shlex.quote(str(d / CONSOLE))))
     wrapper.chmod(0o700)
     return program, wrapper

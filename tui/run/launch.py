@@ -30,6 +30,7 @@ from hotloop.host.kvm import tools
 from hotloop.paths import RESULTS
 from hotloop.results.writer import sweep_below
 from hotloop.run import series, start
+from hotloop.run.pinned import Pinned
 from hotloop.run.preflight import preflight, system_settings
 from hotloop.run.remote import RemoteSession
 from hotloop.run.session import Session
@@ -94,6 +95,7 @@ class RunRequest:
     results: Path = RESULTS
     variant: str = ""
     mirror: Callable[[ev.Event], None] | None = None
+    notice: Callable[[str], None] | None = None     # a VM's boot as it goes (stderr)
 
 
 def start_run(req: RunRequest) -> Session | VmSession | RemoteSession:
@@ -103,7 +105,8 @@ def start_run(req: RunRequest) -> Session | VmSession | RemoteSession:
     sweep_below(req.results)            # what killed series left there (results.writer)
     path = req.output or result_path(req.rp.plan.name, host, req.results)
     if req.host is None:
-        return start.here(req.rp, path, req.choices, variant=req.variant, mirror=req.mirror)
+        return start.here(req.rp, path, req.choices, variant=req.variant, mirror=req.mirror,
+                          notice=req.notice)
     return start.there(req.host, req.rp.plan, path, req.choices, variant=req.variant,
                        mirror=req.mirror)
 
@@ -131,6 +134,7 @@ class SeriesRequest:
     mirror: Callable[[ev.Event], None] | None = None
     # (name, plan with its overrides) a variant, "block_size=4096": empty for kernels
     variants: tuple[tuple[str, Plan], ...] = ()
+    notice: Callable[[str], None] | None = None     # a VM's boot as it goes (stderr)
 
     def sides(self) -> list[tuple[str, Plan]]:
         """What the series alternates: (name, plan) each, a kernel's name its own."""
@@ -188,9 +192,12 @@ def start_series(req: SeriesRequest, rps: dict[str, ResolvedPlan]) -> series.Ser
         _remove_empty(directory, [directory / n for n in folders])
         raise
     chosen = start.Choices(req.apply_system, req.keep_perf, on_exists="refuse")
+    pinned = Pinned()                   # each workload built once: the series runs one build
     return series.Series(sp, lambda slot: start.here(rps[slot.variant], slot.path, chosen,
                                                      variant=req.variant(slot),
-                                                     mirror=req.mirror), gap=req.gap)
+                                                     mirror=req.mirror, pinned=pinned,
+                                                     notice=req.notice),
+                         gap=req.gap)
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,9 @@ END = b"end\n"
 # A workload's setup error that starts with this is bad input (exit 2), not a failure:
 # HL_BAD_PARAM_PREFIX in csrc/hotloop.h (a test keeps the two equal).
 BAD_PARAM = "bad param "
+# The extra the worker adds to every run: its own CPU seconds over the run (all its threads),
+# which analysis.metrics turns into CPU time per op (its CPU_EXTRA; a test keeps them equal).
+CPU_EXTRA = "worker_cpu_s"
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,7 @@ from hotloop.results import Writer
 from hotloop.results.perf_data import claim_perf_dir, perf_dir
 from hotloop.run import build, preflight
 from hotloop.run.drive import Driver
+from hotloop.run.pinned import Pinned
 from hotloop.run.recording import Recording
 from hotloop.run.teardown import Teardown
 
@@ -39,8 +40,10 @@ class Session:
     def __init__(self, rp: ResolvedPlan, result_file: Path, variant: str = "",
                  apply_system: bool = False, gate: asyncio.Queue[None] | None = None,
                  keep_perf: bool = True, on_exists: str = "rename",
-                 mirror: Callable[[ev.Event], None] | None = None):
+                 mirror: Callable[[ev.Event], None] | None = None,
+                 pinned: Pinned | None = None):
         self.rp = rp
+        self.pinned = pinned                 # a series' builds: its first session's, run by all
         self.on_exists = on_exists           # result_file taken: rename, refuse, replace
         self.apply_system = apply_system     # the user's consent to system changes
         self.result_file = result_file
@@ -116,6 +119,14 @@ class Session:
             self.result_file = self._recording.result_file = writer.path
         return event
 
+    def _build(self) -> tuple[build.Built, str | None]:
+        """The workload's build: compiled now, or in a series the series' own (run.pinned),
+        with a warning when its source has changed since."""
+        w, cflags = self.rp.workload, self.rp.cpu.cflags
+        if self.pinned is None:
+            return build.build(w.source, cflags, w.name), None
+        return self.pinned.get(w.source, cflags, w.name)
+
     async def events(self) -> AsyncIterator[ev.Event]:
         """Build, apply system settings, run; bad input raises HotloopError first.
 
@@ -126,8 +137,7 @@ class Session:
         pre = preflight.preflight(rp)
         if pre.changes and not self.apply_system:
             raise HotloopError(pre.refusal())
-        built = await asyncio.to_thread(build.build, rp.workload.source, rp.cpu.cflags,
-                                        rp.workload.name)
+        built, edited = await asyncio.to_thread(self._build)
         await asyncio.to_thread(source_digest)     # for the header: read once, off the loop
         # Asked once per process: probing starts perf a few times.
         perf_notes = await asyncio.to_thread(recording_warnings, rp.plan.call_graph) \
@@ -165,7 +175,8 @@ class Session:
                 header = dataclasses.replace(header, perf_data=perf_dir(self.result_file).name)
             started = self._write(ev.Started(header, str(self.result_file)))
             yield started
-            for message in [*applied.recovered, *rp.warnings, *pre.warnings,
+            for message in [*applied.recovered, *([edited] if edited else []),
+                            *rp.warnings, *pre.warnings,
                             *([f"perf data not kept: {kept}"] if kept else []),
                             *(f"perf: {m}" for m in perf_notes),
                             *(f"applied {c.describe()}" for c in applied.changes)]:

@@ -11,6 +11,7 @@ from pathlib import Path
 from hotloop import events as ev
 from hotloop.catalog import Host, Plan, ResolvedPlan
 from hotloop.record import Batch
+from hotloop.run.pinned import Pinned
 from hotloop.run.remote import Bounds, RemoteSession
 from hotloop.run.session import Session
 from hotloop.run.vm import VmSession
@@ -47,16 +48,21 @@ def bounds(plan: Plan) -> Bounds:
 
 def here(rp: ResolvedPlan, result_file: Path, choices: Choices, variant: str = "",
          mirror: Callable[[ev.Event], None] | None = None,
-         batch: Batch | None = None) -> Session | VmSession:
+         batch: Batch | None = None, pinned: Pinned | None = None,
+         notice: Callable[[str], None] | None = None) -> Session | VmSession:
     """A session of `rp` on this machine; in a VM booting its kernel profile's image when it
     has one.  The guest is the session's own: its sysctls are applied there without asking,
-    and its perf data is not kept."""
+    and its perf data is not kept.  `pinned`: a series' builds, the one its sessions here run
+    (a guest builds its own); `notice`: what a VM session says of its boot as it goes."""
     if rp.kernel.image:
         argv = plan_argv(rp.plan, Choices(apply_system=True, keep_perf=False))
-        return VmSession(rp, argv, result_file, bounds(rp.plan), variant=variant,
-                         on_exists=choices.on_exists, mirror=mirror, batch=batch)
+        vm = VmSession(rp, argv, result_file, bounds(rp.plan), variant=variant,
+                       on_exists=choices.on_exists, mirror=mirror, batch=batch)
+        vm.notice = notice
+        return vm
     session = Session(rp, result_file, variant=variant, apply_system=choices.apply_system,
-                      keep_perf=choices.keep_perf, on_exists=choices.on_exists, mirror=mirror)
+                      keep_perf=choices.keep_perf, on_exists=choices.on_exists, mirror=mirror,
+                      pinned=pinned)
     session.batch = batch or session.batch
     return session
 

@@ -79,6 +79,9 @@ class StreamSession:
         self.until_ci = until_ci
         self.gate: asyncio.Queue[None] | None = None
         self.batch: Batch | None = None
+        # what the session says as it goes, before its header (a VM's boot): the command
+        # line prints it on stderr
+        self.notice: Callable[[str], None] | None = None
         self.interrupted_by = ""
         self.pids: list[int] = []       # the child, once it runs
         self._proc: asyncio.subprocess.Process | None = None
@@ -147,6 +150,10 @@ class StreamSession:
     def _cleanup(self) -> None:
         """After the child is gone."""
 
+    def _heard_stderr(self, line: str) -> bool:
+        """A line of the child's stderr as it comes: whether to keep it for a message."""
+        return True
+
     # --- the stream ----------------------------------------------------------------------
     def remote_argv(self) -> list[str]:
         gated = ["--gated"] if self.gate is not None else []
@@ -188,7 +195,9 @@ class StreamSession:
         pending = b""
         while chunk := await stream.read(1 << 16):
             *lines, pending = (pending + chunk).split(b"\n")
-            self._stderr.extend(ln.rstrip(b"\r").decode(errors="replace") for ln in lines)
+            self._stderr.extend(text for ln in lines
+                                if self._heard_stderr(text := ln.rstrip(b"\r").decode(
+                                    errors="replace")))
             pending = pending[-LINE_SHOWN:]
         if pending:
             self._stderr.append(pending.decode(errors="replace"))

@@ -37,6 +37,13 @@ from hotloop.visible import visible
 TCG_SCALE = 20                      # an emulated guest runs ~20x slower: its start-up bounds
 BOOT_KVM_S = 120.0                  # the boot and the guest's start-up, to the header
 BOOT_TCG_S = 900.0                  # emulated, on a busy machine: minutes
+# From qemu's start of the kernel to the kernel's first line on its console: a kernel that
+# does not start (a corrupt image behind an intact boot header) is silent, and was left to
+# the boot's bound, 15 minutes emulated.  A kernel starts in under a second under KVM, in a
+# few seconds emulated (its image decompressed by an emulated CPU).
+CONSOLE_KVM_S = 15.0
+CONSOLE_TCG_S = 60.0
+CONSOLE_POLL_S = 0.5
 DEFAULT_MEMORY = "1G"               # 9p's buffers (msize 512 kB) want more than qemu's 128 MB
 
 
@@ -71,7 +78,9 @@ class VmSession(StreamSession):
         self._dir: Path | None = None
         self._lock: int | None = None
         self._pin_task: asyncio.Task[None] | None = None
+        self._watch_task: asyncio.Task[None] | None = None
         self._notes: list[str] = []
+        self._silent = ""               # why the boot was given up: its console said nothing
 
     @property
     def title(self) -> str:
@@ -106,13 +115,16 @@ class VmSession(StreamSession):
     async def _spawn(self) -> asyncio.subprocess.Process:
         virtme, qemu = tools()
         rp = self.rp
-        problem = kimage.image_problem(self.image)      # gone or replaced since loading
-        if problem:
-            raise SessionFailed(f"[kernel.{rp.kernel.name}] image: {problem}")
+        self._check_image()                             # gone or replaced since loading
         await asyncio.to_thread(build.build, rp.workload.source, rp.cpu.cflags,
                                 rp.workload.name)
         self._qemu_version = await asyncio.to_thread(qemu_version, qemu)
-        self._sha256 = await asyncio.to_thread(kimage.sha256, self.image)
+        try:
+            self._sha256 = await asyncio.to_thread(kimage.sha256, self.image)
+        except OSError:
+            self._check_image()         # gone meanwhile: said as above
+            raise
+        self._check_image()
         self.accel = await asyncio.to_thread(probe_kvm, qemu, self.image, self._sha256,
                                              self._qemu_version)
         d, lock = guest.make_dir()
@@ -137,6 +149,50 @@ class VmSession(StreamSession):
         self._pin_task = asyncio.create_task(self._pin(proc.pid))
         return proc
 
+    def _image_gone(self) -> str | None:
+        """Why the image is no longer one to boot (deleted, replaced), in the words every
+        session of a series uses for it, or None."""
+        problem = kimage.image_problem(self.image)
+        return f"[kernel.{self.rp.kernel.name}] image: {problem}" if problem else None
+
+    def _check_image(self) -> None:
+        if (gone := self._image_gone()) is not None:
+            raise SessionFailed(gone)
+
+    def _heard_stderr(self, line: str) -> bool:
+        """The wrapper's word that qemu boots the kernel (guest.BOOTING): said, and the
+        console watched from then on."""
+        if line.strip() != guest.BOOTING:
+            return True
+        if self._watch_task is None and self._dir is not None:
+            how = "emulated" if self.accel.kind == "tcg" else "under KVM"
+            if self.notice is not None:
+                self.notice(f"{self.where}: booting {self.image} ({how}, {self.vcpus} "
+                            f"vCPU{'s' * (self.vcpus != 1)})")
+            self._watch_task = asyncio.create_task(self._watch_console(self._dir / guest.CONSOLE))
+        return False
+
+    @property
+    def console_s(self) -> float:
+        return CONSOLE_TCG_S if self.accel.kind == "tcg" else CONSOLE_KVM_S
+
+    async def _watch_console(self, console: Path) -> None:
+        """Until the kernel's first line on its console (its early console's "Linux version",
+        a printk line): past console_s without one, the boot is given up, in one line."""
+        loop = asyncio.get_running_loop()
+        began = loop.time()
+        while loop.time() - began < self.console_s:
+            await asyncio.sleep(CONSOLE_POLL_S)
+            if _kernel_spoke(console):
+                return
+        said = _last_words(console)
+        self._silent = (f"{self.where}: the kernel did not start: its console silent for "
+                        f"{self.console_s:g} s after qemu booted {self.image} "
+                        f"({'emulated' if self.accel.kind == 'tcg' else 'under KVM'})"
+                        + (f"; all it said: {said}" if said else "")
+                        + " (a corrupt or foreign image?)")
+        self._kill()                    # the session fails with it: said once, by its end
+
     async def _pin(self, virtme_pid: int) -> None:
         """Pin qemu's vCPU threads as they appear (qemu names them "CPU 0/TCG")."""
         cpus = self.rp.cpu.cpus
@@ -148,6 +204,8 @@ class VmSession(StreamSession):
         self._kill()
         if self._pin_task is not None:
             self._pin_task.cancel()
+        if self._watch_task is not None:
+            self._watch_task.cancel()
         if self._dir is not None:
             shutil.rmtree(self._dir, ignore_errors=True)
             self._dir = None
@@ -193,6 +251,10 @@ class VmSession(StreamSession):
         return hot.removeprefix("hotloop: ") or (lines[-1] if lines else "")
 
     def _no_header(self, returncode: int) -> str:
+        if self._silent:
+            return self._silent
+        if (gone := self._image_gone()) is not None:
+            return gone                 # virtme-run's "X does not exist": said as elsewhere
         said = self._said() or f"virtme-run exited with status {returncode}"
         return f"{self.where}: {said}"
 
@@ -204,3 +266,25 @@ class VmSession(StreamSession):
     def _lost_message(self, runs: int) -> str:
         said = f" ({self._said()})" if self._said() else ""
         return f"the VM ended after {runs} run{'' if runs == 1 else 's'}{said}"
+
+
+def _kernel_spoke(console: Path) -> bool:
+    """Whether the guest's console shows the kernel started: a line of its log ("[    0.0]
+    ...", "Linux version"), not only the boot loader's ("Probing EDD ...")."""
+    try:
+        with open(console, "rb") as f:
+            head = f.read(1 << 16)
+    except OSError:
+        return False
+    return any(ln.startswith(b"[") or b"Linux version" in ln for ln in head.splitlines())
+
+
+def _last_words(console: Path) -> str:
+    """What the console said, briefly: its last line, one line."""
+    try:
+        with open(console, "rb") as f:
+            text = f.read(1 << 16).decode(errors="replace")
+    except OSError:
+        return ""
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    return visible(lines[-1])[:200] if lines else ""

@@ -15,6 +15,7 @@ from __future__ import annotations
 import ctypes
 import os
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -88,11 +89,17 @@ class Workload:
         """One repetition: the counters, or the error message."""
         self.ffi.memmove(self.res, b"\0" * self.ffi.sizeof("struct hl_result"),
                          self.ffi.sizeof("struct hl_result"))
+        # The worker's CPU time over the run (all its threads, user and system): how much of
+        # a CPU it had while the clock ran, which a busy machine's wall time does not say.
+        # Read here, outside the measured section, so the measurement pays nothing for it.
+        cpu = time.process_time_ns()
         if self.lib.hl_run(self.state, self.res, self.err, self.err_len) != 0:
             return self.error()
+        cpu = time.process_time_ns() - cpu
         r = self.res
         extra = {self.ffi.string(r.extra[i].name).decode(errors="replace"): r.extra[i].value
                  for i in range(min(r.nextra, self.max_extra))}
+        extra.setdefault(protocol.CPU_EXTRA, cpu / 1e9)
         return Run(index=index, warmup=warmup, ops=r.ops, bytes=r.bytes, ns=r.ns,
                    cycles=r.cycles, extra=extra)
 
