@@ -21,11 +21,12 @@ from hotloop.cli.run import _run_sessions, parse_params, plan_to_run, run_here
 from hotloop.errors import HotloopError, RunFailed
 from hotloop.host import journal, recovery
 from hotloop.render import report
+from hotloop.render.layout import terminal_width
 from hotloop.render.units import duration, si
 from hotloop.results import index
 from hotloop.run import build, start
 from hotloop.stats import MIN_RUNS
-from hotloop.visible import visible, visible_lines
+from hotloop.visible import visible
 
 
 def cmd_show(args: argparse.Namespace) -> int:
@@ -39,10 +40,17 @@ def cmd_show(args: argparse.Namespace) -> int:
         print(json.dumps(report.document(result), indent=2))
     elif args.format == "csv":
         sys.stdout.write(report.runs_csv(result))
+    elif args.format == "mail":
+        from hotloop.render import mail
+        if args.runs:
+            raise HotloopError("show: --runs lists every run in text; a mail holds the "
+                               "summary and the histogram")
+        sys.stdout.write(mail.show_mail(result))
     else:
-        print(report.text(result, runs=args.runs))
+        print(report.text(result, runs=args.runs, columns=terminal_width()))
     if args.svg is not None:
-        svg.save(args.svg, svg.coloured(report.text(result, runs=args.runs)),
+        svg.save(args.svg, svg.coloured(report.text(result, runs=args.runs,
+                                                    columns=svg.WIDE)),
                  f"hotloop show {args.file.name}")
         print(f"hotloop: the report as a picture: {visible(str(args.svg))}", file=sys.stderr)
     return 0
@@ -56,14 +64,19 @@ def _show_side(args: argparse.Namespace) -> int:
     if args.format == "csv" or args.runs:
         raise HotloopError(f"show {args.file}: a directory shows its sessions' symbol costs; "
                            f"--format csv and --runs are for one result file")
-    side = side_cost([results.read(p) for p in expand(str(args.file))])
+    sessions = [results.read(p) for p in expand(str(args.file))]
+    side = side_cost(sessions)
     if args.format == "json":
         print(json.dumps(symbol_costs.cost_json(side), indent=2))
-    text = "\n".join(map(visible, symbol_costs.side_text(side, str(args.file)).splitlines()))
+    if args.format == "mail":
+        from hotloop.render import mail
+        sys.stdout.write(mail.side_mail(sessions, side, str(args.file)))
     if args.format == "text":
-        print(text)
+        print(symbol_costs.side_text(side, str(args.file), columns=terminal_width()))
     if args.svg is not None:
-        svg.save(args.svg, svg.coloured(text), f"hotloop show {args.file.name}")
+        svg.save(args.svg, svg.coloured(symbol_costs.side_text(side, str(args.file),
+                                                               columns=svg.WIDE)),
+                 f"hotloop show {args.file.name}")
     return 0
 
 
@@ -75,6 +88,7 @@ GATE_BLIND = 4                          # compare --fail-on: a side it cannot ju
 def cmd_compare(args: argparse.Namespace) -> int:
     from hotloop.analysis import compare
     from hotloop.analysis.judge import gate
+    from hotloop.analysis.sides import load_sides
     from hotloop.render import (
         compare_formats,  # scipy: only when comparing (0.8 s to import)
         svg,
@@ -96,21 +110,27 @@ def cmd_compare(args: argparse.Namespace) -> int:
                                f"or more")
     if args.svg is not None:
         svg.check_target(args.svg)
-    if args.format not in compare_formats.FORMATS:
+    if args.format not in (*compare_formats.FORMATS, "mail"):
         raise HotloopError(f"compare: unknown format {args.format!r}")
-    comp = compare.load_and_compare(args.files, args.noise, pair_sessions=not args.unpaired)
-    out = compare_formats.render(comp, args.format)
+    sides = load_sides(args.files)
+    comp = compare.compare_sides(sides, [str(f) for f in args.files], args.noise,
+                                 pair_sessions=not args.unpaired)
+    if args.format == "mail":
+        from hotloop.render import mail
+        out = mail.compare_mail(comp, sides)
+    else:
+        out = compare_formats.render(comp, args.format, width=terminal_width())
     if args.svg is not None:
         h = comp.histogram
-        picture = svg.coloured(visible_lines(compare_formats.render(comp, "text")))
+        picture = svg.coloured(compare_formats.render(comp, "text", width=svg.WIDE))
         if h is not None and h.buckets:
             picture += [svg.Text("")] + svg.side_bars(h.metric, h.unit,
                                                       [s.name for s in comp.sides], h.buckets)
         svg.save(args.svg, picture, "hotloop compare " + " ".join(
             Path(f).name for f in args.files))
-    # csv and json are data (json escapes control characters itself); the tables are
-    # for a terminal
-    print(visible_lines(out) if args.format in ("text", "md", "org") else out)
+    # every format escapes what it took from a file where it took it (render.layout.safe);
+    # csv and json are data (json escapes control characters itself)
+    print(out.rstrip("\n") if args.format == "mail" else out)
     if args.svg is not None:
         print(f"hotloop: the comparison as a picture: {visible(str(args.svg))}",
               file=sys.stderr)

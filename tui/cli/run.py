@@ -282,7 +282,8 @@ def _progress(fmt: str) -> Iterator[tuple[Any, Any, Callable[[str], str]]]:
     with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                   TextColumn("{task.fields[value]}"), TimeElapsedColumn(),
                   TextColumn("eta"), TimeRemainingColumn(), console=console,
-                  transient=True, disable=fmt != "text" or not console.is_terminal) as bar:
+                  transient=True, disable=fmt not in ("text", "mail")
+                  or not console.is_terminal) as bar:
         yield bar, console, escape
 
 
@@ -454,6 +455,9 @@ def _print_reports(todo: Sized, done: list[results.Result], fmt: str) -> None:
     were the output, as they came."""
     if fmt == "events":
         return
+    if fmt == "mail":
+        _print_mail(todo, done)
+        return
     comparison = _batch_comparison(done) if len(todo) > 1 else None
     if fmt == "json":
         docs = [report.document(r) for r in done]
@@ -464,6 +468,24 @@ def _print_reports(todo: Sized, done: list[results.Result], fmt: str) -> None:
         print("\n\n".join(report.text(r, warnings=False) for r in done))
         if comparison:
             print("\n" + visible_lines(comparison[0]))
+
+
+def _print_mail(todo: Sized, done: list[results.Result]) -> None:
+    """--format mail: one run's report, or the batch's comparison, in 72 columns."""
+    from hotloop.render import mail
+    if len(todo) == 1 or len(done) < 2:
+        for r in done:
+            sys.stdout.write(mail.show_mail(r))
+        return
+    from hotloop.analysis import compare
+    try:
+        comp = compare.compare(done, batch=True)
+    except HotloopError as e:
+        print(f"hotloop: no comparison: {visible(str(e))}", file=sys.stderr)
+        for r in done:
+            sys.stdout.write(mail.show_mail(r))
+        return
+    sys.stdout.write(mail.compare_mail(comp, [[r] for r in done]))
 
 
 def _batch_comparison(done: list[results.Result]) -> tuple[str, str] | None:

@@ -3,6 +3,7 @@ stack), the histogram bars in colour.  `show --svg` and `compare --svg` write th
 from __future__ import annotations
 
 import io
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -11,11 +12,14 @@ from rich.console import Console
 from rich.text import Text
 
 from hotloop.errors import HotloopError, RunFailed
+from hotloop.render.histograms import MARKS, bar, mark
+from hotloop.render.layout import safe
 from hotloop.render.units import bucket_labels
 
 BAR = 40
 COLOURS = ("cyan", "magenta", "green", "yellow", "blue", "red")   # a side each, in order
 MIN_WIDTH, MAX_WIDTH = 60, 200
+WIDE = 120                              # the text a picture draws is laid out this wide
 
 
 def check_target(path: Path) -> None:
@@ -49,6 +53,8 @@ def coloured(text: str, colour: str = COLOURS[0]) -> list[Text]:
     for line in text.splitlines():
         t = Text(line)
         t.highlight_regex("█+", colour)
+        for i, sign in enumerate(MARKS[1:4], 1):    # a comparison's later sides' bars
+            t.highlight_regex(f"{re.escape(sign)}+", COLOURS[i % len(COLOURS)])
         if line.startswith("  [k] ") or line.startswith("  [.] "):
             for pattern, style in WORDS.items():
                 t.highlight_regex(pattern, style)
@@ -59,22 +65,22 @@ def coloured(text: str, colour: str = COLOURS[0]) -> list[Text]:
 def side_bars(metric: str, unit: str, names: Sequence[str],
               buckets: Sequence[Any]) -> list[Text]:
     """Each side's histogram over shared buckets (a comparison's): one bar per side and
-    bucket, a colour per side, the longest bar BAR wide."""
+    bucket, a colour and a mark per side (told apart in grey too), the longest bar BAR
+    wide.  `metric` and `names` are the files': escaped here."""
     if not buckets:
         return []
     labels = bucket_labels(buckets, unit)
     top = max((c for b in buckets for c in b.counts), default=0) or 1
     width = max(map(len, labels))
-    out = [Text(f"histograms of {metric}")]
+    out = [Text(f"histograms of {safe(metric)}")]
     legend = Text("  ")
     for i, name in enumerate(names):
-        legend.append(f"█ {name}  ", COLOURS[i % len(COLOURS)])
+        legend.append(f"{mark(i)} {safe(name)}  ", COLOURS[i % len(COLOURS)])
     out.append(legend)
     for label, b in zip(labels, buckets):
         for i, (count, pct) in enumerate(zip(b.counts, b.percents)):
             row = Text(f"  {label if i == 0 else '':<{width}}  {count:>5}  {pct:5.1f}%  ")
-            row.append("█" * max(1 if count else 0, round(BAR * count / top)),
-                       COLOURS[i % len(COLOURS)])
+            row.append(bar(count, top, BAR, mark(i)), COLOURS[i % len(COLOURS)])
             out.append(row)
     return out
 
