@@ -86,11 +86,11 @@ GATE_BLIND = 4                          # compare --fail-on: a side it cannot ju
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from hotloop.analysis import compare
     from hotloop.analysis.judge import gate
     from hotloop.analysis.sides import load_sides
-    from hotloop.render import (
-        compare_formats,  # scipy: only when comparing (0.8 s to import)
+    from hotloop.render import (  # scipy: only when comparing (0.8 s to import)
+        compare_formats,
+        compare_output,
         svg,
     )
     from hotloop.render.compare_formats.shared import gate_text
@@ -112,22 +112,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
         svg.check_target(args.svg)
     if args.format not in (*compare_formats.FORMATS, "mail"):
         raise HotloopError(f"compare: unknown format {args.format!r}")
-    sides = load_sides(args.files)
-    comp = compare.compare_sides(sides, [str(f) for f in args.files], args.noise,
-                                 pair_sessions=not args.unpaired)
-    if args.format == "mail":
-        from hotloop.render import mail
-        out = mail.compare_mail(comp, sides)
-    else:
-        out = compare_formats.render(comp, args.format, width=terminal_width())
-    if args.svg is not None:
-        h = comp.histogram
-        picture = svg.coloured(compare_formats.render(comp, "text", width=svg.WIDE))
-        if h is not None and h.buckets:
-            picture += [svg.Text("")] + svg.side_bars(h.metric, h.unit,
-                                                      [s.name for s in comp.sides], h.buckets)
-        svg.save(args.svg, picture, "hotloop compare " + " ".join(
-            Path(f).name for f in args.files))
+    comps, out = compare_output.output(load_sides(args.files), [str(f) for f in args.files],
+                                       args.format, args.noise, not args.unpaired,
+                                       terminal_width(), args.svg)
     # every format escapes what it took from a file where it took it (render.layout.safe);
     # csv and json are data (json escapes control characters itself)
     print(out.rstrip("\n") if args.format == "mail" else out)
@@ -138,14 +125,15 @@ def cmd_compare(args: argparse.Namespace) -> int:
         return 0
     from hotloop.analysis.judge import unjudged
     from hotloop.render import verdicts
-    names = {id(m): p.new.name for p in comp.pairs for m in p.metrics}
-    blind = unjudged(comp)
+    names = {id(m): " ".join(w for w in (v, p.new.name) if w)
+             for v, comp in comps for p in comp.pairs for m in p.metrics}
+    blind = [m for _, comp in comps for m in unjudged(comp)]
     if blind:                           # what the gate could not see: said either way
         how = "passed as asked (--pass-unjudged)" if args.pass_unjudged else "exit 4"
         print("hotloop: --fail-on: no verdict for " + "; ".join(
             f"{visible(names[id(m)])} ({verdicts.word(m)})" for m in blind) + f": {how}",
               file=sys.stderr)
-    failed = gate(comp, args.fail_on, args.threshold or 0.0)
+    failed = [m for _, comp in comps for m in gate(comp, args.fail_on, args.threshold or 0.0)]
     if not failed:
         # A side the gate could not see is no pass (a found change still wins: it is what
         # the gate is for, and 3 says more than 4), unless the user asked to pass it.

@@ -473,19 +473,7 @@ def _print_reports(todo: Sized, done: list[results.Result], fmt: str) -> None:
 def _print_mail(todo: Sized, done: list[results.Result]) -> None:
     """--format mail: one run's report, or the batch's comparison, in 72 columns."""
     from hotloop.render import mail
-    if len(todo) == 1 or len(done) < 2:
-        for r in done:
-            sys.stdout.write(mail.show_mail(r))
-        return
-    from hotloop.analysis import compare
-    try:
-        comp = compare.compare(done, batch=True)
-    except HotloopError as e:
-        print(f"hotloop: no comparison: {visible(str(e))}", file=sys.stderr)
-        for r in done:
-            sys.stdout.write(mail.show_mail(r))
-        return
-    sys.stdout.write(mail.compare_mail(comp, [[r] for r in done]))
+    sys.stdout.write(mail.run_mail(done, batch=len(todo) > 1))
 
 
 def _batch_comparison(done: list[results.Result]) -> tuple[str, str] | None:

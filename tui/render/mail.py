@@ -14,6 +14,7 @@ one escaping rule (render.layout.safe).
 from __future__ import annotations
 
 import shlex
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -21,6 +22,7 @@ from hotloop import __version__
 from hotloop.analysis.comparison import Comparison, MetricDelta, Pair, Side
 from hotloop.analysis.symbols import SymbolDelta
 from hotloop.analysis.symcost import SideCost, side_cost
+from hotloop.errors import HotloopError
 from hotloop.record import Header
 from hotloop.render import verdicts
 from hotloop.render.compare_formats import symbols as sym
@@ -63,13 +65,14 @@ def _cpus(h: Header) -> str:
 
 
 def measured(sides: Sequence[Sequence[Result]], names: Sequence[str],
-             method: str = "") -> list[str]:
-    """What was measured: the block every mail opens with."""
+             method: str = "", variants: int = 1) -> list[str]:
+    """What was measured: the block every mail opens with (`variants`: each side holds
+    that many, matched by name, each its sessions)."""
     heads = [r.header for rs in sides for r in rs]
     h = heads[0]
     runs = _joined([x.runs if x.runs is not None else "?" for x in heads])
-    sessions = _joined([len(rs) for rs in sides])
-    per = " a side" if len(sides) > 1 else ""
+    sessions = _joined([len(rs) // variants for rs in sides])
+    per = (" a variant" if variants > 1 else "") + (" a side" if len(sides) > 1 else "")
     how = f"{runs} runs x {sessions} session{'s' * (sessions != '1')}{per}"
     extra = []
     procs = _joined([x.processes for x in heads])
@@ -88,7 +91,7 @@ def measured(sides: Sequence[Sequence[Result]], names: Sequence[str],
     rows = []
     for tag, name, rs in zip(tags, names, sides):
         k = rs[0].header
-        label = k.variant or k.label or "-"
+        label = (k.label if variants > 1 else k.variant or k.label) or "-"
         rows.append(f"{tag}: {_joined([r.header.kernel_release for r in rs])} "
                     f"[{safe(label)}]" + (f" = {name}" if name != safe(label) else ""))
     if len(sides) == 1:
@@ -342,3 +345,17 @@ def side_mail(sessions: Sequence[Result], side: SideCost, where: str) -> str:
     out += cost_lines(side, columns=WIDTH) or ["", "no hot symbols (perf off or it did not "
                                                    "run)"]
     return "\n".join(bound(out + _footer([sessions]), WIDTH)) + "\n"
+
+
+def run_mail(done: Sequence[Result], batch: bool) -> str:
+    """`run --format mail`: one run's report, or a batch's comparison (each run's report
+    when they cannot be compared, and why on stderr)."""
+    if not batch or len(done) < 2:
+        return "".join(map(show_mail, done))
+    from hotloop.analysis import compare
+    try:
+        comp = compare.compare(list(done), batch=True)
+    except HotloopError as e:
+        print(f"hotloop: no comparison: {safe(e)}", file=sys.stderr)
+        return "".join(map(show_mail, done))
+    return compare_mail(comp, [[r] for r in done])
