@@ -274,3 +274,41 @@ def test_two_runs_of_the_page_pool_plan_give_one_table_a_row_a_mode(tmp_path):
     assert [v["variant"] for v in j["variants"]] == ["mode=fast_path", "mode=ptr_ring",
                                                      "mode=slow"]
     assert j["units"] == ["ns/op", "cycles/op"]
+
+
+# --------------------------------------------------------------------------- the console
+
+def test_the_compare_screen_saves_and_copies_the_mail_text(isolated, tmp_path):
+    import asyncio
+
+    from test_app import SIZE
+    from test_app_compare import compared, open_compare, pick, results_dir, status
+
+    from hotloop.console.app import HotloopApp
+    stock, patched = sides(tmp_path / "made", label="patched", symbol=SYMBOL, sessions=1)
+    a, b = tmp_path / "stock.jsonl", tmp_path / "patched.jsonl"
+    a.write_bytes((stock / "s01.jsonl").read_bytes())
+    b.write_bytes((patched / "s01.jsonl").read_bytes())
+    out = results_dir(isolated, [a, b])
+
+    async def go() -> None:
+        app = HotloopApp(results_dir=out)
+        copied: list[str] = []
+        app.copy_to_clipboard = copied.append       # the terminal's clipboard: no terminal
+        async with app.run_test(size=SIZE) as pilot:
+            screen = await open_compare(pilot, app, 2)
+            await pilot.press("m")                  # nothing compared yet: said so
+            assert "compare first" in status(screen) and screen.mailed is None
+            await pick(pilot, screen, "stock.jsonl")
+            await pick(pilot, screen, "patched.jsonl")
+            await compared(pilot, screen)
+            await pilot.press("m")
+            await pilot.pause()
+            assert screen.mailed is not None and screen.mailed.parent == out
+            text = screen.mailed.read_text()
+            assert copied == [text]
+            mail_lines(text)
+            assert "hotloop compare: zero_null" in text and "95% CI [" in text
+            assert reproduce(text)[2] == "zero_null"
+            assert "mail text" in status(screen)
+    asyncio.run(go())
