@@ -64,9 +64,11 @@ def reproduce(out: str) -> list[str]:
 # --------------------------------------------------------------------------- forged sides
 
 def sides(tmp_path: Path, label: str = LABEL, symbol: str = SYMBOL, sessions: int = 2,
-          **header: str) -> tuple[Path, Path]:
+          names: tuple[str, ...] = ("read_zero", "sym\nFORGED", "vfs_read"),
+          base: dict[str, str] | None = None, **header: str) -> tuple[Path, Path]:
     """A stock and a patched side, `sessions` each, the patched 10% slower, hot symbols with
-    a cost per op (task-clock), `symbol` the one that moved."""
+    a cost per op (task-clock), `symbol` the one that moved; `header` the patched side's
+    header values, `base` both sides'."""
     out = []
     for side, ns, lab in (("stock", forge.NS_512, "stock"),
                           ("patched", round(forge.NS_512 * 1.1), label)):
@@ -74,10 +76,11 @@ def sides(tmp_path: Path, label: str = LABEL, symbol: str = SYMBOL, sessions: in
         for i in range(sessions):
             grow = 1.0 if side == "stock" else 1.6
             head = forge.header(params={"block_size": 512, "count": 20000, "spin": 0},
-                                runs=6, label=lab, **(header if side == "patched" else {}))
+                                runs=6, label=lab, **(base or {}),
+                                **(header if side == "patched" else {}))
             head["plan"]["perf"] = True
             sym = forge.symbols([40.0 * grow, 30.0, 20.0, 10.0],
-                                names=[symbol, "read_zero", "sym\nFORGED", "vfs_read"])
+                                names=[symbol, *names])
             for s in sym["symbols"]:
                 s["samples"] = int(s["percent"] * 50)
             sym["samples"] = sum(s["samples"] for s in sym["symbols"])
@@ -312,3 +315,27 @@ def test_the_compare_screen_saves_and_copies_the_mail_text(isolated, tmp_path):
             assert reproduce(text)[2] == "zero_null"
             assert "mail text" in status(screen)
     asyncio.run(go())
+
+
+# --------------------------------------------------------------------------- the manual
+
+DOC_MACHINE = {"cpu_model": "AMD EPYC 7B12 64-Core Processor", "host": "lab1",
+               "kernel_release": "6.18.0-rc4"}
+
+
+def doc_sides(tmp_path: Path) -> tuple[Path, Path]:
+    """The sides of docs/usage.md's mail example: two sessions each of zero_null, the
+    patched 10% slower, its __arch_clear_user costlier."""
+    return sides(tmp_path, label="patched", symbol="__arch_clear_user", sessions=3,
+                 names=("iov_iter_zero", "vfs_read", "ksys_read"), base=DOC_MACHINE)
+
+
+def test_the_manuals_mail_example_is_what_compare_prints(tmp_path, cli):
+    from test_readme import DOCS, block
+    doc_sides(tmp_path)
+    p = cli("compare", "stock/", "patched/", "--format", "mail")
+    assert p.returncode == 0, p.stderr
+    shown = block("text", "## Results for a mail", DOCS / "usage.md")
+    assert shown == p.stdout, p.stdout
+    assert "hotloop compare stock/ patched/ --format mail" in \
+        (DOCS / "usage.md").read_text().split("## Results for a mail", 1)[1]

@@ -30,7 +30,7 @@ from hotloop.render.compare_formats.shared import ci
 from hotloop.render.histograms import ASCII_MARKS, bar, side_rows
 from hotloop.render.layout import bound, safe, table, wrap
 from hotloop.render.report import dso_name, extra_si, extra_summaries, symbol_name
-from hotloop.render.units import bucket_labels, number, pct, si
+from hotloop.render.units import bucket_labels, number, pct, plain, si
 from hotloop.results import Result
 from hotloop.stats import histogram
 from hotloop.visible import cut
@@ -175,8 +175,10 @@ def _sd(s: Side) -> str:
 
 def _change_rows(m: MetricDelta, name: str, base: Side | None, new: Side | None) -> list[str]:
     t = m.test
-    row = _robot(number(t.baseline, m.unit), _sd(base) if base else "",
-                 pct(t.change_pct), number(t.new, m.unit), _sd(new) if new else "", name)
+    # a side's row in the metric's unit; another metric's in digits, its name its unit
+    shown = (lambda v: number(v, m.unit)) if base is not None else plain
+    row = _robot(shown(t.baseline), _sd(base) if base else "",
+                 pct(t.change_pct), shown(t.new), _sd(new) if new else "", name)
     under = f"95% CI {ci(t)}: {verdicts.word(m)}"
     return [row] + wrap(under, WIDTH, " " * 24, " " * 22)
 
