@@ -339,3 +339,25 @@ def test_the_manuals_mail_example_is_what_compare_prints(tmp_path, cli):
     assert shown == p.stdout, p.stdout
     assert "hotloop compare stock/ patched/ --format mail" in \
         (DOCS / "usage.md").read_text().split("## Results for a mail", 1)[1]
+
+
+def test_a_batch_of_a_plans_variants_on_two_kernels_reports_a_row_a_variant(tmp_path):
+    """`run page-pool --kernel stock --kernel patched`'s report: each mode before and after
+    (forged files as that batch writes them: the variant names the mode and the kernel)."""
+    from hotloop import results
+    from hotloop.render import mail
+    done = []
+    for kernel, slower in (("stock", 1.0), ("patched", 1.3)):
+        for mode, ns in (("fast_path", 5_400_000), ("ptr_ring", 15_000_000)):
+            head = forge.header(params={"mode": mode, "count": 20000},
+                                variant=f"mode={mode} kernel={kernel}")
+            head["kernel"]["name"] = kernel
+            done.append(results.read(forge.zero_null(tmp_path / f"{kernel}-{mode}.jsonl",
+                                                     round(ns * slower), head=head)))
+    text = mail.run_mail(done, batch=True)
+    lines = mail_lines(text)
+    assert [ln.split()[0] for ln in lines if ln.startswith(("  fast_path", "  ptr_ring"))] \
+        == ["fast_path", "ptr_ring"]
+    assert "before" in text and "after" in text and "-23.1" in text    # 1/1.3 - 1
+    words = reproduce(text)
+    assert words.count("--kernel") == 2 and "mode=fast_path,ptr_ring" in " ".join(words)

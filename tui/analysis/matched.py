@@ -24,6 +24,7 @@ class Matched:
     comparisons: list[Comparison]
     warnings: list[str] = field(default_factory=list)
     before_sessions: list[list[Result]] = field(default_factory=list)   # a variant each
+    sides: list[list[Result]] = field(default_factory=list)    # before, after: all of each
 
 
 def _name(r: Result) -> str:
@@ -62,7 +63,7 @@ def match(sides: Sequence[Sequence[Result]], given: Sequence[str],
     comps = [compare_sides([before[v], after[v]], [given[0], given[1]],
                            pair_sessions=pair_sessions) for v in common]
     return Matched(given[0], given[1], common, comps, warnings,
-                   [before[v] for v in common])
+                   [before[v] for v in common], [list(sides[0]), list(sides[1])])
 
 
 def split_by_kernel(done: Sequence[Result]) -> Matched | None:

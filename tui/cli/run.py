@@ -24,6 +24,7 @@ from hotloop.catalog.schema import NAME
 from hotloop.cli.common import _cancel, _cancel_closed_output, _interrupt, _warn_skipped, interrupted_status
 from hotloop.errors import HotloopError, RunFailed
 from hotloop.render import report
+from hotloop.render.layout import terminal_width
 from hotloop.render.units import si
 from hotloop.results.writer import encode_line
 from hotloop.run import launch, start
@@ -465,7 +466,8 @@ def _print_reports(todo: Sized, done: list[results.Result], fmt: str) -> None:
             "results": docs, "comparison": json.loads(comparison[1]) if comparison else None}
         print(json.dumps(doc, indent=2))
     else:
-        print("\n\n".join(report.text(r, warnings=False) for r in done))
+        print("\n\n".join(report.text(r, warnings=False, columns=terminal_width())
+                           for r in done))
         if comparison:
             print("\n" + visible_lines(comparison[0]))
 
@@ -480,11 +482,18 @@ def _batch_comparison(done: list[results.Result]) -> tuple[str, str] | None:
     """The batch's comparison as (text, json), or None when it cannot be compared."""
     if len(done) < 2:
         return None
-    from hotloop.analysis import compare  # scipy: only when comparing (0.8 s to import)
+    from hotloop.analysis import compare, matched  # scipy: only when comparing (0.8 s)
     from hotloop.render import compare_formats
+    from hotloop.render.compare_formats import variants
     try:
+        # a plan's variants on two kernels: each variant before and after, a row each
+        pairs = matched.split_by_kernel(done)
+        if pairs is not None:
+            return (variants.render_text(pairs, terminal_width()),
+                    variants.render_json(pairs))
         comp = compare.compare(done, batch=True)
     except HotloopError as e:
         print(f"hotloop: no comparison: {visible(str(e))}", file=sys.stderr)
         return None
-    return compare_formats.render(comp, "text"), compare_formats.render(comp, "json")
+    return (compare_formats.render(comp, "text", width=terminal_width()),
+            compare_formats.render(comp, "json"))

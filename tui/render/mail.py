@@ -354,8 +354,14 @@ def run_mail(done: Sequence[Result], batch: bool) -> str:
     when they cannot be compared, and why on stderr)."""
     if not batch or len(done) < 2:
         return "".join(map(show_mail, done))
-    from hotloop.analysis import compare
+    from hotloop.analysis import compare, matched
+    from hotloop.render.compare_formats import variants
     try:
+        pairs = matched.split_by_kernel(done)     # a plan's variants on two kernels
+        if pairs is not None:
+            return variants.render_mail(pairs, reproduce([[r] for r in done], WIDTH - 2),
+                                        measured(pairs.sides, [pairs.before, pairs.after],
+                                                 variants=len(pairs.variants)))
         comp = compare.compare(list(done), batch=True)
     except HotloopError as e:
         print(f"hotloop: no comparison: {safe(e)}", file=sys.stderr)

@@ -22,15 +22,17 @@ MAIL_WIDTH = 72
 UNITS = ("cycles/op", "ns/op")          # after the primary metric, where recorded
 
 
-def _rows(m: Matched) -> tuple[list[str], list[list[MetricDelta | None]]]:
-    """The units (metrics) shown, and each variant's rows of them (the primary first)."""
+def _rows(m: Matched, most: int = len(UNITS) + 1
+          ) -> tuple[list[str], list[list[MetricDelta | None]]]:
+    """The units (metrics) shown, `most` of them, and each variant's rows of them (the
+    primary first)."""
     first = m.comparisons[0]
     names = [first.metric] + [u for u in UNITS if u != first.metric]
     per = []
     for c in m.comparisons:
         rows = {d.metric: d for d in c.pairs[0].metrics}
         per.append([rows.get(n) for n in names])
-    shown = [i for i, n in enumerate(names) if any(r[i] is not None for r in per)]
+    shown = [i for i, n in enumerate(names) if any(r[i] is not None for r in per)][:most]
     return [names[i] for i in shown], [[r[i] for i in shown] for r in per]
 
 
@@ -55,9 +57,10 @@ def _names(variants: list[str]) -> tuple[str, list[str]]:
     return "variant", [safe(v) for v in variants]
 
 
-def _grid(m: Matched) -> tuple[list[str], list[str], list[list[str]], list[MetricDelta | None]]:
-    """(group header, column header, rows, each row's primary)."""
-    units, per = _rows(m)
+def _grid(m: Matched, most: int = len(UNITS) + 1
+          ) -> tuple[list[str], list[str], list[list[str]], list[MetricDelta | None]]:
+    """(group header, column header, rows, each row's primary), in `most` units."""
+    units, per = _rows(m, most)
     key, names = _names(m.variants)
     top = [key] + [w for u in units for w in (safe(u), "", "")] + ["%", "", ""]
     head = ["", *(["before", "after", "diff"] * len(units)), "change", "95% CI", "verdict"]
@@ -98,8 +101,9 @@ def render_text(m: Matched, width: int | None = None) -> str:
 
 
 def render_mail(m: Matched, reproduce: list[str], measured: list[str]) -> str:
-    """72 columns: a row a variant, its interval and verdict under it."""
-    top, head, rows, prims = _grid(m)
+    """72 columns: a row a variant in two units (the primary, then cycles/op or ns/op), its
+    interval and verdict under it."""
+    top, head, rows, prims = _grid(m, most=2)
     body = table([r[:-2] for r in (top, head, *rows)], right=set(range(1, len(top) - 2)),
                  width=MAIL_WIDTH, drop=list(range(len(top) - 4, 0, -3)), squeeze=(0,),
                  least=10)
