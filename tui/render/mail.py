@@ -13,6 +13,7 @@ one escaping rule (render.layout.safe).
 """
 from __future__ import annotations
 
+import math
 import shlex
 import sys
 from collections.abc import Sequence
@@ -20,7 +21,7 @@ from typing import Any
 
 from hotloop import __version__
 from hotloop.analysis.comparison import Comparison, MetricDelta, Pair, Side
-from hotloop.analysis.symbols import SymbolDelta
+from hotloop.analysis.symbols import Explained, SymbolDelta
 from hotloop.analysis.symcost import SideCost, side_cost
 from hotloop.errors import HotloopError
 from hotloop.record import Header
@@ -237,10 +238,22 @@ def symbol_lines(p: Pair, names: tuple[str, str]) -> list[str]:
     for d, line in zip(_moved(p), body[1:]):
         out += [cut(_symbol_name(d), WIDTH), line]
     if cost and p.explained is not None:
-        out += wrap(safe(sym.explained_line(p)), WIDTH, "    ", "  change explained: ")
+        out += wrap(_explained(p.explained), WIDTH, "    ", "  change explained: ")
     elif p.symbol_note:
         out += wrap(safe(p.symbol_note), WIDTH, "    ", "  ")
     return out
+
+
+def _explained(e: Explained) -> str:
+    """The change in one or two lines: the worker's ns/op, the two largest parts, the rest
+    (their intervals are in the rows above; compare's text names five)."""
+    total, parts, _ = sym.explained_parts(e)
+    named = parts[:2]
+    rest = round(total - math.fsum(x for _, x in named), 1)
+    return (f"{sym.ns(total, True)} ns/op ({sym.ns(e.baseline_ns_per_op)} -> "
+            f"{sym.ns(e.new_ns_per_op)}): "
+            + ", ".join([f"{cut(safe(d.symbol), 28)} {sym.ns(x, True)}" for d, x in named]
+                        + [f"the rest {sym.ns(rest, True)}"]))
 
 
 def _footer(sides: Sequence[Sequence[Result]]) -> list[str]:
