@@ -361,3 +361,22 @@ def test_a_batch_of_a_plans_variants_on_two_kernels_reports_a_row_a_variant(tmp_
     assert "before" in text and "after" in text and "-23.1" in text    # 1/1.3 - 1
     words = reproduce(text)
     assert words.count("--kernel") == 2 and "mode=fast_path,ptr_ring" in " ".join(words)
+
+
+def test_the_reproduce_line_quotes_what_a_header_holds(tmp_path):
+    """A param value with a space, a `;` or a newline is one shell word, shown escaped, and
+    a long command wraps with `\\` within 72 columns."""
+    from hotloop import results
+    from hotloop.render import mail
+    head = forge.header(params={"block_size": 512, "tag": "a b;rm -rf x\nnext", "count": 1},
+                        runs=6)
+    head["cpu"]["name"] = "split"
+    head["kernel"]["name"] = "patched-" + "k" * 50
+    r = results.read(forge.zero_null(tmp_path / "q.jsonl", forge.NS_512, head=head))
+    lines = mail.reproduce([[r]], 70)
+    assert all(len(ln) <= 70 for ln in lines) and len(lines) > 1
+    assert all(ln.endswith(" \\") for ln in lines[:-1])
+    words = shlex.split(" ".join(ln.removesuffix("\\") for ln in lines))
+    assert "tag=a b;rm -rf x\\nnext" in words
+    assert words[words.index("--cpu") + 1] == "split"
+    assert words[words.index("--kernel") + 1] == "patched-" + "k" * 50

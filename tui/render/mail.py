@@ -147,7 +147,10 @@ def reproduce(sides: Sequence[Sequence[Result]], width: int = WIDTH) -> list[str
     """The command on lines of at most `width` columns, each but the last ending in `\\`."""
     lines: list[str] = []
     line = ""
-    for g in reproduce_args(sides):
+    groups = []
+    for g in reproduce_args(sides):     # an option too long with its value: on two lines
+        groups += [[w] for w in g] if len(" ".join(g)) > width - 6 else [g]
+    for g in groups:
         words = " ".join(g)
         lead = "    " if lines or line else ""
         if line and len(line) + 1 + len(words) + 2 > width:
