@@ -34,11 +34,7 @@ def output(sides: Sequence[Sequence[Result]], given: Sequence[str], fmt: str,
     comp = compare.compare_sides(sides, given, noise, pair_sessions=pair_sessions)
     out = mail.compare_mail(comp, sides) if fmt == "mail" else \
         compare_formats.render(comp, fmt, width=width)
-    if picture is not None:
-        h = comp.histogram
+    if picture is not None:             # the text's histogram, each side's mark its colour
         lines = svg.coloured(compare_formats.render(comp, "text", width=svg.WIDE))
-        if h is not None and h.buckets:
-            lines += [svg.Text("")] + svg.side_bars(h.metric, h.unit,
-                                                    [s.name for s in comp.sides], h.buckets)
         svg.save(picture, lines, "hotloop compare " + " ".join(Path(f).name for f in given))
     return [("", comp)], out

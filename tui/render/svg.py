@@ -6,17 +6,13 @@ import io
 import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from rich.console import Console
 from rich.text import Text
 
 from hotloop.errors import HotloopError, RunFailed
-from hotloop.render.histograms import MARKS, bar, mark
-from hotloop.render.layout import safe
-from hotloop.render.units import bucket_labels
+from hotloop.render.histograms import MARKS
 
-BAR = 40
 COLOURS = ("cyan", "magenta", "green", "yellow", "blue", "red")   # a side each, in order
 MIN_WIDTH, MAX_WIDTH = 60, 200
 WIDE = 120                              # the text a picture draws is laid out this wide
@@ -59,29 +55,6 @@ def coloured(text: str, colour: str = COLOURS[0]) -> list[Text]:
             for pattern, style in WORDS.items():
                 t.highlight_regex(pattern, style)
         out.append(t)
-    return out
-
-
-def side_bars(metric: str, unit: str, names: Sequence[str],
-              buckets: Sequence[Any]) -> list[Text]:
-    """Each side's histogram over shared buckets (a comparison's): one bar per side and
-    bucket, a colour and a mark per side (told apart in grey too), the longest bar BAR
-    wide.  `metric` and `names` are the files': escaped here."""
-    if not buckets:
-        return []
-    labels = bucket_labels(buckets, unit)
-    top = max((c for b in buckets for c in b.counts), default=0) or 1
-    width = max(map(len, labels))
-    out = [Text(f"histograms of {safe(metric)}")]
-    legend = Text("  ")
-    for i, name in enumerate(names):
-        legend.append(f"{mark(i)} {safe(name)}  ", COLOURS[i % len(COLOURS)])
-    out.append(legend)
-    for label, b in zip(labels, buckets):
-        for i, (count, pct) in enumerate(zip(b.counts, b.percents)):
-            row = Text(f"  {label if i == 0 else '':<{width}}  {count:>5}  {pct:5.1f}%  ")
-            row.append(bar(count, top, BAR, mark(i)), COLOURS[i % len(COLOURS)])
-            out.append(row)
     return out
 
 
