@@ -31,12 +31,13 @@ def _symbols(p: Pair) -> list[str]:
             cells[-1] = f"**{cells[-1]}**"
         table.append("| " + " | ".join([name, _md(d.dso), *map(_md, cells)]) + " |")
     width = max(map(len, table))
-    # a paragraph (and a quote) is one however its lines break: wrapped to the table
+    # a paragraph (and a quote: its lines go on lazily) is one however its lines break:
+    # wrapped to the table
     out = ["", *wrap(f"**{_md(sym.title(p, TOP_SYMBOLS))}**", width), "", *table]
     if cost:
         out += ["", *wrap(f"change explained: {_md(sym.explained_line(p))}", width)]
         for n in sym.notes(p):
-            out += wrap(_md(n), width, "> ", "> note: ")
+            out += wrap(_md(n), width, "  ", "> note: ")
     return out
 
 
@@ -74,7 +75,7 @@ def render_md(comp: Comparison) -> str:
     if comp.warnings or notes(comp):
         lines.append("")
         for n in notes(comp):
-            lines += wrap(_md(n), width, "> ", "> note: ")
+            lines += wrap(_md(n), width, "  ", "> note: ")
         for w in comp.warnings:
-            lines += wrap(_md(w), width, "> ", "> warning: ")
+            lines += wrap(_md(w), width, "  ", "> warning: ")
     return "\n".join(lines) + "\n"
