@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from hotloop.analysis.compare import compare_sides
 from hotloop.analysis.comparison import Comparison
@@ -44,7 +45,7 @@ def variants(rs: Sequence[Result]) -> dict[str, list[Result]] | None:
 
 
 def match(sides: Sequence[Sequence[Result]], given: Sequence[str],
-          pair_sessions: bool = True) -> Matched | None:
+          pair_sessions: bool = True, noise_file: Path | None = None) -> Matched | None:
     """Two sides of several variants each, compared variant by variant; None when the
     sides are not that (one variant a side, or more than two sides): a plain comparison."""
     if len(sides) != 2:
@@ -60,7 +61,7 @@ def match(sides: Sequence[Sequence[Result]], given: Sequence[str],
     warnings = [f"{visible(v)} only in {visible(g)}: left out"
                 for g, mine, theirs in ((given[0], before, after), (given[1], after, before))
                 for v in mine if v not in theirs]
-    comps = [compare_sides([before[v], after[v]], [given[0], given[1]],
+    comps = [compare_sides([before[v], after[v]], [given[0], given[1]], noise_file,
                            pair_sessions=pair_sessions) for v in common]
     return Matched(given[0], given[1], common, comps, warnings,
                    [before[v] for v in common], [list(sides[0]), list(sides[1])])

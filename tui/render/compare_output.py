@@ -18,7 +18,7 @@ def output(sides: Sequence[Sequence[Result]], given: Sequence[str], fmt: str,
            picture: Path | None = None) -> tuple[list[tuple[str, Comparison]], str]:
     """(each comparison made, named by its variant or "" for a plain one; the text to
     print), the SVG written to `picture` when asked."""
-    m = matched.match(sides, given, pair_sessions) if noise is None else None
+    m = matched.match(sides, given, pair_sessions, noise)
     if m is not None:
         if fmt == "mail":
             # the plan again: each variant of the before side, its sessions
