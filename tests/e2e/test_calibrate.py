@@ -17,10 +17,12 @@ from hotloop.analysis import noise
 ARGS = ["zero_null", "--param", "count=20000", "--runs", "6", "--no-perf"]
 
 
-def test_calibrate_runs_sessions_and_compare_uses_the_profile(isolated: Path, leftovers, cli):
+def test_calibrate_runs_sessions_and_compare_uses_the_profile(isolated: Path, leftovers, cli,
+                                                               monkeypatch):
     """Calibrated under umask 002 (Ubuntu's, Fedora's): the profile and its directories are
     made private anyway, or compare would refuse the calibration it just made.  compare and
     the listing are called in this process: they start none."""
+    monkeypatch.setenv("COLUMNS", "400")        # the profile's long path on one line
     old = os.umask(0o002)
     try:
         p = hotloop("calibrate", *ARGS, "--sessions", "8")

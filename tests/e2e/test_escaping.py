@@ -199,8 +199,9 @@ def test_a_bar_in_a_label_or_name_stays_in_its_cell_and_a_newline_in_a_path_is_s
             p = hotloop("compare", *files, "--format", fmt)
             assert p.returncode == 0, p.stderr
             out = p.stdout.splitlines()
-            title = out[0]
-            if files[0] == str(bad):                    # its path in the title, on one line
+            # the title (wrapped to the table's width) and the lines above the table
+            title = " ".join(out[:next(i for i, ln in enumerate(out) if ln.startswith("|"))])
+            if files[0] == str(bad):                    # its path in the title, escaped
                 assert "new\\nline" in title, title
             table = [ln for ln in out if ln.startswith("|") and not ln.startswith("|-")]
             assert len(table) >= 2, p.stdout

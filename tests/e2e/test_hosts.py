@@ -124,10 +124,12 @@ def test_a_warning_from_each_host_is_shown_under_each_hosts_name(hosts):
     assert sorted(ln.split(": ", 2)[1] for ln in said) == ["lab1", "lab2"], said
 
 
-def test_calibrate_on_a_host_measures_that_machines_noise_for_its_results(hosts, leftovers, cli):
+def test_calibrate_on_a_host_measures_that_machines_noise_for_its_results(hosts, leftovers, cli,
+                                                                          monkeypatch):
     """calibrate --host: the A/A sessions run there, their files land here; the noise
     profile is keyed by that machine (the headers'), so a comparison of two later runs
     there uses it."""
+    monkeypatch.setenv("COLUMNS", "400")        # the profile's long path on one line
     from hotloop.analysis import noise
     plan = ["quick", "--runs", "5", "--warmup", "0", "--no-perf", "--param", "msgs=2000"]
     done = hotloop("calibrate", *plan, "--sessions", "8", "--host", "lab1",

@@ -170,7 +170,7 @@ def test_show_and_compare_draw_svg_pictures(good, tmp_path, cli):
     assert p.returncode == 0, p.stderr
     doc = both.read_text()
     xml.dom.minidom.parseString(doc)
-    assert "verdict" in doc and "histograms" in doc
+    assert "verdict" in doc and "distribution" in doc and "░" in doc   # a mark a side
 
 
 @pytest.mark.parametrize("command", ["show", "compare"])

@@ -42,7 +42,9 @@ def test_calibrate_bad_input_is_one_line(isolated: Path, tmp_path: Path, cli):
     assert not noise.stored()
 
 
-def test_a_bad_noise_profile_is_ignored_with_a_warning(isolated: Path, tmp_path: Path, cli):
+def test_a_bad_noise_profile_is_ignored_with_a_warning(isolated: Path, tmp_path: Path, cli,
+                                                      monkeypatch):
+    monkeypatch.setenv("COLUMNS", "400")        # the warning and its path on one line
     a, b = two_sessions(tmp_path)
     key = noise.key_of(results.read(a).header)
     stored = noise.path_for(key)

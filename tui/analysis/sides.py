@@ -35,7 +35,9 @@ def expand(arg: str) -> list[Path]:
     out: list[Path] = []
     for p in parts:
         if p.is_dir():
-            found = sorted(f for f in p.glob("*.jsonl") if f.is_file())
+            # a series of variants keeps a directory a variant: read one level down
+            found = sorted(f for f in p.glob("*.jsonl") if f.is_file()) or \
+                sorted(f for f in p.glob("*/*.jsonl") if f.is_file())
             if not found:
                 raise HotloopError(f"{p}: no result files (*.jsonl) in this directory")
             out += found

@@ -21,11 +21,12 @@ from hotloop.cli.run import _run_sessions, parse_params, plan_to_run, run_here
 from hotloop.errors import HotloopError, RunFailed
 from hotloop.host import journal, recovery
 from hotloop.render import report
+from hotloop.render.layout import terminal_width
 from hotloop.render.units import duration, si
 from hotloop.results import index
 from hotloop.run import build, start
 from hotloop.stats import MIN_RUNS
-from hotloop.visible import visible, visible_lines
+from hotloop.visible import visible
 
 
 def cmd_show(args: argparse.Namespace) -> int:
@@ -39,10 +40,17 @@ def cmd_show(args: argparse.Namespace) -> int:
         print(json.dumps(report.document(result), indent=2))
     elif args.format == "csv":
         sys.stdout.write(report.runs_csv(result))
+    elif args.format == "mail":
+        from hotloop.render import mail
+        if args.runs:
+            raise HotloopError("show: --runs lists every run in text; a mail holds the "
+                               "summary and the histogram")
+        sys.stdout.write(mail.show_mail(result))
     else:
-        print(report.text(result, runs=args.runs))
+        print(report.text(result, runs=args.runs, columns=terminal_width()))
     if args.svg is not None:
-        svg.save(args.svg, svg.coloured(report.text(result, runs=args.runs)),
+        svg.save(args.svg, svg.coloured(report.text(result, runs=args.runs,
+                                                    columns=svg.WIDE)),
                  f"hotloop show {args.file.name}")
         print(f"hotloop: the report as a picture: {visible(str(args.svg))}", file=sys.stderr)
     return 0
@@ -56,18 +64,25 @@ def _show_side(args: argparse.Namespace) -> int:
     if args.format == "csv" or args.runs:
         raise HotloopError(f"show {args.file}: a directory shows its sessions' symbol costs; "
                            f"--format csv and --runs are for one result file")
-    rs = [results.read(p) for p in expand(str(args.file))]
-    side = side_cost(rs)
-    builds = mixed_builds(rs, str(args.file))     # its sessions ran other code: said
+    sessions = [results.read(p) for p in expand(str(args.file))]
+    side = side_cost(sessions)
+    builds = mixed_builds(sessions, str(args.file))     # its sessions ran other code: said
     if args.format == "json":
         print(json.dumps({**symbol_costs.cost_json(side),
                           "warnings": [builds] if builds else []}, indent=2))
-    text = "\n".join(map(visible, symbol_costs.side_text(side, str(args.file)).splitlines()))
-    text += f"\n\nwarning: {builds}" if builds else ""
+    from hotloop.render import mail
+    if args.format == "mail":
+        sys.stdout.write(mail.side_mail(sessions, side, str(args.file)))
     if args.format == "text":
-        print(text)
+        print(symbol_costs.side_text(side, str(args.file), columns=terminal_width()))
+    if builds and args.format in ("text", "mail"):
+        from hotloop.render.layout import safe, wrap
+        width = terminal_width() if args.format == "text" else mail.WIDTH
+        print("\n" + "\n".join(wrap("warning: " + safe(builds), width, "  ", "")))
     if args.svg is not None:
-        svg.save(args.svg, svg.coloured(text), f"hotloop show {args.file.name}")
+        svg.save(args.svg, svg.coloured(symbol_costs.side_text(side, str(args.file),
+                                                               columns=svg.WIDE)),
+                 f"hotloop show {args.file.name}")
     return 0
 
 
@@ -77,10 +92,11 @@ GATE_BLIND = 4                          # compare --fail-on: a side it cannot ju
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from hotloop.analysis import compare
     from hotloop.analysis.judge import gate
-    from hotloop.render import (
-        compare_formats,  # scipy: only when comparing (0.8 s to import)
+    from hotloop.analysis.sides import load_sides
+    from hotloop.render import (  # scipy: only when comparing (0.8 s to import)
+        compare_formats,
+        compare_output,
         svg,
     )
     from hotloop.render.compare_formats.shared import gate_text
@@ -100,22 +116,14 @@ def cmd_compare(args: argparse.Namespace) -> int:
                                f"or more")
     if args.svg is not None:
         svg.check_target(args.svg)
-    if args.format not in compare_formats.FORMATS:
+    if args.format not in (*compare_formats.FORMATS, "mail"):
         raise HotloopError(f"compare: unknown format {args.format!r}")
-    comp = compare.load_and_compare(args.files, args.noise, pair_sessions=not args.unpaired,
-                                    primary=args.metric)
-    out = compare_formats.render(comp, args.format)
-    if args.svg is not None:
-        h = comp.histogram
-        picture = svg.coloured(visible_lines(compare_formats.render(comp, "text")))
-        if h is not None and h.buckets:
-            picture += [svg.Text("")] + svg.side_bars(h.metric, h.unit,
-                                                      [s.name for s in comp.sides], h.buckets)
-        svg.save(args.svg, picture, "hotloop compare " + " ".join(
-            Path(f).name for f in args.files))
-    # csv and json are data (json escapes control characters itself); the tables are
-    # for a terminal
-    print(visible_lines(out) if args.format in ("text", "md", "org") else out)
+    comps, out = compare_output.output(load_sides(args.files), [str(f) for f in args.files],
+                                       args.format, args.noise, not args.unpaired,
+                                       terminal_width(), args.svg, primary=args.metric)
+    # every format escapes what it took from a file where it took it (render.layout.safe);
+    # csv and json are data (json escapes control characters itself)
+    print(out.rstrip("\n") if args.format == "mail" else out)
     if args.svg is not None:
         print(f"hotloop: the comparison as a picture: {visible(str(args.svg))}",
               file=sys.stderr)
@@ -123,14 +131,15 @@ def cmd_compare(args: argparse.Namespace) -> int:
         return 0
     from hotloop.analysis.judge import unjudged
     from hotloop.render import verdicts
-    names = {id(m): p.new.name for p in comp.pairs for m in p.metrics}
-    blind = unjudged(comp)
+    names = {id(m): " ".join(w for w in (v, p.new.name) if w)
+             for v, comp in comps for p in comp.pairs for m in p.metrics}
+    blind = [m for _, comp in comps for m in unjudged(comp)]
     if blind:                           # what the gate could not see: said either way
         how = "passed as asked (--pass-unjudged)" if args.pass_unjudged else "exit 4"
         print("hotloop: --fail-on: no verdict for " + "; ".join(
             f"{visible(names[id(m)])} ({verdicts.word(m)})" for m in blind) + f": {how}",
               file=sys.stderr)
-    failed = gate(comp, args.fail_on, args.threshold or 0.0)
+    failed = [m for _, comp in comps for m in gate(comp, args.fail_on, args.threshold or 0.0)]
     if not failed:
         # A side the gate could not see is no pass (a found change still wins: it is what
         # the gate is for, and 3 says more than 4), unless the user asked to pass it.

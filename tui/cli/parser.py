@@ -266,8 +266,9 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--force", action="store_true",
                      help="replace an existing --out file (kept as it was unless the run "
                           "measures something)")
-    run.add_argument("--format", choices=("text", "json", "events"), default="text",
-                     help="text (default), json, or events: every event as a result line on "
+    run.add_argument("--format", choices=("text", "mail", "json", "events"), default="text",
+                     help="text (default), mail (the final report in 72 columns, to paste in "
+                          "a reply), json, or events: every event as a result line on "
                           "stdout as it happens (what a remote session sends)")
     _complete(run.add_argument("--host", action="append", default=[], metavar="NAME",
                                help="run on a [host.NAME] of the profiles over SSH, the result "
@@ -284,8 +285,9 @@ def parser() -> argparse.ArgumentParser:
     show = _sub("show", help="summary, histogram and hot symbols of a result file")
     _complete(show.add_argument("file", type=Path, help="a result file (.jsonl), or a "
                                 "directory of sessions: their symbols' cost per op"), FILE)
-    show.add_argument("--format", choices=("text", "json", "csv"), default="text",
-                      help="text (default), json, or csv: the runs, one row each")
+    show.add_argument("--format", choices=("text", "mail", "json", "csv"), default="text",
+                      help="text (default, the terminal's width), mail (72 columns, to paste "
+                           "in a reply), json, or csv: the runs, one row each")
     show.add_argument("--runs", action="store_true",
                       help="list every run: value, ops, ns and the workload's extras")
     _complete(show.add_argument("--svg", type=Path, metavar="OUT",
@@ -298,8 +300,9 @@ def parser() -> argparse.ArgumentParser:
                                help="a result file, a directory of them, or files joined by "
                                     "commas: each one side, its files that side's sessions"),
               FILE)
-    cmp.add_argument("--format", choices=("text", "md", "org", "csv", "json"), default="text",
-                     help="text (default), md or org tables, csv or json")
+    cmp.add_argument("--format", choices=("text", "mail", "md", "org", "csv", "json"),
+                     default="text", help="text (default, the terminal's width), mail (72 "
+                     "columns, to paste in a reply), md or org tables, csv or json")
     _complete(cmp.add_argument("--noise", type=Path, metavar="FILE",
                                help="the noise profile to use (default: the stored one that "
                                     "matches)"), FILE)

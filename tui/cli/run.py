@@ -6,12 +6,11 @@ import argparse
 import asyncio
 import contextlib
 import itertools
-import json
 import os
 import re
 import signal
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence, Sized
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeVar
@@ -23,13 +22,13 @@ from hotloop.catalog.loader import did_you_mean
 from hotloop.catalog.schema import NAME
 from hotloop.cli.aa import Variant, aa_variants
 from hotloop.cli.common import _cancel, _cancel_closed_output, _interrupt, _warn_skipped, interrupted_status
+from hotloop.cli.reports import print_reports
 from hotloop.errors import HotloopError, RunFailed
-from hotloop.render import report
 from hotloop.render.units import si
 from hotloop.results.writer import encode_line
 from hotloop.run import launch, start
 from hotloop.run.interleave import Runnable, interleave, together
-from hotloop.visible import visible, visible_lines
+from hotloop.visible import visible
 
 
 def parse_params(cat: Catalog, workload: str, items: list[str],
@@ -284,7 +283,8 @@ def _progress(fmt: str) -> Iterator[tuple[Any, Any, Callable[[str], str]]]:
     with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                   TextColumn("{task.fields[value]}"), TimeElapsedColumn(),
                   TextColumn("eta"), TimeRemainingColumn(), console=console,
-                  transient=True, disable=fmt != "text" or not console.is_terminal) as bar:
+                  transient=True, disable=fmt not in ("text", "mail")
+                  or not console.is_terminal) as bar:
         yield bar, console, escape
 
 
@@ -419,14 +419,14 @@ def drive_and_report(sessions: Sequence[Runnable], args: argparse.Namespace,
                 # the session wrote its "interrupted" line as it was cancelled
                 unfinished.add(ev.Failed("interrupted", run=len(unfinished.runs), interrupted=True))
         if any(res.runs for res in got.values()):
-            _print_reports(labels, [r for r in got.values() if r.runs], args.format,
+            print_reports(labels, [r for r in got.values() if r.runs], args.format,
                            getattr(args, "metric", None))
         return interrupted_status()
     except HotloopError as e:
         # a host that could not start, once the others were done: their reports first
         # (not a run that failed: a result file that cannot be written stops it all)
         if parallel and not isinstance(e, RunFailed) and any(r.runs for r in got.values()):
-            _print_reports(labels, [r for r in got.values() if r.runs], args.format,
+            print_reports(labels, [r for r in got.values() if r.runs], args.format,
                            getattr(args, "metric", None))
         raise
     done: list[results.Result] = []
@@ -444,44 +444,9 @@ def drive_and_report(sessions: Sequence[Runnable], args: argparse.Namespace,
             if not end.interrupted:
                 failures.append(f"{names[label]}: {end.message}")
         done.append(res)
-    _print_reports(labels, done, args.format, getattr(args, "metric", None))
+    print_reports(labels, done, args.format, getattr(args, "metric", None))
     if interrupted:
         return interrupted_status()
     if failures:
         raise RunFailed("; ".join(failures))
     return 0
-
-
-def _print_reports(todo: Sized, done: list[results.Result], fmt: str,
-                   metric: str | None = None) -> None:
-    """Each variant's report, then the batch's comparison (on stdout).  The warnings were
-    shown as they came (on stderr, once a batch): the text reports leave them out.  Events
-    were the output, as they came."""
-    if fmt == "events":
-        return
-    comparison = _batch_comparison(done, metric) if len(todo) > 1 else None
-    if fmt == "json":
-        docs = [report.document(r) for r in done]
-        doc: dict[str, Any] = docs[0] if len(todo) == 1 else {
-            "results": docs, "comparison": json.loads(comparison[1]) if comparison else None}
-        print(json.dumps(doc, indent=2))
-    else:
-        print("\n\n".join(report.text(r, warnings=False) for r in done))
-        if comparison:
-            print("\n" + visible_lines(comparison[0]))
-
-
-def _batch_comparison(done: list[results.Result],
-                      metric: str | None = None) -> tuple[str, str] | None:
-    """The batch's comparison as (text, json), or None when it cannot be compared; `metric`
-    its primary one (--metric; default the workload's)."""
-    if len(done) < 2:
-        return None
-    from hotloop.analysis import compare  # scipy: only when comparing (0.8 s to import)
-    from hotloop.render import compare_formats
-    try:
-        comp = compare.compare_sides([[r] for r in done], batch=True, primary=metric)
-    except HotloopError as e:
-        print(f"hotloop: no comparison: {visible(str(e))}", file=sys.stderr)
-        return None
-    return compare_formats.render(comp, "text"), compare_formats.render(comp, "json")

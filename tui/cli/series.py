@@ -271,12 +271,40 @@ def report(s: series.Series, comp: Any, moved: dict[series.Slot, Path], interrup
     p = s.plan
     counts = ", ".join(f"{k} {sum(1 for x in s.done if x.variant == k)}" for k in p.variants)
     named = f"{p.directory} ({fate.removeprefix(f'{p.directory} ')})" if fate else p.directory
-    print(visible(f"series {named}: sessions finished: {counts} (of {p.sessions} each)"))
+    aside = sys.stderr if fmt == "mail" else sys.stdout     # a mail's stdout is the mail
+    print(visible(f"series {named}: sessions finished: {counts} (of {p.sessions} each)"),
+          file=aside)
     for slot in s.failed:
         end = s.ends.get(slot)
         why = end.message if isinstance(end, ev.Failed) else "no result"
         where = file_of(slot, moved)
         print(visible(f"  failed: {slot.variant} s{slot.session:02d}: {why}"
-                      + (f" ({where})" if where else "")))
+                      + (f" ({where})" if where else "")), file=aside)
+    if fmt == "mail":
+        _mail(s, comp)
+        return
     if comp is not None:
         print("\n" + visible_lines(compare_formats.render(comp, "text")))
+
+
+def _mail(s: series.Series, comp: Any) -> None:
+    """--format mail: the comparison of the variants (kernels) in 72 columns; a series of
+    one kernel, its sessions' summary.  The lines before it said how the sessions went."""
+    from hotloop.analysis import compare
+    from hotloop.render import mail
+    if comp is None:
+        done = []
+        for slot in s.done:
+            try:
+                done.append(results.read(slot.path))
+            except HotloopError:
+                continue                # said by comparison() as a lost session
+        if not done:
+            return
+        try:
+            comp = compare.compare_sides([done], [str(s.plan.directory)])
+        except HotloopError as e:
+            print(f"hotloop: no report: {visible(str(e))}", file=sys.stderr)
+            return
+    sides = [[results.read(Path(f)) for f in side.files] for side in comp.sides]
+    sys.stdout.write(mail.compare_mail(comp, sides))

@@ -12,13 +12,15 @@ from hotloop import events as ev
 from hotloop import record
 from hotloop.analysis.symcost import side_cost
 from hotloop.record import Stop
+from hotloop.render.histograms import bar
+from hotloop.render.layout import UNBOUNDED, bound, safe, table, wrap
 from hotloop.render.units import bucket_labels, si
 from hotloop.results import Result
 from hotloop.results.liveness import partial_reason
 from hotloop.stats import Summary, histogram, summarize
 from hotloop.visible import csv_text, visible
 
-BAR = 40
+BAR = 40                                # the longest bar, where the terminal has room
 
 
 def summary_lines(s: Summary | None, unit: str) -> list[str]:
@@ -35,18 +37,18 @@ def summary_lines(s: Summary | None, unit: str) -> list[str]:
     ]
 
 
-def histogram_lines(values: Sequence[float], unit: str) -> list[str]:
+def histogram_lines(values: Sequence[float], unit: str, columns: int | None = None) -> list[str]:
     """The AF_UNIX seqpacket stream test's table ("by millions"): buckets of a nice width, count,
-    percentage, and a bar."""
+    percentage, and a bar (BAR long at most, shorter where `columns` leave less room)."""
     buckets = histogram(values)
     if not buckets:
         return []
     top = max(b.count for b in buckets)
     ranges = bucket_labels(buckets, unit)
     width = max(map(len, ranges))
-    return [f"  {r:<{width}}  {b.count:>5}  {b.percent:5.1f}%  "
-            + "█" * max(1 if b.count else 0, round(BAR * b.count / top))
-            for r, b in zip(ranges, buckets)]
+    room = BAR if columns is None else max(3, min(BAR, columns - (width + 20)))
+    return [(f"  {r:<{width}}  {b.count:>5}  {b.percent:5.1f}%  " + bar(b.count, top, room))
+            .rstrip() for r, b in zip(ranges, buckets)]
 
 
 def symbol_name(s: ev.HotSymbol) -> str:
@@ -69,15 +71,16 @@ def dso_name(dso: str) -> str:
     return re.sub(r"\.cpython-[^.]+\.so$", ".so", dso.rsplit("/", 1)[-1])
 
 
-def symbol_lines(symbols: Sequence[ev.HotSymbol], top: int = 15) -> list[str]:
-    """`perf report` shape: overhead, [k]/[.], symbol, DSO."""
+def symbol_lines(symbols: Sequence[ev.HotSymbol], top: int = 15,
+                 columns: int | None = None) -> list[str]:
+    """`perf report` shape: overhead, [k]/[.], symbol, DSO; narrower than the symbols and
+    their DSOs, the DSO is cut first, then the symbol."""
     rows = sorted(symbols, key=lambda s: -s.percent)[:top]
     if not rows:
         return []
-    names = [symbol_name(s)[:60] for s in rows]
-    width = max(map(len, names))
-    return [f"  {s.percent:6.2f}%  [{'k' if s.kernel else '.'}] {name:<{width}}  {s.dso}"
-            for s, name in zip(rows, names)]
+    cells = [[f"{s.percent:6.2f}%", f"[{'k' if s.kernel else '.'}] {safe(symbol_name(s))}",
+              safe(s.dso)] for s in rows]
+    return table(cells, right={0}, width=columns, squeeze=(2, 1), least=12)
 
 
 def extra_si(name: str, value: float) -> str:
@@ -90,7 +93,7 @@ def extra_si(name: str, value: float) -> str:
 def counter_lines(counters: dict[str, float | None]) -> list[str]:
     """perf stat counts; an unsupported counter says so, never 0."""
     units = {"task-clock": " ms CPU"}        # perf stat counts task-clock in msec
-    return [f"  {name:<17} " + ("not supported here" if value is None else
+    return [f"  {safe(name):<17} " + ("not supported here" if value is None else
                                 f"{value:,.6g}{units.get(name, '')}")
             for name, value in counters.items()]
 
@@ -118,7 +121,7 @@ def run_lines(runs: Sequence[ev.RunSample], unit: str) -> list[str]:
     rows = [[str(r.index + 1), si(r.value, unit), f"{r.ops:,}", f"{r.ns:,}",
              *(extra_si(n, r.extra[n]) if n in r.extra else "-" for n in names)]
             for r in runs]
-    head = ["run", "value", "ops", "ns", *names]
+    head = ["run", "value", "ops", "ns", *map(safe, names)]
     widths = [max(len(c) for c in col) for col in zip(head, *rows)]
     return ["  " + "  ".join(c.rjust(wd) for c, wd in zip(row, widths)).rstrip()
             for row in [head, *rows]]
@@ -157,50 +160,60 @@ def stop_line(result: Result) -> str:
             f"the median is known to {known}")
 
 
-def text(result: Result, warnings: bool = True, runs: bool = False) -> str:
-    """The report; `warnings` False leaves out the result's warnings (`run` showed them as
-    they came), `runs` lists every run after the summary."""
+def text(result: Result, warnings: bool = True, runs: bool = False,
+         columns: int | None = None) -> str:
+    """The report in lines of at most `columns` (None: unbounded; the command line gives
+    the terminal's width); `warnings`
+    False leaves out the result's warnings (`run` showed them as they came), `runs` lists
+    every run after the summary."""
     h, w = result.header, result.workload
     unit = w.unit
-    params = " ".join(f"{k}={v}" for k, v in h.params.items())
-    where = f"cpu {h.cpu.name or '?'}"
+    width = UNBOUNDED if columns is None else columns
+    # every string of the file made visible as it enters a line (render.layout): a
+    # newline in a label or a symbol is `\n`, never a row of its own
+    params = " ".join(f"{safe(k)}={safe(v)}" for k, v in h.params.items())
+    where = f"cpu {safe(h.cpu.name) or '?'}"
     if h.cpu.cpus:
         where += f" (cpus {','.join(map(str, h.cpu.cpus))})"
-    lines = [f"{w.name}  {params}",
-             f"{where}, kernel {h.kernel_release} [{h.label}], {h.host or '?'}"
-             + (f" (host {h.remote.host}, over SSH)" if h.remote else ""),
-             f"{w.metric} ({'higher' if w.higher_is_better else 'lower'}"
-             f" is better), {len(result.runs)} run{'' if len(result.runs) == 1 else 's'}"]
+    lines = wrap(f"{safe(w.name)}  {params}", width, "  ", "")
+    lines += wrap(f"{where}, kernel {safe(h.kernel_release)} [{safe(h.label)}], "
+                  f"{safe(h.host) or '?'}"
+                  + (f" (host {safe(h.remote.host)}, over SSH)" if h.remote else ""),
+                  width, "  ", "")
+    lines += wrap(f"{safe(w.metric)} ({'higher' if w.higher_is_better else 'lower'}"
+                  f" is better), {len(result.runs)} run{'' if len(result.runs) == 1 else 's'}",
+                  width, "  ", "")
     if result.partial:
-        why = partial_reason(result)
-        lines.append(f"PARTIAL: {why}")
+        lines += wrap(safe(partial_reason(result)), width, "  ", "PARTIAL: ")
     stop = stop_line(result)
     if stop:
-        lines.append(stop)
+        lines += wrap(stop, width, "  ", "")
     if result.perf_not_started is not None:     # the header says perf on: it did not run
-        lines.append(f"warning: perf was asked for but did not start "
-                     f"({result.perf_not_started}): no hot symbols, no counters")
+        lines += wrap(f"warning: perf was asked for but did not start "
+                      f"({safe(result.perf_not_started)}): no hot symbols, no counters",
+                      width, "  ", "")
     lines += ["", "summary"] + summary_lines(result.summary, unit)
     for name, s in extra_summaries(result.runs).items():
-        lines.append(f"  {name:<7} median {extra_si(name, s.median)}  (min "
-                     f"{extra_si(name, s.min)}, max {extra_si(name, s.max)})")
+        lines += wrap(f"{safe(name):<7} median {extra_si(name, s.median)}  (min "
+                      f"{extra_si(name, s.min)}, max {extra_si(name, s.max)})", width,
+                      "    ", "  ")
     if result.runs:
-        lines += ["", "histogram"] + histogram_lines(result.values, unit)
+        lines += ["", "histogram"] + histogram_lines(result.values, unit, width)
     if runs and result.runs:
         lines += ["", "runs"] + run_lines(result.runs, unit)
     if result.session_symbols and result.session_symbols.symbols:
         lines += ["", f"hot symbols ({result.session_symbols.samples} samples)"]
-        lines += symbol_lines(result.session_symbols.symbols)
+        lines += symbol_lines(result.session_symbols.symbols, columns=width)
         from hotloop.render.symbol_costs import cost_lines  # it imports dso_name from here
-        lines += cost_lines(side_cost([result]))
+        lines += cost_lines(side_cost([result]), columns=width)
     counters = result.finished.counters if result.finished else None
     if counters:
         lines += ["", "counters (perf stat, whole session)"] + counter_lines(counters)
     for warning in result.warnings if warnings else ():
-        lines.append(f"warning: {warning}")
-    lines += ["", f"result file: {result.path}"]
+        lines += wrap(safe(warning), width, "  ", "warning: ")
+    lines += [""] + wrap(safe(result.path), width, "  ", "result file: ")
     # a workload's error text, a warning, a file name: never a terminal command
-    return "\n".join(visible(line) for line in lines)
+    return "\n".join(bound([visible(line) for line in lines], width))
 
 
 def _costs_json(result: Result) -> dict[str, Any] | None:

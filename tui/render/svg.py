@@ -3,19 +3,19 @@ stack), the histogram bars in colour.  `show --svg` and `compare --svg` write th
 from __future__ import annotations
 
 import io
+import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from rich.console import Console
 from rich.text import Text
 
 from hotloop.errors import HotloopError, RunFailed
-from hotloop.render.units import bucket_labels
+from hotloop.render.histograms import MARKS
 
-BAR = 40
 COLOURS = ("cyan", "magenta", "green", "yellow", "blue", "red")   # a side each, in order
 MIN_WIDTH, MAX_WIDTH = 60, 200
+WIDE = 120                              # the text a picture draws is laid out this wide
 
 
 def check_target(path: Path) -> None:
@@ -49,33 +49,12 @@ def coloured(text: str, colour: str = COLOURS[0]) -> list[Text]:
     for line in text.splitlines():
         t = Text(line)
         t.highlight_regex("█+", colour)
+        for i, sign in enumerate(MARKS[1:4], 1):    # a comparison's later sides' bars
+            t.highlight_regex(f"{re.escape(sign)}+", COLOURS[i % len(COLOURS)])
         if line.startswith("  [k] ") or line.startswith("  [.] "):
             for pattern, style in WORDS.items():
                 t.highlight_regex(pattern, style)
         out.append(t)
-    return out
-
-
-def side_bars(metric: str, unit: str, names: Sequence[str],
-              buckets: Sequence[Any]) -> list[Text]:
-    """Each side's histogram over shared buckets (a comparison's): one bar per side and
-    bucket, a colour per side, the longest bar BAR wide."""
-    if not buckets:
-        return []
-    labels = bucket_labels(buckets, unit)
-    top = max((c for b in buckets for c in b.counts), default=0) or 1
-    width = max(map(len, labels))
-    out = [Text(f"histograms of {metric}")]
-    legend = Text("  ")
-    for i, name in enumerate(names):
-        legend.append(f"█ {name}  ", COLOURS[i % len(COLOURS)])
-    out.append(legend)
-    for label, b in zip(labels, buckets):
-        for i, (count, pct) in enumerate(zip(b.counts, b.percents)):
-            row = Text(f"  {label if i == 0 else '':<{width}}  {count:>5}  {pct:5.1f}%  ")
-            row.append("█" * max(1 if count else 0, round(BAR * count / top)),
-                       COLOURS[i % len(COLOURS)])
-            out.append(row)
     return out
 
 

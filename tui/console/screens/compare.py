@@ -15,6 +15,7 @@ screen opens, never at the console's launch).  Anything that cannot be compared
 from __future__ import annotations
 
 import contextlib
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -71,6 +72,7 @@ class CompareScreen(Screen[None]):
         Binding("space", "pick", "Pick", id="compare.pick"),
         Binding("a", "add", "Add session", id="compare.add"),
         Binding("c", "compare", "Compare", id="compare.run"),
+        Binding("m", "mail", "Mail text", id="compare.mail"),
         Binding("slash", "filter", "Filter", id="compare.filter", show=False),
         Binding("escape", "back", "Back", id="compare.back"),
         Binding("1", "tab('tab-files')", "Files", show=False),
@@ -111,6 +113,8 @@ class CompareScreen(Screen[None]):
         self.loaded = False
         self.sides: list[list[Path]] = []     # in pick order: [0] is the baseline
         self.comparison: Comparison | None = None
+        self.read: list[list[Any]] = []         # the compared sides' results, for the mail
+        self.mailed: Path | None = None         # where `m` saved the mail text last
         self.error = ""
         self.busy = False
         self.narrow: bool | None = None       # the columns the tables have now
@@ -340,7 +344,8 @@ class CompareScreen(Screen[None]):
         error = ""
         try:
             from hotloop.analysis import compare
-            comp = compare.compare_sides([[results.read(p) for p in side] for side in sides],
+            self.read = [[results.read(p) for p in side] for side in sides]
+            comp = compare.compare_sides(self.read,
                                          [",".join(str(p) for p in side) for side in sides])
         except HotloopError as e:
             error = str(e)
@@ -447,6 +452,25 @@ class CompareScreen(Screen[None]):
             self.query_one(target).focus()
         else:           # the histogram: nothing to focus, and none left on a hidden tab
             self.set_focus(None)
+
+    def action_mail(self) -> None:
+        """The comparison shown as `compare --format mail` prints it: saved beside the
+        results (a file to attach or `cat`) and copied to the terminal's clipboard (OSC 52,
+        which many terminals take, over SSH too)."""
+        if self.comparison is None or self.busy:
+            self._say("compare first (c): the mail text is of the comparison shown", error=True)
+            return
+        from hotloop.render import mail
+        text = mail.compare_mail(self.comparison, self.read)
+        path = self.results_dir / time.strftime("compare-%Y%m%d-%H%M%S.mail.txt")
+        try:
+            path.write_text(text, encoding="utf-8")
+        except OSError as e:
+            self._say(f"mail text copied; not saved: {path}: {e.strerror}", error=True)
+        else:
+            self.mailed = path
+            self._say(f"mail text (72 columns) copied to the clipboard and saved: {path}")
+        self.app.copy_to_clipboard(text)
 
     def on_symbol_diff_annotate(self, message: SymbolDiff.Annotate) -> None:
         """`a`/`enter` on a symbol: its instructions on both sides' hottest sessions."""

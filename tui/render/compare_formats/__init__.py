@@ -3,7 +3,7 @@ alike: shared).
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from hotloop.analysis import compare
@@ -18,11 +18,15 @@ from hotloop.render.compare_formats.text import render_text
 FORMATS = ("text", "md", "org", "csv", "json")
 
 
-_RENDERERS = {"text": render_text, "md": render_md, "org": render_org, "csv": render_csv,
+_RENDERERS: dict[str, Callable[[Comparison], str]] = {"md": render_md, "org": render_org, "csv": render_csv,
               "json": render_json}
 
 
-def render(comp: Comparison, fmt: str = "text") -> str:
+def render(comp: Comparison, fmt: str = "text", width: int | None = None) -> str:
+    """The comparison in a format; text in lines of at most `width` columns (default: the
+    terminal's)."""
+    if fmt == "text":
+        return render_text(comp, width)
     renderer = _RENDERERS.get(fmt)
     if renderer is None:
         raise HotloopError(f"compare: unknown format {fmt!r} (one of {', '.join(FORMATS)})")

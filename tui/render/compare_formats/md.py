@@ -5,6 +5,7 @@ from hotloop.analysis.compare import TOP_SYMBOLS
 from hotloop.analysis.comparison import Comparison, Pair
 from hotloop.render.compare_formats import symbols as sym
 from hotloop.render.compare_formats.shared import HEAD, better_way, noise_line, notes, result_cell, text_rows
+from hotloop.render.layout import wrap
 from hotloop.render.units import si
 from hotloop.visible import visible
 
@@ -21,25 +22,31 @@ def _symbols(p: Pair) -> list[str]:
         return []
     cost = sym.costed(p)
     head = sym.COST_HEAD if cost else sym.SHARE_HEAD
-    out = ["", f"**{_md(sym.title(p, TOP_SYMBOLS))}**", "",
-           "| " + " | ".join(head) + " |",
-           "|---|---|" + "---:|" * (len(head) - 3) + "---|"]
+    table = ["| " + " | ".join(head) + " |",
+             "|---|---|" + "---:|" * (len(head) - 3) + "---|"]
     for d in p.symbols[:TOP_SYMBOLS]:          # the json holds every row
         name = f"`{_md(d.symbol)}`" + (f" ({_md(', '.join(d.names))})" if d.merged else "")
         cells = sym.cells(d, cost)
         if d.significant:
             cells[-1] = f"**{cells[-1]}**"
-        out.append("| " + " | ".join([name, _md(d.dso), *map(_md, cells)]) + " |")
+        table.append("| " + " | ".join([name, _md(d.dso), *map(_md, cells)]) + " |")
+    width = max(map(len, table))
+    # a paragraph (and a quote: its lines go on lazily) is one however its lines break:
+    # wrapped to the table
+    out = ["", *wrap(f"**{_md(sym.title(p, TOP_SYMBOLS))}**", width), "", *table]
     if cost:
-        out += ["", f"change explained: {_md(sym.explained_line(p))}"]
-        out += [f"> note: {_md(n)}" for n in sym.notes(p)]
+        out += ["", *wrap(f"change explained: {_md(sym.explained_line(p))}", width)]
+        for n in sym.notes(p):
+            out += wrap(_md(n), width, "  ", "> note: ")
     return out
 
 
 def render_md(comp: Comparison) -> str:
-    lines = [f"**{_md(comp.workload)}** {_md(comp.metric)} "
+    """A table a block; the paragraphs and notes around them wrapped to the widest table."""
+    title = (f"**{_md(comp.workload)}** {_md(comp.metric)} "
              f"({better_way(comp.higher_is_better)}); "
-             f"baseline: `{_md(comp.baseline.name)}` ({_md(comp.baseline.file)})", ""]
+             f"baseline: `{_md(comp.baseline.name)}` ({_md(comp.baseline.file)})")
+    lines = ["", ""]
     if comp.single:
         s = comp.baseline.summary
         lines += ["| result | n | median | mean | stdev | CV | min | max |",
@@ -58,12 +65,17 @@ def render_md(comp: Comparison) -> str:
                 verdict = f"**{row[-1]}**" if m.test.verdict.called else row[-1]
                 lines.append("| " + " | ".join(_md(c) for c in [result_cell(p.new), k]
                                                + row[:-1] + [verdict]) + " |")
+        width = max(len(ln) for ln in lines if ln.startswith("|"))
         if noise_line(comp):
-            lines += ["", noise_line(comp)]
+            lines += ["", *wrap(_md(noise_line(comp)), width)]
         for p in comp.pairs:
             lines += _symbols(p)
+    width = max(len(ln) for ln in lines if ln.startswith("|"))
+    lines[:1] = wrap(title, width)
     if comp.warnings or notes(comp):
         lines.append("")
-        lines += [f"> note: {visible(n)}" for n in notes(comp)]
-        lines += [f"> warning: {visible(w)}" for w in comp.warnings]
+        for n in notes(comp):
+            lines += wrap(_md(n), width, "  ", "> note: ")
+        for w in comp.warnings:
+            lines += wrap(_md(w), width, "  ", "> warning: ")
     return "\n".join(lines) + "\n"

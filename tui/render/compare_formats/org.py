@@ -6,6 +6,7 @@ from hotloop.analysis.comparison import Comparison, Pair
 from hotloop.render import verdicts
 from hotloop.render.compare_formats import symbols as sym
 from hotloop.render.compare_formats.shared import better_way, noise_line, notes, result_cell, shown_p
+from hotloop.render.layout import wrap
 from hotloop.render.units import plain
 from hotloop.visible import visible
 
@@ -39,18 +40,28 @@ def _symbols(p: Pair) -> list[str]:
     cost = sym.costed(p)
     rows = [sym.COST_HEAD if cost else sym.SHARE_HEAD]
     rows += [[d.symbol + (f" ({', '.join(d.names)})" if d.merged else ""), d.dso,
-              *sym.cells(d, cost)] for d in p.symbols[:TOP_SYMBOLS]]
-    out = ["", f"#+CAPTION: {visible(sym.title(p, TOP_SYMBOLS))}"] + _org_table(rows, [1])
+              *sym.cells(d, cost)] for d in p.symbols[:TOP_SYMBOLS]]    # json: every row
+    table = _org_table(rows, [1])
+    width = len(table[0])
+    title = visible(sym.title(p, TOP_SYMBOLS))
+    head, _, rest = title.partition(": ")
+    out = ["", *wrap(head, width, "#   ", "#+CAPTION: ")]
+    if rest:
+        out += wrap(rest, width, "#   ", "# ")
+    out += table
     if cost:
-        out.append(f"# change explained: {visible(sym.explained_line(p))}")
-        out += [f"# note: {visible(n)}" for n in sym.notes(p)]
+        out += wrap(visible(sym.explained_line(p)), width, "#   ", "# change explained: ")
+        for n in sym.notes(p):
+            out += wrap(visible(n), width, "#   ", "# note: ")
     return out
 
 
 def render_org(comp: Comparison) -> str:
+    """One table a block, every comment and caption wrapped to its table's width: the
+    caption names the workload and metric, a comment under it the baseline."""
     lines = [f"#+CAPTION: {visible(comp.workload)} {visible(comp.metric)} "
-             f"({better_way(comp.higher_is_better)}), "
-             f"baseline {visible(comp.baseline.name)} ({visible(comp.baseline.file)})"]
+             f"({better_way(comp.higher_is_better)})"]
+    baseline = f"baseline {visible(comp.baseline.name)} ({visible(comp.baseline.file)})"
     if comp.single:
         s = comp.baseline.summary
         rows = [["result", "unit", "n", "median", "mean", "stdev", "CV %", "min", "max"]]
@@ -58,7 +69,8 @@ def render_org(comp: Comparison) -> str:
             rows.append([result_cell(comp.baseline), comp.unit, str(s.n), plain(s.median),
                          plain(s.mean), plain(s.stdev), f"{100 * s.cv:.2f}", plain(s.min),
                          plain(s.max)])
-        lines += _org_table(rows, [1])
+        table = _org_table(rows, [1])
+        lines += wrap(baseline, len(table[0]), "#   ", "# ") + table
     else:
         rows = [ORG_HEAD]
         groups = []
@@ -74,11 +86,15 @@ def render_org(comp: Comparison) -> str:
                              "" if t.ci_high is None else f"{t.ci_high:.2f}",
                              shown_p(m) if t.p_value is not None else "",
                              verdicts.word(m)])
-        lines += _org_table(rows, groups)
+        table = _org_table(rows, groups)
+        lines += wrap(baseline, len(table[0]), "#   ", "# ") + table
         if noise_line(comp):
-            lines.append(f"# {noise_line(comp)}")
+            lines += wrap(visible(noise_line(comp)), len(table[0]), "#   ", "# ")
         for p in comp.pairs:
             lines += _symbols(p)
-    lines += [f"# note: {visible(n)}" for n in notes(comp)]
-    lines += [f"# warning: {visible(w)}" for w in comp.warnings]
+    width = max(len(ln) for ln in lines if ln.startswith("|"))
+    for n in notes(comp):
+        lines += wrap(visible(n), width, "#   ", "# note: ")
+    for w in comp.warnings:
+        lines += wrap(visible(w), width, "#   ", "# warning: ")
     return "\n".join(lines) + "\n"
