@@ -35,6 +35,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     if args.file.is_dir():                   # a side: its sessions' symbol costs
         return _show_side(args)
     result = results.read(args.file)
+    _finish_unended([result])
     if args.format == "json":
         print(json.dumps(report.document(result), indent=2))
     elif args.format == "csv":
@@ -48,6 +49,15 @@ def cmd_show(args: argparse.Namespace) -> int:
     return 0
 
 
+def _finish_unended(read: list[results.Result]) -> None:
+    """The perf data a killed session left plain, finished (compressed, within its budget),
+    whatever state directory its entry is in: one line each on stderr."""
+    from hotloop.results.perf_data import finish_unended
+    for r in read:
+        if r.partial and (line := finish_unended(r)):
+            print(f"hotloop: {visible(line)}", file=sys.stderr)
+
+
 def _show_side(args: argparse.Namespace) -> int:
     """`show DIR`: the per-symbol cost per op of a directory's sessions, with their spread."""
     from hotloop.analysis.sides import expand
@@ -56,7 +66,9 @@ def _show_side(args: argparse.Namespace) -> int:
     if args.format == "csv" or args.runs:
         raise HotloopError(f"show {args.file}: a directory shows its sessions' symbol costs; "
                            f"--format csv and --runs are for one result file")
-    side = side_cost([results.read(p) for p in expand(str(args.file))])
+    read = [results.read(p) for p in expand(str(args.file))]
+    _finish_unended(read)
+    side = side_cost(read)
     if args.format == "json":
         print(json.dumps(symbol_costs.cost_json(side), indent=2))
     text = "\n".join(map(visible, symbol_costs.side_text(side, str(args.file)).splitlines()))

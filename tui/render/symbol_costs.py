@@ -53,7 +53,7 @@ def side_text(side: SideCost, where: str) -> str:
     lines = [f"{len(side.sessions)} session{'s' * (len(side.sessions) != 1)} in {where}:"]
     lines += [f"  {s.file}" for s in side.sessions]
     body = cost_lines(side)
-    return "\n".join(lines + (body or ["", "no hot symbols (perf off or it did not run)"]))
+    return "\n".join(lines + (body or ["", f"no hot symbols ({side.why or 'perf did not run'})"]))
 
 
 def cost_json(side: SideCost, top: int = 30) -> dict[str, Any]:
