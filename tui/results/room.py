@@ -60,16 +60,16 @@ class Room:
         is full (what room is left is for the last line)."""
         if not self.supported or self.held - self.end >= line + LAST_ROOM:
             return True
-        want = max(ROOM, line + LAST_ROOM)
-        self.asked = max(self.asked, self.end + want)
-        err = _call(self.fd, _KEEP_SIZE, self.end, want)
-        if err == 0:
-            self.held = self.end + want
-            return True
-        if err in _FULL:
-            return False
-        self.supported = False          # EOPNOTSUPP, ENOSYS, EINVAL...: no room kept
-        return True
+        for want in (max(ROOM, line + LAST_ROOM), line + LAST_ROOM):   # then what it takes
+            self.asked = max(self.asked, self.end + want)
+            err = _call(self.fd, _KEEP_SIZE, self.end, want)
+            if err == 0:
+                self.held = self.end + want
+                return True
+            if err not in _FULL:
+                self.supported = False  # EOPNOTSUPP, ENOSYS, EINVAL...: no room kept
+                return True
+        return False
 
     def last(self, line: bytes) -> bool:
         """`line` written where the next was to go (over what the disk cut, if it did) and the
