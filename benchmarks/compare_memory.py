@@ -4,8 +4,9 @@ command, against reading the same files (`hotloop show` of both), in one run.
 Plans allow a million runs; an earlier compare bootstrapped 9,999 resamples of every run and
 held them all (1,000 runs a side took 340 MB, 5,000 took 1.28 GB).  Now every method is
 O(runs log runs) and holds the runs once, as columns (results/runs.py), read a line at a time,
-perf window lines checked and not kept: the targets are compare at 300,000 runs a side under
-250 MB, and show of a file with 32,000 perf windows (8 hours) under 100 MB.  The last table:
+perf window lines checked and not kept, and a side's values as arrays of 8-byte numbers (no
+float object a run): the targets are compare at 300,000 runs a side in at most 150 MB, and
+show of a file with 32,000 perf windows (8 hours) under 100 MB.  The last table:
 show of a file of 30,000 window lines of 30 symbols each, and compare of it against a copy.
 `--tree DIR` measures another checkout's package (DIR holding `hotloop/`), for a before.
 
@@ -115,7 +116,7 @@ def main() -> None:
     print("|" + "---:|" * len(head))
     for n, rm, rt, cm, ct in rows:
         print(f"| {n:,} | {rm:.0f} MB | {rt:.1f} s | {cm:.0f} MB | {ct:.1f} s | "
-              f"{cm / rm:.2f} | {'< 250 MB' if n >= 300000 else ''} |")
+              f"{cm / rm:.2f} | {'<= 150 MB' if n == 300000 else ''} |")
     if win is not None:
         size, sm, st, cm, ct = win
         print()

@@ -6,12 +6,16 @@ Each row runs a reference (the AF_UNIX seqpacket stream test's program compiled 
 run time, dd, perf bench) and the matching hotloop workload alternately,
 a few runs of one then a few of the other, so drift of the machine hits both.
 The ratio is hotloop / reference oriented so that 1.00 means "the same" and
-above 1 means hotloop measured the faster number.
+above 1 means hotloop measured the faster number: each round's (the medians of its runs of
+each), printed as the least, the median and the largest over the rounds, so the spread shows
+beside the pooled one (the medians of all the runs of each).
 """
 from __future__ import annotations
 
 import argparse
+import functools
 import json
+import os
 import re
 import statistics
 import subprocess
@@ -22,7 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-SEEDS = ROOT.parent / "shared" / "seeds"
+# the seqpacket stream test's source: beside the checkout, or where HOTLOOP_SEEDS says
+SEEDS = Path(os.environ.get("HOTLOOP_SEEDS") or ROOT.parent / "shared" / "seeds")
 Runner = Callable[[int], list[float]]
 
 
@@ -48,6 +53,7 @@ def hotloop_runner(workload: str, cpu: str, *params: str) -> Runner:
     return run
 
 
+@functools.cache
 def seed_program() -> Path:
     """The seqpacket stream test's program, compiled with gcc -O2 (never committed)."""
     text = next(SEEDS.glob("000_*.txt")).read_text()
@@ -59,9 +65,9 @@ def seed_program() -> Path:
     return d / "stream_test"
 
 
-def seed_runner(binary: Path, taskset: str | None) -> Runner:
+def seed_runner(taskset: str | None) -> Runner:
     def run(n: int) -> list[float]:
-        cmd = ([ "taskset", "-c", taskset] if taskset else []) + [str(binary)]
+        cmd = (["taskset", "-c", taskset] if taskset else []) + [str(seed_program())]
         return [float(subprocess.run(cmd, capture_output=True, text=True, check=True).stdout)
                 for _ in range(n)]
     return run
@@ -95,11 +101,10 @@ def perf_bench_runner(args: list[str], pattern: str, taskset: str | None = None)
 def rows(only: str | None) -> list[Row]:
     from hotloop import catalog
     have = catalog.load().workloads
-    seed = seed_program()
     table = [
-        Row("seqpacket vs the stream test (same-core)", "B/s", True, seed_runner(seed, "0"),
+        Row("seqpacket vs the stream test (same-core)", "B/s", True, seed_runner("0"),
             hotloop_runner("seqpacket", "same-core"), ">= 0.97"),
-        Row("seqpacket vs the stream test (unpinned)", "B/s", True, seed_runner(seed, None),
+        Row("seqpacket vs the stream test (unpinned)", "B/s", True, seed_runner(None),
             hotloop_runner("seqpacket", "default"), ">= 0.97"),
         Row("zero_null vs dd count=1M", "B/s", True, dd_runner,
             hotloop_runner("zero_null", "default"), ">= 1.00"),
@@ -121,19 +126,30 @@ def main() -> None:
     ap.add_argument("--per-round", type=int, default=3)
     ap.add_argument("--only")
     args = ap.parse_args()
-    print(f"{'comparison':<44} {'reference':>12} {'hotloop':>12} {'ratio':>7}  target")
+    print("| comparison | reference | hotloop | pooled ratio | rounds' ratio: min | median | "
+          "max | target |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
     for row in rows(args.only):
         ref: list[float] = []
         hot: list[float] = []
+        each: list[float] = []              # a round's ratio: its medians
         for _ in range(args.rounds):        # interleaved: ABAB...
-            ref += row.reference(args.per_round)
-            hot += row.hotloop(args.per_round)
+            rr, hh = row.reference(args.per_round), row.hotloop(args.per_round)
+            ref += rr
+            hot += hh
+            each.append(ratio_of(row, statistics.median(rr), statistics.median(hh)))
         r, h = statistics.median(ref), statistics.median(hot)
-        ratio = h / r if row.higher_is_better else r / h
-        print(f"{row.name:<44} {r:>12.4g} {h:>12.4g} {ratio:>7.3f}  {row.target} "
-              f"({row.unit}, n={len(ref)}+{len(hot)})", flush=True)
+        print(f"| {row.name} | {r:.4g} {row.unit} | {h:.4g} {row.unit} | "
+              f"{ratio_of(row, r, h):.3f} | {min(each):.3f} | {statistics.median(each):.3f} | "
+              f"{max(each):.3f} | {row.target} (n={len(ref)}+{len(hot)}, "
+              f"{len(each)} rounds) |", flush=True)
     if args.only is None or "pool" in args.only:
         harness_cost(args.rounds * args.per_round)
+
+
+def ratio_of(row: Row, reference: float, hotloop: float) -> float:
+    """hotloop against the reference, 1.00 the same, above 1 hotloop's number the faster."""
+    return hotloop / reference if row.higher_is_better else reference / hotloop
 
 
 def harness_cost(runs: int) -> None:
@@ -145,8 +161,8 @@ def harness_cost(runs: int) -> None:
                                     check=True).stdout)
     ns = statistics.median(r["ns"] / r["ops"] for r in doc["runs"])
     cycles = statistics.median(r["cycles"] / r["ops"] for r in doc["runs"])
-    print(f"{'pool baseline (the empty loop)':<44} {'':>12} {ns:>9.3f} ns/op, "
-          f"{cycles:.2f} TSC cycles/op: the harness's own cost per op (n={runs})")
+    print(f"| pool baseline (the empty loop) | | {ns:.3f} ns/op, {cycles:.2f} TSC cycles/op | | "
+          f"| | | the harness's own cost per op (n={runs}) |")
 
 
 if __name__ == "__main__":

@@ -11,7 +11,15 @@ thermal, page cache) hits them all alike. The recorder runs exactly as in a sess
     python benchmarks/perf_overhead.py --workload zero_null [--param count=300000]
                                        [--cpu-profile same-core] [--rounds 5] [--reps 6]
 
+    python benchmarks/perf_overhead.py --commands zero_null [--param count=400000]
+                                       [--runs 10] [--rounds 10] [--cpu-profile default]
+
 Prints per-configuration median repetition time and the slowdown vs perf off.
+With --commands, whole `hotloop run` commands as users run them, one with perf (its default)
+and one with --no-perf, in turn (the order swapped every round): each round's slowdown of the
+runs' median and of the command's wall time, as the least, the median and the largest over the
+rounds, and the slowdown by a run's place in its session (the first run, the second, the rest:
+what perf's start costs shows in the first).
 With --workload, the real hotloop sessions run instead of a synthetic child: perf
 off and each perf configuration as interleaved sessions (one repetition each in
 turn, see tui/interleave.py), and the table gives the workload's own metric.
@@ -129,6 +137,54 @@ async def workload_mode(args: argparse.Namespace, configs: list[str]) -> None:
         print(f"{c:>10}  {m:12.4g}  {cv:5.1f}  {slow:>10}   ({unit})")
 
 
+def command_mode(args: argparse.Namespace) -> None:
+    import subprocess
+    import tempfile
+    from pathlib import Path
+
+    from hotloop import results
+    tmp = Path(tempfile.mkdtemp(prefix="hotloop-perf-commands-"))
+    rounds: list[dict[str, tuple[list[float], float]]] = []
+    hib = True
+    for r in range(args.rounds):
+        got: dict[str, tuple[list[float], float]] = {}
+        for mode in (("perf", "no-perf") if r % 2 == 0 else ("no-perf", "perf")):
+            out = tmp / f"{r}-{mode}.jsonl"
+            argv = [sys.executable, "-m", "hotloop", "run", args.commands, "--runs",
+                    str(args.runs), "--cpu", args.cpu_profile, f"--{mode}", "--format", "json",
+                    "--out", str(out), *(x for p in args.param for x in ("--param", p))]
+            t = time.perf_counter()
+            subprocess.run(argv, check=True, stdout=subprocess.DEVNULL)
+            wall = time.perf_counter() - t
+            res = results.read(out)
+            hib = res.workload.higher_is_better
+            got[mode] = (list(res.values), wall)
+        rounds.append(got)
+        print(f"round {r + 1}/{args.rounds} done", file=sys.stderr)
+
+    def slower(on: float, off: float) -> float:     # + : perf made it slower
+        return 100 * ((off / on if hib else on / off) - 1)
+
+    def spread(xs: list[float]) -> str:
+        return f"{min(xs):+.1f}% | {statistics.median(xs):+.1f}% | {max(xs):+.1f}%"
+    runs = [slower(statistics.median(g["perf"][0]), statistics.median(g["no-perf"][0]))
+            for g in rounds]
+    walls = [100 * (g["perf"][1] / g["no-perf"][1] - 1) for g in rounds]
+    print(f"{args.commands} {' '.join(args.param)} cpu {args.cpu_profile}, {args.runs} runs a "
+          f"command, {args.rounds} rounds; median run {statistics.median(rounds[0]['no-perf'][0]):.4g}"
+          f" without perf")
+    print("| slowdown with perf | least | median | largest |")
+    print("| --- | ---: | ---: | ---: |")
+    print(f"| the runs' median, a round | {spread(runs)} |")
+    print(f"| the command's wall time, a round | {spread(walls)} |")
+    for name, at in (("the first run", slice(0, 1)), ("the second run", slice(1, 2)),
+                     ("the runs after", slice(2, None))):
+        each = [slower(statistics.median(g["perf"][0][at]), statistics.median(g["no-perf"][0][at]))
+                for g in rounds if g["perf"][0][at]]
+        if each:
+            print(f"| {name}, a round | {spread(each)} |")
+
+
 async def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--workload", help="measure this hotloop workload's sessions instead")
@@ -139,7 +195,13 @@ async def main() -> None:
     ap.add_argument("--loops", type=int, default=60000, help="read/write pairs per repetition")
     ap.add_argument("--configs", default="off,99,499,999,1999,3999,999fp,999dwarf")
     ap.add_argument("--cpu", type=int, default=0, help="pin the workload here (-1: unpinned)")
+    ap.add_argument("--commands", metavar="WORKLOAD",
+                    help="whole `hotloop run` commands of it, with perf and --no-perf in turn")
+    ap.add_argument("--runs", type=int, default=10, help="--commands: runs a command")
     args = ap.parse_args()
+    if args.commands:
+        command_mode(args)
+        return
     configs = args.configs.split(",")
     if args.workload:
         await workload_mode(args, configs)

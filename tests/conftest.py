@@ -53,7 +53,8 @@ SYSCTL_LOCK = Path("/tmp/hotloop-tests-sysctls.lock")
 GROUPS = {
     "machine": SYSCTLS | {"test_hosts.py", "test_sshd_fixture.py"},
     "perf": {"test_perf.py", "test_perf_session.py", "test_annotate.py", "test_differential.py",
-             "test_stopped_session.py", "test_perf_budget.py"},
+             "test_stopped_session.py", "test_perf_budget.py", "test_disk_full.py",
+             "test_perf_start.py"},
     "install": {"test_install.py"},     # its module's venv is made once
 }
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import bisect
 import math
 import statistics
+import sys
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
@@ -28,7 +29,10 @@ def summarize(values: Sequence[float]) -> Summary | None:
         return None
     mean = statistics.fmean(values)
     stdev = statistics.stdev(values) if len(values) > 1 else 0.0
-    return Summary(len(values), statistics.median(values), mean, stdev,
+    np = sys.modules.get("numpy")       # loaded (compare): the same median, without a list of
+    median = float(np.median(np.asarray(values, dtype=float))) if np is not None \
+        else statistics.median(values)  # a float object a run (300,000 runs a side)
+    return Summary(len(values), median, mean, stdev,
                    stdev / mean if mean else 0.0, min(values), max(values))
 
 

@@ -147,6 +147,11 @@ def test_a_kernel_symbol_without_the_kernels_code_is_one_line(kept, cli):
     line, = done.stderr.splitlines()
     assert line.startswith(f"hotloop: {name} is a kernel symbol: the kernel's code is not here")
     assert "perf buildid-cache" in line and "--vmlinux PATH" in line
+    # what of /proc/kcore is missing: the file (this kind of VM's kernel), or root's right
+    if not os.path.exists("/proc/kcore"):
+        assert "this kernel has no /proc/kcore (CONFIG_PROC_KCORE)" in line
+    else:
+        assert "/proc/kcore is root's to read" in line or "perf did not read" in line
     doctor = hotloop("doctor").stdout
     assert "no   annotate kernel" in doctor
 

@@ -64,3 +64,39 @@ def test_a_run_stopped_by_ctrl_c_has_hot_symbols_that_show_and_annotate(
     assert annotated.returncode == 0, annotated.stderr
     assert json.loads(annotated.stdout)["samples"] > 0
     assert leftovers(grace=5) == []
+
+
+@needs_perf
+def test_show_dir_of_a_killed_session_says_perf_ran_and_finishes_its_data(
+        tmp_path, leftovers, monkeypatch):
+    """hotloop SIGKILLed mid-session, its perf data's entry in a state directory `show` does
+    not read (another HOME, another user's): `show DIR` says perf ran but the session has no
+    end, not that perf was off, and leaves its perf data compressed, nothing plain."""
+    d = tmp_path / "res"
+    out = d / "killed.jsonl"
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    proc = subprocess.Popen([sys.executable, "-m", "hotloop", "run", "zero_null", "--runs",
+                             "100000", "--warmup", "0", "--param", "count=300000", "--perf",
+                             "--keep-perf", "--out", str(out)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        _wait_for_windows(out, 3, proc)
+        proc.kill()
+        proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert leftovers() == []            # perf, gzip and the worker went with it
+    plain = [p.name for p in (d / "killed.perf").iterdir()
+             if p.name.startswith("perf.data") and not p.name.endswith(".gz")]
+    assert plain, "nothing was left plain: the test shows nothing"
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "another-state"))
+    shown = hotloop("show", str(d))
+    assert shown.returncode == 0, shown.stderr
+    assert "perf ran (" in shown.stdout and "no last line" in shown.stdout, shown.stdout
+    assert "perf off" not in shown.stdout and "did not run" not in shown.stdout
+    assert "perf data of a session that did not end finished" in shown.stderr
+    assert not [p.name for p in (d / "killed.perf").iterdir()
+                if p.name.startswith("perf.data") and not p.name.endswith(".gz")]
+    assert list((d / "killed.perf").glob("perf.data.*.gz"))
+    again = hotloop("show", str(out))
+    assert again.returncode == 0 and "finished" not in again.stderr     # once

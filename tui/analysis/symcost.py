@@ -77,7 +77,7 @@ class SessionCost:
 
 def _why_none(r: Result, samples: int) -> str:
     if not samples:
-        return "no perf samples (perf off or it did not run)"
+        return r.symbols_missing or "perf sampled nothing of the worker"
     if r.finished is None:
         return "partial session: perf stat's counters come with its last line"
     clock = r.finished.counters.get("task-clock")

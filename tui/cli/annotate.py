@@ -9,7 +9,7 @@ from pathlib import Path
 from hotloop import results
 from hotloop.catalog.loader import did_you_mean
 from hotloop.errors import HotloopError
-from hotloop.perf.annotate import NO_KERNEL_CODE, Annotation, KernelCodeMissing
+from hotloop.perf.annotate import Annotation, KernelCodeMissing, no_kernel_code
 from hotloop.render import annotation
 from hotloop.results import Result
 from hotloop.results.annotating import annotate_symbol as _annotate
@@ -78,7 +78,7 @@ def cmd_annotate(args: argparse.Namespace) -> int:
             skipped.append(symbol)
     if missing:
         print(f"hotloop: kernel symbols not annotated ({visible(', '.join(missing))}): "
-              f"{NO_KERNEL_CODE}", file=sys.stderr)
+              f"{no_kernel_code()}", file=sys.stderr)
     missing += skipped
     if not done:
         raise HotloopError(f"none of the {args.top} hottest symbols could be annotated "

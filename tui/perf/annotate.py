@@ -50,6 +50,20 @@ KERNEL_FIXES = ("pass --vmlinux PATH (a vmlinux of this kernel's build), install
 
 NO_KERNEL_CODE = ("the kernel's code is not here to annotate (no /proc/kcore, no vmlinux of "
                   "this build): " + KERNEL_FIXES)
+KCORE = "/proc/kcore"
+
+
+def no_kernel_code() -> str:
+    """NO_KERNEL_CODE, saying what of /proc/kcore is missing here: the file (a kernel built
+    without it), the right to read it (root's: CAP_SYS_RAWIO), or perf's use of it."""
+    if not os.path.exists(KCORE):
+        why = f"this kernel has no {KCORE} (CONFIG_PROC_KCORE)"
+    elif not os.access(KCORE, os.R_OK):
+        why = f"{KCORE} is root's to read (CAP_SYS_RAWIO): annotate as root"
+    else:
+        why = f"perf did not read the kernel's code from {KCORE}"
+    return (f"the kernel's code is not here to annotate ({why}; no vmlinux of this build): "
+            + KERNEL_FIXES)
 
 # "      38 :   25fd:   add    $0x1,%r14"
 _INSN = re.compile(r"^\s*(\d+)\s+:\s+([0-9a-f]+):\s+(.*?)\s*$")
@@ -77,6 +91,7 @@ class Annotation:
     instructions: list[Instruction] = field(default_factory=list)
     files: int = 0                      # perf.data files (windows) with samples of it
     sampled_from: int = 0               # counted an even spread of this many windows (0: all)
+    code: str = ""                      # a kernel symbol's: where its code was read from
 
     @property
     def samples(self) -> int:
@@ -313,7 +328,9 @@ def _annotate(how: _How, files: list[Path], tally: addrs.Tally | None = None,
         if path == where:
             at = bisect.bisect_right(starts, starts[0] + off) - 1
             insns[max(at, 0)].samples += n
-    return Annotation(symbol, short(where), insns, files=windows)
+    code = "" if where != KERNEL_DSO else how.vmlinux or kernel_code_here(
+        how.build_ids.get(KERNEL_DSO)).removesuffix(" readable")
+    return Annotation(symbol, short(where), insns, files=windows, code=code)
 
 
 def _window(f: Path) -> str:
@@ -373,7 +390,7 @@ def _disassemble(runner: PerfRuns, data: Path, symbol: str, dso: str) -> list[In
                            "-s", symbol, "-d", dso], data)
     said = done.stdout + done.stderr
     if "No vmlinux file" in said or "vmlinux" in said and "ouldn't annotate" in said:
-        raise KernelCodeMissing(f"{symbol} is a kernel symbol: {NO_KERNEL_CODE}")
+        raise KernelCodeMissing(f"{symbol} is a kernel symbol: {no_kernel_code()}")
     _, insns = parse(done.stdout)
     if not insns:
         tail = [ln.strip() for ln in said.splitlines() if ln.strip()]
@@ -391,7 +408,7 @@ def _kernel_annotates(symbol: str, vmlinux: str | None, build_ids: dict[str, str
                            f"to disassemble it from")
     _check_build(KERNEL_DSO, build_ids, vmlinux)
     if not vmlinux and not kernel_code_here(build_ids.get(KERNEL_DSO)):
-        raise KernelCodeMissing(f"{symbol} is a kernel symbol: {NO_KERNEL_CODE}")
+        raise KernelCodeMissing(f"{symbol} is a kernel symbol: {no_kernel_code()}")
 
 
 def _perf_cache() -> Path:
@@ -403,8 +420,8 @@ def kernel_code_here(build_id: str | None = None) -> str:
     """Where perf would read the running kernel's code from (its build id `build_id`, when
     known), or "": /proc/kcore, a vmlinux in one of perf's places, or perf's build-id
     cache."""
-    if os.access("/proc/kcore", os.R_OK):
-        return "/proc/kcore readable"
+    if os.access(KCORE, os.R_OK):
+        return f"{KCORE} readable"
     release = platform.release()
     for place in VMLINUX_PLACES:
         path = place.format(r=release)

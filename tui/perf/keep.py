@@ -41,6 +41,9 @@ from hotloop.perf.control import killpg, spare_cpus
 GZIP_LEVEL = 6                  # gzip's own default: -9 took 3 times the CPU for 4% smaller files
 WINDOW_FILE = re.compile(r"perf\.data\.[0-9]+")     # a window perf completed (rotated)
 UNFINISHED = "perf.data"        # the window perf was writing when it was killed: no header
+# Keeping stops once the file system's free space is below the least of this and a tenth of
+# its size: the result file beside the data comes first (its lines, a window's every second)
+FREE_FLOOR = 64_000_000
 # what a window dropped before perf script read it says, in its place in the result file
 DROPPED_UNREAD = "dropped unread: perf script fell behind (within perf_keep_mb)"
 
@@ -145,6 +148,7 @@ class KeptWindows:
         self._said = False
         self._said_unread = False
         self._failed = False
+        self.full = False               # keeping stopped: the disk's free space ran low
 
     def dumped(self, index: int, path: str) -> None:
         """perf completed window `index` (`path`): counted from now, and the whole held to
@@ -186,7 +190,7 @@ class KeptWindows:
         w = self.waiting.setdefault(index, KeptWindow(index, path, size))
         self.read.add(index)
         self.busy.add(index)            # this call's, until it is kept or dropped
-        if index % self.stride:
+        if index % self.stride or self.low():
             self._drop(w)
             return
         if self.compress and not self._failed:
@@ -231,7 +235,7 @@ class KeptWindows:
             index = waiting.get(plain)
             if index is None:
                 index, nxt = nxt, nxt + 1
-            if index % self.stride:     # off the stride reached: it would go at once
+            if index % self.stride or self.low():   # off the stride: it would go at once
                 self._drop(KeptWindow(index, path, 0))
                 with contextlib.suppress(OSError):      # and a half-written .gz of it
                     os.unlink(os.path.join(self.directory, plain + ".gz"))
@@ -251,6 +255,27 @@ class KeptWindows:
         self.kept.sort(key=lambda k: k.index)
         self.writing = 0        # perf is done: nothing more is being written
         self.thin()
+
+    def low(self) -> bool:
+        """Whether keeping has stopped, or stops now, the file system's free space below
+        FREE_FLOOR or a tenth of its size (said once)."""
+        if self.full:
+            return True
+        try:
+            st = os.statvfs(self.directory)
+        except OSError:
+            return False
+        free, floor = st.f_bavail * st.f_frsize, min(FREE_FLOOR, st.f_blocks * st.f_frsize // 10)
+        if free >= floor:
+            return False
+        self.full = True
+        n = len(self.kept)
+        self._say(f"perf data no longer kept: {self.directory} has {free / 1e6:.1f} MB free, "
+                  f"below the {floor / 1e6:.1f} MB kept free for the result file (the least of "
+                  f"{FREE_FLOOR // 1_000_000} MB and a tenth of the file system); the "
+                  f"{n} window{'s' * (n != 1)} kept so far stay{'s' * (n == 1)}, and every "
+                  f"window's hot symbols stay in the result file")
+        return True
 
     def plain_bytes(self, preexisting: set[str]) -> int:
         """How much of this session's data is still as perf wrote it."""

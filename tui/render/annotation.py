@@ -20,7 +20,7 @@ def _title(a: Annotation) -> str:
     return (f"{a.symbol} in {a.dso or '?'}: {a.samples} sample{'' if a.samples == 1 else 's'}"
             f" in {a.files} perf window{'' if a.files == 1 else 's'}"
             + (f" (an even spread of the {a.sampled_from} holding it)" if a.sampled_from
-               else ""))
+               else "") + (f"; the kernel's code from {a.code}" if a.code else ""))
 
 
 def text(a: Annotation, by_share: bool = False) -> str:
@@ -50,7 +50,7 @@ def _insn(a: Annotation, i: Instruction) -> dict[str, Any]:
 
 def document(a: Annotation) -> dict[str, Any]:
     return {"symbol": a.symbol, "dso": a.dso, "samples": a.samples, "windows": a.files,
-            "sampled_from": a.sampled_from,
+            "sampled_from": a.sampled_from, "code": a.code or None,
             "instructions": [_insn(a, i) for i in a.instructions]}
 
 

@@ -355,13 +355,12 @@ def hot_lines(result: Result) -> list[str]:
 
 def side_mail(sessions: Sequence[Result], side: SideCost, where: str) -> str:
     """`show DIR --format mail`: a side's sessions and their symbols' costs."""
-    from hotloop.render.symbol_costs import cost_lines
+    from hotloop.render.symbol_costs import cost_lines, no_symbols
     first = sessions[0].header
     out = wrap(f"hotloop show: {safe(first.workload.name)}, {len(sessions)} session"
                f"{'s' * (len(sessions) != 1)} in {safe(where)}", WIDTH, "  ", "")
     out += [""] + measured([sessions], [safe(first.variant or first.label)])
-    out += cost_lines(side, columns=WIDTH) or ["", "no hot symbols (perf off or it did not "
-                                                   "run)"]
+    out += cost_lines(side, columns=WIDTH) or no_symbols(side, WIDTH)
     return "\n".join(bound(out + _footer([sessions]), WIDTH)) + "\n"
 
 

@@ -62,8 +62,12 @@ def side_text(side: SideCost, where: str, columns: int | None = None) -> str:
     for s in side.sessions:
         lines += wrap(safe(s.file), width, "    ", "  ")
     body = cost_lines(side, columns=width)
-    return "\n".join(bound(lines + (body or ["", "no hot symbols (perf off or it did not "
-                                                 "run)"]), width))
+    return "\n".join(bound(lines + (body or no_symbols(side, width)), width))
+
+
+def no_symbols(side: SideCost, width: int) -> list[str]:
+    """Why a side has no hot symbols, in lines of `width`."""
+    return [""] + wrap(f"no hot symbols ({safe(side.why or 'perf did not run')})", width)
 
 
 def cost_json(side: SideCost, top: int = 30) -> dict[str, Any]:

@@ -11,6 +11,7 @@ import stat
 from pathlib import Path
 
 from hotloop.results.liveness import being_written
+from hotloop.results.reader import Result
 
 
 def perf_dir(path: Path) -> Path:
@@ -211,6 +212,16 @@ def finish(result: Path, budget_mb: int) -> str | None:
             f"window{'s' * (kept.compressed != 1)} compressed, {kept.dropped} thinned out"
             + (f", {len(gone)} older run{'s' * (len(gone) != 1)}' removed" if gone else "")
             + f"; within {budget_mb} MB, plan key perf_keep_mb)")
+
+
+def finish_unended(result: Result) -> str | None:
+    """The perf data of the session of `result` when it did not reach its end and nothing
+    writes it now (killed, whatever state directory its entry went to: another user's, another
+    HOME): finished as `finish` does; what was done, in a line (None: nothing to do)."""
+    if result.finished is not None or result.failed is not None \
+            or not result.header.perf_data or being_written(result.path) is not False:
+        return None
+    return finish(result.path, result.header.plan.perf_keep_mb)
 
 
 def finish_left() -> list[str]:

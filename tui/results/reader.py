@@ -41,6 +41,7 @@ class Result:
     finished: ev.Finished | None = None
     failed: ev.Failed | None = None
     digest: str = ""                    # sha256 of the file as read: a session's identity
+    perf_windows: int = 0               # perf window lines in the file (read or not)
 
     def add(self, event: ev.Event) -> None:
         """One more event of the session (the header came first: `header`)."""
@@ -70,6 +71,24 @@ class Result:
                      if not p.started), None) if self.header.perf else None
 
     @property
+    def symbols_missing(self) -> str:
+        """Why the file has no hot symbols of the whole session, "" when it has them: perf
+        off, perf not started, or a session that perf sampled but that never reached its end
+        (killed, or still running), whose windows were never summed."""
+        if self.session_symbols is not None:
+            return ""
+        if not self.header.perf:
+            return "perf was off"
+        if self.perf_not_started:
+            return f"perf did not start ({self.perf_not_started})"
+        n = self.perf_windows
+        if n and self.finished is None and self.failed is None:
+            return (f"perf ran ({n} window{'s' * (n != 1)} in the file), but the session has "
+                    f"no last line (killed, or still running): its hot symbols are summed at "
+                    f"its end")
+        return "perf sampled nothing of the worker"
+
+    @property
     def windows(self) -> list[ev.HotSymbols]:
         """The hot symbols of each perf window and run (not the session's), in order: read
         from the file the first time they are asked for."""
@@ -84,6 +103,8 @@ class Result:
 
     @property
     def values(self) -> list[float]:
+        """Every run's value, in order, as a list (`runs.values`: the array they are held in,
+        8 bytes a run, not a list's 32)."""
         return self.runs.values.tolist()
 
     @property
@@ -160,8 +181,8 @@ def decode_line(line: str | bytes) -> ev.Event:
 _WINDOW, _WINDOW_SCOPE = b'{"type":"hot_symbols"', b'"scope":"window"'
 
 
-def _events(path: Path, digest: Any = None,
-            want_windows: bool = True) -> Iterator[tuple[int, ev.Event]]:
+def _events(path: Path, digest: Any = None, want_windows: bool = True,
+            counted: list[int] | None = None) -> Iterator[tuple[int, ev.Event]]:
     """The file's events, each line checked; HotloopError (one line: file, line, what is
     wrong) at the first that is not one.  A line that is not JSON is what a crash cut
     short when it is the last: the events before it stand.  Without `want_windows`, a perf
@@ -174,6 +195,8 @@ def _events(path: Path, digest: Any = None,
         if cut is not None:             # a line after one that was not JSON
             raise HotloopError(cut)
         if not want_windows and raw.startswith(_WINDOW) and _WINDOW_SCOPE in raw:
+            if counted is not None:     # `counted[0]`: the windows passed over
+                counted[0] += 1
             continue                    # a perf window's, as hotloop writes it: not parsed
         try:
             line = raw.decode("utf-8")
@@ -190,6 +213,8 @@ def _events(path: Path, digest: Any = None,
             continue
         except ValueError as e:
             raise HotloopError(f"{path}:{no}: not a hotloop result line: {e}") from None
+        if isinstance(event, ev.HotSymbols) and event.scope == "window" and counted is not None:
+            counted[0] += 1
         if not want_windows and isinstance(event, ev.HotSymbols) and event.scope != "session":
             continue
         yield no, event
@@ -224,7 +249,8 @@ def read(path: Path, windows: bool = False) -> Result:
     checked, when `Result.windows` asks for them (or `windows`: read now)."""
     digest = hashlib.sha256()
     result: Result | None = None
-    for no, event in _events(path, digest, want_windows=windows):
+    counted = [0]
+    for no, event in _events(path, digest, want_windows=windows, counted=counted):
         if result is None:
             if not isinstance(event, ev.Started):
                 raise HotloopError(f"{path}:{no}: not a hotloop result (no header line)")
@@ -242,4 +268,5 @@ def read(path: Path, windows: bool = False) -> Result:
     if result is None:
         raise HotloopError(f"{path}: empty, not a hotloop result")
     result.digest = digest.hexdigest()
+    result.perf_windows = counted[0]
     return result

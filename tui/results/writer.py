@@ -8,6 +8,7 @@ what a crash leaves: it reads back as partial, with every run it holds.
 from __future__ import annotations
 
 import dataclasses
+import errno
 import fcntl
 import json
 import math
@@ -26,6 +27,7 @@ from hotloop.host.procs import pid_gone
 from hotloop.paths import RESULTS
 from hotloop.results import gone
 from hotloop.results.perf_data import perf_dir
+from hotloop.results.room import Room
 
 
 def default_path(plan_name: str, directory: Path = RESULTS) -> Path:
@@ -229,7 +231,10 @@ class Writer:
 
     The first line that cannot be written raises WriteFailed; the file removed
     during the run (its directory deleted) counts as that too, since every line
-    after would be lost.  Later writes do nothing: the session is stopping."""
+    after would be lost.  Later writes do nothing: the session is stopping.  A full disk
+    is known before a line is cut: the file keeps room allocated beyond its end
+    (results/room.py), and once no more can be had, its last line, written in that room,
+    says the disk is full."""
 
     def __init__(self, path: Path, on_exists: str = "rename"):
         assert on_exists in ON_EXISTS
@@ -240,6 +245,9 @@ class Writer:
         self._temp: Path | None = None          # the hidden file, until it is at `path`
         self._named = True                      # False: the first line gives it its name
         self._old = -1                          # "replace": the old file, locked meanwhile
+        self._room: Room | None = None          # kept for the last line (a regular file)
+        self._runs = 0                          # measured runs written
+        self._variant = ""
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             self._fd = self._create(path, sweep_temps(path.parent))
@@ -347,6 +355,9 @@ class Writer:
             if os.pwrite(self._fd, data, 0) != len(data):
                 raise OSError(28, os.strerror(28))
             os.lseek(self._fd, len(data), os.SEEK_SET)
+            self._room = Room(self._fd, len(data))
+            if not self._room.make(0):  # full already: no name, no file without room
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
             os.fdatasync(self._fd)      # the name never comes before the line, even on a crash
             try:
                 os.link(self._temp, self.path)
@@ -399,16 +410,39 @@ class Writer:
                 except HotloopError as e:       # the name taken meanwhile, an --out
                     self.error = WriteFailed(str(e))
                     raise self._failed("") from None
-            data = memoryview(encode_line(event).encode())
+            line = encode_line(event).encode()
+            if self._room is not None and not self._room.make(len(line)):
+                raise self._full(os.strerror(errno.ENOSPC))
+            data = memoryview(line)
             while data:
                 data = data[os.write(self._fd, data):]
+            if self._room is not None:
+                self._room.wrote(len(line))
             if self._regular and os.fstat(self._fd).st_nlink == 0:
                 raise self._failed(f"{gone.since(self.path)} during the run")
         except OSError as e:
+            if e.errno in (errno.ENOSPC, errno.EDQUOT) and self._room is not None:
+                raise self._full(e.strerror or str(e)) from None     # no room was kept
             raise self._failed(e.strerror or str(e)) from None
+        if isinstance(event, ev.Started):
+            self._variant = event.variant
+        if isinstance(event, ev.RunSample) and not event.warmup:
+            self._runs += 1
         if self._temp is not None and isinstance(event, ev.RunSample):
             self._commit()
         return event
+
+    def _full(self, why: str) -> WriteFailed:
+        """The disk is full: the last line, saying so, written where the next was to go (in
+        the room kept for it; without one, over what the disk cut, when it fits), and any
+        cut line taken back, so the file ends whole."""
+        assert self._room is not None
+        said = self._temp is None and self._room.last(encode_line(ev.Failed(   # else --force
+            f"the disk is full ({why}): the result file could take no more lines, and the "
+            f"session stopped after {self._runs} run{'s' * (self._runs != 1)}",
+            run=self._runs, variant=self._variant)).encode())
+        return self._failed(f"{why}: the disk is full" + (
+            " (the file's last line says so)" if said else ""))
 
     def try_write(self, event: ev.Event) -> None:
         """Append one line if the file still takes it (on the way out: a cancel or a
@@ -427,6 +461,8 @@ class Writer:
             self.discard()
             return
         try:
+            if self._room is not None:
+                self._room.release()
             if self._regular:
                 os.fsync(self._fd)
             if self._temp is not None and self.error is None:

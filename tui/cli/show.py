@@ -1,0 +1,81 @@
+"""`hotloop show`: a result file's report (or its runs), or a directory's sessions' symbol
+costs, in a format, and as an SVG picture when asked."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from hotloop import results
+from hotloop.errors import HotloopError
+from hotloop.render import report
+from hotloop.render.layout import terminal_width
+from hotloop.visible import visible
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    from hotloop.render import svg  # rich: loaded by the commands that can draw, not by run
+    if args.svg is not None:
+        svg.check_target(args.svg)           # before reading anything
+    if args.file.is_dir():                   # a side: its sessions' symbol costs
+        return _show_side(args)
+    result = results.read(args.file)
+    _finish_unended([result])
+    if args.format == "json":
+        print(json.dumps(report.document(result), indent=2))
+    elif args.format == "csv":
+        sys.stdout.write(report.runs_csv(result))
+    elif args.format == "mail":
+        from hotloop.render import mail
+        if args.runs:
+            raise HotloopError("show: --runs lists every run in text; a mail holds the "
+                               "summary and the histogram")
+        sys.stdout.write(mail.show_mail(result))
+    else:
+        print(report.text(result, runs=args.runs, columns=terminal_width()))
+    if args.svg is not None:
+        svg.save(args.svg, svg.coloured(report.text(result, runs=args.runs,
+                                                    columns=svg.WIDE)),
+                 f"hotloop show {args.file.name}")
+        print(f"hotloop: the report as a picture: {visible(str(args.svg))}", file=sys.stderr)
+    return 0
+
+
+def _finish_unended(read: list[results.Result]) -> None:
+    """The perf data a killed session left plain, finished (compressed, within its budget),
+    whatever state directory its entry is in: one line each on stderr."""
+    from hotloop.results.perf_data import finish_unended
+    for r in read:
+        if r.partial and (line := finish_unended(r)):
+            print(f"hotloop: {visible(line)}", file=sys.stderr)
+
+
+def _show_side(args: argparse.Namespace) -> int:
+    """`show DIR`: the per-symbol cost per op of a directory's sessions, with their spread."""
+    from hotloop.analysis.sides import expand, mixed_builds
+    from hotloop.analysis.symcost import side_cost
+    from hotloop.render import svg, symbol_costs
+    if args.format == "csv" or args.runs:
+        raise HotloopError(f"show {args.file}: a directory shows its sessions' symbol costs; "
+                           f"--format csv and --runs are for one result file")
+    sessions = [results.read(p) for p in expand(str(args.file))]
+    _finish_unended(sessions)
+    side = side_cost(sessions)
+    builds = mixed_builds(sessions, str(args.file))     # its sessions ran other code: said
+    if args.format == "json":
+        print(json.dumps({**symbol_costs.cost_json(side),
+                          "warnings": [builds] if builds else []}, indent=2))
+    from hotloop.render import mail
+    if args.format == "mail":
+        sys.stdout.write(mail.side_mail(sessions, side, str(args.file)))
+    if args.format == "text":
+        print(symbol_costs.side_text(side, str(args.file), columns=terminal_width()))
+    if builds and args.format in ("text", "mail"):
+        from hotloop.render.layout import safe, wrap
+        width = terminal_width() if args.format == "text" else mail.WIDTH
+        print("\n" + "\n".join(wrap("warning: " + safe(builds), width, "  ", "")))
+    if args.svg is not None:
+        svg.save(args.svg, svg.coloured(symbol_costs.side_text(side, str(args.file),
+                                                               columns=svg.WIDE)),
+                 f"hotloop show {args.file.name}")
+    return 0
