@@ -18,6 +18,7 @@ from hotloop.analysis import boots, compare, comparison, judge, noise
 from hotloop.analysis.comparison import Verdict
 from hotloop.cli import main
 from hotloop.render import calibration, compare_formats
+from hotloop.render.units import pct
 
 FORMATS = ("text", "md", "org", "csv", "json")
 VM = {"accel": "kvm", "cpus": 2, "memory": "1G", "image": "/boot/vmlinuz-forged"}
@@ -48,7 +49,7 @@ def test_one_session_a_side_within_one_boot_gives_no_verdict_and_no_direction(tm
     assert row.test.boots == boots.ONE and row.test.noise_source == "assumed"
     assert row.test.verdict is Verdict.ONE_A_SIDE and not row.test.significant
     assert not row.test.verdict.called and not row.test.verdict.judged
-    change = f"{row.test.change_pct:+.2f}%"
+    change = pct(row.test.change_pct)
     assert change.startswith("-2")
     said = (f"no verdict: one session a side: cannot tell {change} from a session's offset; "
             f"run 2+ sessions a side or calibrate")

@@ -72,7 +72,7 @@ def test_a_a_is_exactly_zero_and_not_significant(files):
         assert m.test.ci_low is None or m.test.ci_low <= 0.0 <= m.test.ci_high
     assert pair.metadata == []
     text = compare_formats.render(comp)
-    assert "+0.00%" in text and "no significant change" in text
+    assert "+0%" in text and "same within ±5%" in text
 
 
 def test_clearly_different_pair_is_significant_and_directions_follow_the_metric(files,
@@ -463,7 +463,7 @@ def test_interleaved_variants_are_compared_round_by_round(tmp_path, cli):
     same = [str(p) for p in interleaved(tmp_path / "same", (0, 0), rounds=15, processes=5)]
     row_ = next(r for r in json.loads(cli("compare", *same, "--format", "json").stdout)
                 ["comparisons"] if r["metric"] == "bytes/s")
-    assert row_["method"] == "paired" and row_["verdict"] == "no significant change", row_
+    assert row_["method"] == "paired" and row_["verdict"] == "same within ±5%", row_
     # one worker process a variant: no verdict, whatever the numbers
     one = [str(p) for p in interleaved(tmp_path / "one", (0, 1000), rounds=8, processes=1)]
     comparison = json.loads(cli("compare", *one, "--format", "json").stdout)

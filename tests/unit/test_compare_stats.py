@@ -53,26 +53,30 @@ def outcome(**kw) -> Outcome:
                       "significant": True, **kw})
 
 
-@pytest.mark.parametrize("kw, verdict", [
+@pytest.mark.parametrize("kw, verdict, said", [
     # a paired estimate whose medians lie the other way: the interval decides (+2.3% ns/op)
-    ({}, Verdict.BAD),
-    ({"method": "sessions"}, Verdict.BAD),
-    ({"change_pct": -2.3, "ci_low": -4.23, "ci_high": -0.4, "new": 101.0}, Verdict.GOOD),
-    # "significant" with an interval that holds 0 is no direction at all
-    ({"ci_low": -0.1}, Verdict.NO_CHANGE),
-    ({"ci_low": -0.1, "method": "sessions", "half_width_pct": 2.2}, Verdict.WITHIN_NOISE),
-    ({"significant": False, "method": "sessions", "half_width_pct": 2.2}, Verdict.WITHIN_NOISE),
-    ({"method": "exact"}, Verdict.NO_CHANGE),
+    ({}, Verdict.BAD, "slower"),
+    ({"method": "sessions"}, Verdict.BAD, "slower"),
+    ({"change_pct": -2.3, "ci_low": -4.23, "ci_high": -0.4, "new": 101.0}, Verdict.GOOD,
+     "faster"),
+    # "significant" with an interval that holds 0 is no direction at all; inside ±5% it is
+    # the same, wider it cannot tell (the symbol rows' three words)
+    ({"ci_low": -0.1}, Verdict.NO_CHANGE, "same within ±5%"),
+    ({"ci_low": -0.1, "method": "sessions", "half_width_pct": 2.2}, Verdict.WITHIN_NOISE,
+     "same within ±5%"),
+    ({"significant": False, "method": "sessions", "half_width_pct": 2.2}, Verdict.WITHIN_NOISE,
+     "same within ±5%"),
+    ({"method": "exact"}, Verdict.NO_CHANGE, "same within ±5%"),
+    ({"ci_low": -8.0, "ci_high": 12.6, "method": "sessions", "half_width_pct": 10.3,
+      "significant": False}, Verdict.WITHIN_NOISE, "can't tell: ±10% (session noise)"),
+    ({"ci_low": -5.5, "ci_high": 4.0}, Verdict.NO_CHANGE, "can't tell: ±4.8% (session noise)"),
 ])
-def test_the_verdict_follows_the_interval_in_every_mode(kw, verdict):
+def test_the_verdict_follows_the_interval_in_every_mode(kw, verdict, said):
     # ns/op: lower is better, so a change up is worse
     assert judge._verdict(outcome(**kw), False, None) is verdict
     t = judge._test(outcome(**kw), 10, 10, 1, 1, verdict, None)
     assert t.significant == verdict.called
-    words = verdicts.word(MetricDelta("ns/op", "ns/op", False, t, metrics.SPEED))
-    assert words == {Verdict.BAD: "slower", Verdict.GOOD: "faster",
-                     Verdict.NO_CHANGE: "no significant change",
-                     Verdict.WITHIN_NOISE: "within session noise (±2.2%)"}[verdict]
+    assert verdicts.word(MetricDelta("ns/op", "ns/op", False, t, metrics.SPEED)) == said
 
 
 def test_synthetic_zero_baseline_and_ties():

@@ -65,7 +65,7 @@ def test_data_formats_tell_one_story_a_row(tmp_path: Path, fmt):
     words = {w for _, w in seen}
     assert {"faster", "slower", "no verdict"} <= words, seen
     assert any(w.startswith("not significant") for w in words) or \
-        any(w == "within session noise" for w in words), seen
+        any(w in ("same within ±5%", "can't tell") for w in words), seen
 
 
 @pytest.mark.parametrize("fmt", ["text", "md", "org"])

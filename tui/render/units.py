@@ -8,6 +8,8 @@ import math
 from collections.abc import Sequence
 from typing import Protocol
 
+from hotloop.analysis.symbols import pct3
+
 
 class Span(Protocol):
     """A bucket: what a label needs of it."""
@@ -123,9 +125,9 @@ def plain(v: float | None, signed: bool = False) -> str:
 
 
 def pct(v: float | None) -> str:
-    if v is None:
-        return "-"
-    return f"{v:+.2f}%" if abs(v) < 1e4 else f"{v:+.3g}%"    # a CI from 2 sessions can be wide
+    """A signed % change at three significant digits, as the symbol rows' ("+530%",
+    "+27.0%", "-3.46%"): a fourth digit claimed a precision no interval here has."""
+    return pct3(v)
 
 
 def p_value(v: float | None) -> str:

@@ -18,13 +18,13 @@ from __future__ import annotations
 from hotloop.analysis.comparison import MetricDelta, Test, Verdict
 from hotloop.analysis.metrics import RESOURCE, SPEED, UNDIRECTED
 from hotloop.analysis.significance import MIN_PROCESSES, MIN_ROUNDS
+from hotloop.analysis.symbols import SAME_MARGIN_PCT
 from hotloop.render.units import figure, pct, too_noisy
 from hotloop.stats import MIN_RUNS
 
 WORDS = {SPEED: ("faster", "slower"), RESOURCE: ("better", "worse"),
          UNDIRECTED: ("higher", "lower")}
 FIXED = {Verdict.UP: "higher", Verdict.DOWN: "lower",
-         Verdict.NO_CHANGE: "no significant change",
          Verdict.TOO_FEW_RUNS: f"too few runs (n<{MIN_RUNS})",
          Verdict.TOO_FEW_ROUNDS: f"too few rounds (n<{MIN_ROUNDS})",
          Verdict.TOO_FEW_PROCESSES: f"too few processes (n<{MIN_PROCESSES})",
@@ -54,10 +54,8 @@ def _word(m: MetricDelta, short: bool = False) -> str:
     if v in (Verdict.GOOD, Verdict.BAD):
         good, bad = WORDS.get(m.kind, WORDS[SPEED])
         return good if v is Verdict.GOOD else bad
-    if v is Verdict.WITHIN_NOISE:
-        kind = "assumed" if t.noise_source == "assumed" else "session"
-        width = f"±{t.half_width_pct:.1f}%" if t.half_width_pct is not None else "±?"
-        return f"{kind} noise {width}" if short else f"within {kind} noise ({width})"
+    if v in (Verdict.WITHIN_NOISE, Verdict.NO_CHANGE):
+        return same_or_cant_tell(t, short)
     if v is Verdict.ONE_A_SIDE:
         return one_a_side(m, short)
     if v is Verdict.TOO_NOISY:
@@ -69,6 +67,24 @@ def _word(m: MetricDelta, short: bool = False) -> str:
         return (f"not significant for {t.family} sides" if short else
                 f"not significant once corrected for {t.family} sides (Holm{p})")
     return FIXED[v]
+
+
+def same_or_cant_tell(t: Test, short: bool = False) -> str:
+    """An interval that holds 0: "same within ±5%" where it lies inside the margin (an
+    equivalence test on the 95% interval), else "can't tell: ±X%", X its half width, and in
+    full what made it that wide.  "within noise" beside ±40% read as "no change"."""
+    lo, hi = t.ci_low, t.ci_high
+    if lo is not None and hi is not None and lo >= -SAME_MARGIN_PCT and hi <= SAME_MARGIN_PCT:
+        return f"same ±{SAME_MARGIN_PCT:g}%" if short else f"same within ±{SAME_MARGIN_PCT:g}%"
+    half = t.half_width_pct if t.half_width_pct is not None else \
+        (hi - lo) / 2 if lo is not None and hi is not None else None
+    width = f"±{figure(half)}%" if half is not None else "±?"
+    if short:
+        return f"can't tell {width}"
+    what = {"assumed": "assumed session noise", "pairs": "the rounds' spread",
+            "calibrated": "calibrated session noise"}.get(t.noise_source or "",
+                                                          "session noise")
+    return f"can't tell: {width} ({what})"
 
 
 def _too_noisy(t: Test, short: bool) -> str:
