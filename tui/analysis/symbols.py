@@ -163,6 +163,8 @@ def sig3(v: float) -> str:
     if v == 0 or not math.isfinite(v):
         return f"{v:g}"
     digits = max(0, 2 - math.floor(math.log10(abs(v))))
+    if digits and abs(round(v, digits)) >= 10 ** (3 - digits):
+        digits -= 1                     # 9.999 rounds to 10.0, not 10.00
     return f"{v:.{digits}f}" if abs(v) < 1e6 else f"{v:.3g}"
 
 
@@ -170,6 +172,8 @@ def pct3(v: float | None) -> str:
     """A signed % change at three significant digits ("+68.1%", "-3.46%"); "-" for none."""
     if v is None:
         return "-"
+    if abs(v) < 5e-4:                   # rounding's dust (-1.78e-13%) is no change
+        return "+0%"
     return f"{'+' if v >= 0 else '-'}{sig3(abs(v))}%"
 
 
