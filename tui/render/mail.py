@@ -227,7 +227,7 @@ def symbol_lines(p: Pair, names: tuple[str, str]) -> list[str]:
     what = "worker CPU ns/op a symbol" if cost else "% of the samples"
     out = wrap(f"perf-profile, {names[1]} vs {names[0]}: {what}", WIDTH, "  ")
     if cost:
-        rows = [["base", "new", "change", "95% CI", "verdict"]]
+        rows = [["base", "new", "vs rest", "95% CI", "verdict"]]
         for d in _moved(p):
             rows.append([sym.ns(d.baseline_ns_per_op), sym.ns(d.new_ns_per_op),
                          pct(d.change_pct), sym.ci_pct(d), safe(d.word)])

@@ -12,7 +12,7 @@ from hotloop.analysis.symbols import SAME_MARGIN_PCT, Explained, SymbolDelta, Sy
 from hotloop.analysis.symdiff import EXPLAIN_TOP, MIN_SAMPLES
 from hotloop.render.units import p_value
 
-COST_HEAD = ["symbol", "dso", "baseline", "new", "change", "interval", "p", "q", "verdict"]
+COST_HEAD = ["symbol", "dso", "baseline", "new", "vs rest", "interval", "p", "q", "verdict"]
 SHARE_HEAD = ["symbol", "dso", "baseline", "new", "delta"]
 CORRECTION = "benjamini-hochberg"
 
@@ -96,12 +96,13 @@ def notes(p: Pair) -> list[str]:
                                       for d in p.symbols or () if d.method))
     return ["cost per op: a symbol's share of the worker's samples x the worker's CPU time "
             "(perf stat task-clock) per op of the measured runs; baseline and new are the "
-            "means of the sessions' costs, change and p the test's, its interval adjusted "
+            "means of the sessions' costs; vs rest the symbol's change relative to the rest of "
+            "the profile (each session's scale removed), p the test's, its interval adjusted "
             "for the symbols tested"
             + (f" ({methods})" if methods else "")
-            + f"; tested: the symbols with {MIN_SAMPLES}+ samples over the sessions, the "
-            f"session's scale removed; same: the interval within ±{SAME_MARGIN_PCT:g}%; can't "
-            f"tell, {MORE_SAMPLES} (docs/differential.md)"] + timer_note(p)
+            + f"; tested: the symbols with {MIN_SAMPLES}+ samples over the sessions; same: "
+            f"the interval within ±{SAME_MARGIN_PCT:g}%; can't tell, {MORE_SAMPLES} "
+            f"(docs/differential.md)"] + timer_note(p)
 
 
 def timer_note(p: Pair, top: int = 15) -> list[str]:
