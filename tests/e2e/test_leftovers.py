@@ -148,12 +148,12 @@ def test_a_calibration_the_disk_breaks_sets_its_session_aside(isolated, leftover
     """A full disk mid-session: calibrate sets the broken session aside as run --sessions
     does, so no later calibrate or compare of the directory reads it as a session."""
     results_dir = isolated / "results"
-    with _small_disk(results_dir, size="4k"):
+    with _small_disk(results_dir, size="8k"):
         p = hotloop("calibrate", "zero_null", "--runs", "5", "--no-perf",
                     "--param", "count=10000")
         assert p.returncode != 0 and "Traceback" not in p.stderr, p.stderr
         kept = sorted(f.name for f in results_dir.rglob("s*.jsonl*"))
-        assert kept and not any(name.endswith(".jsonl") for name in kept), kept
+        assert kept and not any(name.endswith(".jsonl") for name in kept), (kept, p.stderr)
     assert leftovers() == []
 
 

@@ -101,7 +101,7 @@ def test_a_side_of_two_builds_is_flagged_by_compare_and_show(tmp_path, editing):
         Path(f).rename(side / f)
     s = hotloop("show", str(side))
     assert s.returncode == 0, s.stderr
-    assert "ran 2 builds of the workload" in s.stdout
+    assert "ran 2 builds of the workload" in " ".join(s.stdout.split()), s.stdout
     j = hotloop("show", str(side), "--format", "json")
     assert any("ran 2 builds" in w for w in json.loads(j.stdout)["warnings"])
 

@@ -92,7 +92,8 @@ def test_show_dir_of_a_killed_session_says_perf_ran_and_finishes_its_data(
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "another-state"))
     shown = hotloop("show", str(d))
     assert shown.returncode == 0, shown.stderr
-    assert "perf ran (" in shown.stdout and "no last line" in shown.stdout, shown.stdout
+    said = " ".join(shown.stdout.split())     # wrapped to the terminal: one paragraph
+    assert "perf ran (" in said and "no last line" in said, shown.stdout
     assert "perf off" not in shown.stdout and "did not run" not in shown.stdout
     assert "perf data of a session that did not end finished" in shown.stderr
     assert not [p.name for p in (d / "killed.perf").iterdir()
