@@ -36,6 +36,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 import forge  # noqa: E402 - the tests' forged result files
+from symbol_fdr import table  # noqa: E402 - the same table, beside this file
 
 from hotloop import events as ev  # noqa: E402
 from hotloop import results  # noqa: E402
@@ -115,19 +116,6 @@ def trial(t: results.Result, k: int, share: float, change: float, drift: float,
                  any(r.symbol == TARGET and r.verdict is SymbolVerdict.COSTLIER
                      for r in called),
                  sum(r.symbol != TARGET for r in called), wide)
-
-
-def table(head: list[str], rows: list[list[str]], markdown: bool) -> None:
-    if markdown:
-        print("| " + " | ".join(head) + " |")
-        print("|" + "---|" * len(head))
-        for r in rows:
-            print("| " + " | ".join(r) + " |")
-        return
-    w = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(head)]
-    print("  ".join(h.rjust(w[i]) for i, h in enumerate(head)))
-    for r in rows:
-        print("  ".join(c.rjust(w[i]) for i, c in enumerate(r)))
 
 
 def main() -> None:
