@@ -73,6 +73,24 @@ def test_metric_makes_cpu_time_per_op_the_primary_and_calls_the_change(cli, side
     assert gate.returncode == 3, gate.stdout + gate.stderr
 
 
+def test_the_sides_and_the_mail_are_of_the_metric_chosen(sides):
+    """--metric: each side's summary (its median, its %stddev in the mail) is of the metric
+    judged, not of the workload's, and the mail's metric line and reproduce line say it."""
+    from hotloop.analysis import compare
+    from hotloop.analysis.sides import load_sides
+    from hotloop.render import mail
+    loaded = load_sides(sides)
+    comp = compare.compare_sides(loaded, sides, primary="cpu")
+    base = comp.sides[0].summary
+    assert base is not None and 220 < base.median < 235, base      # ns of CPU an op, ~228
+    text = mail.compare_mail(comp, loaded)
+    assert "metric     cpu_ns/op (lower is better)" in text, text
+    assert "--metric cpu_ns/op" in text, text
+    plain = compare.compare_sides(loaded, sides)
+    assert plain.sides[0].summary is not None and plain.sides[0].summary.median > 550
+    assert "--metric" not in mail.compare_mail(plain, loaded)
+
+
 @pytest.mark.parametrize("name, says", [
     ("nope", "--metric nope: not a metric every session recorded (they have: ns/op, "
              "cpu_ns/op)"),

@@ -146,9 +146,9 @@ def compare_sides(sides: Sequence[Sequence[Result]], given: Sequence[str] | None
                                                   for rs in sides]
     sides, copied = _checked(sides, given)
     base = sides[0][0]
-    out = [side_of(i, n, rs, g)
-           for i, (n, rs, g) in enumerate(zip(side_names(sides, given), sides, given))]
     metric, unit, better = primary_metric(sides, primary)
+    out = [side_of(i, n, rs, g, metric)
+           for i, (n, rs, g) in enumerate(zip(side_names(sides, given), sides, given))]
     comp = Comparison(base.workload.name, metric, unit, better,
                       out, histogram=shared_histogram(sides, metric, unit))
     profile, notes = _profile(sides, noise_file)

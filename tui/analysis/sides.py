@@ -143,7 +143,10 @@ def side_names(sides: Sequence[Sequence[Result]], given: Sequence[str]) -> list[
     return out
 
 
-def side_of(i: int, name: str, rs: Sequence[Result], given: str) -> Side:
+def side_of(i: int, name: str, rs: Sequence[Result], given: str,
+            metric: str | None = None) -> Side:
+    """A side as tables show it, its summary of `metric` (the comparison's primary: the
+    workload's unless --metric chose another)."""
     partial = [r for r in rs if r.partial]
     why = "; ".join(f"{r.path.name if len(rs) > 1 else ''}{': ' if len(rs) > 1 else ''}"
                     f"{partial_reason(r)}"
@@ -153,7 +156,7 @@ def side_of(i: int, name: str, rs: Sequence[Result], given: str) -> Side:
     text = SideText(name, ",".join(sorted({r.header.label for r in rs})),
                     ",".join(sorted({r.header.kernel_release for r in rs})),
                     rs[0].header.variant)
-    values = _pooled(rs)
+    values = _pooled(rs, metric)
     return Side(i, visible(name), ",".join(sorted({visible(r.header.label) for r in rs})),
                 ",".join(sorted({visible(r.header.kernel_release) for r in rs})), given,
                 visible(text.variant), len(values), bool(partial), why,

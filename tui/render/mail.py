@@ -66,9 +66,11 @@ def _cpus(h: Header) -> str:
 
 
 def measured(sides: Sequence[Sequence[Result]], names: Sequence[str],
-             method: str = "", variants: int = 1) -> list[str]:
+             method: str = "", variants: int = 1,
+             metric: tuple[str, bool | None] | None = None) -> list[str]:
     """What was measured: the block every mail opens with (`variants`: each side holds
-    that many, matched by name, each its sessions)."""
+    that many, matched by name, each its sessions; `metric`: the one judged, (name, higher
+    is better), where --metric chose another than the workload's)."""
     heads = [r.header for rs in sides for r in rs]
     h = heads[0]
     runs = _joined([x.runs if x.runs is not None else "?" for x in heads])
@@ -82,8 +84,9 @@ def measured(sides: Sequence[Sequence[Result]], names: Sequence[str],
     if method:
         extra.append(method)
     out = _field("workload", f"{safe(h.workload.name)}  {_params(heads)}")
-    out += _field("metric", f"{safe(h.workload.metric)} ("
-                  + ("higher" if h.workload.higher_is_better else "lower") + " is better)")
+    name, higher = metric or (h.workload.metric, h.workload.higher_is_better)
+    out += _field("metric", f"{safe(name)} (" + ("higher" if higher else "lower")
+                  + " is better)")
     out += _field("runs", how + (f" ({', '.join(extra)})" if extra else ""))
     cpu = ", ".join(dict.fromkeys(f"{safe(x.cpu.name)} (cpus {_cpus(x)})" for x in heads))
     out += _field("cpu", cpu)
@@ -111,7 +114,8 @@ def measured(sides: Sequence[Sequence[Result]], names: Sequence[str],
 
 # --------------------------------------------------------------------------- reproducing
 
-def reproduce_args(sides: Sequence[Sequence[Result]]) -> list[list[str]]:
+def reproduce_args(sides: Sequence[Sequence[Result]],
+                   metric: str | None = None) -> list[list[str]]:
     """The `hotloop run` command that measures this again, as its words grouped an option
     (and its value) a group: the plan of the headers (workload, params, runs, sessions,
     CPU and kernel profiles), several values where the sides differ in them."""
@@ -140,15 +144,18 @@ def reproduce_args(sides: Sequence[Sequence[Result]]) -> list[list[str]]:
         groups.append(["--until-ci", f"{h.plan.until_ci:g}"])
     if not h.plan.perf:
         groups.append(["--no-perf"])
+    if metric is not None and metric != h.workload.metric:
+        groups.append(["--metric", shlex.quote(safe(metric))])
     return groups
 
 
-def reproduce(sides: Sequence[Sequence[Result]], width: int = WIDTH) -> list[str]:
+def reproduce(sides: Sequence[Sequence[Result]], width: int = WIDTH,
+              metric: str | None = None) -> list[str]:
     """The command on lines of at most `width` columns, each but the last ending in `\\`."""
     lines: list[str] = []
     line = ""
     groups = []
-    for g in reproduce_args(sides):     # an option too long with its value: on two lines
+    for g in reproduce_args(sides, metric):     # an option too long with its value: on two lines
         groups += [[w] for w in g] if len(" ".join(g)) > width - 6 else [g]
     for g in groups:
         words = " ".join(g)
@@ -259,8 +266,8 @@ def _explained(e: Explained) -> str:
                         + [f"the rest {sym.ns(rest, True)}"]))
 
 
-def _footer(sides: Sequence[Sequence[Result]]) -> list[str]:
-    return ["", "reproduce:"] + [f"  {ln}" for ln in reproduce(sides, WIDTH - 2)]
+def _footer(sides: Sequence[Sequence[Result]], metric: str | None = None) -> list[str]:
+    return ["", "reproduce:"] + [f"  {ln}" for ln in reproduce(sides, WIDTH - 2, metric)]
 
 
 def compare_mail(comp: Comparison, sides: Sequence[Sequence[Result]]) -> str:
@@ -271,7 +278,7 @@ def compare_mail(comp: Comparison, sides: Sequence[Sequence[Result]]) -> str:
         if comp.pairs else ""
     out = wrap(f"hotloop compare: {safe(comp.workload)}, {len(comp.sides)} side"
                f"{'s' * (len(comp.sides) != 1)}, base = {names[0]}", WIDTH, "  ", "")
-    out += [""] + measured(sides, names, method)
+    out += [""] + measured(sides, names, method, metric=(comp.metric, comp.higher_is_better))
     if comp.single:
         out += [""] + summary_lines(comp.baseline, comp.unit)
     else:
@@ -286,7 +293,7 @@ def compare_mail(comp: Comparison, sides: Sequence[Sequence[Result]]) -> str:
     warn = [w for w in comp.warnings if "differs" in w or "differ " in w]
     for w in warn[:3]:                  # what a reviewer must know; the rest is compare's
         out += [""] + wrap(safe(w), WIDTH, "  ", "note: ")
-    return "\n".join(bound(out + _footer(sides), WIDTH)) + "\n"
+    return "\n".join(bound(out + _footer(sides, comp.metric), WIDTH)) + "\n"
 
 
 def summary_lines(s: Side, unit: str) -> list[str]:
