@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import ctypes.util
 import errno
 import os
 
@@ -21,7 +20,9 @@ _FULL = (errno.ENOSPC, errno.EDQUOT)
 
 def _fallocate() -> object | None:
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
+        # the process's own symbols hold libc's: find_library("c") would start ldconfig (and
+        # gcc where that fails) at every start of hotloop
+        libc = ctypes.CDLL(None, use_errno=True)
         fn = libc.fallocate
     except (OSError, AttributeError):
         return None
