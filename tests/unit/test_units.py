@@ -6,7 +6,9 @@ import random
 
 import pytest
 
+from hotloop.analysis.symbols import sig3
 from hotloop.render import units
+from hotloop.render.units import pct
 from hotloop.stats import Bucket, RunningStats, histogram, summarize
 
 
@@ -75,3 +77,17 @@ def test_a_time_in_nanoseconds_reads_in_seconds_everywhere() -> None:
     assert si_range(39.2e6, 46.9e6, "ns") == "39.2-46.9 ms"
     assert axis_scale(46.9e6, "ns") == (1e6, "ms")
     assert number(3694, "ns/op") == "3694 ns/op"
+
+
+@pytest.mark.parametrize("v, said", [
+    (529.75, "+530%"), (9.999, "+10.0%"), (-3.0211, "-3.02%"), (0.09999, "+0.100%"),
+    (41.94, "+41.9%"), (-1.78e-13, "+0%"), (float("nan"), "-"), (float("inf"), "-"),
+    (None, "-"), (1234.5, "+1234%")])
+def test_a_change_is_said_at_three_significant_digits(v, said):
+    """Every format's % change: three digits however it rounds, rounding's dust no change,
+    and nothing that is not a number printed as one."""
+    assert pct(v) == said
+
+
+def test_three_digits_never_spell_a_tiny_number_in_full():
+    assert sig3(1e-300) == "1e-300" and sig3(0.000123456) == "0.000123"

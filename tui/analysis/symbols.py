@@ -159,9 +159,11 @@ class SymbolDelta:
 
 
 def sig3(v: float) -> str:
-    """Three significant digits, never an exponent below a million."""
+    """Three significant digits, never an exponent from a thousandth to a million."""
     if v == 0 or not math.isfinite(v):
         return f"{v:g}"
+    if abs(v) < 1e-3:
+        return f"{v:.3g}"
     digits = max(0, 2 - math.floor(math.log10(abs(v))))
     if digits and abs(round(v, digits)) >= 10 ** (3 - digits):
         digits -= 1                     # 9.999 rounds to 10.0, not 10.00
@@ -170,7 +172,7 @@ def sig3(v: float) -> str:
 
 def pct3(v: float | None) -> str:
     """A signed % change at three significant digits ("+68.1%", "-3.46%"); "-" for none."""
-    if v is None:
+    if v is None or not math.isfinite(v):
         return "-"
     if abs(v) < 5e-4:                   # rounding's dust (-1.78e-13%) is no change
         return "+0%"
