@@ -380,3 +380,32 @@ def test_the_reproduce_line_quotes_what_a_header_holds(tmp_path):
     assert "tag=a b;rm -rf x\\nnext" in words
     assert words[words.index("--cpu") + 1] == "split"
     assert words[words.index("--kernel") + 1] == "patched-" + "k" * 50
+
+
+def test_the_variants_table_keeps_its_verdict_and_every_warning(tmp_path):
+    """At 80 columns the units after the primary give way before the verdict does, and the
+    comparisons' warnings (each named by its variant) reach the text and the json."""
+    from hotloop import results
+    from hotloop.analysis import matched
+    from hotloop.render.compare_formats import variants
+    done = []
+    for kernel, slower in (("stock", 1.0), ("patched", 1.3)):
+        for mode, ns in (("fast_path", 5_400_000), ("ptr_ring", 15_000_000)):
+            head = forge.header(params={"mode": mode, "count": 20000},
+                                variant=f"mode={mode} kernel={kernel}")
+            head["kernel"]["name"] = kernel
+            done.append(results.read(forge.zero_null(tmp_path / f"{kernel}-{mode}.jsonl",
+                                                     round(ns * slower), head=head)))
+    m = matched.split_by_kernel(done)
+    assert m is not None
+    text = variants.render_text(m, 80)
+    rows = [ln for ln in text.splitlines() if ln.lstrip().startswith(("fast_path", "ptr_ring"))]
+    assert len(rows) == 2 and all(len(ln) <= 80 and "…" not in ln for ln in rows), text
+    words = [variants.verdicts.word(c.pairs[0].metrics[0], short=True) for c in m.comparisons]
+    assert all(ln.rstrip().endswith(w) for ln, w in zip(rows, words)), (rows, words)
+    said = [w for c in m.comparisons for w in c.warnings]
+    assert said, "the forged pairs warn of nothing: the test shows nothing"
+    doc = variants.document(m)
+    assert len(doc["warnings"]) >= len(said)
+    assert any(w.startswith(("mode=fast_path", "fast_path")) for w in doc["warnings"]), doc
+    assert "note:" in text

@@ -15,7 +15,7 @@ from hotloop.analysis.matched import Matched
 from hotloop.render import verdicts
 from hotloop.render.compare_formats.shared import ci, json_num
 from hotloop.render.layout import UNBOUNDED, bound, safe, table, wrap
-from hotloop.render.units import plain
+from hotloop.render.units import pct, plain
 from hotloop.visible import csv_text
 
 MAIL_WIDTH = 72
@@ -44,7 +44,7 @@ def _cells(d: MetricDelta | None) -> list[str]:
 
 
 def _change(d: MetricDelta | None) -> str:
-    return "" if d is None or d.test.change_pct is None else f"{d.test.change_pct:+.1f}"
+    return "" if d is None or d.test.change_pct is None else pct(d.test.change_pct)
 
 
 def _names(variants: list[str]) -> tuple[str, list[str]]:
@@ -79,22 +79,37 @@ def _title(m: Matched) -> str:
             f"{len(m.variants)} variants matched by name")
 
 
-def _notes(m: Matched) -> list[str]:
-    out = [safe(w) for w in m.warnings]
-    for v, c in zip(m.variants, m.comparisons):
-        out += [f"{safe(v)}: {safe(w)}" for w in c.warnings if "differs" in w]
-    return out
+def _warnings(m: Matched) -> list[str]:
+    """The matching's warnings, then every variant's comparison's, named by its variant
+    (a warning of the pair compared alone is one of its row here)."""
+    return list(m.warnings) + [f"{v}: {w}" for v, c in zip(m.variants, m.comparisons)
+                               for w in c.warnings]
+
+
+def _notes(m: Matched, brief: bool = False) -> list[str]:
+    """What is said under the table; `brief` (mail): what a reviewer must know, that the
+    sides differ in more than the change, as compare's mail keeps."""
+    return [safe(w) for w in _warnings(m)
+            if not brief or w in m.warnings or "differs" in w or "differ " in w
+            or "builds of the workload" in w]
 
 
 def render_text(m: Matched, width: int | None = None) -> str:
     width = UNBOUNDED if width is None else width
-    top, head, rows, _ = _grid(m)
-    n = len(top)
     lines = wrap(_title(m), width, "  ", "")
-    # narrower than the terminal: the interval goes first, then the diffs, the verdict last
-    diffs = list(range(3, n - 3, 3))
-    lines += table([top, head, *rows], right=set(range(1, n - 2)), width=width,
-                   drop=(n - 2, *diffs), squeeze=(0, n - 1), least=10)
+    # narrower than the terminal: the interval goes first, then the diffs, then the units
+    # after the primary (ns/op, cycles/op), the verdict last
+    for most in range(len(UNITS) + 1, 0, -1):
+        top, head, rows, _ = _grid(m, most)
+        n = len(top)
+        diffs = list(range(3, n - 3, 3))
+        # the verdict is cut only where one unit is left and it still does not fit
+        body = table([top, head, *rows], right=set(range(1, n - 2)), width=width,
+                     drop=(n - 2, *diffs), squeeze=(0,) if most > 1 else (0, n - 1),
+                     least=10)
+        if max(map(len, body)) <= width:
+            break
+    lines += body
     for note in _notes(m):
         lines += wrap(note, width, "  ", "note: ")
     return "\n".join(bound(lines, width))
@@ -113,7 +128,7 @@ def render_mail(m: Matched, reproduce: list[str], measured: list[str]) -> str:
         out.append(line)
         if d is not None:
             out += wrap(f"95% CI {r[-2]}: {verdicts.word(d)}", MAIL_WIDTH, " " * 8, " " * 6)
-    for note in _notes(m):
+    for note in _notes(m, brief=True):
         out += [""] + wrap(note, MAIL_WIDTH, "  ", "note: ")
     out += ["", "reproduce (each side):"] + [f"  {ln}" for ln in reproduce]
     return "\n".join(bound(out, MAIL_WIDTH)) + "\n"
@@ -171,7 +186,7 @@ def document(m: Matched) -> dict[str, Any]:
                 "ci_low": json_num(d.test.ci_low), "ci_high": json_num(d.test.ci_high),
                 "verdict": verdicts.word(d), "primary": d.primary} for d in ds]}
                 for v, ds in zip(m.variants, per)],
-            "warnings": m.warnings}
+            "warnings": _warnings(m)}
 
 
 def render_json(m: Matched) -> str:
