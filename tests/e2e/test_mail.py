@@ -13,6 +13,7 @@ import io
 import json
 import re
 import shlex
+import time
 from pathlib import Path
 
 import forge
@@ -314,6 +315,21 @@ def test_the_compare_screen_saves_and_copies_the_mail_text(isolated, tmp_path):
             assert "hotloop compare: zero_null" in text and "95% CI [" in text
             assert reproduce(text)[2] == "zero_null"
             assert "mail text" in status(screen)
+            # again, and with links planted where the next names would be: a file of its
+            # own each time, none written through a link
+            first = screen.mailed
+            victim = tmp_path / "victim"
+            victim.write_text("mine")
+            for n in range(2, 6):
+                for when in (first.name.split(".")[0], time.strftime("compare-%Y%m%d-%H%M%S")):
+                    link = out / f"{when}-{n}.mail.txt"
+                    if not link.exists():
+                        link.symlink_to(victim)
+            await pilot.press("m")
+            await pilot.pause()
+            assert screen.mailed != first and first.read_text() == text
+            assert not screen.mailed.is_symlink() and screen.mailed.read_text() == text
+            assert victim.read_text() == "mine"
     asyncio.run(go())
 
 

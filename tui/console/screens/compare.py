@@ -15,6 +15,8 @@ screen opens, never at the console's launch).  Anything that cannot be compared
 from __future__ import annotations
 
 import contextlib
+import errno
+import os
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -462,11 +464,12 @@ class CompareScreen(Screen[None]):
             return
         from hotloop.render import mail
         text = mail.compare_mail(self.comparison, self.read)
-        path = self.results_dir / time.strftime("compare-%Y%m%d-%H%M%S.mail.txt")
+        stem = self.results_dir / time.strftime("compare-%Y%m%d-%H%M%S")
         try:
-            path.write_text(text, encoding="utf-8")
+            path = _new_file(stem, ".mail.txt", text)
         except OSError as e:
-            self._say(f"mail text copied; not saved: {path}: {e.strerror}", error=True)
+            self._say(f"mail text copied; not saved: {stem}.mail.txt: {e.strerror}",
+                      error=True)
         else:
             self.mailed = path
             self._say(f"mail text (72 columns) copied to the clipboard and saved: {path}")
@@ -482,3 +485,23 @@ class CompareScreen(Screen[None]):
             self._end_filter(clear=True)
             return
         self.dismiss(None)
+
+
+def _new_file(stem: Path, suffix: str, text: str) -> Path:
+    """`text` in a file of its own, STEM.SUFFIX or STEM-N.SUFFIX: never one that exists,
+    never through a link planted in a shared results directory (O_EXCL, O_NOFOLLOW), and
+    none left half written."""
+    for n in range(1, 100):
+        path = stem.with_name(stem.name + (f"-{n}" if n > 1 else "") + suffix)
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+        except FileExistsError:
+            continue
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(text)
+        except OSError:
+            path.unlink(missing_ok=True)
+            raise
+        return path
+    raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST))
