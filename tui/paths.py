@@ -4,6 +4,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import csv
+import errno
 import functools
 import hashlib
 import os
@@ -159,3 +160,23 @@ def state_dir_problem(directory: Path | None = None) -> str | None:
                 f"{stat.S_IMODE(st.st_mode):04o}); no setting is changed or restored from it "
                 f"until `chmod go-w {d}`")
     return None
+
+
+def new_file(stem: Path, suffix: str, text: str) -> Path:
+    """`text` in a file of its own, STEM.SUFFIX or STEM-N.SUFFIX: never one that exists,
+    never through a link planted in a shared results directory (O_EXCL, O_NOFOLLOW), and
+    none left half written."""
+    for n in range(1, 100):
+        path = stem.with_name(stem.name + (f"-{n}" if n > 1 else "") + suffix)
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+        except FileExistsError:
+            continue
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(text)
+        except OSError:
+            path.unlink(missing_ok=True)
+            raise
+        return path
+    raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST))

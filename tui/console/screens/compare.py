@@ -15,8 +15,6 @@ screen opens, never at the console's launch).  Anything that cannot be compared
 from __future__ import annotations
 
 import contextlib
-import errno
-import os
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -29,7 +27,7 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Static, TabbedContent, TabPane
 
-from hotloop import results
+from hotloop import paths, results
 from hotloop.console.widgets.compare_histogram import CompareHistogram
 from hotloop.console.widgets.file_rows import FILTER_HINT, row, shown
 from hotloop.console.widgets.symbol_diff import SymbolDiff
@@ -466,7 +464,7 @@ class CompareScreen(Screen[None]):
         text = mail.compare_mail(self.comparison, self.read)
         stem = self.results_dir / time.strftime("compare-%Y%m%d-%H%M%S")
         try:
-            path = _new_file(stem, ".mail.txt", text)
+            path = paths.new_file(stem, ".mail.txt", text)
         except OSError as e:
             self._say(f"mail text copied; not saved: {stem}.mail.txt: {e.strerror}",
                       error=True)
@@ -485,23 +483,3 @@ class CompareScreen(Screen[None]):
             self._end_filter(clear=True)
             return
         self.dismiss(None)
-
-
-def _new_file(stem: Path, suffix: str, text: str) -> Path:
-    """`text` in a file of its own, STEM.SUFFIX or STEM-N.SUFFIX: never one that exists,
-    never through a link planted in a shared results directory (O_EXCL, O_NOFOLLOW), and
-    none left half written."""
-    for n in range(1, 100):
-        path = stem.with_name(stem.name + (f"-{n}" if n > 1 else "") + suffix)
-        try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
-        except FileExistsError:
-            continue
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.write(text)
-        except OSError:
-            path.unlink(missing_ok=True)
-            raise
-        return path
-    raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST))
