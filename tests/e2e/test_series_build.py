@@ -104,6 +104,11 @@ def test_a_side_of_two_builds_is_flagged_by_compare_and_show(tmp_path, editing):
     assert "ran 2 builds of the workload" in " ".join(s.stdout.split()), s.stdout
     j = hotloop("show", str(side), "--format", "json")
     assert any("ran 2 builds" in w for w in json.loads(j.stdout)["warnings"])
+    # the mail says it in what is pasted: before its reproduce line, in 72 columns
+    m = hotloop("show", str(side), "--format", "mail")
+    body, _, tail = m.stdout.partition("\nreproduce:")
+    assert "ran 2 builds of the workload" in " ".join(body.split()) and tail, m.stdout
+    assert max(map(len, m.stdout.splitlines())) <= 72
 
 
 # Its setup also deletes its own module from the build cache (dladdr names the file)

@@ -65,17 +65,19 @@ def _show_side(args: argparse.Namespace) -> int:
     if args.format == "json":
         print(json.dumps({**symbol_costs.cost_json(side),
                           "warnings": [builds] if builds else []}, indent=2))
-    from hotloop.render import mail
     if args.format == "mail":
-        sys.stdout.write(mail.side_mail(sessions, side, str(args.file)))
-    if args.format == "text":
-        print(symbol_costs.side_text(side, str(args.file), columns=terminal_width()))
-    if builds and args.format in ("text", "mail"):
+        from hotloop.render import mail
+        sys.stdout.write(mail.side_mail(sessions, side, str(args.file),
+                                        [builds] if builds else []))
+
+    def text(width: int) -> str:
         from hotloop.render.layout import safe, wrap
-        width = terminal_width() if args.format == "text" else mail.WIDTH
-        print("\n" + "\n".join(wrap("warning: " + safe(builds), width, "  ", "")))
+        said = ["", *wrap("warning: " + safe(builds), width, "  ", "")] if builds else []
+        return "\n".join([symbol_costs.side_text(side, str(args.file), columns=width),
+                          *said])
+    if args.format == "text":
+        print(text(terminal_width()))
     if args.svg is not None:
-        svg.save(args.svg, svg.coloured(symbol_costs.side_text(side, str(args.file),
-                                                               columns=svg.WIDE)),
-                 f"hotloop show {args.file.name}")
+        svg.save(args.svg, svg.coloured(text(svg.WIDE)), f"hotloop show {args.file.name}")
+        print(f"hotloop: the report as a picture: {visible(str(args.svg))}", file=sys.stderr)
     return 0

@@ -360,14 +360,18 @@ def hot_lines(result: Result) -> list[str]:
     return out
 
 
-def side_mail(sessions: Sequence[Result], side: SideCost, where: str) -> str:
-    """`show DIR --format mail`: a side's sessions and their symbols' costs."""
+def side_mail(sessions: Sequence[Result], side: SideCost, where: str,
+              warnings: Sequence[str] = ()) -> str:
+    """`show DIR --format mail`: a side's sessions and their symbols' costs, and what a
+    reader must know of them (its sessions ran two builds) before the reproduce line."""
     from hotloop.render.symbol_costs import cost_lines, no_symbols
     first = sessions[0].header
     out = wrap(f"hotloop show: {safe(first.workload.name)}, {len(sessions)} session"
                f"{'s' * (len(sessions) != 1)} in {safe(where)}", WIDTH, "  ", "")
     out += [""] + measured([sessions], [safe(first.variant or first.label)])
     out += cost_lines(side, columns=WIDTH) or no_symbols(side, WIDTH)
+    for w in warnings:
+        out += [""] + wrap(safe(w), WIDTH, "  ", "note: ")
     return "\n".join(bound(out + _footer([sessions]), WIDTH)) + "\n"
 
 
