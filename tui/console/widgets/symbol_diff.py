@@ -122,7 +122,7 @@ def detail_text(row: Row) -> str:
         if d.p_value is not None and d.q_value is not None else ""
     change = f"{d.change_pct:+.1f}%" if d.change_pct is not None else "-"
     why = f" ({d.why})" if d.why else ""
-    if d.verdict is SymbolVerdict.CANT_TELL:            # and how to tell
+    if d.verdict is SymbolVerdict.CANT_TELL and d.p_value is not None:  # how to tell
         why = f" ({d.why + '; ' if d.why else ''}{MORE_SAMPLES})"
     return (f"{where}: {ns(d.baseline_ns_per_op)} → {ns(d.new_ns_per_op)} ns/op "
             f"({ns(d.change_ns, True)}, {change}{ci}{tested}), samples a session "
