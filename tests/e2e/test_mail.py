@@ -15,6 +15,7 @@ import re
 import shlex
 import time
 from pathlib import Path
+from typing import Any
 
 import forge
 import pytest
@@ -357,11 +358,10 @@ def test_the_manuals_mail_example_is_what_compare_prints(tmp_path, cli):
         (DOCS / "usage.md").read_text().split("## Results for a mail", 1)[1]
 
 
-def test_a_batch_of_a_plans_variants_on_two_kernels_reports_a_row_a_variant(tmp_path):
-    """`run page-pool --kernel stock --kernel patched`'s report: each mode before and after
-    (forged files as that batch writes them: the variant names the mode and the kernel)."""
+def two_kernel_batch(tmp_path: Path) -> list[Any]:
+    """Forged files as `run page-pool --kernel stock --kernel patched` writes them: the
+    variant names the mode and the kernel; patched 30% slower in each mode."""
     from hotloop import results
-    from hotloop.render import mail
     done = []
     for kernel, slower in (("stock", 1.0), ("patched", 1.3)):
         for mode, ns in (("fast_path", 5_400_000), ("ptr_ring", 15_000_000)):
@@ -370,6 +370,14 @@ def test_a_batch_of_a_plans_variants_on_two_kernels_reports_a_row_a_variant(tmp_
             head["kernel"]["name"] = kernel
             done.append(results.read(forge.zero_null(tmp_path / f"{kernel}-{mode}.jsonl",
                                                      round(ns * slower), head=head)))
+    return done
+
+
+def test_a_batch_of_a_plans_variants_on_two_kernels_reports_a_row_a_variant(tmp_path):
+    """`run page-pool --kernel stock --kernel patched`'s report: each mode before and after
+    (forged files as that batch writes them: the variant names the mode and the kernel)."""
+    from hotloop.render import mail
+    done = two_kernel_batch(tmp_path)
     text = mail.run_mail(done, batch=True)
     lines = mail_lines(text)
     assert [ln.split()[0] for ln in lines if ln.startswith(("  fast_path", "  ptr_ring"))] \
@@ -401,17 +409,9 @@ def test_the_reproduce_line_quotes_what_a_header_holds(tmp_path):
 def test_the_variants_table_keeps_its_verdict_and_every_warning(tmp_path):
     """At 80 columns the units after the primary give way before the verdict does, and the
     comparisons' warnings (each named by its variant) reach the text and the json."""
-    from hotloop import results
     from hotloop.analysis import matched
     from hotloop.render.compare_formats import variants
-    done = []
-    for kernel, slower in (("stock", 1.0), ("patched", 1.3)):
-        for mode, ns in (("fast_path", 5_400_000), ("ptr_ring", 15_000_000)):
-            head = forge.header(params={"mode": mode, "count": 20000},
-                                variant=f"mode={mode} kernel={kernel}")
-            head["kernel"]["name"] = kernel
-            done.append(results.read(forge.zero_null(tmp_path / f"{kernel}-{mode}.jsonl",
-                                                     round(ns * slower), head=head)))
+    done = two_kernel_batch(tmp_path)
     m = matched.split_by_kernel(done)
     assert m is not None
     text = variants.render_text(m, 80)
