@@ -34,8 +34,11 @@ def test_a_worker_sharing_its_cpu_says_so_and_cpu_time_can_be_judged(tmp_path, l
     doc = json.loads(p.stdout)
     assert doc["comparison"]["metric"] == "cpu_ns/op"
     assert doc["comparison"]["comparisons"][0]["metric"] == "cpu_ns/op"
-    for f in (tmp_path / "results").glob("*.jsonl"):
-        r = results.read(f)
-        assert all(run.extra["worker_cpu_s"] > 0 for run in r.runs), f
-        assert any("of a CPU over its runs" in w for w in r.warnings)
+    # each side's file records its CPU time; the share is said in a file whose worker had
+    # under 80% over its runs (the scheduler may give one side of the pair more: not both)
+    files = [results.read(f) for f in (tmp_path / "results").glob("*.jsonl")]
+    assert len(files) == 2
+    for r in files:
+        assert all(run.extra["worker_cpu_s"] > 0 for run in r.runs), r.path
+    assert any("of a CPU over its runs" in w for r in files for w in r.warnings)
     assert not leftovers()
