@@ -17,14 +17,9 @@ import signal
 import sys
 from collections.abc import Callable, Sequence
 
-from hotloop.cli.common import (
-    StdoutFailed,
-    _interrupt,
-    interrupted_status,
-    stdout_gone,
-    watch_stdout,
-)
 from hotloop.cli.parser import parser
+from hotloop.cli.signals import interrupt, interrupted_status
+from hotloop.cli.stdout import StdoutFailed, stdout_gone, watch_stdout
 from hotloop.errors import HotloopError
 from hotloop.host import recovery
 from hotloop.visible import visible
@@ -48,7 +43,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # A dropped SSH session (SIGHUP) or a kill (SIGTERM) takes the Ctrl-C path:
     # the worker is stopped, the system restored, the result file closed.
     for sig in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, _interrupt)
+        signal.signal(sig, interrupt)
     try:
         args = parser().parse_args(argv)
         if args.command is not None:    # the console draws on its terminal, not through this

@@ -11,9 +11,10 @@ from pathlib import Path
 from hotloop import catalog, results
 from hotloop import events as ev
 from hotloop.catalog import Plan
-from hotloop.cli.common import _catalog, _warn_skipped, interrupted_status
+from hotloop.cli.common import load_catalog, warn_skipped
 from hotloop.cli.hosts import calibration_sessions, hosts_named
-from hotloop.cli.run import _run_sessions, plan_to_run
+from hotloop.cli.run import plan_to_run, run_sessions
+from hotloop.cli.signals import interrupted_status
 from hotloop.errors import HotloopError, RunFailed
 from hotloop.render.units import si
 from hotloop.run import start
@@ -62,7 +63,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         return 0
     if len(args.names) > 1:
         raise HotloopError("calibrate: one plan at a time")
-    cat = _catalog(args, warn=False)
+    cat = load_catalog(args, warn=False)
     if args.host:                       # an unknown name: one line, before anything is made
         hosts_named(cat, [args.host])
     plan = plan_to_run(cat, args, cat.plan_for(args.names[0]), args.cpu, args.param,
@@ -81,7 +82,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
                                variant=lambda slot: f"session {slot.session}")
     launch.check_series(req)
     rps = launch.resolve_series(cat, req)
-    _warn_skipped(cat)
+    warn_skipped(cat)
     s = launch.start_series(req, rps)
     where = s.plan.folder(plan.kernel)
     watch = calibrate.Stopwatch()
@@ -136,7 +137,7 @@ def _calibrate_there(cat: catalog.Catalog, args: argparse.Namespace, plan: Plan,
     from hotloop.run import calibrate
     where = calibrate.new_directory(f"{plan.name}-{args.host}")
     sessions_run = calibration_sessions(cat, args, plan, where, chosen)
-    _warn_skipped(cat)
+    warn_skipped(cat)
     watch = calibrate.Stopwatch()
     unit = ""                           # the workload's, from the first header (a remote
                                         # plan is known once it starts)
@@ -152,7 +153,7 @@ def _calibrate_there(cat: catalog.Catalog, args: argparse.Namespace, plan: Plan,
                   f"{si(s.median or 0, unit)}, CV {100 * (s.cv or 0):.2f}%",
                   file=sys.stderr)
     try:
-        last = asyncio.run(_run_sessions(sessions_run, "text", False, args.gap, observe))
+        last = asyncio.run(run_sessions(sessions_run, "text", False, args.gap, observe))
     except (KeyboardInterrupt, asyncio.CancelledError):
         print(f"hotloop: interrupted; the sessions so far are in {where}", file=sys.stderr)
         return interrupted_status()

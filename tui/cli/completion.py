@@ -5,14 +5,14 @@ import argparse
 from pathlib import Path
 
 from hotloop import catalog
-from hotloop.cli.common import _profiles
+from hotloop.cli.common import profile_dirs
 from hotloop.cli.parser import completion_script
 from hotloop.errors import HotloopError
 
 
 def cmd_completion(args: argparse.Namespace) -> int:
     if args.names:
-        return complete_names(args.names, _profiles(args))
+        return complete_names(args.names, profile_dirs(args))
     if args.shell is None:
         raise HotloopError("completion: name the shell: bash or zsh "
                            "(source <(hotloop completion bash))")

@@ -6,7 +6,7 @@ import os
 import sys
 
 from hotloop import paths
-from hotloop.cli.common import _profiles
+from hotloop.cli.common import profile_dirs
 from hotloop.errors import HotloopError
 
 
@@ -32,6 +32,6 @@ def cmd_tui(args: argparse.Namespace) -> int:
         raise HotloopError("the console needs a terminal (stdin, stdout and stderr); for "
                            "scripts use `hotloop run ...`")
     from hotloop.console.app import HotloopApp  # only the console needs Textual loaded
-    app = HotloopApp(profiles=_profiles(args))
+    app = HotloopApp(profiles=profile_dirs(args))
     app.run()
     return app.exit_status

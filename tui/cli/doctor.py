@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from hotloop.cli.common import _catalog
+from hotloop.cli.common import load_catalog
 from hotloop.errors import HotloopError
 from hotloop.run import build
 from hotloop.visible import visible
@@ -22,7 +22,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     rows += [(c.name, c.available, c.detail) for c in probe.capabilities()]
     kernel_code = annotate.kernel_code()
     rows.append((kernel_code.name, kernel_code.available, kernel_code.detail))
-    cat = _catalog(args)
+    cat = load_catalog(args)
     bad = sum(s.warning.endswith("(file skipped)") for s in cat.skipped)
     rows.append(("profiles", not cat.skipped,
                  f"{len(cat.files)} files: {len(cat.workloads)} workloads, "

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from hotloop import paths, results
 from hotloop.catalog import Plan
-from hotloop.cli.common import _catalog
+from hotloop.cli.common import load_catalog
 from hotloop.errors import HotloopError
 from hotloop.render.units import duration, si
 from hotloop.results import index
@@ -16,7 +16,7 @@ from hotloop.visible import visible
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    cat = _catalog(args)
+    cat = load_catalog(args)
     what = args.what
     for table in cat.replaced:
         print(f"{visible(table)}: yours replaces the bundled one")

@@ -21,8 +21,9 @@ from hotloop.catalog import Catalog, ParamSetting, Plan
 from hotloop.catalog.loader import did_you_mean
 from hotloop.catalog.schema import NAME
 from hotloop.cli.aa import Variant, aa_variants
-from hotloop.cli.common import _cancel, _cancel_closed_output, _interrupt, _warn_skipped, interrupted_status
+from hotloop.cli.common import cancel, cancel_closed_output, warn_skipped
 from hotloop.cli.reports import print_reports
+from hotloop.cli.signals import interrupt, interrupted_status
 from hotloop.errors import HotloopError, RunFailed
 from hotloop.render.units import si
 from hotloop.results.writer import encode_line
@@ -152,7 +153,7 @@ def variants(cat: Catalog, args: argparse.Namespace, here: bool = True) -> list[
     return out
 
 
-async def _run_sessions(sessions: Sequence[Runnable], fmt: str, interleaved: bool,
+async def run_sessions(sessions: Sequence[Runnable], fmt: str, interleaved: bool,
                         gap: float = 0.0, observe: Callable[[str, ev.Event | None], None]
                         | None = None, got: dict[str, results.Result] | None = None,
                         parallel: bool = False, control: str | None = None
@@ -177,14 +178,14 @@ async def guarded(sessions: Sequence[Runnable], body: Awaitable[T],
     assert main is not None
     signals = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
     for sig in signals:
-        loop.add_signal_handler(sig, _cancel, sig, main, sessions)
+        loop.add_signal_handler(sig, cancel, sig, main, sessions)
     global _closed_output
     if control == "stdin":
         # a remote session: its stdout closed is the connection gone, a hangup
-        _closed_output = lambda: loop.call_soon(_cancel, signal.SIGHUP, main,  # noqa: E731
+        _closed_output = lambda: loop.call_soon(cancel, signal.SIGHUP, main,  # noqa: E731
                                                 sessions)
     else:
-        _closed_output = lambda: loop.call_soon(_cancel_closed_output, main,  # noqa: E731
+        _closed_output = lambda: loop.call_soon(cancel_closed_output, main,  # noqa: E731
                                                 sessions)
     if control == "stdin":
         _follow_stdin(loop, main, sessions)
@@ -196,7 +197,7 @@ async def guarded(sessions: Sequence[Runnable], body: Awaitable[T],
         for sig in signals:
             loop.remove_signal_handler(sig)
         for sig in (signal.SIGTERM, signal.SIGHUP):
-            signal.signal(sig, _interrupt)
+            signal.signal(sig, interrupt)
         if control == "stdin":
             loop.remove_reader(sys.stdin.fileno())
         _closed_output = None
@@ -215,7 +216,7 @@ def _follow_stdin(loop: asyncio.AbstractEventLoop, main: asyncio.Task[Any],
             data = b""
         if not data:
             loop.remove_reader(fd)
-            _cancel(signal.SIGHUP, main, sessions)
+            cancel(signal.SIGHUP, main, sessions)
             return
         for s in sessions:
             if s.gate is not None:
@@ -386,7 +387,7 @@ def run_here(cat: Catalog, args: argparse.Namespace) -> int:
                            "in turn (without --interleave)")
     if args.gated and (len(todo) != 1 or args.control != "stdin"):
         raise HotloopError("--gated runs one variant, its turns read from --control stdin")
-    _warn_skipped(cat)
+    warn_skipped(cat)
     if len(args.kernel or []) > 1:
         print("hotloop: warning: one session a kernel, compared as a batch: one session a "
               "side cannot tell a kernel's change from a session's (or a boot's) own offset; "
@@ -408,7 +409,7 @@ def drive_and_report(sessions: Sequence[Runnable], args: argparse.Namespace,
     got: dict[str, results.Result] = {}
     names = dict(zip(labels, (s.title for s in sessions)))
     try:
-        asyncio.run(_run_sessions(sessions, args.format, args.interleave, got=got,
+        asyncio.run(run_sessions(sessions, args.format, args.interleave, got=got,
                                   control=args.control, parallel=parallel))
     except (KeyboardInterrupt, asyncio.CancelledError):
         files = visible(", ".join(str(r.path) for r in got.values()))

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import argparse
 
-from hotloop.cli.common import _catalog
+from hotloop.cli.common import load_catalog
 from hotloop.cli.hosts import run_on_hosts
 from hotloop.cli.run import run_here
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    cat = _catalog(args, warn=False)
+    cat = load_catalog(args, warn=False)
     if args.sessions is not None:      # a series: here only (run.launch)
         from hotloop.cli.series import run_series
         return run_series(cat, args)
