@@ -21,7 +21,6 @@ from hotloop.cli.parser import parser
 from hotloop.cli.signals import interrupt, interrupted_status
 from hotloop.cli.stdout import StdoutFailed, stdout_gone, watch_stdout
 from hotloop.errors import HotloopError
-from hotloop.host import recovery
 from hotloop.visible import visible
 
 # Each subcommand's module, imported once it is chosen: `run --format events` (what a VM
@@ -49,6 +48,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command is not None:    # the console draws on its terminal, not through this
             watch_stdout()
         if args.command not in ("restore", "completion"):
+            from hotloop.host import recovery  # once parsed: -V and --help need none
             # A run killed with settings applied left a journal: put them back first.
             for message in recovery.recover():
                 print(f"hotloop: {visible(message)}", file=sys.stderr)

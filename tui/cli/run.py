@@ -22,10 +22,8 @@ from hotloop.catalog.loader import did_you_mean
 from hotloop.catalog.schema import NAME
 from hotloop.cli.aa import Variant, aa_variants
 from hotloop.cli.common import cancel, cancel_closed_output, warn_skipped
-from hotloop.cli.reports import print_reports
 from hotloop.cli.signals import interrupt, interrupted_status
 from hotloop.errors import HotloopError, RunFailed
-from hotloop.render.units import si
 from hotloop.results.writer import encode_line
 from hotloop.run import launch, start
 from hotloop.run.interleave import Runnable, interleave, together
@@ -264,11 +262,13 @@ class _NoBar:
 
 
 @contextlib.contextmanager
-def _progress(fmt: str) -> Iterator[tuple[Any, Any, Callable[[str], str]]]:
-    """(bar, console, markup escape) on stderr for a person.  --format events is a program's
-    output (a VM guest's, a remote host's: every module costs there) and loads no rich."""
+def _progress(fmt: str) -> Iterator[tuple[Any, Any, Callable[[str], str],
+                                           Callable[[float, str], str]]]:
+    """(bar, console, markup escape, a value in its unit) on stderr for a person.  --format
+    events is a program's output (a VM guest's, a remote host's: every module costs there) and
+    loads no rich, nor render."""
     if fmt == "events":
-        yield _NoBar(), None, str
+        yield _NoBar(), None, str, lambda value, unit: ""
         return
     from rich.console import Console
     from rich.markup import escape
@@ -280,13 +280,15 @@ def _progress(fmt: str) -> Iterator[tuple[Any, Any, Callable[[str], str]]]:
         TimeElapsedColumn,
         TimeRemainingColumn,
     )
+
+    from hotloop.render.units import si
     console = Console(stderr=True, soft_wrap=True)    # a warning stays one line
     with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                   TextColumn("{task.fields[value]}"), TimeElapsedColumn(),
                   TextColumn("eta"), TimeRemainingColumn(), console=console,
                   transient=True, disable=fmt not in ("text", "mail")
                   or not console.is_terminal) as bar:
-        yield bar, console, escape
+        yield bar, console, escape, si
 
 
 async def _drive(sessions: Sequence[Runnable], fmt: str, interleaved: bool, gap: float,
@@ -294,7 +296,7 @@ async def _drive(sessions: Sequence[Runnable], fmt: str, interleaved: bool, gap:
                  got: dict[str, results.Result] | None, parallel: bool
                  ) -> dict[str, ev.Event | None]:
     last: dict[str, ev.Event | None] = {s.variant: None for s in sessions}
-    with _progress(fmt) as (bar, console, escape):
+    with _progress(fmt) as (bar, console, escape, si):
         # the total and the unit are the header's: a remote plan is known once it starts
         tasks = {s.variant: bar.add_task(escape(visible(s.title)), total=None, value="")
                  for s in sessions}
@@ -420,15 +422,13 @@ def drive_and_report(sessions: Sequence[Runnable], args: argparse.Namespace,
                 # the session wrote its "interrupted" line as it was cancelled
                 unfinished.add(ev.Failed("interrupted", run=len(unfinished.runs), interrupted=True))
         if any(res.runs for res in got.values()):
-            print_reports(labels, [r for r in got.values() if r.runs], args.format,
-                           getattr(args, "metric", None))
+            reports(labels, [r for r in got.values() if r.runs], args)
         return interrupted_status()
     except HotloopError as e:
         # a host that could not start, once the others were done: their reports first
         # (not a run that failed: a result file that cannot be written stops it all)
         if parallel and not isinstance(e, RunFailed) and any(r.runs for r in got.values()):
-            print_reports(labels, [r for r in got.values() if r.runs], args.format,
-                           getattr(args, "metric", None))
+            reports(labels, [r for r in got.values() if r.runs], args)
         raise
     done: list[results.Result] = []
     failures: list[str] = []
@@ -445,9 +445,18 @@ def drive_and_report(sessions: Sequence[Runnable], args: argparse.Namespace,
             if not end.interrupted:
                 failures.append(f"{names[label]}: {end.message}")
         done.append(res)
-    print_reports(labels, done, args.format, getattr(args, "metric", None))
+    reports(labels, done, args)
     if interrupted:
         return interrupted_status()
     if failures:
         raise RunFailed("; ".join(failures))
     return 0
+
+
+def reports(labels: list[str], done: list[results.Result], args: argparse.Namespace) -> None:
+    """Each variant's report, then the batch's comparison, on stdout; none with --format
+    events, whose start (a VM guest's, a remote host's) loads no render or analysis module."""
+    if args.format == "events":
+        return
+    from hotloop.cli.reports import print_reports
+    print_reports(labels, done, args.format, getattr(args, "metric", None))

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 
 from hotloop.cli.common import load_catalog
-from hotloop.cli.hosts import run_on_hosts
 from hotloop.cli.run import run_here
 
 
@@ -14,4 +13,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.sessions is not None:      # a series: here only (run.launch)
         from hotloop.cli.series import run_series
         return run_series(cat, args)
-    return run_on_hosts(cat, args) if args.host else run_here(cat, args)
+    if args.host:                       # ssh, a wheel to send: not a local run's (a guest's)
+        from hotloop.cli.hosts import run_on_hosts
+        return run_on_hosts(cat, args)
+    return run_here(cat, args)
