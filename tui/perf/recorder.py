@@ -25,11 +25,11 @@ from typing import Any
 from hotloop import events as ev
 from hotloop.events import HotSymbol
 from hotloop.host.procs import time_scale
+from hotloop.perf.call_graphs import CALL_GRAPHS
 from hotloop.perf.control import killpg
 from hotloop.perf.keep import KeptWindows
 from hotloop.perf.parse import aggregate
 from hotloop.perf.probe import (
-    CALL_GRAPHS,
     DEFAULT_CALL_GRAPH,
     DEFAULT_FREQUENCY,
     DEFAULT_WINDOW_S,
