@@ -2,10 +2,10 @@
 
 `parser` builds the command line; each subcommand has a module of its own (COMMANDS), and
 `run` runs plans here (one session, a batch, interleaved variants); `common` is what they
-share (the catalogue with --profiles, the signals).  Every error a user can cause ends in
-one line on stderr and exit 2; a failed workload exits 1, and so does standard output that
-cannot be written (a full disk: one line, never a traceback); Ctrl-C exits 130 after the
-worker is gone.
+share (the catalogue with --profiles, a run's cancel), `signals` what stopped the command.
+Every error a user can cause ends in one line on stderr and exit 2; a failed workload exits
+1, and so does standard output that cannot be written (a full disk: one line, never a
+traceback); Ctrl-C exits 130 after the worker is gone.
 """
 from __future__ import annotations
 
