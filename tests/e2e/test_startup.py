@@ -51,8 +51,32 @@ def test_a_guests_run_and_a_worker_load_none_of_the_heavy_modules(tmp_path):
     assert heavy(loaded(tmp_path, command("-V"))) == set()
 
 
+# What `run --format events` (a guest's, a remote host's) has no use for: the reports, the
+# comparisons and pictures, the --host path (ssh, the wheel), the other subcommands.
+NOT_THE_RUN_PATH = ("hotloop.render", "hotloop.analysis", "hotloop.cli.reports",
+                    "hotloop.cli.hosts", "hotloop.cli.wheel", "hotloop.cli.series",
+                    "hotloop.cli.listing", "hotloop.cli.compare", "hotloop.cli.calibrate",
+                    "hotloop.results.index")
+
+
+def test_a_guests_run_loads_only_the_run_path(tmp_path):
+    modules = loaded(tmp_path, command("run", *TINY, "--format", "events"))
+    assert {m for m in modules if m.startswith(NOT_THE_RUN_PATH)} == set()
+    assert {"hotloop.cli.run", "hotloop.run.session", "hotloop.run.worker"} - modules \
+        == {"hotloop.run.worker"}       # the worker is its own process
+
+
+def test_version_loads_the_command_line_alone(tmp_path):
+    modules = {m for m in loaded(tmp_path, command("-V")) if m.split(".")[0] == "hotloop"}
+    # no catalogue, no events, no perf probing, no host: the parser and the source's digest
+    assert {m.split(".")[1] for m in modules if "." in m} == {
+        "cli", "errors", "paths", "perf", "visible"}
+    assert modules & {"hotloop.perf.probe", "hotloop.cli.common", "hotloop.host"} == set()
+
+
 @pytest.mark.parametrize("argv, needs", [
     (["run", *TINY], "rich"),                  # a person's run: the progress bar
+    (["run", *TINY], "hotloop.cli.reports"),   # and its report at the end
     (["completion", "bash"], "shtab"),
 ])
 def test_the_commands_that_use_them_still_load_them(tmp_path, argv, needs):

@@ -11,7 +11,7 @@ import pytest
 from hotloop import catalog
 from hotloop.catalog import Plan
 from hotloop.catalog.loader import defined_in, did_you_mean
-from hotloop.cli.commands import plan_duration
+from hotloop.cli.listing import plan_duration
 from hotloop.console.commands import save_screenshot
 from hotloop.errors import HotloopError
 from hotloop.render import svg

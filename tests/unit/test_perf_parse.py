@@ -8,7 +8,8 @@ from hotloop.events import HotSymbol
 from hotloop.perf.annotate import nothing_to_annotate
 from hotloop.perf.parse import aggregate, parse_stat_csv
 from hotloop.perf.script import read_window
-from hotloop.render.report import dso_name, symbol_lines, symbol_name
+from hotloop.render.report import symbol_lines
+from hotloop.render.symbol_names import dso_name, symbol_name
 
 # --------------------------------------------------------------------------- perf script
 

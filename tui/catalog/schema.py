@@ -34,7 +34,7 @@ from hotloop.checks import Check, list_of
 from hotloop.errors import HotloopError
 from hotloop.host import kimage, procs
 from hotloop.host.settings import value_problem
-from hotloop.perf.probe import CALL_GRAPHS
+from hotloop.perf.call_graphs import CALL_GRAPHS
 
 # --- validation ------------------------------------------------------------
 

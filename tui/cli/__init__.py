@@ -1,11 +1,11 @@
 """The `hotloop` command: the console with no arguments, headless subcommands otherwise.
 
-`parser` builds the command line, `run` runs plans (one session, a batch, interleaved
-variants), `show` shows result files and directories, `commands` holds the other
-subcommands, `common` what they share (the catalogue with --profiles, the signals).  Every
-error a user can cause ends in one line on stderr and exit 2; a failed workload exits 1, and
-so does standard output that cannot be written (a full disk: one line, never a traceback);
-Ctrl-C exits 130 after the worker is gone.
+`parser` builds the command line; each subcommand has a module of its own (COMMANDS), and
+`run` runs plans here (one session, a batch, interleaved variants); `common` is what they
+share (the catalogue with --profiles, a run's cancel), `signals` what stopped the command.
+Every error a user can cause ends in one line on stderr and exit 2; a failed workload exits
+1, and so does standard output that cannot be written (a full disk: one line, never a
+traceback); Ctrl-C exits 130 after the worker is gone.
 """
 from __future__ import annotations
 
@@ -17,24 +17,18 @@ import signal
 import sys
 from collections.abc import Callable, Sequence
 
-from hotloop.cli.common import (
-    StdoutFailed,
-    _interrupt,
-    interrupted_status,
-    stdout_gone,
-    watch_stdout,
-)
 from hotloop.cli.parser import parser
+from hotloop.cli.signals import interrupt, interrupted_status
+from hotloop.cli.stdout import StdoutFailed, stdout_gone, watch_stdout
 from hotloop.errors import HotloopError
-from hotloop.host import recovery
 from hotloop.visible import visible
 
 # Each subcommand's module, imported once it is chosen: `run --format events` (what a VM
 # guest and a remote host run, where every module costs) loads no picture, annotate or compare.
-COMMANDS = {"run": "commands", "show": "show", "compare": "commands",
-            "calibrate": "commands", "list": "commands", "doctor": "commands",
-            "save": "commands", "restore": "commands", "completion": "commands",
-            "host": "hosts", "annotate": "annotate", None: "commands"}
+COMMANDS = {"run": "run_entry", "show": "show", "compare": "compare",
+            "calibrate": "calibrate", "list": "listing", "doctor": "doctor",
+            "save": "save", "restore": "restore", "completion": "completion",
+            "host": "hosts", "annotate": "annotate", None: "console"}
 
 
 def command(name: str | None) -> Callable[[argparse.Namespace], int]:
@@ -48,12 +42,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     # A dropped SSH session (SIGHUP) or a kill (SIGTERM) takes the Ctrl-C path:
     # the worker is stopped, the system restored, the result file closed.
     for sig in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, _interrupt)
+        signal.signal(sig, interrupt)
     try:
         args = parser().parse_args(argv)
         if args.command is not None:    # the console draws on its terminal, not through this
             watch_stdout()
         if args.command not in ("restore", "completion"):
+            from hotloop.host import recovery  # once parsed: -V and --help need none
             # A run killed with settings applied left a journal: put them back first.
             for message in recovery.recover():
                 print(f"hotloop: {visible(message)}", file=sys.stderr)

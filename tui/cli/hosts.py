@@ -16,7 +16,7 @@ from pathlib import Path
 
 from hotloop import __version__
 from hotloop.catalog import Catalog, Host, Plan
-from hotloop.cli.common import _catalog, _warn_skipped
+from hotloop.cli.common import load_catalog, warn_skipped
 from hotloop.cli.run import choices, drive_and_report, emit, variants
 from hotloop.cli.wheel import build as build_wheel
 from hotloop.errors import HotloopError
@@ -75,7 +75,7 @@ def run_on_hosts(cat: Catalog, args: argparse.Namespace) -> int:
     chosen = choices(args, len(hosts), each="host")
     # the plan and its overrides, checked here; each host's hotloop fits it to that machine
     variant, = variants(cat, args, here=False)
-    _warn_skipped(cat)
+    warn_skipped(cat)
     sessions = [launch.start_run(launch.RunRequest(
         variant.rp, chosen, host=h, output=args.out, variant=h.name,
         mirror=emit if args.format == "events" else None)) for h in hosts]
@@ -86,7 +86,7 @@ def run_on_hosts(cat: Catalog, args: argparse.Namespace) -> int:
 # --- host check, host setup -------------------------------------------------
 
 def cmd_host(args: argparse.Namespace) -> int:
-    cat = _catalog(args)
+    cat = load_catalog(args)
     host = hosts_named(cat, [args.name], f"host {args.action}")[0]
     return check(host) if args.action == "check" else setup(host)
 

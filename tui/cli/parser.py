@@ -7,7 +7,7 @@ from typing import Any, NoReturn
 
 from hotloop import __version__, paths
 from hotloop.errors import HotloopError
-from hotloop.perf.probe import CALL_GRAPHS
+from hotloop.perf.call_graphs import CALL_GRAPHS
 
 # Shell completion (shtab): names come from `hotloop completion --names KIND`, which reads
 # the catalogue (with the --profiles directories already on the line) and says nothing

@@ -21,10 +21,9 @@ from hotloop.catalog import Catalog, ParamSetting, Plan
 from hotloop.catalog.loader import did_you_mean
 from hotloop.catalog.schema import NAME
 from hotloop.cli.aa import Variant, aa_variants
-from hotloop.cli.common import _cancel, _cancel_closed_output, _interrupt, _warn_skipped, interrupted_status
-from hotloop.cli.reports import print_reports
+from hotloop.cli.common import cancel, cancel_closed_output, warn_skipped
+from hotloop.cli.signals import interrupt, interrupted_status
 from hotloop.errors import HotloopError, RunFailed
-from hotloop.render.units import si
 from hotloop.results.writer import encode_line
 from hotloop.run import launch, start
 from hotloop.run.interleave import Runnable, interleave, together
@@ -152,7 +151,7 @@ def variants(cat: Catalog, args: argparse.Namespace, here: bool = True) -> list[
     return out
 
 
-async def _run_sessions(sessions: Sequence[Runnable], fmt: str, interleaved: bool,
+async def run_sessions(sessions: Sequence[Runnable], fmt: str, interleaved: bool,
                         gap: float = 0.0, observe: Callable[[str, ev.Event | None], None]
                         | None = None, got: dict[str, results.Result] | None = None,
                         parallel: bool = False, control: str | None = None
@@ -177,14 +176,14 @@ async def guarded(sessions: Sequence[Runnable], body: Awaitable[T],
     assert main is not None
     signals = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
     for sig in signals:
-        loop.add_signal_handler(sig, _cancel, sig, main, sessions)
+        loop.add_signal_handler(sig, cancel, sig, main, sessions)
     global _closed_output
     if control == "stdin":
         # a remote session: its stdout closed is the connection gone, a hangup
-        _closed_output = lambda: loop.call_soon(_cancel, signal.SIGHUP, main,  # noqa: E731
+        _closed_output = lambda: loop.call_soon(cancel, signal.SIGHUP, main,  # noqa: E731
                                                 sessions)
     else:
-        _closed_output = lambda: loop.call_soon(_cancel_closed_output, main,  # noqa: E731
+        _closed_output = lambda: loop.call_soon(cancel_closed_output, main,  # noqa: E731
                                                 sessions)
     if control == "stdin":
         _follow_stdin(loop, main, sessions)
@@ -196,7 +195,7 @@ async def guarded(sessions: Sequence[Runnable], body: Awaitable[T],
         for sig in signals:
             loop.remove_signal_handler(sig)
         for sig in (signal.SIGTERM, signal.SIGHUP):
-            signal.signal(sig, _interrupt)
+            signal.signal(sig, interrupt)
         if control == "stdin":
             loop.remove_reader(sys.stdin.fileno())
         _closed_output = None
@@ -215,7 +214,7 @@ def _follow_stdin(loop: asyncio.AbstractEventLoop, main: asyncio.Task[Any],
             data = b""
         if not data:
             loop.remove_reader(fd)
-            _cancel(signal.SIGHUP, main, sessions)
+            cancel(signal.SIGHUP, main, sessions)
             return
         for s in sessions:
             if s.gate is not None:
@@ -263,11 +262,13 @@ class _NoBar:
 
 
 @contextlib.contextmanager
-def _progress(fmt: str) -> Iterator[tuple[Any, Any, Callable[[str], str]]]:
-    """(bar, console, markup escape) on stderr for a person.  --format events is a program's
-    output (a VM guest's, a remote host's: every module costs there) and loads no rich."""
+def _progress(fmt: str) -> Iterator[tuple[Any, Any, Callable[[str], str],
+                                           Callable[[float, str], str]]]:
+    """(bar, console, markup escape, a value in its unit) on stderr for a person.  --format
+    events is a program's output (a VM guest's, a remote host's: every module costs there) and
+    loads no rich, nor render."""
     if fmt == "events":
-        yield _NoBar(), None, str
+        yield _NoBar(), None, str, lambda value, unit: ""
         return
     from rich.console import Console
     from rich.markup import escape
@@ -279,13 +280,15 @@ def _progress(fmt: str) -> Iterator[tuple[Any, Any, Callable[[str], str]]]:
         TimeElapsedColumn,
         TimeRemainingColumn,
     )
+
+    from hotloop.render.units import si
     console = Console(stderr=True, soft_wrap=True)    # a warning stays one line
     with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                   TextColumn("{task.fields[value]}"), TimeElapsedColumn(),
                   TextColumn("eta"), TimeRemainingColumn(), console=console,
                   transient=True, disable=fmt not in ("text", "mail")
                   or not console.is_terminal) as bar:
-        yield bar, console, escape
+        yield bar, console, escape, si
 
 
 async def _drive(sessions: Sequence[Runnable], fmt: str, interleaved: bool, gap: float,
@@ -293,7 +296,7 @@ async def _drive(sessions: Sequence[Runnable], fmt: str, interleaved: bool, gap:
                  got: dict[str, results.Result] | None, parallel: bool
                  ) -> dict[str, ev.Event | None]:
     last: dict[str, ev.Event | None] = {s.variant: None for s in sessions}
-    with _progress(fmt) as (bar, console, escape):
+    with _progress(fmt) as (bar, console, escape, si):
         # the total and the unit are the header's: a remote plan is known once it starts
         tasks = {s.variant: bar.add_task(escape(visible(s.title)), total=None, value="")
                  for s in sessions}
@@ -386,7 +389,7 @@ def run_here(cat: Catalog, args: argparse.Namespace) -> int:
                            "in turn (without --interleave)")
     if args.gated and (len(todo) != 1 or args.control != "stdin"):
         raise HotloopError("--gated runs one variant, its turns read from --control stdin")
-    _warn_skipped(cat)
+    warn_skipped(cat)
     if len(args.kernel or []) > 1:
         print("hotloop: warning: one session a kernel, compared as a batch: one session a "
               "side cannot tell a kernel's change from a session's (or a boot's) own offset; "
@@ -408,7 +411,7 @@ def drive_and_report(sessions: Sequence[Runnable], args: argparse.Namespace,
     got: dict[str, results.Result] = {}
     names = dict(zip(labels, (s.title for s in sessions)))
     try:
-        asyncio.run(_run_sessions(sessions, args.format, args.interleave, got=got,
+        asyncio.run(run_sessions(sessions, args.format, args.interleave, got=got,
                                   control=args.control, parallel=parallel))
     except (KeyboardInterrupt, asyncio.CancelledError):
         files = visible(", ".join(str(r.path) for r in got.values()))
@@ -419,15 +422,13 @@ def drive_and_report(sessions: Sequence[Runnable], args: argparse.Namespace,
                 # the session wrote its "interrupted" line as it was cancelled
                 unfinished.add(ev.Failed("interrupted", run=len(unfinished.runs), interrupted=True))
         if any(res.runs for res in got.values()):
-            print_reports(labels, [r for r in got.values() if r.runs], args.format,
-                           getattr(args, "metric", None))
+            reports(labels, [r for r in got.values() if r.runs], args)
         return interrupted_status()
     except HotloopError as e:
         # a host that could not start, once the others were done: their reports first
         # (not a run that failed: a result file that cannot be written stops it all)
         if parallel and not isinstance(e, RunFailed) and any(r.runs for r in got.values()):
-            print_reports(labels, [r for r in got.values() if r.runs], args.format,
-                           getattr(args, "metric", None))
+            reports(labels, [r for r in got.values() if r.runs], args)
         raise
     done: list[results.Result] = []
     failures: list[str] = []
@@ -444,9 +445,18 @@ def drive_and_report(sessions: Sequence[Runnable], args: argparse.Namespace,
             if not end.interrupted:
                 failures.append(f"{names[label]}: {end.message}")
         done.append(res)
-    print_reports(labels, done, args.format, getattr(args, "metric", None))
+    reports(labels, done, args)
     if interrupted:
         return interrupted_status()
     if failures:
         raise RunFailed("; ".join(failures))
     return 0
+
+
+def reports(labels: list[str], done: list[results.Result], args: argparse.Namespace) -> None:
+    """Each variant's report, then the batch's comparison, on stdout; none with --format
+    events, whose start (a VM guest's, a remote host's) loads no render or analysis module."""
+    if args.format == "events":
+        return
+    from hotloop.cli.reports import print_reports
+    print_reports(labels, done, args.format, getattr(args, "metric", None))

@@ -19,7 +19,7 @@ from typing import Any
 from hotloop import events as ev
 from hotloop import results
 from hotloop.catalog import Catalog
-from hotloop.cli.common import _warn_skipped, interrupted_status
+from hotloop.cli.common import warn_skipped
 from hotloop.cli.run import (
     choices,
     emit,
@@ -30,6 +30,7 @@ from hotloop.cli.run import (
     say,
     variants,
 )
+from hotloop.cli.signals import interrupted_status
 from hotloop.errors import HotloopError, RunFailed
 from hotloop.render.units import si
 from hotloop.run import launch, series
@@ -185,7 +186,7 @@ def _variants_request(cat: Catalog, args: argparse.Namespace, host: str | None,
 def _run(cat: Catalog, args: argparse.Namespace, req: launch.SeriesRequest) -> int:
     """Resolve, start, drive and report the series `req`; its exit status."""
     rps = launch.resolve_series(cat, req)
-    _warn_skipped(cat)
+    warn_skipped(cat)
     s = launch.start_series(req, rps)
     directory = s.plan.directory
     interrupted = False

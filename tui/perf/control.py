@@ -21,6 +21,18 @@ def killpg(proc: asyncio.subprocess.Process | None, sig: int = signal.SIGKILL) -
         os.killpg(proc.pid, sig)        # started with start_new_session: pgid == pid
 
 
+async def kill_and_wait(proc: asyncio.subprocess.Process | None, timeout: float = 5.0) -> None:
+    """`proc`'s group SIGKILLed and the process waited for (within `timeout`), its pipes
+    closed.  A child killed and left so keeps its transport unfinished, and if the event loop
+    closes first (a Ctrl-C of a series, a window's perf script or gzip in flight), the
+    transport's finalizer prints "RuntimeError: Event loop is closed" after the run."""
+    killpg(proc)
+    if proc is not None:
+        # a second cancel (asyncio.run's, of the tasks left) ends the wait, not the caller
+        with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
+            await asyncio.wait_for(asyncio.shield(proc.wait()), timeout)
+
+
 def spare_cpus(cpus: Sequence[int]) -> set[int] | None:
     """The CPUs the workload is not pinned to, where perf should do its own work;
     None when it is not pinned or uses them all."""

@@ -36,7 +36,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from hotloop.host.procs import child_setup
-from hotloop.perf.control import killpg, spare_cpus
+from hotloop.perf.control import kill_and_wait, spare_cpus
 
 GZIP_LEVEL = 6                  # gzip's own default: -9 took 3 times the CPU for 4% smaller files
 WINDOW_FILE = re.compile(r"perf\.data\.[0-9]+")     # a window perf completed (rotated)
@@ -101,7 +101,7 @@ async def gzip_idle(path: str, cpus: Sequence[int]) -> str:
     try:
         _, err = await proc.communicate()
     except BaseException:                  # cancelled (Ctrl-C): the plain file stays
-        killpg(proc)
+        await kill_and_wait(proc)
         raise
     if proc.returncode != 0 or not os.path.exists(path + ".gz"):
         msg = err.decode(errors="replace").strip().splitlines()

@@ -21,7 +21,6 @@ DEFAULT_FREQUENCY = 999          # Hz; odd so it does not beat against 1 kHz tim
 # "fp" measured within noise of "none" (0..+6%), "dwarf" copies stack per sample.
 DEFAULT_CALL_GRAPH = "none"
 DEFAULT_WINDOW_S = 1.0           # windows must be <= 2 s; 1 s leaves slack for slow reports
-CALL_GRAPHS = ("none", "fp", "dwarf")
 STAT_EVENTS = ("task-clock", "context-switches", "cpu-migrations", "page-faults",
                "cycles", "instructions")
 

@@ -25,11 +25,11 @@ from typing import Any
 from hotloop import events as ev
 from hotloop.events import HotSymbol
 from hotloop.host.procs import time_scale
+from hotloop.perf.call_graphs import CALL_GRAPHS
 from hotloop.perf.control import killpg
 from hotloop.perf.keep import KeptWindows
 from hotloop.perf.parse import aggregate
 from hotloop.perf.probe import (
-    CALL_GRAPHS,
     DEFAULT_CALL_GRAPH,
     DEFAULT_FREQUENCY,
     DEFAULT_WINDOW_S,
@@ -283,9 +283,11 @@ class PerfRecorder:
         closed: one left to the event loop's close kept its transport unfinished, and its
         finalizer raised "Event loop is closed" after the run (1 in 25 Ctrl-Cs of a series)."""
         procs = [p for p in (self._record.proc, self._stat.proc) if p is not None]
-        if procs:
-            await asyncio.wait([asyncio.ensure_future(p.wait()) for p in procs],
-                               timeout=timeout)
+        # and the windows' tasks kill() cancelled, each ending the perf script or gzip it ran
+        tasks = [t for t in self._windows.tasks if t is not asyncio.current_task()]
+        waits = [asyncio.ensure_future(p.wait()) for p in procs] + tasks
+        if waits:
+            await asyncio.wait(waits, timeout=timeout)
 
     @property
     def pids_of_perf(self) -> list[int]:

@@ -21,7 +21,7 @@ from typing import Any
 from hotloop.events import HotSymbol
 from hotloop.host.procs import time_scale
 from hotloop.perf import addrs
-from hotloop.perf.control import killpg, spawn
+from hotloop.perf.control import kill_and_wait, killpg, spawn
 from hotloop.perf.keep import DROPPED_UNREAD, WINDOW_FILE, KeptWindows
 from hotloop.perf.record import PerfRecord
 from hotloop.perf.script import read_window, script_argv
@@ -225,7 +225,7 @@ class Windows:
             self._warn(f"perf script timed out on {os.path.basename(path)}; window skipped")
             return []
         except asyncio.CancelledError:
-            killpg(proc)
+            await kill_and_wait(proc)
             raise
         except OSError as e:
             self._warn(f"perf script failed: {e}")

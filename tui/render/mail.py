@@ -30,7 +30,8 @@ from hotloop.render.compare_formats import symbols as sym
 from hotloop.render.compare_formats.shared import ci
 from hotloop.render.histograms import ASCII_MARKS, bar, side_rows
 from hotloop.render.layout import bound, safe, table, wrap
-from hotloop.render.report import dso_name, extra_si, extra_summaries, symbol_name
+from hotloop.render.report import extra_si, extra_summaries
+from hotloop.render.symbol_names import dso_name, symbol_name
 from hotloop.render.units import bucket_labels, number, pct, plain, si
 from hotloop.results import Result
 from hotloop.stats import histogram

@@ -1,7 +1,6 @@
 """The headless report: a result as text for people or as one JSON document."""
 from __future__ import annotations
 
-import contextlib
 import csv
 import io
 import re
@@ -14,6 +13,8 @@ from hotloop.analysis.symcost import side_cost
 from hotloop.record import Stop
 from hotloop.render.histograms import bar
 from hotloop.render.layout import UNBOUNDED, bound, safe, table, wrap
+from hotloop.render.symbol_costs import cost_json, cost_lines
+from hotloop.render.symbol_names import symbol_name
 from hotloop.render.units import bucket_labels, si
 from hotloop.results import Result
 from hotloop.results.liveness import partial_reason
@@ -49,26 +50,6 @@ def histogram_lines(values: Sequence[float], unit: str, columns: int | None = No
     room = BAR if columns is None else max(3, min(BAR, columns - (width + 20)))
     return [(f"  {r:<{width}}  {b.count:>5}  {b.percent:5.1f}%  " + bar(b.count, top, room))
             .rstrip() for r, b in zip(ranges, buckets)]
-
-
-def symbol_name(s: ev.HotSymbol) -> str:
-    """The symbol as shown: perf's bare address where it knows the mapping becomes
-    `[unknown] libfoo.so+0x1234` (perf gives the address within the DSO then)."""
-    if s.symbol.startswith("0x") and s.dso != "[unknown]":
-        with contextlib.suppress(ValueError):
-            return f"[unknown] {s.dso}+{int(s.symbol, 16):#x}"
-    return s.symbol
-
-
-def dso_name(dso: str) -> str:
-    """A DSO short enough for a column: `kernel`, a module's name, a file's base name
-    without Python's extension suffix (`x.cpython-311-x86_64-linux-gnu.so`: `x.so`); a
-    library's version stays, as perf report shows it (`libc.so.6`)."""
-    if dso == "[kernel.kallsyms]":
-        return "kernel"
-    if dso.startswith("[") and dso.endswith("]"):
-        return dso[1:-1]
-    return re.sub(r"\.cpython-[^.]+\.so$", ".so", dso.rsplit("/", 1)[-1])
 
 
 def symbol_lines(symbols: Sequence[ev.HotSymbol], top: int = 15,
@@ -204,7 +185,6 @@ def text(result: Result, warnings: bool = True, runs: bool = False,
     if result.session_symbols and result.session_symbols.symbols:
         lines += ["", f"hot symbols ({result.session_symbols.samples} samples)"]
         lines += symbol_lines(result.session_symbols.symbols, columns=width)
-        from hotloop.render.symbol_costs import cost_lines  # it imports dso_name from here
         lines += cost_lines(side_cost([result]), columns=width)
     counters = result.finished.counters if result.finished else None
     if counters:
@@ -219,7 +199,6 @@ def text(result: Result, warnings: bool = True, runs: bool = False,
 def _costs_json(result: Result) -> dict[str, Any] | None:
     if not (result.session_symbols and result.session_symbols.symbols):
         return None
-    from hotloop.render.symbol_costs import cost_json
     return cost_json(side_cost([result]))
 
 

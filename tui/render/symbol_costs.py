@@ -7,7 +7,7 @@ from typing import Any
 
 from hotloop.analysis.symcost import SideCost
 from hotloop.render.layout import UNBOUNDED, bound, safe, table, wrap
-from hotloop.render.report import dso_name
+from hotloop.render.symbol_names import dso_name
 
 TOP = 15
 

@@ -32,7 +32,7 @@ from textual.widgets.data_table import ColumnKey
 
 from hotloop.analysis.symbols import SymbolDelta, SymbolVerdict
 from hotloop.render.compare_formats.symbols import MORE_SAMPLES
-from hotloop.render.report import dso_name
+from hotloop.render.symbol_names import dso_name
 from hotloop.render.units import p_value
 from hotloop.visible import cut, visible
 

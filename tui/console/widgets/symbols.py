@@ -25,7 +25,7 @@ from textual.widgets.data_table import ColumnKey
 
 from hotloop import events as ev
 from hotloop.perf.buildid import KERNEL_DSO
-from hotloop.render.report import dso_name, symbol_name
+from hotloop.render.symbol_names import dso_name, symbol_name
 from hotloop.visible import cut, visible
 
 TOP = 25
