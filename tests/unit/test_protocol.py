@@ -8,7 +8,7 @@ import pytest
 
 from hotloop import paths
 from hotloop.run import protocol
-from hotloop.run.protocol import Failed, Finished, Note, Ready, Run, WorkerSpec
+from hotloop.run.protocol import Abort, Done, Note, Ready, Run, WorkerSpec
 
 
 @pytest.mark.parametrize("line", [
@@ -16,8 +16,8 @@ from hotloop.run.protocol import Failed, Finished, Note, Ready, Run, WorkerSpec
     Run(index=-1, warmup=True, ops=1000, bytes=4096000, ns=123456, cycles=0, extra={"user_s": 0.5}),
     Run(index=7, warmup=False, ops=1, bytes=0, ns=1, cycles=2**63),
     Note(message="a warning\nwith a newline"),
-    Failed(message="run 3: boom", run=2, bad_input=False),
-    Finished(),
+    Abort(message="run 3: boom", run=2, bad_input=False),
+    Done(),
 ])
 def test_every_line_reads_back_as_written(line):
     assert protocol.decode(protocol.encode(line)) == line

@@ -223,7 +223,7 @@ class Driver:
                         deadline = loop.time() + rp.plan.timeout
                     case protocol.Note():
                         yield ev.Warning(msg.message, variant=v)
-                    case protocol.Failed():
+                    case protocol.Abort():
                         await worker.wait_exit(rp.plan.timeout)  # its teardown: the run's timeout
                         self.kill()                             # then it and its helpers go
                         await self.recording.stop(rec, first)
@@ -231,7 +231,7 @@ class Driver:
                         yield ev.Failed(msg.message, run=msg.run + first if msg.run >= 0
                                         else msg.run, bad_input=msg.bad_input, variant=v)
                         return
-                    case protocol.Finished():
+                    case protocol.Done():
                         await worker.wait_exit(rp.plan.timeout)  # only Python's exit is left
                         self.kill()                             # helpers it left behind
                         if (said := await self._output_said(drain)) is not None:

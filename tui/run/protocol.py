@@ -3,8 +3,9 @@
 The session writes one `WorkerSpec` line on the worker's stdin, then control lines: `GO` lets
 the next repetition run (always the first recorded one, so perf attaches first; every one
 when `step`), `END` skips the runs left.  The worker answers with one JSON line per event on
-its stdout: `Ready`, `Run`, `Note`, `Failed`, `Finished`.  Both ends encode and decode here, so
-a field added on one side cannot be missed on the other.
+its stdout: `Ready`, `Run`, `Note`, `Abort`, `Done` (what the session makes of them are its
+own events, hotloop.events).  Both ends encode and decode here, through hotloop.codec, so a
+field added on one side cannot be missed on the other.
 """
 from __future__ import annotations
 
@@ -79,8 +80,9 @@ class Note:
 
 
 @dataclass(frozen=True)
-class Failed:
-    """The worker stops: `run` is its own index of the run that failed, -1 before the runs."""
+class Abort:
+    """The worker stops early: `run` is its own index of the run that failed, -1 before the
+    runs (the session's Failed event says it in the session's terms)."""
     tag: ClassVar[str] = "failed"
     message: str
     run: int
@@ -88,14 +90,14 @@ class Failed:
 
 
 @dataclass(frozen=True)
-class Finished:
+class Done:
     """Every run done and torn down: only Python's exit is left."""
     tag: ClassVar[str] = "finished"
 
 
-Line = Ready | Run | Note | Failed | Finished
+Line = Ready | Run | Note | Abort | Done
 # Both ends are one checkout: a key either does not know is refused.
-LINES: codec.Tagged[Line] = codec.Tagged((Ready, Run, Note, Failed, Finished), unknown="refuse")
+LINES: codec.Tagged[Line] = codec.Tagged((Ready, Run, Note, Abort, Done), unknown="refuse")
 
 
 def encode(line: Line) -> str:
