@@ -43,7 +43,7 @@ def apply_cpu_profile(spec: WorkerSpec) -> None:
     apply_sched(spec.sched, spec.priority, spec.nice)
 
 
-class Workload:
+class LoadedWorkload:
     """The loaded module with its params and env kept alive for C."""
 
     def __init__(self, spec: WorkerSpec):
@@ -123,7 +123,7 @@ def main() -> int:
     except (OSError, SystemSettingError) as e:
         emit(Abort(message=str(e), run=-1, bad_input=False))
         return 1
-    w = Workload(spec)
+    w = LoadedWorkload(spec)
     problem = w.setup()
     if problem is not None:
         bad = problem.startswith(protocol.BAD_PARAM)
