@@ -27,8 +27,10 @@ ROOT = Path(__file__).resolve().parent.parent
 CHILD = r'''
 import json, sys, time
 from pathlib import Path
-from hotloop import events as ev, results
-from hotloop.record import Batch, CpuInfo, Header, PlanInfo, Remote, Summary, WorkloadInfo
+from hotloop import events as ev, record, results
+from hotloop.record import Batch, CpuInfo, Header, PlanInfo, Remote, WorkloadInfo
+# the finished line's summary, by its name in either tree
+SessionSummary = getattr(record, "SessionSummary", None) or getattr(record, "Summary")
 from hotloop.results.reader import decode_line
 from hotloop.results.writer import encode_line
 from hotloop.run import protocol
@@ -45,7 +47,7 @@ events = {
     "run": ev.RunSample(index=3, value=101.25, ops=1000, bytes=0, ns=101250, cycles=0,
                         extra={"worker_cpu_s": 0.0001}),
     "hot_symbols": ev.HotSymbols(syms, window=3, samples=900),
-    "finished": ev.Finished(Summary(n=3, median=1.0, mean=1.0, stdev=0.1, cv=0.1, min=0.9,
+    "finished": ev.Finished(SessionSummary(n=3, median=1.0, mean=1.0, stdev=0.1, cv=0.1, min=0.9,
                                     max=1.1), counters={"task-clock": 1.5}),
 }
 worker = protocol.Run(index=3, warmup=False, ops=1000, bytes=0, ns=101250, cycles=0,
@@ -79,7 +81,7 @@ def write(path: Path, runs: int) -> None:
     import numpy as np
 
     from hotloop import events as ev
-    from hotloop.record import Header, Summary, WorkloadInfo
+    from hotloop.record import Header, SessionSummary, WorkloadInfo
     from hotloop.results import Writer
     rng = np.random.default_rng(1)
     w = Writer(path)
@@ -89,7 +91,7 @@ def write(path: Path, runs: int) -> None:
         ns = int(v * 1000)                  # the value is what its counters say
         w.write(ev.RunSample(index=i, value=ns / 1000, ops=1000, bytes=0, ns=ns,
                              cycles=0, extra={"worker_cpu_s": float(v) * 1e-6}))
-    w.write(ev.Finished(Summary()))
+    w.write(ev.Finished(SessionSummary()))
     w.close()
 
 

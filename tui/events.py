@@ -12,7 +12,7 @@ from typing import Any, ClassVar, Literal
 
 from hotloop import codec
 from hotloop.checks import show
-from hotloop.record import NAME, Header, Summary
+from hotloop.record import NAME, Header, SessionSummary
 
 # The magnitudes a measured number (a run's value, an extra, a counter) may have,
 # besides 0.  Every real measurement of a hot path fits with room to spare (u64
@@ -151,7 +151,7 @@ class Finished:
     """The session ended with every run: its summary, and perf stat's counters for the whole
     session (a counter this CPU lacks is None, never 0)."""
     tag: ClassVar[str] = "finished"
-    summary: Summary
+    summary: SessionSummary
     variant: str = field(default="", metadata=NAME)
     counters: dict[str, float | None] = field(default_factory=dict)
 

@@ -238,7 +238,7 @@ class Stop:
 
 
 @dataclass(frozen=True)
-class Summary:
+class SessionSummary:
     """A finished session's runs, summarised (None: no runs), and why it stopped."""
     n: int = field(default=0, metadata={"min": 0})
     median: float | None = None
@@ -253,7 +253,7 @@ class Summary:
         return object_json(self)
 
     @classmethod
-    def from_json(cls, obj: Any) -> Summary:
+    def from_json(cls, obj: Any) -> SessionSummary:
         return from_json(cls, obj, unknown="ignore")
 
 

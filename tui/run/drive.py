@@ -15,7 +15,7 @@ from hotloop import events as ev
 from hotloop.catalog import ResolvedPlan, process_shares
 from hotloop.host.procs import time_scale
 from hotloop.perf.recorder import PerfRecorder
-from hotloop.record import Stop, Summary
+from hotloop.record import SessionSummary, Stop
 from hotloop.run import build, preflight, protocol
 from hotloop.run.process import REAP_S, WorkerProcess
 from hotloop.run.protocol import WorkerSpec
@@ -93,8 +93,8 @@ class Driver:
             met = self._known_well(runs, force=True)
             stop = Stop("until_ci" if met else "runs", rp.plan.until_ci,
                         median_ci_pct(sorted(runs)), len(runs))
-        summary = Summary(s.n, s.median, s.mean, s.stdev, s.cv, s.min, s.max, stop) if s \
-            else Summary(stop=stop)
+        summary = SessionSummary(s.n, s.median, s.mean, s.stdev, s.cv, s.min, s.max, stop) if s \
+            else SessionSummary(stop=stop)
         yield ev.Finished(summary, variant=v, counters=self.recording.counters)
 
     async def _drive_worker(self, built: build.Built, runs: list[float],
