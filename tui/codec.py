@@ -120,7 +120,7 @@ def _make_encoder(cls: type) -> Callable[[Any], dict[str, Any]]:
 
 # --------------------------------------------------------------------------- reading
 
-def from_json(cls: type[T], obj: Any, *, unknown: Unknown = "refuse") -> T:
+def from_json(cls: type[T], obj: Any, *, unknown: Unknown = "ignore") -> T:
     """`cls` from a parsed JSON object, every field checked; ValueError naming the field's
     path ("workload: unit: expected a string, got 5", "plan: unknown key 'runz'")."""
     value = decoder(cls, unknown)(obj)

@@ -254,7 +254,7 @@ class SessionSummary:
 
     @classmethod
     def from_json(cls, obj: Any) -> SessionSummary:
-        return from_json(cls, obj, unknown="ignore")
+        return from_json(cls, obj)
 
 
 @functools.cache

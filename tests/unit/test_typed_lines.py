@@ -187,3 +187,6 @@ def test_an_unknown_key_is_left_in_an_event_line_and_refused_in_a_header_and_a_w
     with pytest.raises(ValueError, match="run line: unknown key 'later'"):
         protocol.decode(json.dumps({**json.loads(protocol.encode(build(protocol.Run))),
                                     "later": 1}))
+    spec = json.loads(build(protocol.WorkerSpec).line())
+    with pytest.raises(ValueError, match="unknown key 'later'"):
+        protocol.WorkerSpec.from_line(json.dumps({**spec, "later": 1}))

@@ -47,7 +47,7 @@ class WorkerSpec:
 
     @classmethod
     def from_line(cls, line: str) -> WorkerSpec:
-        return codec.from_json(cls, json.loads(line))
+        return codec.from_json(cls, json.loads(line), unknown="refuse")
 
 
 @dataclass(frozen=True)
