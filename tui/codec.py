@@ -12,6 +12,8 @@ format and a field added to a class is written and read with no table to keep:
 - `{"cut": N}`: a string read is cut to N characters (TEXT_MAX unless said; "…" last), a
   forged 30 MB label would otherwise be printed, drawn and diffed in full;
 - `{"check": f}`: f(value) says why a value cannot be, or None (a measurement's range);
+- `{"finite": False}`: a number may be NaN or infinite (a worker's extras, which the session
+  checks itself to fail the run naming the one);
 
 each applied to the field's value, or to every item of a list and every value of an object.
 A field missing from a line reads as its default (an older file's); one with no default is
@@ -191,7 +193,7 @@ def _make_decoder(cls: type, unknown: Unknown, tagged: bool) -> Decoder:
 def field_decoder(tp: Any, meta: typing.Mapping[str, Any], unknown: Unknown) -> Decoder:
     """A field's decoder: its type's, the metadata's bounds and check on its scalars."""
     return _typed(tp, _Leaf(meta.get("min"), meta.get("max"), meta.get("cut", TEXT_MAX),
-                            meta.get("check")), unknown)
+                            meta.get("check"), meta.get("finite", True)), unknown)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -200,6 +202,7 @@ class _Leaf:
     hi: Any
     most: int
     check: Callable[[Any], str | None] | None
+    finite: bool = True
 
 
 def _bounded(read: Decoder, leaf: _Leaf) -> Decoder:
@@ -251,7 +254,7 @@ def _typed(tp: Any, leaf: _Leaf, unknown: Unknown) -> Decoder:
         return _int_in(_INT_LO if leaf.lo is None else leaf.lo,
                        _INT_HI if leaf.hi is None else leaf.hi, leaf.check)
     if tp is float:
-        return _bounded(_float, leaf)
+        return _bounded(_float if leaf.finite else _number, leaf)
     if tp is str:
         return _bounded(_str(leaf.most), _Leaf(None, None, leaf.most, leaf.check))
     if tp is type(None):
@@ -360,6 +363,17 @@ def _float(v: Any) -> float:
     else:
         raise ValueError(f"expected a number, got {show(v)}")
     raise ValueError(f"{show(v)} is not a finite number")
+
+
+def _number(v: Any) -> float:
+    if type(v) is float:
+        return v
+    if type(v) is int:
+        try:
+            return float(v)
+        except OverflowError:
+            return math.copysign(math.inf, v)
+    raise ValueError(f"expected a number, got {show(v)}")
 
 
 def _str(most: int) -> Decoder:

@@ -69,7 +69,9 @@ class Run:
     bytes: int
     ns: int
     cycles: int
-    extra: dict[str, float] = field(default_factory=dict)
+    # as hl_add_extra gave them, NaN and infinities too: the session fails the run naming one
+    # (events.metric_value), where refusing the line would leave it waiting for one
+    extra: dict[str, float] = field(default_factory=dict, metadata={"finite": False})
 
 
 @dataclass(frozen=True)
