@@ -108,18 +108,33 @@ def test_every_field_of_every_class_round_trips(cls):
     value = build(cls)
     for f in dataclasses.fields(cls):           # each a value its default is not
         assert getattr(value, f.name) != _default(f), f.name
+    names = [f.name for f in dataclasses.fields(cls)]
     if cls in ev.LINES.by_tag.values():
         line = encode_line(value)
         assert decode_line(line) == value
-        assert json.loads(line)["type"] == cls.tag
+        assert list(json.loads(line)) == ["type", *names] and json.loads(line)["type"] == cls.tag
     elif cls in protocol.LINES.by_tag.values():
-        assert protocol.decode(protocol.encode(value)) == value
+        line = protocol.encode(value)
+        assert protocol.decode(line) == value
+        assert list(json.loads(line)) == ["type", *names]
     elif cls is protocol.WorkerSpec:
         assert protocol.WorkerSpec.from_line(value.line().decode()) == value
+        assert list(json.loads(value.line())) == names
     else:
         text = json.dumps(codec.to_json(value))
         assert codec.from_json(cls, json.loads(text)) == value
-        assert set(json.loads(text)) == {f.name for f in dataclasses.fields(cls)}
+        assert list(json.loads(text)) == names       # every field, in its order
+
+
+def test_no_table_of_classes_or_their_fields_is_kept_beside_them():
+    # what the events' and the protocol's hand-kept tables were: {class: {field: check}},
+    # {type name: class}, {class: type name}, {annotation text: type}
+    for module in MODULES:
+        for name, value in vars(module).items():
+            if isinstance(value, dict) and not name.startswith("__"):
+                held = [*value, *value.values()]
+                assert not any(isinstance(x, (type, dict)) for x in held), \
+                    f"{module.__name__}.{name}"
 
 
 def test_a_field_added_later_is_written_and_read_with_no_table_to_edit():
