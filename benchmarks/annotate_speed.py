@@ -47,7 +47,7 @@ def longer(out: Path, dest: Path, windows: int,
     files = perf_data_files(out.with_suffix(".perf"))
     perf = dest.with_suffix(".perf")
     perf.mkdir()
-    tally = addrs.Tally()
+    tally = addrs.AddressTally()
     for i in range(windows):
         os.link(files[i % len(files)], perf / f"perf.data.{i:08d}.gz")
         if counts is not None:
@@ -125,7 +125,7 @@ def write_cost(counts: list[Counter[tuple[str, str, int]]], windows: int,
                tmp: Path) -> tuple[float, int]:
     """Seconds to write a tally of `windows` windows (its document made, gzipped, renamed
     over), and its size."""
-    tally = addrs.Tally()
+    tally = addrs.AddressTally()
     for i in range(windows):
         tally.add(f"perf.data.{i:016d}", i, counts[i % len(counts)])
     path = tmp / addrs.FILE

@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from hotloop import events as ev
-from hotloop.record import Header, Summary, WorkloadInfo
+from hotloop.record import Header, SessionSummary, WorkloadInfo
 from hotloop.results import Writer
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -42,7 +42,7 @@ def write(path: Path, runs: int, shift: float, rng: np.random.Generator) -> None
         ns = int(v * 1000)                  # the value is what its counters say
         w.write(ev.RunSample(index=i, value=ns / 1000, ops=1000, bytes=0, ns=ns,
                              cycles=0, extra={"user_s": float(v) * 1e-6}))
-    w.write(ev.Finished(Summary()))
+    w.write(ev.Finished(SessionSummary()))
     w.close()
 
 
@@ -60,7 +60,7 @@ def write_windows(path: Path, windows: int, rng: np.random.Generator) -> None:
         ns = int(v * 1000)
         w.write(ev.RunSample(index=i, value=ns / 1000, ops=1000, bytes=0, ns=ns, cycles=0))
     w.write(ev.HotSymbols(syms, scope="session", samples=900 * windows))
-    w.write(ev.Finished(Summary()))
+    w.write(ev.Finished(SessionSummary()))
     w.close()
 
 

@@ -1,137 +1,20 @@
 """The typed events a session streams to its consumers (results file, CLI, TUI).
 
 Every event turns into one JSON object with a "type" key (`to_json`) and back
-(`from_json`), which is also the shape of the lines in a result file.
+(`from_json`), which is also the shape of the lines in a result file: hotloop.codec does both
+from the definitions below (their types, and what their fields' metadata bound), so a field
+added here is written, read and checked with nothing else to change.
 """
 from __future__ import annotations
 
-import dataclasses
 import math
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar, Literal
 
-from hotloop import record
-from hotloop.checks import Check, fields, list_of, map_of, optional, show
-from hotloop.record import Header, Summary
-
-
-@dataclass(frozen=True)
-class HotSymbol:
-    """One line of `perf report`: share of samples in one symbol."""
-    symbol: str
-    dso: str
-    percent: float
-    kernel: bool
-    samples: int = 0
-
-    @property
-    def named(self) -> bool:
-        """False for an address perf has no symbol for (a stripped binary, JIT code)."""
-        return not (self.symbol.startswith("0x") or self.symbol == "[unknown]")
-
-
-@dataclass(frozen=True)
-class Started:
-    """The worker is set up; `header` is what the result file's first line holds."""
-    header: Header
-    result_file: str = ""
-
-    @property
-    def variant(self) -> str:
-        return self.header.variant
-
-
-@dataclass(frozen=True)
-class RunSample:
-    """One repetition of the measured section."""
-    index: int                     # 0-based among recorded runs (warmups: -1, -2, ...)
-    value: float                   # the workload's primary metric
-    ops: int
-    bytes: int
-    ns: int
-    cycles: int
-    extra: dict[str, float] = field(default_factory=dict)
-    warmup: bool = False
-    variant: str = ""              # interleaved sessions: which variant ran
-
-
-@dataclass(frozen=True)
-class HotSymbols:
-    """A perf summary: of one window (scope "window") or a whole run ("session")."""
-    symbols: tuple[HotSymbol, ...]
-    scope: str = "window"
-    window: int = 0
-    samples: int = 0
-    variant: str = ""
-    # the whole run's: {DSO as perf names it: build id} of the binaries sampled, so a later
-    # annotation knows whether the code on disk is still the code that ran
-    build_ids: dict[str, str] = field(default_factory=dict, hash=False)
-    # and {path: build id} of those binaries as the workers mapped them when set up, and the
-    # workers' pids: perf samples whole CPUs, and another user's run of the same workload
-    # has its own copy of the module under the same name
-    binaries: dict[str, str] = field(default_factory=dict, hash=False)
-    pids: tuple[int, ...] = ()
-    comms: tuple[str, ...] = ()    # the workers' names, inherited by what they fork per run
-    # a window's: why it has no symbols though it may have had samples ("dropped unread: perf
-    # report fell behind ..."), else ""
-    dropped: str = ""
-    # the session's: every symbol with at least this many samples is listed (1: every symbol
-    # sampled); 0, an older file: its top 100 only (analysis.symcost reads what that means)
-    floor: int = 0
-
-
-@dataclass(frozen=True)
-class Warning:  # noqa: A001 - the event is called what it is
-    message: str
-    variant: str = ""
-
-
-@dataclass(frozen=True)
-class PerfStart:
-    """Whether perf's recording of a worker started: written once perf acked (sampling is
-    on) or gave up, so a header with perf on can be told from a session where perf never ran.
-    `seconds` is the wait from perf's spawn to its answer; `message` why it did not start."""
-    started: bool
-    seconds: float = 0.0
-    message: str = ""
-    variant: str = ""
-
-
-@dataclass(frozen=True)
-class Finished:
-    """The session ended with every run: its summary, and perf stat's counters for the whole
-    session (a counter this CPU lacks is None, never 0)."""
-    summary: Summary
-    variant: str = ""
-    counters: dict[str, float | None] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class Failed:
-    """The session ended early; `run` is the repetition that failed (-1: before any)."""
-    message: str
-    run: int = -1
-    signal: str = ""
-    interrupted: bool = False
-    bad_input: bool = False        # params that cannot work: exit 2, not 1
-    variant: str = ""
-
-
-Event = Started | RunSample | HotSymbols | Warning | PerfStart | Finished | Failed
-
-_TYPES: dict[str, type[Event]] = {
-    "started": Started, "run": RunSample, "hot_symbols": HotSymbols,
-    "warning": Warning, "perf_start": PerfStart, "finished": Finished, "failed": Failed,
-}
-_NAMES = {cls: name for name, cls in _TYPES.items()}
-
-
-def to_json(event: Event) -> dict[str, Any]:
-    out: dict[str, Any] = {"type": _NAMES[type(event)]}
-    out.update(record.to_json(event))
-    return out
-
+from hotloop import codec
+from hotloop.checks import show
+from hotloop.record import NAME, Header, SessionSummary
 
 # The magnitudes a measured number (a run's value, an extra, a counter) may have,
 # besides 0.  Every real measurement of a hot path fits with room to spare (u64
@@ -139,7 +22,6 @@ def to_json(event: Event) -> dict[str, Any]:
 # stay finite in a float64 and histogram widths stay normal floats, so no consumer
 # has to guard its arithmetic.  NaN, infinities and denormals are not measurements.
 MIN_ABS, MAX_ABS = 1e-50, 1e50
-_U64 = 2**64
 
 
 def finite_problem(value: Any) -> str | None:
@@ -163,6 +45,160 @@ def number_problem(value: Any) -> str | None:
         return f"{show(value)} is outside the range of a measurement " \
                f"(0 or {MIN_ABS:g} to {MAX_ABS:g} in magnitude)"
     return None
+
+
+def _build_id(v: str) -> str | None:
+    return None if re.fullmatch(r"[0-9a-f]{2,128}", v) else f"{show(v)} is not a build id (hex digits)"
+
+
+# What a field may hold beyond its type (hotloop.codec reads them): a measured number, a
+# count, a worker's pid, a warning's or a failure's words as read back.
+MEASURED = {"check": number_problem}
+COUNT = {"min": 0}
+MESSAGE_MAX = 1000
+MESSAGE = {"cut": MESSAGE_MAX}
+
+
+@dataclass(frozen=True)
+class HotSymbol:
+    """One line of `perf report`: share of samples in one symbol."""
+    symbol: str
+    dso: str
+    percent: float = field(metadata=MEASURED)
+    kernel: bool
+    samples: int = field(default=0, metadata=COUNT)
+
+    @property
+    def named(self) -> bool:
+        """False for an address perf has no symbol for (a stripped binary, JIT code)."""
+        return not (self.symbol.startswith("0x") or self.symbol == "[unknown]")
+
+
+@dataclass(frozen=True)
+class Started:
+    """The worker is set up; `header` is what the result file's first line holds."""
+    tag: ClassVar[str] = "started"
+    header: Header
+    result_file: str = ""
+
+    @property
+    def variant(self) -> str:
+        return self.header.variant
+
+
+@dataclass(frozen=True)
+class RunSample:
+    """One repetition of the measured section."""
+    tag: ClassVar[str] = "run"
+    index: int                     # 0-based among recorded runs (warmups: -1, -2, ...)
+    value: float = field(metadata=MEASURED)     # the workload's primary metric
+    ops: int = field(metadata=COUNT)
+    bytes: int = field(metadata=COUNT)
+    ns: int = field(metadata=COUNT)
+    cycles: int = field(metadata=COUNT)
+    extra: dict[str, float] = field(default_factory=dict, metadata=MEASURED)
+    warmup: bool = False
+    variant: str = field(default="", metadata=NAME)     # interleaved sessions: which ran
+
+
+@dataclass(frozen=True)
+class HotSymbols:
+    """A perf summary: of one window (scope "window"), one run ("run") or a whole session."""
+    tag: ClassVar[str] = "hot_symbols"
+    symbols: tuple[HotSymbol, ...]
+    scope: Literal["window", "run", "session"] = "window"
+    window: int = 0
+    samples: int = field(default=0, metadata=COUNT)
+    variant: str = field(default="", metadata=NAME)
+    # the whole run's: {DSO as perf names it: build id} of the binaries sampled, so a later
+    # annotation knows whether the code on disk is still the code that ran
+    build_ids: dict[str, str] = field(default_factory=dict, hash=False,
+                                      metadata={"check": _build_id})
+    # and {path: build id} of those binaries as the workers mapped them when set up, and the
+    # workers' pids: perf samples whole CPUs, and another user's run of the same workload
+    # has its own copy of the module under the same name
+    binaries: dict[str, str] = field(default_factory=dict, hash=False,
+                                     metadata={"check": _build_id})
+    pids: tuple[int, ...] = field(default=(), metadata={"min": 1, "max": 2**31 - 1})
+    comms: tuple[str, ...] = ()    # the workers' names, inherited by what they fork per run
+    # a window's: why it has no symbols though it may have had samples ("dropped unread: perf
+    # report fell behind ..."), else ""
+    dropped: str = ""
+    # the session's: every symbol with at least this many samples is listed (1: every symbol
+    # sampled); 0, an older file: its top 100 only (analysis.symcost reads what that means)
+    floor: int = field(default=0, metadata=COUNT)
+
+
+@dataclass(frozen=True)
+class Warning:  # noqa: A001 - the event is called what it is
+    tag: ClassVar[str] = "warning"
+    message: str = field(metadata=MESSAGE)
+    variant: str = field(default="", metadata=NAME)
+
+
+@dataclass(frozen=True)
+class PerfStart:
+    """Whether perf's recording of a worker started: written once perf acked (sampling is
+    on) or gave up, so a header with perf on can be told from a session where perf never ran.
+    `seconds` is the wait from perf's spawn to its answer; `message` why it did not start."""
+    tag: ClassVar[str] = "perf_start"
+    started: bool
+    seconds: float = field(default=0.0, metadata={"min": 0})
+    message: str = field(default="", metadata=MESSAGE)
+    variant: str = field(default="", metadata=NAME)
+
+
+@dataclass(frozen=True)
+class Finished:
+    """The session ended with every run: its summary, and perf stat's counters for the whole
+    session (a counter this CPU lacks is None, never 0)."""
+    tag: ClassVar[str] = "finished"
+    summary: SessionSummary
+    variant: str = field(default="", metadata=NAME)
+    counters: dict[str, float | None] = field(default_factory=dict)
+
+    @staticmethod
+    def from_older(obj: dict[str, Any]) -> dict[str, Any]:
+        """Format 1 kept the counters in the summary."""
+        summary = obj.get("summary")
+        if type(summary) is dict and "counters" in summary:
+            if "counters" in obj:           # no hotloop wrote both
+                raise ValueError("summary: counters: format 1's, beside the line's own")
+            summary = dict(summary)
+            counters = summary.pop("counters")
+            obj = {**obj, "summary": summary}
+            if counters is not None:
+                obj["counters"] = counters
+        return obj
+
+
+@dataclass(frozen=True)
+class Failed:
+    """The session ended early; `run` is the repetition that failed (-1: before any)."""
+    tag: ClassVar[str] = "failed"
+    message: str = field(metadata=MESSAGE)
+    run: int = -1
+    signal: str = ""
+    interrupted: bool = False
+    bad_input: bool = False        # params that cannot work: exit 2, not 1
+    variant: str = field(default="", metadata=NAME)
+
+
+Event = Started | RunSample | HotSymbols | Warning | PerfStart | Finished | Failed
+# An event line of a newer writer may hold a key this version does not know: it is left
+# unread (the header, which says the format, refuses one: hotloop.record).
+LINES: codec.Tagged[Event] = codec.Tagged(
+    (Started, RunSample, HotSymbols, Warning, PerfStart, Finished, Failed), unknown="ignore")
+
+
+def to_json(event: Event) -> dict[str, Any]:
+    return LINES.to_json(event)
+
+
+def from_json(obj: Any) -> Event:
+    """Build an event from a parsed JSON line; ValueError (saying which field and why)
+    if it is not one, so no consumer ever sees a field of the wrong type."""
+    return LINES.from_json(obj)
 
 
 def metric_value(metric: str, ops: int, bytes_: int, ns: int, cycles: int,
@@ -195,115 +231,3 @@ def metric_value(metric: str, ops: int, bytes_: int, ns: int, cycles: int,
     except KeyError:
         raise ValueError(f"the workload reported no extra metric {metric!r} with "
                          f"hl_add_extra (its extras: {', '.join(extra) or 'none'})") from None
-
-
-def of_type(t: type, name: str) -> Check:
-    def check(v: Any) -> str | None:
-        ok = isinstance(v, t) and (t is bool or not isinstance(v, bool))
-        return None if ok else f"expected {name}, got {show(v)}"
-    return check
-
-
-STRING, BOOL, OBJECT = of_type(str, "a string"), of_type(bool, "true or false"), of_type(dict, "an object")
-
-
-def integer(lo: int = -_U64, hi: int = _U64 - 1) -> Check:
-    def check(v: Any) -> str | None:
-        bad = of_type(int, "an integer")(v)
-        return bad or (None if lo <= v <= hi else f"{v} is out of range {lo}..{hi}")
-    return check
-
-
-_COUNT = integer(0)
-
-
-def _build_id(v: Any) -> str | None:
-    return STRING(v) or (None if re.fullmatch(r"[0-9a-f]{2,128}", v)
-                         else f"{show(v)} is not a build id (hex digits)")
-
-
-_SYMBOL = fields({"symbol": STRING, "dso": STRING, "percent": number_problem, "kernel": BOOL,
-                   "samples": _COUNT}, required=("symbol", "dso", "percent", "kernel"))
-MESSAGE_MAX = 1000          # a warning's or a failure's words, as read back
-# perf stat's counters: finite, or null (not counted)
-_COUNTERS = map_of(optional(finite_problem))
-# the header and the summary check themselves (hotloop.record), from their definitions
-_SUMMARY = fields({"counters": _COUNTERS})     # format 1 kept the counters in the summary
-# What each field of each line may hold, by the dataclass's field name.
-_SPECS: dict[type, dict[str, Check]] = {
-    Started: {"header": OBJECT, "result_file": STRING},    # the header: Header.from_json
-    RunSample: {"index": integer(), "value": number_problem, "ops": _COUNT, "bytes": _COUNT,
-                "ns": _COUNT, "cycles": _COUNT, "extra": map_of(number_problem),
-                "warmup": BOOL, "variant": STRING},
-    HotSymbols: {"symbols": list_of(_SYMBOL), "scope": lambda v: STRING(v) or (
-                     None if v in ("window", "run", "session") else f"unknown scope {show(v)}"),
-                 "window": integer(), "samples": _COUNT, "variant": STRING,
-                 "build_ids": map_of(_build_id), "binaries": map_of(_build_id),
-                 "pids": list_of(integer(1, 2**31 - 1)), "comms": list_of(STRING),
-                 "dropped": STRING, "floor": integer(0)},
-    Warning: {"message": STRING, "variant": STRING},
-    PerfStart: {"started": BOOL, "seconds": lambda v: finite_problem(v) or (
-                    None if v >= 0 else f"{show(v)} is negative"),
-                "message": STRING, "variant": STRING},
-    Finished: {"summary": _SUMMARY, "variant": STRING, "counters": _COUNTERS},
-    Failed: {"message": STRING, "run": integer(), "signal": STRING, "interrupted": BOOL,
-             "bad_input": BOOL, "variant": STRING},
-}
-
-# The fields a line must have: those without a default.
-_REQUIRED: dict[type, tuple[str, ...]] = {
-    cls: tuple(f.name for f in dataclasses.fields(cls) if f.default is dataclasses.MISSING
-               and f.default_factory is dataclasses.MISSING) for cls in _SPECS}
-
-
-def from_json(obj: Any) -> Event:
-    """Build an event from a parsed JSON line; ValueError (saying which field and why)
-    if it is not one, so no consumer ever sees a field of the wrong type."""
-    if not isinstance(obj, dict):
-        raise ValueError(f"expected an object, got {show(obj)}")
-    kind = obj.get("type")
-    cls = _TYPES.get(kind) if isinstance(kind, str) else None
-    if cls is None:
-        raise ValueError(f"unknown type {show(kind)}" if "type" in obj else "no \"type\"")
-    spec, required = _SPECS[cls], _REQUIRED[cls]
-    for name in required:
-        if name not in obj:
-            raise ValueError(f"{kind} line without {name!r}")
-    args = {k: v for k, v in obj.items() if k in spec}      # unknown keys: a newer writer
-    for name, value in args.items():
-        bad = spec[name](value)
-        if bad:
-            raise ValueError(f"{kind} line: {name}: {bad}")
-    # every string bounded (record.TEXT_MAX), what a table shows by a name shorter
-    args = {k: v if k == "header" else record.cut_all(v) for k, v in args.items()}
-    if "message" in args:
-        args["message"] = record.cut(args["message"], MESSAGE_MAX)
-    if "variant" in args:
-        args["variant"] = record.cut(args["variant"], record.NAME["max"])
-    if cls is HotSymbols:
-        args["symbols"] = tuple(HotSymbol(**{k: v for k, v in s.items()
-                                             if k in ("symbol", "dso", "percent", "kernel",
-                                                      "samples")})
-                                for s in args["symbols"])
-        for key in ("pids", "comms"):
-            if key in args:
-                args[key] = tuple(args[key])
-    if cls is Started:
-        try:
-            args["header"] = Header.from_json(args["header"])
-        except record.NewerFormat:
-            raise
-        except ValueError as e:
-            raise ValueError(f"header: {e}") from None
-    if cls is Finished:
-        summary = dict(args["summary"])
-        counters = summary.pop("counters", None)
-        if "counters" not in args and counters is not None:
-            args["counters"] = counters     # format 1 kept them in the summary
-        try:
-            args["summary"] = Summary.from_json(summary)
-        except ValueError as e:
-            raise ValueError(f"{kind} line: summary: {e}") from None
-    if cls is RunSample:            # -0.0 reads as 0.0: a sign on nothing is noise
-        args["value"] = args["value"] + 0.0
-    return cls(**args)

@@ -5,7 +5,9 @@ Each has one `to_json` and one `from_json`.  `from_json` checks every field agai
 dataclass's own annotations (a string, an integer that is not a bool, an object of...), so the
 definitions below are the only statement of the format: a reader cannot check one shape while
 the writer writes another.  A field missing from a file reads as its default: files of the
-format before this one lack some.  Keys the definitions do not name are ignored.
+format before this one lack some.  A key the header's definitions do not name is refused (a
+typo `runz`); one in a summary is left unread.  The codec is hotloop.codec's, the one of every
+typed line.
 
 The header says its `format`.  Files without it are format 1 (hotloop 0.1.0 before the record
 was typed); a file of a newer format than FORMAT is refused in one line naming both numbers
@@ -15,13 +17,11 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import math
-import types
-import typing
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, ClassVar
 
-from hotloop.checks import show
+from hotloop import codec
+from hotloop.codec import TEXT_MAX, Unknown, cut, cut_all, from_json, object_json, to_json
 
 # This version's.  1: the files written before `format` existed; 2: the typed record; 3: adds
 # the boot (boot_id), a session's place in a series (batch.session) and the VM it ran in (vm);
@@ -30,12 +30,9 @@ FORMAT = 4
 # A string read from a file is cut to this many characters ("…" last): a forged 30 MB label
 # would otherwise be printed, drawn and diffed in full.  A path or a kernel command line fits;
 # a name shown in a table (NAME) is cut shorter.
-TEXT_MAX = 4096
-NAME = {"max": 200}
-
-
-def cut(text: str, most: int = TEXT_MAX) -> str:
-    return text if len(text) <= most else text[:most - 1] + "…"
+NAME = {"cut": codec.NAME_MAX}
+# the codec's, which callers of the record have always found here
+__all__ = ["TEXT_MAX", "cut", "cut_all", "from_json", "object_json", "to_json"]
 
 
 def compared(label: str, rank: int, *, within_side: bool = False) -> dict[str, Any]:
@@ -45,7 +42,7 @@ def compared(label: str, rank: int, *, within_side: bool = False) -> dict[str, A
     return {"compared": (rank, label, within_side)}
 
 
-class NewerFormat(ValueError):
+class NewerFormat(codec.Whole):
     """A record written by a newer hotloop, in a format this one does not read."""
 
 
@@ -161,7 +158,7 @@ class Vm:
 class Header:
     """A result file's first line: the machine, the kernel, the build and the plan a session
     ran with, written before its first run."""
-    format: int = field(default=FORMAT, metadata={"min": 1})
+    format: int = field(default=FORMAT, metadata={"min": 1, "max": FORMAT})
     hotloop: str = field(default="?", metadata=compared("hotloop", 14))
     hotloop_source: str = ""                # which sources, within one version
     time: str = field(default="", metadata=NAME)
@@ -198,18 +195,24 @@ class Header:
     remote: Remote | None = None
     vm: Vm | None = None
 
+    # a key no format has is refused (a typo `runz` would read as nothing), wherever a header
+    # is read: a newer writer's header says its newer format, refused first
+    unknown_keys: ClassVar[Unknown] = "refuse"
+
     def to_json(self) -> dict[str, Any]:
         return object_json(self)
 
     @classmethod
     def from_json(cls, obj: Any) -> Header:
-        if isinstance(obj, dict):
-            n = obj.get("format", 1)        # written before the record said its format
-            if isinstance(n, int) and not isinstance(n, bool) and n > FORMAT:
-                raise NewerFormat(f"result format {n}, and this hotloop reads up to format "
-                                  f"{FORMAT}: read it with a newer hotloop")
-            obj = {**obj, "format": n}
-        return from_json(cls, obj, strict=True)
+        return from_json(cls, obj)
+
+    @staticmethod
+    def from_older(obj: dict[str, Any]) -> dict[str, Any]:
+        n = obj.get("format", 1)            # written before the record said its format
+        if type(n) is int and n > FORMAT:
+            raise NewerFormat(f"result format {n}, and this hotloop reads up to format "
+                              f"{FORMAT}: read it with a newer hotloop")
+        return {**obj, "format": n}
 
     # What readers ask of it, said once.
     @property
@@ -235,7 +238,7 @@ class Stop:
 
 
 @dataclass(frozen=True)
-class Summary:
+class SessionSummary:
     """A finished session's runs, summarised (None: no runs), and why it stopped."""
     n: int = field(default=0, metadata={"min": 0})
     median: float | None = None
@@ -250,7 +253,7 @@ class Summary:
         return object_json(self)
 
     @classmethod
-    def from_json(cls, obj: Any) -> Summary:
+    def from_json(cls, obj: Any) -> SessionSummary:
         return from_json(cls, obj)
 
 
@@ -263,7 +266,7 @@ def compared_fields(within_side: bool = False) -> tuple[tuple[str, tuple[str, ..
     found: list[tuple[int, str, tuple[str, ...]]] = []
 
     def walk(cls: type, path: tuple[str, ...]) -> None:
-        hints = _hints(cls)
+        hints = codec.hints(cls)
         for f in dataclasses.fields(cls):
             mark = f.metadata.get("compared")
             tp = hints[f.name]
@@ -275,123 +278,3 @@ def compared_fields(within_side: bool = False) -> tuple[tuple[str, tuple[str, ..
                 walk(tp, (*path, f.name))
     walk(Header, ())
     return tuple((label, path) for _, label, path in sorted(found))
-
-
-# --------------------------------------------------------------------------- the codec
-
-T = TypeVar("T")
-
-
-def object_json(obj: Any) -> dict[str, Any]:
-    """A dataclass record as a JSON object, field by field."""
-    return {f.name: to_json(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
-
-
-def to_json(obj: Any) -> Any:
-    """A record as JSON values: dataclasses as objects, tuples as lists."""
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return object_json(obj)
-    if isinstance(obj, dict):
-        return {str(k): to_json(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [to_json(v) for v in obj]
-    return obj
-
-
-def from_json(cls: type[T], obj: Any, *, strict: bool = False) -> T:
-    """`cls` from a parsed JSON object, every field checked against its annotation;
-    ValueError naming the field's path ("workload: unit: expected a string, got 5").
-    `strict`: a key no field names is refused too ("plan: unknown key 'runz'")."""
-    value = _decode(cls, obj, strict=strict)
-    assert isinstance(value, cls)
-    return value
-
-
-def cut_all(v: Any) -> Any:
-    """Every string in a value of no declared shape (a param, an expect table), cut."""
-    if isinstance(v, str):
-        return cut(v)
-    if isinstance(v, dict):
-        return {cut(str(k), NAME["max"]): cut_all(x) for k, x in v.items()}
-    if isinstance(v, list):
-        return [cut_all(x) for x in v]
-    return v
-
-
-@functools.cache
-def _hints(cls: type) -> dict[str, Any]:
-    return typing.get_type_hints(cls)
-
-
-def _decode(tp: Any, v: Any, most: int = TEXT_MAX, strict: bool = False) -> Any:
-    if tp is Any:
-        return cut_all(v)
-    origin, args = typing.get_origin(tp), typing.get_args(tp)
-    if origin in (typing.Union, types.UnionType):
-        if v is None and type(None) in args:
-            return None
-        (inner,) = [a for a in args if a is not type(None)]
-        return _decode(inner, v, most, strict)
-    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
-        if not isinstance(v, dict):
-            raise ValueError(f"expected an object, got {show(v)}")
-        hints, out = _hints(tp), {}
-        if strict:
-            names = {f.name for f in dataclasses.fields(tp)}
-            unknown = next((k for k in v if k not in names), None)
-            if unknown is not None:
-                raise ValueError(f"unknown key {show(unknown)}")
-        for f in dataclasses.fields(tp):
-            if f.name not in v:
-                continue                    # an older file's: the default
-            try:
-                out[f.name] = _decode(hints[f.name], v[f.name], f.metadata.get("max", TEXT_MAX),
-                                      strict)
-                least = f.metadata.get("min")
-                if least is not None and out[f.name] is not None and out[f.name] < least:
-                    raise ValueError(f"{out[f.name]} is below {least}")
-            except ValueError as e:
-                raise ValueError(f"{f.name}: {e}") from None
-        return tp(**out)
-    if origin is dict:
-        if not isinstance(v, dict):
-            raise ValueError(f"expected an object, got {show(v)}")
-        out = {}
-        for k, x in v.items():
-            try:
-                out[cut(k, NAME["max"])] = _decode(args[1], x, strict=strict)
-            except ValueError as e:
-                raise ValueError(f"{cut(k, 40)}: {e}") from None
-        return out
-    if origin in (list, tuple):
-        if not isinstance(v, list):
-            raise ValueError(f"expected a list, got {show(v)}")
-        items = []
-        for i, x in enumerate(v):
-            try:
-                items.append(_decode(args[0], x, strict=strict))
-            except ValueError as e:
-                raise ValueError(f"item {i}: {e}") from None
-        return tuple(items) if origin is tuple else items
-    if tp is bool:
-        if isinstance(v, bool):
-            return v
-        raise ValueError(f"expected true or false, got {show(v)}")
-    if tp is int:
-        if isinstance(v, int) and not isinstance(v, bool):
-            return v
-        raise ValueError(f"expected an integer, got {show(v)}")
-    if tp is float:
-        if isinstance(v, (int, float)) and not isinstance(v, bool):
-            try:
-                if math.isfinite(v):
-                    return float(v)
-            except OverflowError:           # an integer beyond any float
-                pass
-            raise ValueError(f"{show(v)} is not a finite number")
-        raise ValueError(f"expected a number, got {show(v)}")
-    if tp is str:
-        if isinstance(v, str):
-            return cut(v, most)
-        raise ValueError(f"expected a string, got {show(v)}")
-    raise TypeError(f"no JSON form for {tp!r}")     # a definition above the codec lacks

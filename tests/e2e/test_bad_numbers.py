@@ -111,7 +111,7 @@ def test_a_value_that_is_no_measurement_fails_the_run_naming_it(odd, workload, v
 def test_a_nan_that_is_not_a_runs_figure_is_written_as_null_not_a_token(tmp_path, odd):
     # A perf counter perf printed as "nan" was not counted: null, as unsupported ones are.
     from hotloop import events as ev
-    from hotloop.record import Summary
+    from hotloop.record import SessionSummary
     ok = hotloop("run", "odd", "--profiles", str(odd), "--runs", "2", "--warmup", "0",
                  "--no-perf", "--out", "ok.jsonl")
     assert ok.returncode == 0, ok.stderr
@@ -119,7 +119,7 @@ def test_a_nan_that_is_not_a_runs_figure_is_written_as_null_not_a_token(tmp_path
     started = ev.Started(results.read(Path("ok.jsonl")).header)
     w = results.Writer(tmp_path / "w.jsonl")
     w.write(started)
-    w.write(ev.Finished(Summary(), counters={"cycles": float("nan"),
+    w.write(ev.Finished(SessionSummary(), counters={"cycles": float("nan"),
                                             "instructions": float("inf"), "task-clock": 1.5}))
     w.close()
     text = (tmp_path / "w.jsonl").read_text()

@@ -61,7 +61,7 @@ def test_compare_memory_does_not_grow_with_resamples_times_runs(tmp_path):
     import numpy as np
 
     from hotloop import events as ev
-    from hotloop.record import Header, Summary, WorkloadInfo
+    from hotloop.record import Header, SessionSummary, WorkloadInfo
     from hotloop.results import Writer
     rng = np.random.default_rng(3)
     paths = []
@@ -73,7 +73,7 @@ def test_compare_memory_does_not_grow_with_resamples_times_runs(tmp_path):
         for i, v in enumerate(np.exp(rng.normal(np.log(100) + shift, 0.02, 20000))):
             ns = int(v * 1000)              # the value is what its counters say
             w.write(ev.RunSample(index=i, value=ns / 1000, ops=1000, bytes=0, ns=ns, cycles=0))
-        w.write(ev.Finished(Summary()))
+        w.write(ev.Finished(SessionSummary()))
         w.close()
         paths.append(str(path))
     probe = ("import resource, subprocess, sys; subprocess.run([sys.executable, '-m', 'hotloop', "

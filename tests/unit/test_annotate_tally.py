@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from hotloop.perf import addrs
-from hotloop.perf.addrs import AddrsError, Tally
+from hotloop.perf.addrs import AddressTally, AddrsError
 from hotloop.perf.script import read_window
 
 LIBC = "/usr/lib/x86_64-linux-gnu/libc.so.6"
@@ -71,7 +71,7 @@ def window(*hits: tuple[str, str, int, int]) -> Counter[tuple[str, str, int]]:
 
 
 def test_windows_add_up_by_address_and_know_where_a_symbol_is():
-    t = Tally()
+    t = AddressTally()
     t.add("perf.data.1", 0, window((MOD, "hl_run", 0x1d, 5), (LIBC, "getppid", 7, 1)))
     t.add("perf.data.2", 1, window((MOD, "hl_run", 0x1d, 2), (MOD, "hl_run", 0x20, 9)))
     t.add("perf.data.3", 2, window((LIBC, "getppid", 7, 4)))
@@ -84,14 +84,14 @@ def test_windows_add_up_by_address_and_know_where_a_symbol_is():
 
 
 def test_thinning_keeps_the_windows_the_stride_divides_so_those_are_the_durable_ones():
-    t = Tally()
+    t = AddressTally()
     for i in (3, 6, 8, 12):
         t.add(f"perf.data.{i}", i, window((MOD, "hl_run", 0, 1)))
     assert t.held[(MOD, "hl_run")].durable == "perf.data.8"
 
 
 def test_two_recordings_of_a_session_merge_and_a_window_counts_once():
-    a, b = Tally(), Tally()
+    a, b = AddressTally(), AddressTally()
     a.add("perf.data.1", 0, window((MOD, "hl_run", 0x1d, 5)))
     b.add("perf.data.2", 1, window((MOD, "hl_run", 0x1d, 2), (LIBC, "getppid", 7, 1)))
     a.merge(b)
@@ -104,21 +104,21 @@ def test_two_recordings_of_a_session_merge_and_a_window_counts_once():
 
 def test_past_its_bound_a_tally_stops_rather_than_grow(monkeypatch):
     monkeypatch.setattr(addrs, "MOST_ADDRESSES", 3)
-    t = Tally()
+    t = AddressTally()
     t.add("perf.data.1", 0, window(*((MOD, "f", off, 1) for off in range(4))))
     assert t.full and not t.counts
     t.add("perf.data.2", 1, window((MOD, "f", 0, 1)))
     assert not t.counts
 
 
-def written(tmp_path: Path, t: Tally) -> Path:
+def written(tmp_path: Path, t: AddressTally) -> Path:
     path = tmp_path / addrs.FILE
     addrs.write(path, t.document())
     return path
 
 
 def test_the_file_reads_back_as_it_was_written(tmp_path):
-    t = Tally()
+    t = AddressTally()
     t.add("perf.data.2026120215541030", 0, window((MOD, "hl_run", 0x1d, 5),
                                                   ("[kernel.kallsyms]", "do_syscall_64", 70, 3)))
     t.add("perf.data.2026120215541075", 1, window((MOD, "hl_run", 0x20, 1)))
@@ -132,7 +132,7 @@ class Session:
 
 
 def test_a_session_being_recorded_writes_its_tally_at_flush(tmp_path):
-    async def go() -> Tally:
+    async def go() -> AddressTally:
         session = Session()
         rec = addrs.recorded(session, str(tmp_path))
         assert addrs.recorded(session, str(tmp_path)) is rec
@@ -146,7 +146,7 @@ def test_a_session_being_recorded_writes_its_tally_at_flush(tmp_path):
 
 
 def doc(**change: object) -> dict[str, object]:
-    t = Tally()
+    t = AddressTally()
     t.add("perf.data.1", 0, window((MOD, "hl_run", 0x1d, 5)))
     return {**t.document(), **change}
 
@@ -205,7 +205,7 @@ def test_a_file_beyond_sane_bounds_is_refused_before_it_is_unpacked(tmp_path, mo
 
 
 def test_a_symlink_in_its_place_is_not_followed(tmp_path):
-    target = written(tmp_path, Tally())
+    target = written(tmp_path, AddressTally())
     link = tmp_path / "link"
     link.symlink_to(target)
     with pytest.raises(AddrsError, match="cannot read it"):

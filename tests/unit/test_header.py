@@ -18,8 +18,8 @@ from hotloop.record import (
     NewerFormat,
     PlanInfo,
     Remote,
+    SessionSummary,
     Stop,
-    Summary,
     SysctlState,
     Vm,
     WorkloadInfo,
@@ -110,7 +110,7 @@ def test_the_summary_and_its_stop_are_typed_and_format_1_counters_move_out():
                                             "counters": {"cycles": 1.0, "instructions": None}}}
     f = decode_line(json.dumps(line))
     assert isinstance(f, ev.Finished)
-    assert f.summary == Summary(3, 2.0, 2.0, 0.5, 0.25, 1.5, 2.5, Stop("until_ci", 3.0, None, 3))
+    assert f.summary == SessionSummary(3, 2.0, 2.0, 0.5, 0.25, 1.5, 2.5, Stop("until_ci", 3.0, None, 3))
     assert f.counters == {"cycles": 1.0, "instructions": None}
     assert decode_line(encode_line(f)) == f
     with pytest.raises(ValueError, match="summary: stop: runs: expected an integer"):

@@ -18,7 +18,7 @@ from hotloop import catalog, paths
 from hotloop import events as ev
 from hotloop.catalog import Catalog, Host
 from hotloop.errors import HotloopError
-from hotloop.record import Batch, Summary
+from hotloop.record import Batch, SessionSummary
 from hotloop.run import launch, series, variants
 from hotloop.run.session import Session
 from hotloop.run.vm import VmSession
@@ -188,7 +188,7 @@ def test_sessions_that_did_not_finish_are_set_aside(cat, tmp_path):
     fine, failed, stopped = s.plan.slots[:3]
     for slot in (fine, failed, stopped):
         _wrote(slot)
-    s.ends[fine] = ev.Finished(Summary(n=5, median=1.0))
+    s.ends[fine] = ev.Finished(SessionSummary(n=5, median=1.0))
     s.ends[failed] = ev.Failed("the worker died", run=3)
     s.ends[stopped] = ev.Failed("interrupted", run=1, interrupted=True)
     over = launch.finish(s, interrupted=True)
@@ -226,7 +226,7 @@ def test_a_refused_plan_with_a_session_done_keeps_its_directory(cat, tmp_path):
     s = _started(cat, tmp_path)
     first, second = s.plan.slots[:2]
     _wrote(first)
-    s.ends[first] = ev.Finished(Summary(n=5, median=1.0))
+    s.ends[first] = ev.Finished(SessionSummary(n=5, median=1.0))
     s.ends[second] = ev.Failed("param x: no", bad_input=True)
     over = launch.finish(s)
     assert over.refused is None and not over.removed and first.path.exists()
@@ -325,7 +325,7 @@ def test_a_series_of_variants_says_each_sessions_variant_and_kernel(cat, tmp_pat
     line = bracket(s.plan, first, "series_session")
     assert (line["variant"], line["kernel"], line["session"]) == ("block_size=512", "default", 1)
     _wrote(first)
-    s.ends[first] = ev.Finished(Summary(n=3, median=1.0))
+    s.ends[first] = ev.Finished(SessionSummary(n=3, median=1.0))
     doc = document(s, {}, False)
     assert doc["variants"] == ["block_size=512", "block_size=4096"] == doc["folders"]
     assert doc["kernels"] == ["default"]

@@ -41,7 +41,7 @@ CASES = [
     ("value-null", set_run("value", None), RUN_LINE, "value: expected a number, got None"),
     ("run-without-ns", delete_key("ns"), RUN_LINE, "run line without 'ns'"),
     ("ops-float", set_run("ops", 1.5), RUN_LINE, "ops: expected an integer"),
-    ("ops-negative", set_run("ops", -1), RUN_LINE, "ops: -1 is out of range"),
+    ("ops-negative", set_run("ops", -1), RUN_LINE, "ops: -1 is below 0"),
     # edited by hand: a value its counters do not give, runs out of turn, a line past the end
     ("value-negated", lambda rows: rows[first_run(rows)].__setitem__(
         "value", -rows[first_run(rows)]["value"]), RUN_LINE, "is not the bytes/s of its counters"),
@@ -67,7 +67,7 @@ CASES = [
     ("perf-start-no-started", insert({"type": "perf_start", "seconds": 1.0}), RUN_LINE,
      "perf_start line without 'started'"),
     ("perf-start-negative", insert({"type": "perf_start", "started": True, "seconds": -2}),
-     RUN_LINE, "seconds: -2 is negative"),
+     RUN_LINE, "seconds: -2 is below 0"),
     ("not-an-object", insert([1, 2]), RUN_LINE, "expected an object, got [1, 2]"),
     ("unknown-type", insert({"type": "runs"}), RUN_LINE, "unknown type 'runs'"),
     ("nested-deep", insert("[" * 100_000), RUN_LINE, "nested too deep"),
@@ -90,7 +90,7 @@ CASES = [
     ("counters-string", lambda rows: rows[-1].__setitem__("counters", "x"), 0,
      "counters: expected an object"),
     ("old-counters-string", lambda rows: rows[-1]["summary"].__setitem__("counters", "x"), 0,
-     "summary: counters: expected an object"),
+     "summary: counters: format 1's, beside the line's own"),
     # numbers that are no measurement
     ("nan-token", raw_run('"value": ', '"value": NaN, "was": '), RUN_LINE, "NaN is not JSON"),
     ("infinity-extra", raw_run('"extra": {', '"extra": {"lat": -Infinity, '), RUN_LINE,

@@ -17,7 +17,7 @@ from hotloop import results
 from hotloop.analysis import compare, comparison, series_pairs
 from hotloop.analysis.comparison import Verdict
 from hotloop.errors import HotloopError
-from hotloop.record import Batch, Header, Summary
+from hotloop.record import Batch, Header, SessionSummary
 from hotloop.run import series
 
 
@@ -109,7 +109,7 @@ class Scripted:
 
 def _drive(tmp_path: Path, ends: dict[tuple[str, int], ev.Event]) -> tuple[series.Series, list]:
     p = series.plan(["A", "B"], 3, tmp_path)
-    fine = ev.Finished(Summary(n=5, median=1.0))
+    fine = ev.Finished(SessionSummary(n=5, median=1.0))
     made: list[Scripted] = []
 
     def make(slot: series.Slot) -> Scripted:

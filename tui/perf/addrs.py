@@ -75,7 +75,7 @@ class Held:
 
 
 @dataclass
-class Tally:
+class AddressTally:
     """Samples by address over some windows (`windows`: {name: its number in the
     session}).  `full`: it passed MOST_ADDRESSES and stopped counting (not used)."""
     counts: Counter[tuple[str, str, int]] = field(default_factory=Counter)
@@ -110,7 +110,7 @@ class Tally:
         self.counts.clear()
         self.held.clear()
 
-    def merge(self, other: Tally) -> None:
+    def merge(self, other: AddressTally) -> None:
         """`other`'s windows added (another recording's of the same session); a window in
         both is counted once: ValueError."""
         if both := self.windows.keys() & other.windows.keys():
@@ -160,14 +160,14 @@ def _name(v: object, what: str) -> str:
     return v
 
 
-def from_document(doc: object) -> Tally:
+def from_document(doc: object) -> AddressTally:
     """The tally a document holds; ValueError saying what is wrong with it."""
     if not isinstance(doc, dict) or doc.get("kind") != KIND:
         raise ValueError("not hotloop's tally of samples by address")
     if doc.get("format") != FORMAT:
         raise ValueError(f"format {str(doc.get('format'))[:20]}, not {FORMAT} (another "
                          f"version of hotloop)")
-    tally = Tally(full=doc.get("full") is True)
+    tally = AddressTally(full=doc.get("full") is True)
     windows, dsos, symbols = doc.get("windows"), doc.get("dsos"), doc.get("symbols")
     if not (isinstance(windows, list) and isinstance(dsos, list) and isinstance(symbols, list)):
         raise ValueError("windows, dsos or symbols missing")
@@ -204,7 +204,7 @@ def from_document(doc: object) -> Tally:
     return tally
 
 
-def read(path: Path) -> Tally:
+def read(path: Path) -> AddressTally:
     """The tally in `path`; AddrsError (one line) when it is not one hotloop wrote, or
     beyond sane bounds."""
     def bad(why: str) -> AddrsError:
@@ -255,7 +255,7 @@ class Recorded:
 
     def __init__(self, directory: str) -> None:
         self.path = Path(directory) / FILE
-        self.tally = Tally()
+        self.tally = AddressTally()
         self.warn: Callable[[str], None] | None = None
         self._dirty = False
         self._added = 0                         # windows added: what a write is as of

@@ -234,7 +234,7 @@ def annotate(files: list[Path], symbol: str, vmlinux: str | None = None, *, dso:
                            + (f": {e.filename}" if e.filename else "")) from None
 
 
-def tally_beside(files: list[Path]) -> addrs.Tally | None:
+def tally_beside(files: list[Path]) -> addrs.AddressTally | None:
     """The session's tally of samples by address, when `files` are all the windows kept
     beside it (not the console's latest window alone), and it counted to the end; AddrsError
     (one line) when it is not hotloop's."""
@@ -285,7 +285,7 @@ def _count(runner: PerfRuns, how: _How, files: list[Path]) -> list[Counts]:
         pool.shutdown(wait=True, cancel_futures=True)
 
 
-def _annotate(how: _How, files: list[Path], tally: addrs.Tally | None = None,
+def _annotate(how: _How, files: list[Path], tally: addrs.AddressTally | None = None,
               holding: Collection[int] | Callable[[], Collection[int]] | None = None
               ) -> Annotation:
     symbol = how.symbol
@@ -355,7 +355,7 @@ def _none(how: _How, counted: list[Counts], files: int) -> None:
 
 
 def _holding(runner: PerfRuns, how: _How, where: str, files: list[Path],
-             counting: list[Path], holds: list[int], tally: addrs.Tally,
+             counting: list[Path], holds: list[int], tally: addrs.AddressTally,
              holding: Collection[int] | Callable[[], Collection[int]] | None) -> Path:
     """A kept window with samples of the symbol in `where`, to disassemble: one the tally
     did not list that holds most of them, else the window with most of them or the one

@@ -31,8 +31,9 @@ def _entries() -> Path:
 
 
 @dataclass
-class Entry:
-    """A locked entry: the result file whose perf data it names, and that data's budget."""
+class OpenEntry:
+    """An entry of STATE/perf-open, locked: the result file whose perf data it names, and
+    that data's budget."""
     path: Path
     fd: int
     result: Path
@@ -63,7 +64,7 @@ def _lock(path: Path, create: bool) -> int | None:
     return fd
 
 
-def hold(result: Path, budget_mb: int) -> Entry | None:
+def hold(result: Path, budget_mb: int) -> OpenEntry | None:
     """An entry for the perf data beside `result`, held until `release()`; None when one
     cannot be made (no state directory): the session then finishes its data all the same,
     only a SIGKILL's would wait for a later session's pruning."""
@@ -86,10 +87,10 @@ def hold(result: Path, budget_mb: int) -> Entry | None:
     except OSError:
         os.close(fd)
         return None
-    return Entry(path, fd, result, budget_mb)
+    return OpenEntry(path, fd, result, budget_mb)
 
 
-def detach(entry: Entry) -> bool:
+def detach(entry: OpenEntry) -> bool:
     """Hand the finishing of `entry`'s data to a process of its own, detached (its own session,
     nice 19, idle I/O), which inherits the entry's lock; whether it started.  This process lets
     go of its copy of the entry."""
@@ -111,13 +112,13 @@ def detach(entry: Entry) -> bool:
     return True
 
 
-def from_fd(fd: int) -> Entry | None:
+def from_fd(fd: int) -> OpenEntry | None:
     """The entry of a locked descriptor handed over by `detach`."""
     try:
         os.lseek(fd, 0, os.SEEK_SET)
         doc = json.loads(os.read(fd, 65536))
         path = Path(os.readlink(f"/proc/self/fd/{fd}"))
-        return Entry(path, fd, Path(doc["result"]), int(doc["budget_mb"]))
+        return OpenEntry(path, fd, Path(doc["result"]), int(doc["budget_mb"]))
     except (OSError, ValueError, KeyError, TypeError):
         return None
 
@@ -131,7 +132,7 @@ def any_left() -> bool:
         return False
 
 
-def left() -> Iterator[Entry]:
+def left() -> Iterator[OpenEntry]:
     """The entries of dead sessions, each locked for its finishing (`release()` once done);
     those of sessions still running, or being finished by another hotloop, are skipped."""
     d = _entries()
@@ -146,9 +147,9 @@ def left() -> Iterator[Entry]:
         try:
             with os.fdopen(os.dup(fd), "rb") as f:
                 doc = json.loads(f.read(65536))
-            entry = Entry(d / name, fd, Path(doc["result"]), int(doc["budget_mb"]))
+            entry = OpenEntry(d / name, fd, Path(doc["result"]), int(doc["budget_mb"]))
         except (OSError, ValueError, KeyError, TypeError):
             # not an entry hotloop wrote whole (killed while writing it): nothing to finish
-            Entry(d / name, fd, Path(), 0).release()
+            OpenEntry(d / name, fd, Path(), 0).release()
             continue
         yield entry

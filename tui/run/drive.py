@@ -15,7 +15,7 @@ from hotloop import events as ev
 from hotloop.catalog import ResolvedPlan, process_shares
 from hotloop.host.procs import time_scale
 from hotloop.perf.recorder import PerfRecorder
-from hotloop.record import Stop, Summary
+from hotloop.record import SessionSummary, Stop
 from hotloop.run import build, preflight, protocol
 from hotloop.run.process import REAP_S, WorkerProcess
 from hotloop.run.protocol import WorkerSpec
@@ -93,8 +93,8 @@ class Driver:
             met = self._known_well(runs, force=True)
             stop = Stop("until_ci" if met else "runs", rp.plan.until_ci,
                         median_ci_pct(sorted(runs)), len(runs))
-        summary = Summary(s.n, s.median, s.mean, s.stdev, s.cv, s.min, s.max, stop) if s \
-            else Summary(stop=stop)
+        summary = SessionSummary(s.n, s.median, s.mean, s.stdev, s.cv, s.min, s.max, stop) if s \
+            else SessionSummary(stop=stop)
         yield ev.Finished(summary, variant=v, counters=self.recording.counters)
 
     async def _drive_worker(self, built: build.Built, runs: list[float],
@@ -223,7 +223,7 @@ class Driver:
                         deadline = loop.time() + rp.plan.timeout
                     case protocol.Note():
                         yield ev.Warning(msg.message, variant=v)
-                    case protocol.Failed():
+                    case protocol.Abort():
                         await worker.wait_exit(rp.plan.timeout)  # its teardown: the run's timeout
                         self.kill()                             # then it and its helpers go
                         await self.recording.stop(rec, first)
@@ -231,7 +231,7 @@ class Driver:
                         yield ev.Failed(msg.message, run=msg.run + first if msg.run >= 0
                                         else msg.run, bad_input=msg.bad_input, variant=v)
                         return
-                    case protocol.Finished():
+                    case protocol.Done():
                         await worker.wait_exit(rp.plan.timeout)  # only Python's exit is left
                         self.kill()                             # helpers it left behind
                         if (said := await self._output_said(drain)) is not None:

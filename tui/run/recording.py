@@ -54,7 +54,7 @@ class Recording:
         self._tally = Tally(WINDOW_TOP)     # the windows so far: for a session cut short
         self._kept: KeptWindows | None = None   # the session's kept windows, once perf starts
         self._before: set[str] = set()          # in the perf directory before: not ours
-        self._open: opened.Entry | None = None  # held while the data is not finished
+        self._open: opened.OpenEntry | None = None  # held while the data is not finished
         self._finished = False
         self._recorder: PerfRecorder | None = None  # the running worker's, until stopped
         self.quick = False                      # stopping for a quit: no report waited for

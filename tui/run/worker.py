@@ -23,7 +23,7 @@ from hotloop.host.procs import apply_sched, die_with_parent
 from hotloop.host.sysfs import SystemSettingError
 from hotloop.run import protocol
 from hotloop.run.built import Built, load
-from hotloop.run.protocol import Failed, Finished, Ready, Run, WorkerSpec
+from hotloop.run.protocol import Abort, Done, Ready, Run, WorkerSpec
 
 PR_SET_NAME = 15
 
@@ -43,7 +43,7 @@ def apply_cpu_profile(spec: WorkerSpec) -> None:
     apply_sched(spec.sched, spec.priority, spec.nice)
 
 
-class Workload:
+class LoadedWorkload:
     """The loaded module with its params and env kept alive for C."""
 
     def __init__(self, spec: WorkerSpec):
@@ -121,13 +121,13 @@ def main() -> int:
     try:
         apply_cpu_profile(spec)
     except (OSError, SystemSettingError) as e:
-        emit(Failed(message=str(e), run=-1, bad_input=False))
+        emit(Abort(message=str(e), run=-1, bad_input=False))
         return 1
-    w = Workload(spec)
+    w = LoadedWorkload(spec)
     problem = w.setup()
     if problem is not None:
         bad = problem.startswith(protocol.BAD_PARAM)
-        emit(Failed(message="setup: " + problem.removeprefix(protocol.BAD_PARAM), run=-1,
+        emit(Abort(message="setup: " + problem.removeprefix(protocol.BAD_PARAM), run=-1,
                     bad_input=bad))
         return 1
     # GO lines from the session gate the runs: always the first recorded
@@ -138,7 +138,7 @@ def main() -> int:
                 return 1                # the session went away
             out = w.run(index=-(i + 1), warmup=True)
             if isinstance(out, str):
-                emit(Failed(message=f"warmup {i + 1}: {out}", run=-1, bad_input=False))
+                emit(Abort(message=f"warmup {i + 1}: {out}", run=-1, bad_input=False))
                 return 1
             emit(out)
         emit(Ready(pid=os.getpid(), pids=w.pids(), comm=comm))
@@ -152,7 +152,7 @@ def main() -> int:
             out = w.run(index=i, warmup=False)
             if isinstance(out, str):
                 n = spec.first + i      # the session's number for this run
-                emit(Failed(message=f"run {n + 1}: {out}", run=i, bad_input=False))
+                emit(Abort(message=f"run {n + 1}: {out}", run=i, bad_input=False))
                 return 1
             emit(out)
         else:
@@ -162,7 +162,7 @@ def main() -> int:
                 return 1
     finally:
         w.teardown()
-    emit(Finished())
+    emit(Done())
     return 0
 
 
