@@ -94,7 +94,7 @@ from hotloop.analysis.comparison import (
     metadata_diff,
 )
 from hotloop.analysis.judge import correct_sides, test_metric
-from hotloop.analysis.metrics import series
+from hotloop.analysis.metrics import metric_values
 from hotloop.analysis.sides import (
     BUILD_FIELDS,
     check_accel,
@@ -289,15 +289,15 @@ def _pair(base: Sequence[Result], rs: Sequence[Result], baseline: Side, side: Si
     if unchecked:
         said.append(f"{side.name}: noise profile not used ({unchecked}); run 2+ sessions a "
                     f"side, whose own spread checks it")
-    base_series = [series(r) for r in base]
-    new_series = [series(r) for r in rs]
+    base_values = [metric_values(r) for r in base]
+    new_values = [metric_values(r) for r in rs]
     rows = []
-    for name, m in base_series[0].items():
-        if not all(name in x for x in base_series + new_series):
+    for name, m in base_values[0].items():
+        if not all(name in x for x in base_values + new_values):
             continue
         calibrated = profile.metrics.get(name) if profile and not (unfit or unchecked) \
             else None
-        t = test_metric([x[name] for x in base_series], [x[name] for x in new_series],
+        t = test_metric([x[name] for x in base_values], [x[name] for x in new_values],
                         paired=paired, calibrated=calibrated,
                         boots=None if paired is not None else boots, pairs=by_pairs)
         if unfit or unchecked:

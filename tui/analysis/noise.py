@@ -398,7 +398,7 @@ def estimate(sessions: Sequence[Result], session_cost_s: float | None = None,
         if len(r.runs) < MIN_RUNS:
             raise HotloopError(f"{r.path}: {len(r.runs)} runs; a calibration session needs at "
                                f"least {MIN_RUNS}")
-    every = [metrics.series(r) for r in sessions]
+    every = [metrics.metric_values(r) for r in sessions]
     found: dict[str, MetricNoise] = {}
     skipped: dict[str, str] = {}
     for name in every[0]:

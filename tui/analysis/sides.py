@@ -15,7 +15,7 @@ import numpy as np
 
 from hotloop import results
 from hotloop.analysis.comparison import SharedBucket, SharedHistogram, Side, SideText
-from hotloop.analysis.metrics import CPU_PER_OP, series
+from hotloop.analysis.metrics import CPU_PER_OP, metric_values
 from hotloop.catalog import process_shares
 from hotloop.errors import HotloopError
 from hotloop.events import HotSymbol
@@ -168,7 +168,7 @@ def _pooled(rs: Sequence[Result], metric: str | None = None) -> Sequence[float]:
     array (8 bytes a run, not a list's 32)."""
     def of(r: Result) -> Sequence[float]:
         return r.runs.values if metric in (None, r.workload.metric) else \
-            series(r)[metric].values
+            metric_values(r)[metric].values
     if len(rs) == 1:
         return of(rs[0])
     out = array("d")
@@ -210,7 +210,7 @@ def primary_metric(sides: Sequence[Sequence[Result]],
     name = METRIC_ALIASES.get(metric or "", metric or w.metric)
     if name == w.metric:
         return w.metric, w.unit, w.higher_is_better
-    found = [series(r) for rs in sides for r in rs]
+    found = [metric_values(r) for rs in sides for r in rs]
     got = found[0].get(name)
     if got is None or not all(name in f for f in found):
         have = [n for n in found[0] if all(n in f and not f[n].per_session for f in found)]
@@ -328,7 +328,7 @@ def cpu_shares(sides: Sequence[Sequence[Result]], out: Sequence[Side]) -> list[s
     for rs, s in zip(sides, out):
         if any(r.workload.procs > 1 for r in rs):
             continue
-        got = [(series(r).get(CPU_PER_OP), series(r).get("ns/op")) for r in rs]
+        got = [(metric_values(r).get(CPU_PER_OP), metric_values(r).get("ns/op")) for r in rs]
         cpu = [x for c, _ in got if c is not None for x in c.values]
         wall = [x for _, w in got if w is not None for x in w.values]
         if not cpu or len(cpu) != len(wall) or not math.fsum(wall):
