@@ -9,6 +9,7 @@ import pytest
 from synthetic_results import side
 
 from hotloop.cli import main
+from hotloop.render.warning_words import words
 
 # --------------------------------------------------------------------------- the gate
 
@@ -224,7 +225,7 @@ def test_a_copied_session_counts_once_and_says_so(tmp_path: Path):
     _copy(a / "s0.jsonl", a / "s0-again.jsonl")
     comp = compare.load_and_compare([a, b])
     assert comp.baseline.sessions == 2 and len(comp.baseline.files) == 2
-    (note,) = [w for w in comp.warnings if "copy" in w]
+    (note,) = [w for w in map(words, comp.warnings) if "copy" in w]
     assert "s0-again.jsonl" in note and "s0.jsonl" in note and "counted once" in note
 
 
@@ -318,11 +319,11 @@ def test_a_session_with_unstable_runs_is_warned_about(tmp_path: Path):
     a = side(tmp_path / "a", 2, rng, within=0.2)
     b = side(tmp_path / "b", 2, rng, label="patched")
     comp = compare.load_and_compare([a, b])
-    (w,) = [w for w in comp.warnings if "unstable" in w]
+    (w,) = [w for w in map(words, comp.warnings) if "unstable" in w]
     assert "result may be unstable" in w and "CV" in w and "2 sessions of stock" in w
     assert "hotloop doctor" in w                # how to fix it
     quiet = compare.load_and_compare([b, side(tmp_path / "c", 2, rng, label="x")])
-    assert not [w for w in quiet.warnings if "unstable" in w]
+    assert not [w for w in map(words, quiet.warnings) if "unstable" in w]
 
 
 # --------------------------------------------------------------------------- thin calibrations
@@ -384,7 +385,7 @@ def test_a_calibration_the_sessions_contradict_is_dropped_and_said(tmp_path: Pat
     row = quiet.pairs[0].metrics[0]
     assert row.test.noise_source == "measured"
     assert row.test.noise_check["action"] == "dropped" and row.test.noise_check["p"] < 0.1
-    assert any("calibration dropped" in w and "F test" in w for w in quiet.warnings)
+    assert any("calibration dropped" in w and "F test" in w for w in map(words, quiet.warnings))
     doc = json.loads(compare_formats.render(quiet, "json"))
     assert doc["comparisons"][0]["noise_check"]["action"] == "dropped"
     assert doc["method"]["noise_check_alpha"] == 0.30
@@ -393,7 +394,7 @@ def test_a_calibration_the_sessions_contradict_is_dropped_and_said(tmp_path: Pat
     row = fits.pairs[0].metrics[0]
     assert row.test.noise_source == "measured+calibrated"
     assert row.test.noise_check["action"] == "pooled"
-    assert not any("calibration dropped" in w for w in fits.warnings)
+    assert not any("calibration dropped" in w for w in map(words, fits.warnings))
 
 
 # --------------------------------------------------------------------------- power
@@ -521,11 +522,11 @@ def test_a_calibration_far_noisier_than_the_sessions_is_said_with_its_age(tmp_pa
     loud = compare.load_and_compare([a, b], profile(0.18))          # 42.5%
     check = loud.pairs[0].metrics[0].test.noise_check
     assert check["action"] == "pooled" and check["p_quieter"] < 0.05
-    said = [w for w in loud.warnings if "taken on a busier machine" in w]
+    said = [w for w in map(words, loud.warnings) if "taken on a busier machine" in w]
     assert len(said) == 1 and "taken 2026-11-20, " in said[0] and "days ago" in said[0]
     # one that fits says nothing of the kind
     fits = compare.load_and_compare([a, b], profile(3e-5))
-    assert not any("busier machine" in w for w in fits.warnings)
+    assert not any("busier machine" in w for w in map(words, fits.warnings))
 
 
 def test_a_counter_the_same_in_every_session_is_a_count_not_certainty():

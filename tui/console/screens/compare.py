@@ -43,13 +43,6 @@ WIDE_FROM = 130                 # columns for the whole verdict table
 NARROW_METRIC = 16
 
 
-def _advice(warning: str) -> str:
-    """A warning with a command to run: the command on lines of its own, whole (a wrapped
-    line in mid-sentence is hard to pick out, let alone copy)."""
-    said, sep, command = warning.partition(": hotloop ")
-    return f"{said}:\n    hotloop {command}" if sep else warning
-
-
 def ci_text(low: float | None, high: float | None) -> str:
     """The 95% CI of the % change, compact: "[-52.7, -36.4]"."""
     if low is None or high is None:
@@ -390,8 +383,9 @@ class CompareScreen(Screen[None]):
                          + (", PARTIAL" if s.partial else "") + ")")
         self.query_one("#compare-sides", Static).update(
             " · ".join(sides) + (f"\n{noise_line(comp)}" if noise_line(comp) else ""))
+        from hotloop.render.warning_words import advice  # a command on lines of its own
         self.query_one("#compare-warnings", Static).update(
-            "\n".join(f"! {_advice(w)}" for w in comp.warnings))
+            "\n".join(f"! {advice(w)}" for w in comp.warnings))
         table = self.query_one("#compare-table", DataTable)
         table.clear()
         narrow = bool(self.narrow)

@@ -9,6 +9,7 @@ from hotloop.analysis.significance import ALPHA, CONFIDENCE, MIN_ROUNDS, NOISE_C
 from hotloop.render.compare_formats.shared import rows
 from hotloop.render.compare_formats.symbols import diff_json
 from hotloop.render.units import bucket_labels
+from hotloop.render.warning_words import document as warning_document
 from hotloop.stats import ASSUMED_SESSION_NOISE, MIN_RUNS, SESSION_OFFSET_BOUND, TOO_NOISY_PCT
 
 
@@ -42,7 +43,7 @@ def document(comp: Comparison) -> dict[str, Any]:
                          "counts": list(b.counts), "percents": [round(x, 3) for x in b.percents]}
                         for b, label in zip(h.buckets, bucket_labels(h.buckets, h.unit))]},
         "symbol_diffs": [diff_json(p) for p in comp.pairs if p.symbols],
-        "warnings": comp.warnings,
+        "warnings": [warning_document(w) for w in comp.warnings],
         "method": {"alpha": ALPHA, "confidence": CONFIDENCE, "min_runs": MIN_RUNS,
                    "min_rounds": MIN_ROUNDS, "methods": METHODS,
                    "assumed_session_noise_pct": 100 * ASSUMED_SESSION_NOISE,
