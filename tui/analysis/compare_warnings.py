@@ -33,10 +33,18 @@ class CompareWarning:
     command: str | None = None
 
     def facts(self) -> dict[str, Any]:
-        """The fields but the command, as JSON holds them (tuples as lists)."""
+        """The fields but the command, in JSON's types (a tuple a list, a record a dict)."""
         out = dataclasses.asdict(self)
         out.pop("command")
-        return out
+        return {k: _plain(v) for k, v in out.items()}
+
+
+def _plain(v: Any) -> Any:
+    if isinstance(v, dict):
+        return {k: _plain(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_plain(x) for x in v]
+    return v
 
 
 # ----------------------------------------------------------------------- the sessions given

@@ -24,7 +24,8 @@ def _side_json(s: Side) -> dict[str, Any]:
 
 
 def document(comp: Comparison) -> dict[str, Any]:
-    """The `--format json` document."""
+    """The `--format json` document, as a dict (what `run --sessions`, a batch's report and
+    the series' end line hold as their `comparison`): JSON's types, ready to dump."""
     h = comp.histogram
     return {
         "workload": comp.workload, "metric": comp.metric, "unit": comp.unit,
@@ -61,4 +62,4 @@ def document(comp: Comparison) -> dict[str, Any]:
 
 
 def render_json(comp: Comparison) -> str:
-    return json.dumps(document(comp), indent=2, default=str, allow_nan=False)
+    return json.dumps(document(comp), indent=2, allow_nan=False)
