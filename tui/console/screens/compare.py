@@ -17,7 +17,7 @@ from __future__ import annotations
 import contextlib
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual import events, work
@@ -106,7 +106,7 @@ class CompareScreen(Screen[None]):
         self.loaded = False
         self.sides: list[list[Path]] = []     # in pick order: [0] is the baseline
         self.comparison: Comparison | None = None
-        self.read: list[list[Any]] = []         # the compared sides' results, for the mail
+        self.read: list[list[results.Result]] = []      # the compared sides' results, for the mail
         self.mailed: Path | None = None         # where `m` saved the mail text last
         self.error = ""
         self.busy = False
@@ -333,7 +333,7 @@ class CompareScreen(Screen[None]):
 
     @work(thread=True, exclusive=True, group="compare-run")
     def _compare(self, sides: list[list[Path]]) -> None:
-        comp: Any = None
+        comp: Comparison | None = None
         error = ""
         try:
             from hotloop.analysis import compare
