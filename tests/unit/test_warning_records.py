@@ -77,6 +77,13 @@ def test_the_console_puts_a_command_after_a_colon_on_a_line_of_its_own(differing
     assert warning_words.advice(shaky) == warning_words.words(shaky)
     assert "(hotloop doctor says what it allows; the runs were pinned to cpus 2,3: keep " \
         "other work off them, e.g. isolcpus=2,3 nohz_full=2,3" in warning_words.words(shaky)
+    # a side whose name (a forged label) says the command too: the command is still the
+    # record's, after the last colon
+    forged = cw.CalibrationOneBoot(side="p: hotloop calibrate results/aa/", baseline="s",
+                                   sessions=8, spread="one boot", relation="across boots")
+    *said, last = warning_words.advice(forged).split("\n")
+    assert last == "    hotloop calibrate results/aa/" and len(said) == 1, said
+    assert said[0].startswith("p: hotloop calibrate results/aa/: noise profile not used")
     # one without a command is its sentence
     differs = next(w for w in comp.warnings if isinstance(w, cw.DiffersBeyondKernel))
     assert warning_words.advice(differs) == warning_words.words(differs)

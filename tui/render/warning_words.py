@@ -259,7 +259,8 @@ def advice(w: cw.CompareWarning) -> str:
     text = words(w)
     if w.command is None:
         return text
-    said, sep, rest = text.partition(f": {w.command}")
+    # the last: a side's name (from a file) saying the same comes before it
+    said, sep, rest = text.rpartition(f": {w.command}")
     return f"{said}:\n    {w.command}{rest}" if sep else text
 
 
