@@ -56,7 +56,7 @@ from hotloop.analysis import boots as boots_mod
 from hotloop.analysis import judge, significance
 from hotloop.analysis.comparison import Verdict
 from hotloop.analysis.judge import compare_samples, test_metric
-from hotloop.analysis.metrics import SPEED, Series
+from hotloop.analysis.metrics import SPEED, MetricValues
 from hotloop.analysis.noise import MetricNoise, metric_noise
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -110,8 +110,8 @@ def spin_for(work: Path, args: argparse.Namespace, hib: bool, target_pct: float)
     return max(1, round(spin * target_pct / 100 / got)) if got > 0 else spin
 
 
-def series(values: list[float], hib: bool) -> Series:
-    return Series("value", "", hib, SPEED, values)
+def series(values: list[float], hib: bool) -> MetricValues:
+    return MetricValues("value", "", hib, SPEED, values)
 
 
 def naive(base: list[list[float]], new: list[list[float]]) -> bool:

@@ -70,7 +70,7 @@ def test_calibrate_runs_sessions_and_compare_uses_the_profile(isolated: Path, le
     assert doc["noise_profile"]["path"] == str(path) == row["noise_profile"]
     csv_text = cli("compare", str(a), str(b), "--format", "csv").stdout
     assert str(path) in csv_text.splitlines()[1]
-    assert not any("no noise profile" in w for w in doc["warnings"])
+    assert not any("no noise profile" in w["text"] for w in doc["warnings"])
     for fmt in ("text", "md", "org"):
         text = cli("compare", str(a), str(b), "--format", fmt).stdout
         assert "session noise: calibrated" in text and str(path) in text, fmt

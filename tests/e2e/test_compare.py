@@ -45,7 +45,7 @@ def test_interleaved_variants_are_compared_round_by_round(tmp_path):
     text = hotloop("compare", *files).stdout
     assert " ".join(PAIRED_NOTE.split()) in " ".join(text.split())     # wrapped to COLUMNS
     # what the variants differ in is what the batch asked for: said, not warned about
-    assert not any("differs" in w for w in doc["comparison"]["warnings"])
+    assert not any("differs" in w["text"] for w in doc["comparison"]["warnings"])
     assert "the variants differ in: params.spin 0 -> 1000" in text
     assert "differs in more than the kernel" not in text
     # five worker processes a variant by default: the paired test's blocks

@@ -91,7 +91,7 @@ def test_a_side_of_two_builds_is_flagged_by_compare_and_show(tmp_path, editing):
     assert shas[0] != shas[1]
     c = hotloop("compare", "a.jsonl,b.jsonl", "c.jsonl", "--format", "json")
     assert c.returncode == 0, c.stderr
-    warns = json.loads(c.stdout)["warnings"]
+    warns = [w["text"] for w in json.loads(c.stdout)["warnings"]]
     (flag,) = [w for w in warns if "ran 2 builds of the workload" in w]
     assert "source_sha256" in flag and shas[0][:12] in flag and shas[1][:12] in flag
     assert not any("differ among themselves in source_sha256" in w for w in warns)
@@ -103,7 +103,7 @@ def test_a_side_of_two_builds_is_flagged_by_compare_and_show(tmp_path, editing):
     assert s.returncode == 0, s.stderr
     assert "ran 2 builds of the workload" in " ".join(s.stdout.split()), s.stdout
     j = hotloop("show", str(side), "--format", "json")
-    assert any("ran 2 builds" in w for w in json.loads(j.stdout)["warnings"])
+    assert any("ran 2 builds" in w["text"] for w in json.loads(j.stdout)["warnings"])
     # the mail says it in what is pasted: before its reproduce line, in 72 columns
     m = hotloop("show", str(side), "--format", "mail")
     body, _, tail = m.stdout.partition("\nreproduce:")

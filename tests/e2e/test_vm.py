@@ -186,8 +186,9 @@ def test_two_kernels_booted_in_vms_come_home_as_files_and_are_compared(tmp_path,
     else:
         assert first["verdict"] == "cannot call: one session a side, from different boots"
     if "no usable KVM (" in r.stderr:       # text: as it came, on stderr; and in compare's
-        assert any(w.startswith("no usable KVM (") and "the sessions ran in emulated guests"
-                   in w for w in cmp["warnings"])
+        assert any(w["code"] == "emulated" and w["text"].startswith("no usable KVM (")
+                   and "the sessions ran in emulated guests" in w["text"]
+                   for w in cmp["warnings"])
     assert list((Path(paths.cache_dir()) / "vm").glob("s-*")) == []   # swept at its end
     assert leftovers() == []
 

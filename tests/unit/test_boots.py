@@ -19,6 +19,7 @@ from hotloop.analysis.comparison import Verdict
 from hotloop.cli import main
 from hotloop.render import calibration, compare_formats
 from hotloop.render.units import pct
+from hotloop.render.warning_words import words
 
 FORMATS = ("text", "md", "org", "csv", "json")
 VM = {"accel": "kvm", "cpus": 2, "memory": "1G", "image": "/boot/vmlinuz-forged"}
@@ -117,7 +118,7 @@ def test_one_session_a_side_from_two_boots_cannot_be_called_in_any_format(tmp_pa
         assert r["verdict"] == "cannot call: one session a side, from different boots"
         assert r["boots"] == "across boots" and r["boots_baseline"] == r["boots_new"] == 1
         assert r["significant"] is False and r["ci_low"] < 0 < r["ci_high"]
-        assert any("cannot call" in w for w in json.loads(out)["warnings"])
+        assert any("cannot call" in w for w in [x["text"] for x in json.loads(out)["warnings"]])
     elif fmt == "csv":                  # data, no warnings: its columns say it
         (r,) = [x for x in csv.DictReader(io.StringIO(out)) if x["metric"] == "bytes/s"]
         assert r["verdict"] == "cannot call: one session a side, from different boots"
@@ -135,7 +136,7 @@ def test_files_that_do_not_say_their_boot_are_taken_as_possibly_different(tmp_pa
     row = primary(comp)
     assert row.test.verdict is Verdict.ACROSS_BOOTS and row.test.boots == boots.UNKNOWN
     assert "cannot call: one session a side, boots unknown" in compare_formats.render(comp)
-    assert any("2 sessions do not say which boot" in w for w in comp.warnings)
+    assert any("2 sessions do not say which boot" in w for w in map(words, comp.warnings))
     # one that says and one that does not: still not known to be one boot
     c = one(tmp_path / "c.jsonl", 0.8e9, "boot-1", label="patched")
     d = one(tmp_path / "d.jsonl", 1e9, "boot-1")
@@ -179,7 +180,7 @@ def test_sessions_of_one_boot_are_one_replicate_across_boots(tmp_path: Path):
     for fmt in ("text", "md", "org", "csv"):
         assert "cannot call: one boot a side, a reboot between" in \
             compare_formats.render(comp, fmt)
-    assert any("one boot a side (3 and 3 sessions)" in w for w in comp.warnings)
+    assert any("one boot a side (3 and 3 sessions)" in w for w in map(words, comp.warnings))
     assert "patched vs stock (baseline), boots as replicates (1 vs 1)" in \
         compare_formats.render(comp)
     c = side(tmp_path / "c", 3, rng, boots=["c1", "c2", "c3"])
@@ -240,7 +241,7 @@ def test_a_calibration_from_one_boot_is_not_used_across_boots(tmp_path: Path, fm
         assert doc["comparisons"][0]["calibration"] == "not used: its 8 sessions: one boot"
         assert doc["noise_profile"]["boots"] == "one boot"
         assert any("noise profile not used (its 8 sessions: one boot)" in w
-                   for w in doc["warnings"])
+                   for w in [x["text"] for x in doc["warnings"]])
     elif fmt == "csv":
         (r,) = [x for x in csv.DictReader(io.StringIO(out)) if x["metric"] == "bytes/s"]
         assert r["calibration"] == "not used: its 8 sessions: one boot"
@@ -263,7 +264,7 @@ def test_a_calibration_at_one_session_a_side_is_used_only_from_their_boot_and_si
     row = primary(comp)
     assert row.test.noise_source == "calibrated" and row.test.calibration is None
     assert row.test.verdict is Verdict.BAD and row.test.noise_check["action"] == "sitting"
-    assert any("measured in their boot and sitting" in w for w in comp.warnings)
+    assert any("measured in their boot and sitting" in w for w in map(words, comp.warnings))
     later = results.read(a).header.time.replace("T08:", "T11:")
     for cal, why in ((profile_file(tmp_path, a, ["boot-0"] * 8), "not measured in this boot"),
                      (profile_file(tmp_path / "later", a, ["boot-1"] * 8, times=[later] * 8)
@@ -277,7 +278,7 @@ def test_a_calibration_at_one_session_a_side_is_used_only_from_their_boot_and_si
         assert row.test.verdict is Verdict.ONE_A_SIDE and not row.test.significant
         assert row.test.noise_source == "assumed" and row.test.noise_check is None
         assert any("noise profile not used (one session a side cannot check it" in w
-                   for w in comp.warnings)
+                   for w in map(words, comp.warnings))
         assert main(["compare", str(a), str(b), "--fail-on", "worse", "--noise",
                      str(cal)]) == 4                # kept out of the gate
     # two sessions a side: their own spread checks it, whatever its boot or time
@@ -297,7 +298,7 @@ def test_a_calibration_one_session_a_boot_is_used_across_boots_where_checked(tmp
                                     profile_file(tmp_path, a[0], [f"b{i}" for i in range(8)]))
     row = primary(comp)
     assert "calibrated" in (row.test.noise_source or "") and row.test.verdict is Verdict.BAD
-    assert not any("not used" in w for w in comp.warnings)
+    assert not any("not used" in w for w in map(words, comp.warnings))
     # one boot a side: nothing checks it there, and no boot is both theirs and its
     one_each = compare.load_and_compare(a[:1] + b[:1], profile_file(
         tmp_path, a[0], [f"b{i}" for i in range(8)]))

@@ -26,6 +26,7 @@ from hotloop.errors import HotloopError
 from hotloop.events import HotSymbol, HotSymbols
 from hotloop.render import compare_formats, verdicts
 from hotloop.render.compare_formats.shared import PAIRED_NOTE
+from hotloop.render.warning_words import words
 
 SEQPACKET = {**forge.ZERO_NULL, "name": "seqpacket", "source": "/forged/csrc/seqpacket.c",
              "procs": 2}
@@ -362,12 +363,12 @@ def test_one_session_a_side_without_calibration_says_so(sessions):
     # nothing beyond it is called either)
     assert m.test.ci_high - m.test.ci_low > 2 * 8
     hint = "hotloop calibrate zero_null"
-    assert any(hint in w and "no noise profile" in w for w in comp.warnings)
+    assert any(hint in w and "no noise profile" in w for w in map(words, comp.warnings))
     for fmt in ("text", "md", "org"):
         assert hint in compare_formats.render(comp, fmt)
     doc = json.loads(compare_formats.render(comp, "json"))
     assert doc["comparisons"][0]["session_noise_pct"] is None
-    assert doc["noise_profile"] is None and any(hint in w for w in doc["warnings"])
+    assert doc["noise_profile"] is None and any(hint in w for w in [x["text"] for x in doc["warnings"]])
 
 
 def test_a_side_is_of_one_kernel_and_a_session_of_one_side(sessions, tmp_path):
@@ -380,7 +381,7 @@ def test_a_side_is_of_one_kernel_and_a_session_of_one_side(sessions, tmp_path):
     head["header"]["kernel_release"] = "6.1-patched"
     forged.write_text("\n".join([json.dumps(head), *lines[1:]]) + "\n")
     comp = compare.load_and_compare([f"{stock[0]},{forged}", str(sessions["patched"])])
-    assert any("differ among themselves in kernel" in w for w in comp.warnings)
+    assert any("differ among themselves in kernel" in w for w in map(words, comp.warnings))
     # the same file on two different sides is refused; a side against itself is fine
     with pytest.raises(HotloopError) as e:
         compare.load_and_compare([f"{stock[0]},{stock[1]}", f"{stock[1]},{patched[0]}"])
@@ -469,7 +470,7 @@ def test_interleaved_variants_are_compared_round_by_round(tmp_path, cli):
     comparison = json.loads(cli("compare", *one, "--format", "json").stdout)
     row_ = next(r for r in comparison["comparisons"] if r["metric"] == "bytes/s")
     assert row_["verdict"] == "too few processes (n<3)" and not row_["significant"]
-    assert any("--processes 5" in w for w in comparison["warnings"])
+    assert any("--processes 5" in w for w in [x["text"] for x in comparison["warnings"]])
     # the same session on both sides is not paired
     assert compare.load_and_compare([files[0], files[0]]).pairs[0].method == "exact"
 
@@ -518,11 +519,11 @@ def _said(comp: comparison.Comparison, cli, a: Path, b: Path) -> list[str]:
     for fmt in ("text", "md", "org", "json"):
         out = cli("compare", str(a), str(b), "--format", fmt).stdout
         flat = " ".join(out.split())
-        for w in comp.warnings:
+        for w in map(words, comp.warnings):
             if "hot symbols" not in w and "differ in perf" not in w:
                 continue
             assert " ".join(w.split()) in flat, (fmt, w)
-    return comp.warnings
+    return [words(w) for w in comp.warnings]
 
 
 def test_sessions_without_hot_symbols_are_warned_of_in_every_format(tmp_path, cli):
@@ -549,10 +550,10 @@ def test_sides_that_differ_in_perf_on_or_off_are_warned_of(tmp_path, cli):
             "side's numbers only") in said
     assert not any("side stock" in w for w in said)         # its symbols are all there
     c = _perf_side(tmp_path / "C", "mixed", [True, False], [True, False])
-    said = compare.load_and_compare([b, c]).warnings
+    said = [words(w) for w in compare.load_and_compare([b, c]).warnings]
     assert ("sides differ in perf: off in patched, on in 1 of 2 sessions of mixed: perf's "
             "overhead is in some sessions' numbers only") in said
     # neither side asked for perf: nothing is missing, nothing differs
     quiet = compare.load_and_compare([b, _perf_side(tmp_path / "D", "other", [False] * 2,
                                                     [False] * 2)])
-    assert not any("perf" in w for w in quiet.warnings), quiet.warnings
+    assert not any("perf" in w for w in map(words, quiet.warnings)), quiet.warnings

@@ -47,7 +47,7 @@ def test_a_worker_with_a_third_of_a_cpu_is_said(cli, sides):
     p = cli("compare", *sides, "--format", "json")
     assert p.returncode == 0, p.stderr
     doc = json.loads(p.stdout)
-    said = [w for w in doc["warnings"] if "of a CPU over its runs" in w]
+    said = [w for w in [x["text"] for x in doc["warnings"]] if "of a CPU over its runs" in w]
     assert len(said) == 2 and "the worker of a had 30% of a CPU" in said[0], said
     assert "--metric cpu_ns/op" in said[0]
     # the wall clock's noise hides the change: no call on ns/op

@@ -34,7 +34,7 @@ def test_runs_read_back_as_written_extras_and_variants_included(tmp_path):
     assert [r.index for r in res.runs[1:]] == [1]
     with pytest.raises(IndexError):
         res.runs[2]
-    s = metrics.series(res)
+    s = metrics.metric_values(res)
     assert list(s["user_s"].values) == [0.5] and list(s["cycles/op"].values) == [3.0]
 
 

@@ -18,6 +18,7 @@ from hotloop.analysis import compare, comparison, series_pairs
 from hotloop.analysis.comparison import Verdict
 from hotloop.errors import HotloopError
 from hotloop.record import Batch, Header, SessionSummary
+from hotloop.render.warning_words import words
 from hotloop.run import series
 
 
@@ -197,14 +198,14 @@ def test_a_missing_session_leaves_its_pair_out_and_says_so(tmp_path):
     expected = 100 * math.expm1(sum(math.log(f) for f in kept) / len(kept))
     assert t.change_pct == pytest.approx(expected, abs=0.01)
     assert any("paired on 5 complete pairs" in w and "s03 without its pair" in w
-               for w in comp.warnings), comp.warnings
+               for w in map(words, comp.warnings)), comp.warnings
 
 
 def test_too_few_complete_pairs_fall_back_to_the_unpaired_test(tmp_path):
     a, b = _series(tmp_path, sessions=4, skip=(2, 3))
     comp = compare.load_and_compare([a, b])
     assert _primary(comp).method == "sessions"
-    assert any("2 complete pairs" in w and "compared unpaired" in w for w in comp.warnings)
+    assert any("2 complete pairs" in w and "compared unpaired" in w for w in map(words, comp.warnings))
 
 
 def test_sessions_of_different_series_are_not_paired(tmp_path):

@@ -9,6 +9,7 @@ import pytest
 from synthetic_results import side
 
 from hotloop.cli import main
+from hotloop.render.warning_words import words
 
 # --------------------------------------------------------------------------- the gate
 
@@ -100,11 +101,11 @@ def test_a_corrected_interval_excludes_0_exactly_when_the_adjusted_p_is_below_al
     and its adjusted p tell one story (an interval clear of 0 beside a corrected "not
     significant" was the issue)."""
     from hotloop.analysis import judge
-    from hotloop.analysis.metrics import SPEED, Series
+    from hotloop.analysis.metrics import SPEED, MetricValues
     rng = np.random.default_rng(31)
 
-    def sessions(effect: float = 0.0) -> list[Series]:
-        return [Series("v", "", True, SPEED, list(np.exp(rng.normal(
+    def sessions(effect: float = 0.0) -> list[MetricValues]:
+        return [MetricValues("v", "", True, SPEED, list(np.exp(rng.normal(
             rng.normal(np.log1p(effect), 0.025), 0.02, 30)))) for _ in range(3)]
     seen = 0
     for _ in range(60):
@@ -125,11 +126,11 @@ def test_many_sides_keep_the_family_wise_rate(tmp_path: Path):
     call at least one side in about 15% of trials; corrected, at most 5% (+ simulation
     error)."""
     from hotloop.analysis import judge
-    from hotloop.analysis.metrics import SPEED, Series
+    from hotloop.analysis.metrics import SPEED, MetricValues
     rng = np.random.default_rng(3)
 
-    def sessions() -> list[Series]:
-        return [Series("v", "", True, SPEED, list(np.exp(rng.normal(rng.normal(0, 0.025),
+    def sessions() -> list[MetricValues]:
+        return [MetricValues("v", "", True, SPEED, list(np.exp(rng.normal(rng.normal(0, 0.025),
                                                                     0.02, 30))))
                 for _ in range(3)]
     trials, raw, corrected = 300, 0, 0
@@ -224,7 +225,7 @@ def test_a_copied_session_counts_once_and_says_so(tmp_path: Path):
     _copy(a / "s0.jsonl", a / "s0-again.jsonl")
     comp = compare.load_and_compare([a, b])
     assert comp.baseline.sessions == 2 and len(comp.baseline.files) == 2
-    (note,) = [w for w in comp.warnings if "copy" in w]
+    (note,) = [w for w in map(words, comp.warnings) if "copy" in w]
     assert "s0-again.jsonl" in note and "s0.jsonl" in note and "counted once" in note
 
 
@@ -287,12 +288,12 @@ def test_the_offset_bound_is_robust_to_a_few_slow_runs():
 def test_an_interval_wider_than_any_change_says_too_noisy_to_call():
     from hotloop.analysis import judge
     from hotloop.analysis.comparison import MetricDelta, Verdict
-    from hotloop.analysis.metrics import SPEED, Series
+    from hotloop.analysis.metrics import SPEED, MetricValues
     from hotloop.render import verdicts
     rng = np.random.default_rng(14)
 
-    def sessions(scale: float = 1.0) -> list[Series]:
-        return [Series("v", "", False, SPEED, list(scale * np.exp(rng.normal(0, 0.6, 10))))
+    def sessions(scale: float = 1.0) -> list[MetricValues]:
+        return [MetricValues("v", "", False, SPEED, list(scale * np.exp(rng.normal(0, 0.6, 10))))
                 for _ in range(2)]
     t = judge.test_metric(sessions(), sessions())
     assert t.verdict is Verdict.TOO_NOISY and not t.significant
@@ -318,11 +319,11 @@ def test_a_session_with_unstable_runs_is_warned_about(tmp_path: Path):
     a = side(tmp_path / "a", 2, rng, within=0.2)
     b = side(tmp_path / "b", 2, rng, label="patched")
     comp = compare.load_and_compare([a, b])
-    (w,) = [w for w in comp.warnings if "unstable" in w]
+    (w,) = [w for w in map(words, comp.warnings) if "unstable" in w]
     assert "result may be unstable" in w and "CV" in w and "2 sessions of stock" in w
     assert "hotloop doctor" in w                # how to fix it
     quiet = compare.load_and_compare([b, side(tmp_path / "c", 2, rng, label="x")])
-    assert not [w for w in quiet.warnings if "unstable" in w]
+    assert not [w for w in map(words, quiet.warnings) if "unstable" in w]
 
 
 # --------------------------------------------------------------------------- thin calibrations
@@ -384,7 +385,7 @@ def test_a_calibration_the_sessions_contradict_is_dropped_and_said(tmp_path: Pat
     row = quiet.pairs[0].metrics[0]
     assert row.test.noise_source == "measured"
     assert row.test.noise_check["action"] == "dropped" and row.test.noise_check["p"] < 0.1
-    assert any("calibration dropped" in w and "F test" in w for w in quiet.warnings)
+    assert any("calibration dropped" in w and "F test" in w for w in map(words, quiet.warnings))
     doc = json.loads(compare_formats.render(quiet, "json"))
     assert doc["comparisons"][0]["noise_check"]["action"] == "dropped"
     assert doc["method"]["noise_check_alpha"] == 0.30
@@ -393,7 +394,7 @@ def test_a_calibration_the_sessions_contradict_is_dropped_and_said(tmp_path: Pat
     row = fits.pairs[0].metrics[0]
     assert row.test.noise_source == "measured+calibrated"
     assert row.test.noise_check["action"] == "pooled"
-    assert not any("calibration dropped" in w for w in fits.warnings)
+    assert not any("calibration dropped" in w for w in map(words, fits.warnings))
 
 
 # --------------------------------------------------------------------------- power
@@ -451,7 +452,7 @@ def test_too_noisy_names_what_made_the_interval_wide():
     (measured, or a calibration's) made the interval wide, the runs where the runs did."""
     from hotloop.analysis import comparison, judge
     from hotloop.analysis.comparison import MetricDelta, Verdict
-    from hotloop.analysis.metrics import RESOURCE, SPEED, Series
+    from hotloop.analysis.metrics import RESOURCE, SPEED, MetricValues
     from hotloop.analysis.noise import MetricNoise
     from hotloop.render import verdicts
     rng = np.random.default_rng(21)
@@ -461,8 +462,8 @@ def test_too_noisy_names_what_made_the_interval_wide():
         return verdicts.word(MetricDelta("m", "", False, t))
 
     # a perf counter, one value a session (no runs to spread), sessions far apart
-    def counter(*counts: float) -> list[Series]:
-        return [Series("cs", "", False, RESOURCE, [c], per_session=True) for c in counts]
+    def counter(*counts: float) -> list[MetricValues]:
+        return [MetricValues("cs", "", False, RESOURCE, [c], per_session=True) for c in counts]
     t = judge.test_metric(counter(100, 300), counter(120, 380))
     assert t.noise_source == "measured" and not t.spread_pct and t.noise_pct > 50, t
     assert said(t) == (f"too noisy to call: sessions differ by {t.noise_pct:.0f}%; "
@@ -471,16 +472,16 @@ def test_too_noisy_names_what_made_the_interval_wide():
         f"too noisy: sessions differ by {t.noise_pct:.0f}%"
 
     # runs that spread 40%, 500 a session: the sessions' 15% offsets made it wide, not they
-    def sessions(*offsets: float) -> list[Series]:
-        return [Series("v", "", False, SPEED, list(np.exp(rng.normal(o, 0.4, 500))))
+    def sessions(*offsets: float) -> list[MetricValues]:
+        return [MetricValues("v", "", False, SPEED, list(np.exp(rng.normal(o, 0.4, 500))))
                 for o in offsets]
     t = judge.test_metric(sessions(0.0, 0.3), sessions(0.05, 0.35))
     assert t.spread_pct > 30 and t.runs_pct < t.noise_pct, t
     assert said(t).startswith("too noisy to call: sessions differ by ")
 
     # runs that spread 60%, 5 a session, the sessions alike: the runs made it wide
-    def alike() -> list[Series]:
-        return [Series("v", "", False, SPEED, list(np.exp(rng.normal(0, 0.6, 5))))
+    def alike() -> list[MetricValues]:
+        return [MetricValues("v", "", False, SPEED, list(np.exp(rng.normal(0, 0.6, 5))))
                 for _ in range(3)]
     t = judge.test_metric(alike(), alike())
     assert t.noise_source == "measured" and t.runs_pct > t.noise_pct, t
@@ -489,8 +490,8 @@ def test_too_noisy_names_what_made_the_interval_wide():
     # one session a side with a calibration that says sessions differ by 40%: the figure is
     # the calibration's, and calibrating again is no advice
     cal = MetricNoise(session_var=0.16, median_var=1e-4, sigma_within=0.05, runs=30, df=9)
-    one = [Series("v", "", False, SPEED, list(np.exp(rng.normal(0, 0.05, 30))))]
-    two = [Series("v", "", False, SPEED, list(np.exp(rng.normal(0, 0.05, 30))))]
+    one = [MetricValues("v", "", False, SPEED, list(np.exp(rng.normal(0, 0.05, 30))))]
+    two = [MetricValues("v", "", False, SPEED, list(np.exp(rng.normal(0, 0.05, 30))))]
     t = judge.test_metric(one, two, calibrated=cal)
     assert t.noise_source == "calibrated", t
     assert said(t) == (f"too noisy to call: calibrated session noise {t.noise_pct:.0f}%; "
@@ -521,11 +522,11 @@ def test_a_calibration_far_noisier_than_the_sessions_is_said_with_its_age(tmp_pa
     loud = compare.load_and_compare([a, b], profile(0.18))          # 42.5%
     check = loud.pairs[0].metrics[0].test.noise_check
     assert check["action"] == "pooled" and check["p_quieter"] < 0.05
-    said = [w for w in loud.warnings if "taken on a busier machine" in w]
+    said = [w for w in map(words, loud.warnings) if "taken on a busier machine" in w]
     assert len(said) == 1 and "taken 2026-11-20, " in said[0] and "days ago" in said[0]
     # one that fits says nothing of the kind
     fits = compare.load_and_compare([a, b], profile(3e-5))
-    assert not any("busier machine" in w for w in fits.warnings)
+    assert not any("busier machine" in w for w in map(words, fits.warnings))
 
 
 def test_a_counter_the_same_in_every_session_is_a_count_not_certainty():

@@ -23,6 +23,7 @@ from hotloop.errors import HotloopError
 from hotloop.host import kimage, kvm
 from hotloop.host.procs import TIME_SCALE_ENV
 from hotloop.perf.control import HIDE_MODULES_ENV, perf_argv
+from hotloop.render.warning_words import words
 from hotloop.run import start, vm
 from hotloop.run.guest import guest_cpus, guest_profiles, guest_program, sweep
 
@@ -303,7 +304,7 @@ def test_compare_refuses_emulated_sessions_beside_measured_ones(tmp_path):
                             f"emulated numbers cannot be compared with measured ones")
     assert results.read(tcg).header.vm.accel == "tcg"
     both = compare.load_and_compare([tcg, tcg2])    # emulated beside emulated: compared,
-    assert [w for w in both.warnings if "emulated" in w] == [   # and every format says so
+    assert [w for w in map(words, both.warnings) if "emulated" in w] == [   # and every format says so
         "no usable KVM (KVM not used): the sessions ran in emulated guests; their numbers do "
         "not measure this CPU"]
     from hotloop.render import compare_formats

@@ -82,6 +82,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from hotloop.analysis import boots as boots_mod
+from hotloop.analysis import compare_warnings as cw
 from hotloop.analysis import noise as noise_mod
 from hotloop.analysis import series_pairs, sitting, symdiff
 from hotloop.analysis.comparison import (
@@ -94,7 +95,7 @@ from hotloop.analysis.comparison import (
     metadata_diff,
 )
 from hotloop.analysis.judge import correct_sides, test_metric
-from hotloop.analysis.metrics import series
+from hotloop.analysis.metrics import metric_values
 from hotloop.analysis.sides import (
     BUILD_FIELDS,
     check_accel,
@@ -153,7 +154,7 @@ def compare_sides(sides: Sequence[Sequence[Result]], given: Sequence[str] | None
                       out, histogram=shared_histogram(sides, metric, unit))
     profile, notes = _profile(sides, noise_file)
     comp.noise = profile
-    comp.warnings += copied + notes + _boot_warnings(sides)
+    comp.warnings += [*copied, *notes, *_boot_warnings(sides)]
     assumed: list[str] = []             # metrics whose session noise nothing measured
     for side, rs in zip(out[1:], sides[1:]):
         pair, said = _pair(sides[0], rs, out[0], side, profile, pair_sessions, metric)
@@ -165,28 +166,29 @@ def compare_sides(sides: Sequence[Sequence[Result]], given: Sequence[str] | None
                     and m.test.calibration is None]
     _correct(comp)
     comp.warnings += _noise_warnings(comp, base.header, profile, notes, assumed, batch)
-    comp.warnings += _session_warnings(sides, out) + _perf_warnings(sides, out) + cpu_shares(sides, out)
+    comp.warnings += [*_session_warnings(sides, out), *_perf_warnings(sides, out),
+                      *cpu_shares(sides, out)]
     # the variants of one interleaved batch (their headers say so) differ by design too
     comp.batch = batch or bool(comp.pairs) and all(p.method == "paired" for p in comp.pairs)
     if not comp.batch:
         comp.warnings += [meta_warning(p) for p in comp.pairs if p.metadata]
     for rs, s in zip(sides, out):
-        comp.warnings += [builds] if (builds := mixed_builds(rs, s.name)) else []  # said apart
+        if builds := mixed_builds(rs, s.name):      # said apart
+            comp.warnings.append(builds)
         inside = sorted({d.field for r in rs[1:]
                          for d in metadata_diff(rs[0].header.to_json(), r.header.to_json(),
                                                 kernel=True)
                          if d.field not in ("hotloop", *(BUILD_FIELDS if builds else ()))})
         if inside:
-            comp.warnings.append(f"the sessions of {s.name} differ among themselves in "
-                                 f"{', '.join(inside)}")
+            comp.warnings.append(cw.SessionsDiffer(side=s.name, fields=tuple(inside)))
     return comp
 
 
 def _checked(sides: Sequence[Sequence[Result]],
-             given: Sequence[str]) -> tuple[list[list[Result]], list[str]]:
+             given: Sequence[str]) -> tuple[list[list[Result]], list[cw.Copies]]:
     """The sides, each session once, checked to be comparable (HotloopError if not), and the
     warnings naming the copies left out."""
-    copied: list[str] = []
+    copied: list[cw.Copies] = []
     unique = []
     for rs, g in zip(sides, given):
         kept, note = distinct(rs, g)
@@ -225,45 +227,40 @@ def _checked(sides: Sequence[Sequence[Result]],
 
 
 def _profile(sides: Sequence[Sequence[Result]],
-             noise_file: Path | None) -> tuple[noise_mod.NoiseProfile | None, list[str]]:
+             noise_file: Path | None
+             ) -> tuple[noise_mod.NoiseProfile | None, list[cw.CompareWarning]]:
     """The noise profile for the baseline's header (or `noise_file`), unless it was measured
     from sessions compared here; and the notes on why none was found or used."""
-    profile, notes = noise_mod.find(sides[0][0].header, noise_file)
+    profile, ignored = noise_mod.find(sides[0][0].header, noise_file)
+    notes: list[cw.CompareWarning] = [*ignored]
     compared = {r.path.resolve() for rs in sides for r in rs}
     digests = {r.digest for rs in sides for r in rs if r.digest}
     if profile is not None and (compared & {Path(f).resolve() for f in profile.files}
                                 or digests & set(profile.digests)):
         # Its sessions would count twice: once as the calibration, once as the data.
-        notes.append(f"noise profile not used: {profile.path} was measured from sessions "
-                     f"compared here; calibrate from other A/A sessions")
+        notes.append(cw.NoiseProfileOfCompared(path=profile.path))
         profile = None
     return profile, notes
 
 
-def _boot_warnings(sides: Sequence[Sequence[Result]]) -> list[str]:
+def _boot_warnings(sides: Sequence[Sequence[Result]]) -> list[cw.CompareWarning]:
     """Sessions in emulated guests, and sessions that do not say their boot."""
-    out = []
+    out: list[cw.CompareWarning] = []
     tcg = next((r for rs in sides for r in rs if r.header.vm is not None), None)
     if tcg is not None and tcg.header.vm is not None and tcg.header.vm.accel == "tcg":
         why = tcg.header.vm.why_not_kvm or "KVM not used"
-        out.append(f"no usable KVM ({why}): the sessions ran in emulated guests; "
-                   f"their numbers do not measure this CPU")
+        out.append(cw.Emulated(why=why))
     unknown = sum(not boots_mod.boot_of(r) for rs in sides for r in rs)
     if unknown and len(sides) > 1:
-        out.append(
-            f"{unknown} session{'s do' if unknown != 1 else ' does'} not say which boot "
-            f"{'they' if unknown != 1 else 'it'} ran in (result files before format 3): "
-            f"taken as possibly from another boot than the other side's, so one session a "
-            f"side cannot be called without a calibration across reboots; run them again "
-            f"with this hotloop to record their boots")
+        out.append(cw.BootsUnknown(sessions=unknown))
     return out
 
 
 def _pair(base: Sequence[Result], rs: Sequence[Result], baseline: Side, side: Side,
           profile: noise_mod.NoiseProfile | None,
-          pair_sessions: bool, primary: str) -> tuple[Pair, list[str]]:
+          pair_sessions: bool, primary: str) -> tuple[Pair, list[cw.CompareWarning]]:
     """One later side against the baseline: its rows, and the warnings they call for."""
-    said: list[str] = []
+    said: list[cw.CompareWarning] = []
     paired = interleaved_pair(base, rs)
     boots = boots_mod.of_sides(base, rs)
     # A calibration stands in for the sides' own replicates only if it measured what
@@ -272,14 +269,12 @@ def _pair(base: Sequence[Result], rs: Sequence[Result], baseline: Side, side: Si
     unfit = (f"its {profile.sessions} sessions: {spread}" if profile is not None
              and not boots_mod.calibration_fits(boots, spread) else None)
     if unfit and profile is not None:
-        said.append(
-            f"{side.name}: noise profile not used ({unfit}): {side.name} and "
-            f"{baseline.name} ran in different boots ({boots.relation}), and a calibration "
-            f"measures a reboot only from sessions of one boot each; calibrate from A/A "
-            f"sessions one a boot: hotloop calibrate results/aa/")
+        said.append(cw.CalibrationOneBoot(side=side.name, baseline=baseline.name,
+                                          sessions=profile.sessions, spread=spread,
+                                          relation=boots.relation))
     found = series_pairs.pairs(base, rs) if pair_sessions and paired is None else None
     if found is not None and (found.unmatched or not found.usable):
-        said.append(found.describe(baseline.name, side.name))
+        said.append(found.warning(baseline.name, side.name))
     by_pairs = found.index if found is not None and found.usable else None
     # One replicate a side: nothing in the data can check the calibration, so it counts
     # only from these sessions' boot and sitting (analysis.sitting).
@@ -287,17 +282,16 @@ def _pair(base: Sequence[Result], rs: Sequence[Result], baseline: Side, side: Si
     unchecked = sitting.why_not(profile, [*base, *rs]) \
         if lone and profile is not None and not unfit else None
     if unchecked:
-        said.append(f"{side.name}: noise profile not used ({unchecked}); run 2+ sessions a "
-                    f"side, whose own spread checks it")
-    base_series = [series(r) for r in base]
-    new_series = [series(r) for r in rs]
+        said.append(cw.CalibrationUnchecked(side=side.name, reason=unchecked))
+    base_values = [metric_values(r) for r in base]
+    new_values = [metric_values(r) for r in rs]
     rows = []
-    for name, m in base_series[0].items():
-        if not all(name in x for x in base_series + new_series):
+    for name, m in base_values[0].items():
+        if not all(name in x for x in base_values + new_values):
             continue
         calibrated = profile.metrics.get(name) if profile and not (unfit or unchecked) \
             else None
-        t = test_metric([x[name] for x in base_series], [x[name] for x in new_series],
+        t = test_metric([x[name] for x in base_values], [x[name] for x in new_values],
                         paired=paired, calibrated=calibrated,
                         boots=None if paired is not None else boots, pairs=by_pairs)
         if unfit or unchecked:
@@ -324,38 +318,33 @@ def _pair(base: Sequence[Result], rs: Sequence[Result], baseline: Side, side: Si
 
 def _row_warnings(rows: Sequence[MetricDelta], baseline: Side, side: Side,
                   boots: boots_mod.Boots,
-                  profile: noise_mod.NoiseProfile | None = None) -> list[str]:
+                  profile: noise_mod.NoiseProfile | None = None) -> list[cw.CompareWarning]:
     """What one pair's rows found that a row cannot say: a calibration dropped, no call
     across boots, too few worker processes."""
-    said = []
+    said: list[cw.CompareWarning] = []
     check = rows[0].test.noise_check if rows else None
     if check and check["action"] == "dropped":
-        said.append(
-            f"{side.name}: calibration dropped for {rows[0].metric}: the sessions "
-            f"compared vary by {check['measured_pct']:.2f}% from one to the next, the "
-            f"calibration says {check['calibrated_pct']:.2f}% (F test, p "
-            f"{check['p']:.3f}); compared on the sessions' own noise. Calibrate the way "
-            f"you compare (across reboots: hotloop calibrate results/aa/)")
-    elif check and profile is not None and (loud := noise_mod.loud(check, profile)):
-        said.append(f"{side.name}: {rows[0].metric}: {loud}")
+        said.append(cw.CalibrationDropped(side=side.name, metric=rows[0].metric,
+                                          measured_pct=check["measured_pct"],
+                                          calibrated_pct=check["calibrated_pct"],
+                                          p=check["p"]))
+    elif check and profile is not None and noise_mod.loud(check):
+        said.append(cw.LoudCalibration(side=side.name, metric=rows[0].metric,
+                                       created=profile.created,
+                                       days=noise_mod.age_days(profile),
+                                       calibrated_pct=check["calibrated_pct"],
+                                       measured_pct=check["measured_pct"],
+                                       p=check["p_quieter"]))
     first_row = next((r for r in rows if r.primary), None)
     if first_row is not None and first_row.test.verdict is Verdict.ACROSS_BOOTS:
         t = first_row.test
-        maybe = "" if boots.relation == boots_mod.ACROSS else "possibly "
-        what = (f"one session a side, from {maybe}different boots"
-                if t.sessions_baseline == t.sessions_new == 1 else
-                f"one boot a side ({t.sessions_baseline} and {t.sessions_new} sessions): "
-                f"sessions of one boot are not replicates of a reboot")
-        said.append(
-            f"{side.name}: cannot call: {what}, and nothing measured how much a reboot "
-            f"moves {first_row.metric}; run sessions in several boots a side (a reboot "
-            f"between, or a VM booted for each), or calibrate across reboots (A/A "
-            f"sessions one a boot: hotloop calibrate results/aa/)")
+        said.append(cw.CannotCallAcrossBoots(side=side.name, metric=first_row.metric,
+                                             possibly=boots.relation != boots_mod.ACROSS,
+                                             sessions_baseline=t.sessions_baseline,
+                                             sessions_new=t.sessions_new))
     if rows and rows[0].test.verdict is Verdict.TOO_FEW_PROCESSES:
-        said.append(
-            f"{side.name} and {baseline.name} ran in fewer than {MIN_PROCESSES} worker "
-            f"processes each: a process's own offset (its memory layout, its CPU) cannot "
-            f"be told from a change; interleave with --processes 5 (the default)")
+        said.append(cw.TooFewProcesses(side=side.name, baseline=baseline.name,
+                                       least=MIN_PROCESSES))
     return said
 
 
@@ -369,103 +358,79 @@ def _correct(comp: Comparison) -> None:
 
 
 def _noise_warnings(comp: Comparison, header: Header, profile: noise_mod.NoiseProfile | None,
-                    notes: Sequence[str], assumed: Sequence[str], batch: bool) -> list[str]:
+                    notes: Sequence[cw.CompareWarning], assumed: Sequence[str],
+                    batch: bool) -> list[cw.CompareWarning]:
     """What the session noise the verdicts used cannot vouch for: a calibration nothing
     here checks, or a noise assumed for want of a measured one."""
-    out = []
+    out: list[cw.CompareWarning] = []
     if any(m.primary and m.test.noise_check and m.test.noise_check["action"] == "sitting"
            for p in comp.pairs for m in p.metrics):
-        out.append(
-            "one session a side: nothing here can check the calibration against these "
-            "sessions; it is used because it was measured in their boot and sitting (within "
-            f"{sitting.SITTING_S / 3600:g} hour of them), so the verdict holds if the machine "
-            "stayed as it was then")
-    rule = (f"the larger of {100 * SESSION_OFFSET_BOUND:g}% a session and "
-            f"{ASSUMED_PER_WITHIN:g} times the runs' own spread")
+        out.append(cw.CalibrationBySitting(hours=sitting.SITTING_S / 3600))
     if assumed and profile is None:
-        # the variants of one batch: interleaving them is the cheap way to a verdict
-        other = ("run the variants with --interleave" if batch else
-                 "run two sessions a side or more")
-        # the figure assumed is each row's (its noise_pct) and the header's: not said again
-        out.append(
-            f"no {'usable ' if notes else ''}noise profile for "
-            f"{noise_mod.describe_key(noise_mod.key_of(header))}: "
-            f"with one session a side nothing measured how much sessions differ, so the "
-            f"interval is what the largest plausible offset allows ({rule}: a doubling or "
-            f"a halving) and only a change beyond it gets a verdict; {other}, or measure "
-            f"this machine's: {_calibrate_hint(header)}")
+        out.append(cw.NoNoiseProfile(key=noise_mod.key_of(header), ignored=bool(notes),
+                                     batch=batch, offset_pct=100 * SESSION_OFFSET_BOUND,
+                                     per_within=ASSUMED_PER_WITHIN,
+                                     command=_calibrate_hint(header)))
     elif assumed:
-        out.append(f"the noise profile has no figure for {', '.join(assumed)} "
-                   f"(values not all above 0): with one session a side only a change "
-                   f"beyond the largest plausible offset ({rule}) gets a verdict")
+        out.append(cw.ProfileLacks(metrics=tuple(assumed), offset_pct=100 * SESSION_OFFSET_BOUND,
+                                   per_within=ASSUMED_PER_WITHIN))
     return out
 
 
-def _quieter(rs: Sequence[Result]) -> str:
-    """What the CPU profile could still do for a noisy side: pin the workload; once pinned
-    (advising that again told the user nothing), keep other work off those CPUs."""
-    pinned = sorted({c for r in rs for c in r.header.cpu.cpus})
-    if not pinned or not all(r.header.cpu.cpus for r in rs):
-        return "a CPU profile that pins the workload"
-    cpus = ",".join(map(str, pinned))
-    return (f"the runs were pinned to cpus {cpus}: keep other work off them, e.g. "
-            f"isolcpus={cpus} nohz_full={cpus} on the kernel command line")
+def _pinned(rs: Sequence[Result]) -> tuple[int, ...]:
+    """The CPUs a side's sessions were pinned to, () unless every one was pinned: what the
+    CPU profile could still do for a noisy side is pin it, or once pinned (advising that
+    again told the user nothing) keep other work off those CPUs."""
+    if not all(r.header.cpu.cpus for r in rs):
+        return ()
+    return tuple(sorted({c for r in rs for c in r.header.cpu.cpus}))
 
 
-def _session_warnings(sides: Sequence[Sequence[Result]], out: Sequence[Side]) -> list[str]:
+def _session_warnings(sides: Sequence[Sequence[Result]],
+                      out: Sequence[Side]) -> list[cw.CompareWarning]:
     """Sides whose sessions' runs vary too much to trust, and sides cut short."""
-    said = []
+    said: list[cw.CompareWarning] = []
     for rs, s in zip(sides, out):
         shaky = [cv for r in rs if r.finished
                  for cv in [r.finished.summary.cv] if cv is not None and cv > UNSTABLE_CV]
         if shaky:
-            said.append(
-                f"{len(shaky)} session{'s' * (len(shaky) != 1)} of {s.name} "
-                f"var{'y' if len(shaky) != 1 else 'ies'} by CV "
-                f"{100 * max(shaky):.0f}% within a session (above {100 * UNSTABLE_CV:.0f}%): "
-                f"result may be unstable; quieten the machine (hotloop doctor says what it "
-                f"allows; {_quieter(rs)}; run --apply-system), or run more runs and sessions")
+            said.append(cw.Unstable(side=s.name, sessions=len(shaky), cv_pct=100 * max(shaky),
+                                    limit_pct=100 * UNSTABLE_CV, pinned=_pinned(rs)))
     for s in out:
         if s.partial:
-            said.append(f"{s.name} ({s.file}) is partial, {s.runs} runs: {s.partial_reason}")
+            said.append(cw.Partial(side=s.name, file=s.file, runs=s.runs,
+                                   reason=s.partial_reason))
     return said
 
 
-def _perf_warnings(sides: Sequence[Sequence[Result]], out: Sequence[Side]) -> list[str]:
+def _perf_warnings(sides: Sequence[Sequence[Result]],
+                   out: Sequence[Side]) -> list[cw.CompareWarning]:
     """Sessions without hot symbols where perf was asked for (it did not start, or its
     report failed: the symbol diff leaves their side out, silently otherwise), and sides
     whose headers differ in perf on/off: sampling costs time (a VM's sessions measured 3,208
     ns/op with perf on, 852 and 636 without), so that difference is in the numbers."""
     if not any(r.header.perf for rs in sides for r in rs):
         return []                           # perf asked for nowhere: nothing missing
-    said = []
+    said: list[cw.CompareWarning] = []
     for rs, s in zip(sides, out):
         # the sessions whose file says perf never started (format 4), and why
         whys = Counter(w for r in rs if (w := r.perf_not_started) is not None)
         if whys:
             n, why = sum(whys.values()), whys.most_common(1)[0][0]
-            said.append(f"{n} of {len(rs)} session{'s' * (len(rs) != 1)} of side {s.name}: "
-                        f"perf was asked for but did not start ({why}"
-                        f"{'' if len(whys) == 1 else ', and other reasons'}): no symbol diff "
-                        f"with this side")
+            said.append(cw.PerfNotStarted(side=s.name, sessions=n, of=len(rs), why=why,
+                                          other_reasons=len(whys) > 1))
         none = sum(not (r.session_symbols and r.session_symbols.symbols)
                    and r.perf_not_started is None for r in rs)
         if none:
-            said.append(f"{none} of {len(rs)} session{'s' * (len(rs) != 1)} of side {s.name} "
-                        f"{'has' if none == 1 else 'have'} no hot symbols (perf did not run "
-                        f"or failed): no symbol diff with this side")
+            said.append(cw.NoHotSymbols(side=s.name, sessions=none, of=len(rs)))
 
     # perf on as it ran: a header with perf on whose perf never started measured without it
     on = [sum(r.header.perf and r.perf_not_started is None for r in rs) for rs in sides]
-    states = ["on" if k == len(rs) else "off" if not k else f"on in {k} of {len(rs)} sessions"
-              for k, rs in zip(on, sides)]
-    if len(set(states)) > 1:
-        whose = "one side's" if len(sides) == 2 and set(states) == {"on", "off"} else \
-            "some sessions'"
-        said.append("sides differ in perf: "
-                    + ", ".join(f"{st} {'of' if ' ' in st else 'in'} {s.name}"
-                                for st, s in zip(states, out))
-                    + f": perf's overhead is in {whose} numbers only")
+    states = [cw.PerfState(s.name, k, len(rs)) for k, rs, s in zip(on, sides, out)]
+    # alike: every side's sessions all on, or all off (or on in k of n, alike)
+    if len({"on" if st.on == st.sessions else "off" if not st.on else (st.on, st.sessions)
+            for st in states}) > 1:
+        said.append(cw.PerfDiffers(sides=tuple(states)))
     return said
 
 

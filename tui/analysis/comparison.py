@@ -1,6 +1,6 @@
 """What a comparison holds: its sides, each later side's pair with the baseline, a row (a
-MetricDelta) per metric with its Test and Verdict, and the header fields that differ, with the
-words compare's own warnings say them in (analysis.compare builds it; render words the rest).
+MetricDelta) per metric with its Test and Verdict, the header fields that differ, and its
+warnings as records (analysis.compare_warnings).  analysis.compare builds it; render words it.
 """
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hotloop.analysis import noise as noise_mod
+from hotloop.analysis.compare_warnings import CompareWarning, DiffersBeyondKernel, MetaDiff
 from hotloop.analysis.metrics import SPEED
 from hotloop.analysis.symbols import Explained, SymbolDelta
 from hotloop.record import compared_fields
@@ -145,13 +146,6 @@ class MetricDelta:
                                         # gets (the rest are exploratory)
 
 
-@dataclass(frozen=True)
-class MetaDiff:
-    field: str
-    baseline: Any
-    new: Any
-
-
 @dataclass
 class Pair:
     """The baseline against one later side."""
@@ -194,7 +188,7 @@ class Comparison:
     sides: list[Side]                   # [0] is the baseline
     pairs: list[Pair] = field(default_factory=list)
     histogram: SharedHistogram | None = None
-    warnings: list[str] = field(default_factory=list)
+    warnings: list[CompareWarning] = field(default_factory=list)     # render.warning_words
     noise: noise_mod.NoiseProfile | None = None     # the calibration used, if any
     batch: bool = False                 # the variants of one batch: they differ by design
 
@@ -225,9 +219,8 @@ def meta_text(d: MetaDiff) -> str:
     return f"{d.field} {meta_value(d.baseline)} -> {meta_value(d.new)}"
 
 
-def meta_warning(p: Pair) -> str:
-    return (f"{p.new.name} differs from the baseline in more than the kernel: "
-            + "; ".join(meta_text(d) for d in p.metadata))
+def meta_warning(p: Pair) -> DiffersBeyondKernel:
+    return DiffersBeyondKernel(side=p.new.name, differences=tuple(p.metadata))
 
 
 def _get(header: dict[str, Any], path: tuple[str, ...]) -> Any:

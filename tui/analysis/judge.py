@@ -12,7 +12,7 @@ from hotloop.analysis import noise as noise_mod
 from hotloop.analysis import series_pairs, significance
 from hotloop.analysis.boots import Boots
 from hotloop.analysis.comparison import Comparison, MetricDelta, Test, Verdict
-from hotloop.analysis.metrics import SPEED, Series
+from hotloop.analysis.metrics import SPEED, MetricValues
 from hotloop.analysis.significance import MIN_PROCESSES, MIN_ROUNDS, Outcome
 from hotloop.errors import HotloopError
 from hotloop.stats import MIN_RUNS, TOO_NOISY_PCT
@@ -103,7 +103,7 @@ def correct_sides(tests: Sequence[Test]) -> list[Test]:
     return out
 
 
-def test_metric(base: Sequence[Series], new: Sequence[Series], *,
+def test_metric(base: Sequence[MetricValues], new: Sequence[MetricValues], *,
                 paired: Sequence[int] | None = None,
                 calibrated: noise_mod.MetricNoise | None = None,
                 boots: Boots | None = None,
@@ -122,7 +122,7 @@ def test_metric(base: Sequence[Series], new: Sequence[Series], *,
     return dataclasses.replace(t, boots=boots.relation, boots_baseline=kb, boots_new=kn)
 
 
-def _test_metric(base: Sequence[Series], new: Sequence[Series],
+def _test_metric(base: Sequence[MetricValues], new: Sequence[MetricValues],
                  paired: Sequence[int] | None, calibrated: noise_mod.MetricNoise | None,
                  boots: Boots | None, pairs: Sequence[tuple[int, int]] | None) -> Test:
     units = boots.units() if boots is not None and boots.across else None
@@ -170,8 +170,8 @@ def compare_samples(base: Sequence[float], new: Sequence[float], *,
                     kind: str = SPEED, paired: Sequence[int] | None = None,
                     calibrated: noise_mod.MetricNoise | None = None) -> Test:
     """Two samples of one session each (synthetic data, benchmarks): the Test compare gives."""
-    def one(values: Sequence[float]) -> Series:
-        return Series("value", "", higher_is_better, kind, list(values))
+    def one(values: Sequence[float]) -> MetricValues:
+        return MetricValues("value", "", higher_is_better, kind, list(values))
     return test_metric([one(base)], [one(new)], paired=paired, calibrated=calibrated)
 
 

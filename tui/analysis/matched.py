@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from hotloop.analysis.compare import compare_sides
+from hotloop.analysis.compare_warnings import VariantUnmatched
 from hotloop.analysis.comparison import Comparison
 from hotloop.errors import HotloopError
 from hotloop.results import Result
@@ -23,7 +24,7 @@ class Matched:
     after: str
     variants: list[str]
     comparisons: list[Comparison]
-    warnings: list[str] = field(default_factory=list)
+    warnings: list[VariantUnmatched] = field(default_factory=list)
     before_sessions: list[list[Result]] = field(default_factory=list)   # a variant each
     sides: list[list[Result]] = field(default_factory=list)    # before, after: all of each
 
@@ -59,7 +60,7 @@ def match(sides: Sequence[Sequence[Result]], given: Sequence[str],
         raise HotloopError(f"compare: {given[0]} and {given[1]} hold no variant of one name "
                            f"({', '.join(map(visible, before))} vs "
                            f"{', '.join(map(visible, after))}): nothing to match")
-    warnings = [f"{visible(v)} only in {visible(g)}: left out"
+    warnings = [VariantUnmatched(variant=v, side=g)
                 for g, mine, theirs in ((given[0], before, after), (given[1], after, before))
                 for v in mine if v not in theirs]
     comps = [compare_sides([before[v], after[v]], [given[0], given[1]], noise_file,

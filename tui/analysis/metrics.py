@@ -1,4 +1,5 @@
-"""Every metric a result file recorded, as one series of values per metric.
+"""Every metric a result file recorded, as one MetricValues per metric: its name, unit and
+direction, and its values over the session's runs.
 
 The workload's primary metric first, then ns/op, cycles/op where the CPU counted cycles, the
 worker's CPU time per op (cpu_ns/op: its CPU seconds a run over the run's ops), each
@@ -25,7 +26,9 @@ _COUNTER_UP = {"ipc", "instructions-per-cycle"}     # counters where more is bet
 
 
 @dataclass(frozen=True)
-class Series:
+class MetricValues:
+    """One metric of one session: what it is and its values, one a run (a perf counter: one
+    for the session).  (run.series.Series is a series of sessions; this is not.)"""
     name: str
     unit: str
     higher_is_better: bool | None
@@ -49,35 +52,35 @@ def counters(r: Result) -> dict[str, float]:
     return {k: float(v) for k, v in found.items() if v is not None and math.isfinite(v)}
 
 
-def series(r: Result) -> dict[str, Series]:
+def metric_values(r: Result) -> dict[str, MetricValues]:
     """Every metric the result recorded, per run, the primary metric first."""
     w = r.workload
     primary = w.metric
-    out: dict[str, Series] = {primary: Series(primary, w.unit, w.higher_is_better, SPEED,
+    out: dict[str, MetricValues] = {primary: MetricValues(primary, w.unit, w.higher_is_better, SPEED,
                                               r.runs.values)}
     # from the runs' columns: no object a run (300,000 runs a side)
     ops, ns, cycles = (r.runs.column(k) for k in ("ops", "ns", "cycles"))
     if "ns/op" not in out:
         vals = array("d", (n / o for o, n in zip(ops, ns) if o > 0 and n > 0))
         if vals:
-            out["ns/op"] = Series("ns/op", "ns/op", False, SPEED, vals)
+            out["ns/op"] = MetricValues("ns/op", "ns/op", False, SPEED, vals)
     if "cycles/op" not in out:
         vals = array("d", (c / o for o, c in zip(ops, cycles) if o > 0 and c > 0))
         if vals:
-            out["cycles/op"] = Series("cycles/op", "cycles/op", False, SPEED, vals)
+            out["cycles/op"] = MetricValues("cycles/op", "cycles/op", False, SPEED, vals)
     cpu = r.runs.column(CPU_EXTRA)      # the worker's CPU seconds a run: its CPU time per op
     if cpu and len(cpu) == len(ops) and CPU_PER_OP not in out:
         vals = array("d", (c * 1e9 / o for o, c in zip(ops, cpu) if o > 0))
         if vals:
-            out[CPU_PER_OP] = Series(CPU_PER_OP, "ns/op", False, RESOURCE, vals)
+            out[CPU_PER_OP] = MetricValues(CPU_PER_OP, "ns/op", False, RESOURCE, vals)
     for name in r.runs.extra_names:
         if name in out or name == CPU_EXTRA and CPU_PER_OP in out:    # one row for it
             continue
         extra = r.runs.column(name)
         if extra:
             unit, hib, kind = extra_kind(name)
-            out[name] = Series(name, unit, hib, kind, extra)
+            out[name] = MetricValues(name, unit, hib, kind, extra)
     for name, v in counters(r).items():
         key = f"perf:{name}"
-        out[key] = Series(key, "", name in _COUNTER_UP, RESOURCE, [v], per_session=True)
+        out[key] = MetricValues(key, "", name in _COUNTER_UP, RESOURCE, [v], per_session=True)
     return out

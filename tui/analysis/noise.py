@@ -28,6 +28,7 @@ from typing import Any
 
 from hotloop import __version__
 from hotloop.analysis import metrics
+from hotloop.analysis.compare_warnings import NoiseProfileIgnored
 from hotloop.errors import HotloopError
 from hotloop.paths import state_dir, state_dir_problem
 from hotloop.record import Header
@@ -172,30 +173,28 @@ def describe_key(key: dict[str, Any]) -> str:
                 "  ", " ")
 
 
-def age(profile: NoiseProfile, now: float | None = None) -> str:
-    """"taken 2026-11-20, 13 days ago" (or its date alone when it cannot be read)."""
+def age_days(profile: NoiseProfile, now: float | None = None) -> int | None:
+    """How many days ago the profile was taken; None when its date cannot be read."""
     import datetime
     try:
         taken = datetime.datetime.strptime(profile.created, "%Y-%m-%dT%H:%M:%S%z")
     except ValueError:
-        return f"taken {profile.created[:10] or 'at an unknown time'}"
-    days = int(((time.time() if now is None else now) - taken.timestamp()) // 86400)
+        return None
+    return int(((time.time() if now is None else now) - taken.timestamp()) // 86400)
+
+
+def age_words(created: str, days: int | None) -> str:
+    """"taken 2026-11-20, 13 days ago" (or its date alone when it cannot be read)."""
+    if days is None:
+        return f"taken {created[:10] or 'at an unknown time'}"
     ago = "today" if days < 1 else f"{days} day{'s' * (days != 1)} ago"
-    return f"taken {profile.created[:10]}, {ago}"
+    return f"taken {created[:10]}, {ago}"
 
 
-
-def loud(check: dict[str, Any], profile: NoiseProfile) -> str:
-    """What to say of a calibration far noisier than the sessions compared (one taken under
-    load: pooled in, it only widens the interval), by the lower tail of compare's F test;
-    "" when it is not."""
-    if check.get("p_quieter", 1.0) >= 0.05 or not check.get("measured_pct"):
-        return ""
-    return (f"the calibration ({age(profile)}) says it varies by "
-            f"{check['calibrated_pct']:.2f}% from one session to the next, these sessions by "
-            f"{check['measured_pct']:.2f}% (F test, p {check['p_quieter']:.3f}): taken on a "
-            f"busier machine, it widens the interval; calibrate again on a machine as quiet "
-            f"as this one")
+def loud(check: dict[str, Any]) -> bool:
+    """A calibration far noisier than the sessions compared (one taken under load: pooled
+    in, it only widens the interval), by the lower tail of compare's F test."""
+    return check.get("p_quieter", 1.0) < 0.05 and bool(check.get("measured_pct"))
 
 
 def save(profile: NoiseProfile) -> Path:
@@ -314,7 +313,7 @@ def _untrusted(path: Path) -> str | None:
 
 
 def find(header: Header, explicit: Path | None = None
-         ) -> tuple[NoiseProfile | None, list[str]]:
+         ) -> tuple[NoiseProfile | None, list[NoiseProfileIgnored]]:
     """The noise profile for results with this header, and warnings about the ones ignored.
 
     `explicit` (compare --noise FILE) is used only if it matches the results; a stored
@@ -326,18 +325,19 @@ def find(header: Header, explicit: Path | None = None
         return None, []
     problem = _untrusted(path) if explicit is None else None
     if problem:
-        return None, [f"noise profile ignored: {problem}"]
+        return None, [NoiseProfileIgnored(path=str(path), reason=problem)]
     try:
         profile = load(path)
     except NoiseError as e:
         if explicit is not None:        # named by the user: a typo must not change verdicts
             raise HotloopError(f"--noise {e}") from None
-        return None, [f"noise profile ignored: {e}"]
+        return None, [NoiseProfileIgnored(path=str(path), reason=str(e))]
     theirs = profile.key
     for name in KEY_FIELDS:
         if theirs.get(name) != key.get(name):
-            return None, [f"noise profile ignored: {path} was measured for {name} "
-                          f"{theirs.get(name)!r}, these results have {key.get(name)!r}"]
+            return None, [NoiseProfileIgnored(
+                path=str(path), reason=f"{path} was measured for {name} {theirs.get(name)!r}, "
+                                       f"these results have {key.get(name)!r}")]
     return profile, []
 
 
@@ -398,7 +398,7 @@ def estimate(sessions: Sequence[Result], session_cost_s: float | None = None,
         if len(r.runs) < MIN_RUNS:
             raise HotloopError(f"{r.path}: {len(r.runs)} runs; a calibration session needs at "
                                f"least {MIN_RUNS}")
-    every = [metrics.series(r) for r in sessions]
+    every = [metrics.metric_values(r) for r in sessions]
     found: dict[str, MetricNoise] = {}
     skipped: dict[str, str] = {}
     for name in every[0]:

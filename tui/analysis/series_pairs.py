@@ -29,6 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 # numpy and scipy as significance loads them, once it has checked they have room
+from hotloop.analysis.compare_warnings import PairsIncomplete, PairsTooFew
 from hotloop.analysis.significance import ALPHA, Outcome, _half, _pct, np, positive, sps, within_spread
 from hotloop.results import Result
 
@@ -51,15 +52,13 @@ class SeriesPairs:
     def usable(self) -> bool:
         return len(self.index) >= MIN_PAIRS
 
-    def describe(self, base: str, new: str) -> str:
+    def warning(self, base: str, new: str) -> PairsTooFew | PairsIncomplete:
         """What the test was made on, when not every session found its pair."""
-        left = ", ".join(f"s{n:02d}" for n in self.unmatched)
-        alone = f"; {left} without its pair" if left else ""
         if not self.usable:
-            return (f"{new} vs {base}: {len(self.index)} complete pairs of the series' "
-                    f"sessions (the paired test needs {MIN_PAIRS}{alone}): compared unpaired")
-        return (f"{new} vs {base}: paired on {len(self.index)} complete pairs of the series' "
-                f"sessions ({left} without its pair, left out)")
+            return PairsTooFew(side=new, baseline=base, pairs=len(self.index),
+                               needed=MIN_PAIRS, unmatched=self.unmatched)
+        return PairsIncomplete(side=new, baseline=base, pairs=len(self.index),
+                               unmatched=self.unmatched)
 
 
 def pairs(base: Sequence[Result], new: Sequence[Result]) -> SeriesPairs | None:

@@ -14,8 +14,9 @@ from pathlib import Path
 import numpy as np
 
 from hotloop import results
+from hotloop.analysis.compare_warnings import Build, Copies, CpuShareLow, MixedBuilds
 from hotloop.analysis.comparison import SharedBucket, SharedHistogram, Side, SideText
-from hotloop.analysis.metrics import CPU_PER_OP, series
+from hotloop.analysis.metrics import CPU_PER_OP, metric_values
 from hotloop.catalog import process_shares
 from hotloop.errors import HotloopError
 from hotloop.events import HotSymbol
@@ -63,7 +64,7 @@ def expand(arg: str) -> list[Path]:
     return out
 
 
-def distinct(rs: Sequence[Result], given: str) -> tuple[list[Result], str | None]:
+def distinct(rs: Sequence[Result], given: str) -> tuple[list[Result], Copies | None]:
     """A side's sessions, each content once (a result's sha256: a copy of a file is the same
     session, not another one), and a warning naming the copies; HotloopError when the side
     is nothing but copies of one session.  Two copies a side once gave "+3.35% [+3.35%,
@@ -85,9 +86,8 @@ def distinct(rs: Sequence[Result], given: str) -> tuple[list[Result], str | None
                            f"({kept[0].path}): a side of copies is one session; give it once, "
                            f"or distinct sessions")
     dup, orig = copies[0]
-    more = f" and {len(copies) - 1} more" if len(copies) > 1 else ""
-    return kept, (f"{given}: {dup.path} is a copy of {orig.path} (the same content){more}: "
-                  f"each session counted once, {len(kept)} sessions")
+    return kept, Copies(given=given, copy=str(dup.path), original=str(orig.path),
+                        more=len(copies) - 1, sessions=len(kept))
 
 
 def identity(r: Result) -> tuple[str, str, str]:
@@ -168,7 +168,7 @@ def _pooled(rs: Sequence[Result], metric: str | None = None) -> Sequence[float]:
     array (8 bytes a run, not a list's 32)."""
     def of(r: Result) -> Sequence[float]:
         return r.runs.values if metric in (None, r.workload.metric) else \
-            series(r)[metric].values
+            metric_values(r)[metric].values
     if len(rs) == 1:
         return of(rs[0])
     out = array("d")
@@ -210,7 +210,7 @@ def primary_metric(sides: Sequence[Sequence[Result]],
     name = METRIC_ALIASES.get(metric or "", metric or w.metric)
     if name == w.metric:
         return w.metric, w.unit, w.higher_is_better
-    found = [series(r) for rs in sides for r in rs]
+    found = [metric_values(r) for rs in sides for r in rs]
     got = found[0].get(name)
     if got is None or not all(name in f for f in found):
         have = [n for n in found[0] if all(n in f and not f[n].per_session for f in found)]
@@ -292,7 +292,7 @@ def build_of(r: Result) -> tuple[str, ...]:
     return (h.source_sha256, h.compiler, " ".join(h.cflags), ",".join(module))
 
 
-def mixed_builds(rs: Sequence[Result], name: str) -> str | None:
+def mixed_builds(rs: Sequence[Result], name: str) -> MixedBuilds | None:
     """A warning when a side's sessions ran more than one build of its workload (its source
     edited between them): pooled as one side they measure two programs.  None when one."""
     seen: dict[tuple[str, ...], list[Result]] = {}
@@ -305,22 +305,15 @@ def mixed_builds(rs: Sequence[Result], name: str) -> str | None:
     def differs(b: tuple[str, ...]) -> str:
         what = [f for f, x, y in zip((*BUILD_FIELDS, "build id"), b, first) if x != y]
         return ", ".join(what)
-
-    def one(b: tuple[str, ...], got: list[Result]) -> str:
-        files = ", ".join(r.path.name for r in got[:3]) + (
-            f" and {len(got) - 3} more" if len(got) > 3 else "")
-        return f"source {b[0][:12] or '?'} in {files}"
-    kinds = sorted({differs(b) for b in list(seen)[1:]})
-    return visible(f"the sessions of {name} ran {len(seen)} builds of the workload (they differ "
-                   f"in {'; '.join(kinds)}): {'; '.join(one(b, g) for b, g in seen.items())}; "
-                   f"pooled as one side they measure different code: compare each build's "
-                   f"sessions on their own")
+    return MixedBuilds(side=name, kinds=tuple(sorted({differs(b) for b in list(seen)[1:]})),
+                       builds=tuple(Build(b[0], tuple(r.path.name for r in got))
+                                    for b, got in seen.items()))
 
 
 LOW_CPU_SHARE = 0.8                     # the worker's CPU time over its wall time, said below
 
 
-def cpu_shares(sides: Sequence[Sequence[Result]], out: Sequence[Side]) -> list[str]:
+def cpu_shares(sides: Sequence[Sequence[Result]], out: Sequence[Side]) -> list[CpuShareLow]:
     """Each side whose worker had well under a CPU over its runs (its CPU time per op against
     its wall time per op; a workload of one process: one of several waits on its helpers by
     design): what its wall-clock metrics hold besides the code, and the metric that does not."""
@@ -328,17 +321,14 @@ def cpu_shares(sides: Sequence[Sequence[Result]], out: Sequence[Side]) -> list[s
     for rs, s in zip(sides, out):
         if any(r.workload.procs > 1 for r in rs):
             continue
-        got = [(series(r).get(CPU_PER_OP), series(r).get("ns/op")) for r in rs]
+        got = [(metric_values(r).get(CPU_PER_OP), metric_values(r).get("ns/op")) for r in rs]
         cpu = [x for c, _ in got if c is not None for x in c.values]
         wall = [x for _, w in got if w is not None for x in w.values]
         if not cpu or len(cpu) != len(wall) or not math.fsum(wall):
             continue
         share = math.fsum(cpu) / math.fsum(wall)
         if share < LOW_CPU_SHARE:
-            said.append(
-                f"the worker of {s.name} had {100 * share:.0f}% of a CPU over its runs (CPU "
-                f"time {math.fsum(cpu) / len(cpu):.4g} ns/op, wall {math.fsum(wall) / len(wall):.4g}"
-                f" ns/op): the rest it waited, for a CPU another task held (a busy machine) or "
-                f"on its own I/O, and the wall-clock rows hold that wait; --metric {CPU_PER_OP} "
-                f"judges its CPU time per op instead")
+            said.append(CpuShareLow(side=s.name, share_pct=100 * share,
+                                    cpu_ns=math.fsum(cpu) / len(cpu),
+                                    wall_ns=math.fsum(wall) / len(wall), metric=CPU_PER_OP))
     return said

@@ -57,7 +57,8 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         # a copy is the same session: 50 copies of two files are 2 sessions, not 100
         sessions, note = distinct(sessions, " ".join(args.names))
         if note:
-            print(f"hotloop: warning: {visible(note)}", file=sys.stderr)
+            from hotloop.render.warning_words import words
+            print(f"hotloop: warning: {visible(words(note))}", file=sys.stderr)
         profile = noise.estimate(sessions)
         print(calibration.report(profile, noise.save(profile)))
         return 0

@@ -28,7 +28,7 @@ def print_reports(todo: Sized, done: list[results.Result], fmt: str,
     if fmt == "json":
         docs = [report.document(r) for r in done]
         doc: dict[str, Any] = docs[0] if len(todo) == 1 else {
-            "results": docs, "comparison": json.loads(comparison[1]) if comparison else None}
+            "results": docs, "comparison": comparison[1] if comparison else None}
         print(json.dumps(doc, indent=2))
     else:
         print("\n\n".join(report.text(r, warnings=False, columns=terminal_width())
@@ -44,8 +44,8 @@ def _print_mail(todo: Sized, done: list[results.Result], metric: str | None) -> 
 
 
 def _batch_comparison(done: list[results.Result],
-                      metric: str | None = None) -> tuple[str, str] | None:
-    """The batch's comparison as (text, json), or None when it cannot be compared; `metric`
+                      metric: str | None = None) -> tuple[str, dict[str, Any]] | None:
+    """The batch's comparison as (text, json's document), or None when it cannot be compared; `metric`
     its primary one (--metric; default the workload's)."""
     if len(done) < 2:
         return None
@@ -57,10 +57,10 @@ def _batch_comparison(done: list[results.Result],
         pairs = matched.split_by_kernel(done, metric)
         if pairs is not None:
             return (variants.render_text(pairs, terminal_width()),
-                    variants.render_json(pairs))
+                    variants.document(pairs))
         comp = compare.compare_sides([[r] for r in done], batch=True, primary=metric)
     except HotloopError as e:
         print(f"hotloop: no comparison: {visible(str(e))}", file=sys.stderr)
         return None
     return (compare_formats.render(comp, "text", width=terminal_width()),
-            compare_formats.render(comp, "json"))
+            compare_formats.document(comp))

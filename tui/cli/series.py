@@ -14,7 +14,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hotloop import events as ev
 from hotloop import results
@@ -35,6 +35,9 @@ from hotloop.errors import HotloopError, RunFailed
 from hotloop.render.units import si
 from hotloop.run import launch, series
 from hotloop.visible import visible, visible_lines
+
+if TYPE_CHECKING:
+    from hotloop.analysis.comparison import Comparison
 
 MAX_STEM = 80               # the series' directory: results/<time>-<plans joined by +>
 
@@ -101,7 +104,7 @@ def bracket(p: series.Plan, slot: series.Slot, kind: str, **more: Any) -> dict[s
             "result_file": str(slot.path), **more}
 
 
-def comparison(s: series.Series, metric: str | None = None) -> Any:
+def comparison(s: series.Series, metric: str | None = None) -> Comparison | None:
     """The variants (kernels) compared on their finished sessions (as `hotloop compare DIR/A/
     DIR/B/` would, once the unfinished ones are set aside), or None and why on stderr.  A
     finished session whose file no longer reads is a failed one (Series.lost); a variant left
@@ -255,19 +258,19 @@ def _sessions(n: int) -> str:
     return f"{n} session{'s' * (n != 1)}"
 
 
-def report(s: series.Series, comp: Any, moved: dict[series.Slot, Path], interrupted: bool,
+def report(s: series.Series, comp: Comparison | None, moved: dict[series.Slot, Path], interrupted: bool,
            fmt: str, fate: str = "") -> None:
     """On stdout: the series and the comparison (text or json); with events, the end line."""
     from hotloop.render import compare_formats
     doc = document(s, moved, interrupted)
     if fmt == "events":
         emit_text(json.dumps({"type": "series_end", **doc,
-                              "comparison": json.loads(compare_formats.render(comp, "json"))
-                              if comp else None}) + "\n")
+                              "comparison": compare_formats.document(comp) if comp else None})
+                  + "\n")
         return
     if fmt == "json":
-        print(json.dumps({"series": doc, "comparison": json.loads(
-            compare_formats.render(comp, "json")) if comp else None}, indent=2))
+        print(json.dumps({"series": doc, "comparison": compare_formats.document(comp)
+                          if comp else None}, indent=2))
         return
     p = s.plan
     counts = ", ".join(f"{k} {sum(1 for x in s.done if x.variant == k)}" for k in p.variants)
@@ -288,7 +291,7 @@ def report(s: series.Series, comp: Any, moved: dict[series.Slot, Path], interrup
         print("\n" + visible_lines(compare_formats.render(comp, "text")))
 
 
-def _mail(s: series.Series, comp: Any) -> None:
+def _mail(s: series.Series, comp: Comparison | None) -> None:
     """--format mail: the comparison of the variants (kernels) in 72 columns; a series of
     one kernel, its sessions' summary.  The lines before it said how the sessions went."""
     from hotloop.analysis import compare

@@ -61,10 +61,12 @@ def _show_side(args: argparse.Namespace) -> int:
     sessions = [results.read(p) for p in expand(str(args.file))]
     _finish_unended(sessions)
     side = side_cost(sessions)
-    builds = mixed_builds(sessions, str(args.file))     # its sessions ran other code: said
+    from hotloop.render import warning_words
+    found = mixed_builds(sessions, str(args.file))      # its sessions ran other code: said
+    builds = warning_words.words(found) if found else None
     if args.format == "json":
-        print(json.dumps({**symbol_costs.cost_json(side),
-                          "warnings": [builds] if builds else []}, indent=2))
+        print(json.dumps({**symbol_costs.cost_json(side), "warnings": [
+            warning_words.document(found)] if found else []}, indent=2))
     if args.format == "mail":
         from hotloop.render import mail
         sys.stdout.write(mail.side_mail(sessions, side, str(args.file),

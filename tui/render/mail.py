@@ -33,6 +33,7 @@ from hotloop.render.layout import bound, safe, table, wrap
 from hotloop.render.report import extra_si, extra_summaries
 from hotloop.render.symbol_names import dso_name, symbol_name
 from hotloop.render.units import bucket_labels, number, pct, plain, si
+from hotloop.render.warning_words import about_the_sides, words
 from hotloop.results import Result
 from hotloop.stats import histogram
 from hotloop.visible import cut
@@ -291,9 +292,9 @@ def compare_mail(comp: Comparison, sides: Sequence[Sequence[Result]]) -> str:
     if h is not None and h.buckets and len(comp.sides) > 1:
         out += ["", f"distribution of {safe(h.metric)} (shared buckets):"]
         out += side_rows(h, names, WIDTH, ASCII_MARKS)
-    warn = [w for w in comp.warnings if "differs" in w or "differ " in w]
+    warn = [w for w in comp.warnings if about_the_sides(w)]
     for w in warn[:3]:                  # what a reviewer must know; the rest is compare's
-        out += [""] + wrap(safe(w), WIDTH, "  ", "note: ")
+        out += [""] + wrap(safe(words(w)), WIDTH, "  ", "note: ")
     return "\n".join(bound(out + _footer(sides, comp.metric), WIDTH)) + "\n"
 
 

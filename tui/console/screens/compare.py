@@ -17,7 +17,7 @@ from __future__ import annotations
 import contextlib
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual import events, work
@@ -41,13 +41,6 @@ if TYPE_CHECKING:
 METRIC_WIDTH = 21
 WIDE_FROM = 130                 # columns for the whole verdict table
 NARROW_METRIC = 16
-
-
-def _advice(warning: str) -> str:
-    """A warning with a command to run: the command on lines of its own, whole (a wrapped
-    line in mid-sentence is hard to pick out, let alone copy)."""
-    said, sep, command = warning.partition(": hotloop ")
-    return f"{said}:\n    hotloop {command}" if sep else warning
 
 
 def ci_text(low: float | None, high: float | None) -> str:
@@ -113,7 +106,7 @@ class CompareScreen(Screen[None]):
         self.loaded = False
         self.sides: list[list[Path]] = []     # in pick order: [0] is the baseline
         self.comparison: Comparison | None = None
-        self.read: list[list[Any]] = []         # the compared sides' results, for the mail
+        self.read: list[list[results.Result]] = []      # the compared sides' results, for the mail
         self.mailed: Path | None = None         # where `m` saved the mail text last
         self.error = ""
         self.busy = False
@@ -340,7 +333,7 @@ class CompareScreen(Screen[None]):
 
     @work(thread=True, exclusive=True, group="compare-run")
     def _compare(self, sides: list[list[Path]]) -> None:
-        comp: Any = None
+        comp: Comparison | None = None
         error = ""
         try:
             from hotloop.analysis import compare
@@ -390,8 +383,9 @@ class CompareScreen(Screen[None]):
                          + (", PARTIAL" if s.partial else "") + ")")
         self.query_one("#compare-sides", Static).update(
             " · ".join(sides) + (f"\n{noise_line(comp)}" if noise_line(comp) else ""))
+        from hotloop.render.warning_words import advice  # a command on lines of its own
         self.query_one("#compare-warnings", Static).update(
-            "\n".join(f"! {_advice(w)}" for w in comp.warnings))
+            "\n".join(f"! {advice(w)}" for w in comp.warnings))
         table = self.query_one("#compare-table", DataTable)
         table.clear()
         narrow = bool(self.narrow)

@@ -10,12 +10,13 @@ from hotloop.analysis import compare
 from hotloop.analysis.comparison import Comparison
 from hotloop.errors import HotloopError
 from hotloop.render.compare_formats.csv import render_csv
-from hotloop.render.compare_formats.json import render_json
+from hotloop.render.compare_formats.json import document, render_json
 from hotloop.render.compare_formats.md import render_md
 from hotloop.render.compare_formats.org import render_org
 from hotloop.render.compare_formats.text import render_text
 
 FORMATS = ("text", "md", "org", "csv", "json")
+__all__ = ["FORMATS", "document", "main_compare", "render"]     # document: json's dict
 
 
 _RENDERERS: dict[str, Callable[[Comparison], str]] = {"md": render_md, "org": render_org, "csv": render_csv,

@@ -9,6 +9,7 @@ from hotloop.analysis.significance import ALPHA, CONFIDENCE, MIN_ROUNDS, NOISE_C
 from hotloop.render.compare_formats.shared import rows
 from hotloop.render.compare_formats.symbols import diff_json
 from hotloop.render.units import bucket_labels
+from hotloop.render.warning_words import document as warning_document
 from hotloop.stats import ASSUMED_SESSION_NOISE, MIN_RUNS, SESSION_OFFSET_BOUND, TOO_NOISY_PCT
 
 
@@ -23,7 +24,8 @@ def _side_json(s: Side) -> dict[str, Any]:
 
 
 def document(comp: Comparison) -> dict[str, Any]:
-    """The `--format json` document."""
+    """The `--format json` document, as a dict (what `run --sessions`, a batch's report and
+    the series' end line hold as their `comparison`): JSON's types, ready to dump."""
     h = comp.histogram
     return {
         "workload": comp.workload, "metric": comp.metric, "unit": comp.unit,
@@ -42,7 +44,7 @@ def document(comp: Comparison) -> dict[str, Any]:
                          "counts": list(b.counts), "percents": [round(x, 3) for x in b.percents]}
                         for b, label in zip(h.buckets, bucket_labels(h.buckets, h.unit))]},
         "symbol_diffs": [diff_json(p) for p in comp.pairs if p.symbols],
-        "warnings": comp.warnings,
+        "warnings": [warning_document(w) for w in comp.warnings],
         "method": {"alpha": ALPHA, "confidence": CONFIDENCE, "min_runs": MIN_RUNS,
                    "min_rounds": MIN_ROUNDS, "methods": METHODS,
                    "assumed_session_noise_pct": 100 * ASSUMED_SESSION_NOISE,
@@ -60,4 +62,4 @@ def document(comp: Comparison) -> dict[str, Any]:
 
 
 def render_json(comp: Comparison) -> str:
-    return json.dumps(document(comp), indent=2, default=str, allow_nan=False)
+    return json.dumps(document(comp), indent=2, allow_nan=False)

@@ -7,6 +7,7 @@ from hotloop.render.compare_formats import symbols as sym
 from hotloop.render.compare_formats.shared import HEAD, better_way, noise_line, notes, result_cell, text_rows
 from hotloop.render.layout import wrap
 from hotloop.render.units import si
+from hotloop.render.warning_words import words
 from hotloop.visible import visible
 
 
@@ -77,5 +78,5 @@ def render_md(comp: Comparison) -> str:
         for n in notes(comp):
             lines += wrap(_md(n), width, "  ", "> note: ")
         for w in comp.warnings:
-            lines += wrap(_md(w), width, "  ", "> warning: ")
+            lines += wrap(_md(words(w)), width, "  ", "> warning: ")
     return "\n".join(lines) + "\n"

@@ -8,6 +8,7 @@ from hotloop.render.compare_formats import symbols as sym
 from hotloop.render.compare_formats.shared import better_way, noise_line, notes, result_cell, shown_p
 from hotloop.render.layout import wrap
 from hotloop.render.units import plain
+from hotloop.render.warning_words import words
 from hotloop.visible import visible
 
 
@@ -96,5 +97,5 @@ def render_org(comp: Comparison) -> str:
     for n in notes(comp):
         lines += wrap(visible(n), width, "#   ", "# note: ")
     for w in comp.warnings:
-        lines += wrap(visible(w), width, "#   ", "# warning: ")
+        lines += wrap(visible(words(w)), width, "#   ", "# warning: ")
     return "\n".join(lines) + "\n"

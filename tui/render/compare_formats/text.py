@@ -4,13 +4,15 @@ first, notes wrap), every string from a file escaped where it enters a line."""
 from __future__ import annotations
 
 from hotloop.analysis.compare import TOP_SYMBOLS
-from hotloop.analysis.comparison import Comparison, Pair, Side, meta_text, meta_warning
+from hotloop.analysis.compare_warnings import DiffersBeyondKernel
+from hotloop.analysis.comparison import Comparison, Pair, Side, meta_text
 from hotloop.render import verdicts
 from hotloop.render.compare_formats import symbols as sym
 from hotloop.render.compare_formats.shared import PAIRED_NOTE, better_way, noise_line, stat_notes, text_rows
 from hotloop.render.histograms import side_rows
 from hotloop.render.layout import UNBOUNDED, bound, safe, table, wrap
 from hotloop.render.units import si
+from hotloop.render.warning_words import words
 
 # Wider than the terminal, a table gives these up first (columns by number), then cuts these.
 METRIC_DROP = (6, 3, 5)                 # p, diff, the interval: the verdict stays
@@ -121,10 +123,10 @@ def render_text(comp: Comparison, width: int | None = None) -> str:
         if p.symbols:
             lines += [""] + wrap(safe(sym.title(p, TOP_SYMBOLS)), width, "  ", "")
             lines += _symbol_table(p, width)
-    shown = {meta_warning(p) for p in comp.pairs if p.metadata}     # each under its pair
-    rest = [w for w in comp.warnings if w not in shown]
+    # a side that differs in more than the kernel: said under its pair
+    rest = [w for w in comp.warnings if not isinstance(w, DiffersBeyondKernel)]
     if rest:
         lines.append("")
         for w in rest:
-            lines += wrap(safe(w), width, "  ", "warning: ")
+            lines += wrap(safe(words(w)), width, "  ", "warning: ")
     return "\n".join(bound(lines, width))

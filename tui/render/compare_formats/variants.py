@@ -10,12 +10,15 @@ import io
 import json
 from typing import Any
 
+from hotloop.analysis.compare_warnings import CompareWarning, VariantUnmatched
 from hotloop.analysis.comparison import MetricDelta
 from hotloop.analysis.matched import Matched
 from hotloop.render import verdicts
 from hotloop.render.compare_formats.shared import ci, json_num
 from hotloop.render.layout import UNBOUNDED, bound, safe, table, wrap
 from hotloop.render.units import pct, plain
+from hotloop.render.warning_words import about_the_sides, words
+from hotloop.render.warning_words import document as warning_document
 from hotloop.visible import csv_text
 
 MAIL_WIDTH = 72
@@ -79,19 +82,23 @@ def _title(m: Matched) -> str:
             f"{len(m.variants)} variants matched by name")
 
 
-def _warnings(m: Matched) -> list[str]:
-    """The matching's warnings, then every variant's comparison's, named by its variant
-    (a warning of the pair compared alone is one of its row here)."""
-    return list(m.warnings) + [f"{v}: {w}" for v, c in zip(m.variants, m.comparisons)
-                               for w in c.warnings]
+def _warnings(m: Matched) -> list[tuple[str | None, CompareWarning]]:
+    """The matching's warnings, then every variant's comparison's with its variant (a
+    warning of the pair compared alone is one of its row here)."""
+    return [(None, w) for w in m.warnings] + [(v, w) for v, c in zip(m.variants, m.comparisons)
+                                              for w in c.warnings]
+
+
+def _said(variant: str | None, w: CompareWarning) -> str:
+    """A warning's sentence, named by its variant where it is one variant's."""
+    return words(w) if variant is None else f"{variant}: {words(w)}"
 
 
 def _notes(m: Matched, brief: bool = False) -> list[str]:
     """What is said under the table; `brief` (mail): what a reviewer must know, that the
     sides differ in more than the change, as compare's mail keeps."""
-    return [safe(w) for w in _warnings(m)
-            if not brief or w in m.warnings or "differs" in w or "differ " in w
-            or "builds of the workload" in w]
+    return [safe(_said(v, w)) for v, w in _warnings(m)
+            if not brief or isinstance(w, VariantUnmatched) or about_the_sides(w)]
 
 
 def render_text(m: Matched, width: int | None = None) -> str:
@@ -186,7 +193,8 @@ def document(m: Matched) -> dict[str, Any]:
                 "ci_low": json_num(d.test.ci_low), "ci_high": json_num(d.test.ci_high),
                 "verdict": verdicts.word(d), "primary": d.primary} for d in ds]}
                 for v, ds in zip(m.variants, per)],
-            "warnings": _warnings(m)}
+            "warnings": [warning_document(w, text=_said(v, w), variant=v)
+                         for v, w in _warnings(m)]}
 
 
 def render_json(m: Matched) -> str:
