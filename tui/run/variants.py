@@ -29,9 +29,13 @@ KERNEL = ("kernels are compared with --kernel A --kernel B (in the console, the 
           "field), not as a K=V variant")
 
 
-def twice(names: Sequence[str]) -> str:
-    return (f"the batch names the same variant twice: {', '.join(names)} (an A/A, one "
-            f"variant against itself, is --aa)")
+def once_each(variants: Sequence[Planned]) -> None:
+    """A variant named twice refused (`K=1,1`, `--cpu a --cpu a`, `PLAN PLAN`): an A/A."""
+    names = [v.name for v in variants]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise HotloopError(f"the batch names the same variant twice: {', '.join(twice)} (an "
+                           f"A/A, one variant against itself, is --aa)")
 
 
 def aa_of(names: Sequence[str]) -> str:
@@ -199,9 +203,7 @@ def expand(cat: Catalog, spec: VariantSpec, plan: Plan | None = None) -> list[Pl
         if len(one) != 1:
             raise HotloopError(aa_of([v.name for v in one]))
         return [replace(one[0], side=side) for side in AA]
-    names = [v.name for v in out]
-    if len(set(names)) < len(names):
-        raise HotloopError(twice(sorted({n for n in names if names.count(n) > 1})))
+    once_each(out)
     return out
 
 
@@ -209,9 +211,7 @@ def _against(cat: Catalog, spec: VariantSpec, plan: Plan, asked: list[Planned]
              ) -> list[Planned]:
     """The form first (named by its own values of the keys given), then each variant asked
     that is not the form: a list holding the form's values counts them once."""
-    names = [v.name for v in asked]
-    if len(set(names)) < len(names):    # before the form merges in: 512,512 is twice
-        raise HotloopError(twice(sorted({n for n in names if names.count(n) > 1})))
+    once_each(asked)                    # before the form merges in: 512,512 is twice
     base = cat.resolve(plan, here=False).params
     own = {"cpu": plan.cpu, "kernel": plan.kernel}
     first = Planned(" ".join(f"{i.key}={base[i.key] if i.key in base else own[i.key]}"
