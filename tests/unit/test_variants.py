@@ -68,10 +68,10 @@ def test_the_vs_field_makes_the_tables_variants_or_refuses_in_its_words(cat, tex
         assert [name for name, _ in sides] == want
         assert sides[0][1] is plan                  # the form itself, first
         return
-    assert refused(versus, cat, form(cat), text) == want.format(at="vs")
+    assert refused(versus, cat, plan, text) == want.format(at="vs")
 
 
-@pytest.mark.parametrize("text, says", REFUSED_BY_BOTH[:6] + REFUSED_BY_BOTH[-4:])
+@pytest.mark.parametrize("text, says", REFUSED_BY_BOTH)
 def test_hotloop_run_refuses_the_tables_texts_in_one_line(isolated, cli, text, says):
     p = cli("run", "zero_null", *params(text))
     assert (p.returncode, p.stderr) == (2, f"hotloop: {says.format(at='--param')}\n")
