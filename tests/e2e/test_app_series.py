@@ -202,17 +202,18 @@ def test_a_series_every_session_would_refuse_leaves_nothing(isolated: Path, left
 
 
 def test_the_console_runs_a_series_of_two_param_values(isolated: Path, leftovers) -> None:
-    """The form's vs field: the zero-to-null dd test at block sizes 512 (the form's) and 4096
-    (vs), their sessions alternating, one directory each, then c compares them paired."""
+    """The form's vs field: the zero-to-null dd test at block sizes 512 (the form's, listed
+    too, as `run --param block_size=512,4096` would be) and 4096, their sessions
+    alternating, one directory each, then c compares them paired."""
     async def go() -> None:
         out = isolated / "results"
         app = HotloopApp(profiles=[_profiles(isolated)], results_dir=out)
         async with app.run_test(size=SIZE) as pilot:
             await picked(pilot, app, "zero_null")
             await fill_form(pilot, app, param_count="2000", param_block_size="512", runs="3",
-                            warmup="0", perf="off", vs="block_size=4096", sessions="2")
+                            warmup="0", perf="off", vs="block_size=512,4096", sessions="2")
             assert app.main_screen.form.series == (["default"], 2)
-            assert app.main_screen.form.vs == "block_size=4096"
+            assert app.main_screen.form.vs == "block_size=512,4096"
             await pilot.press("r")
             await wait_for(pilot, lambda: "series done" in log_text(app), 240, "the series done")
             text = log_text(app)

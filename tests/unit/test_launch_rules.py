@@ -350,18 +350,3 @@ def test_vs_names_the_baseline_and_each_variant_by_the_keys_it_changes(cat):
     assert [(p.cpu, p.params["block_size"]) for _, p in sides[1:]] == [
         ("split", 1024), ("split", 4096)]
     assert variants.versus(cat, plan, "  ") == ()
-
-
-@pytest.mark.parametrize("text, says", [
-    ("block_size", "vs 'block_size': expected KEY=VALUE (a workload param, or cpu)"),
-    ("blok_size=1", "vs 'blok_size=1': workload zero_null has no param 'blok_size'"),
-    ("block_size=abc", "vs 'block_size=abc': "),
-    ("cpu=nope", "vs cpu nope: "),
-    ("kernel=busy-poll", "vs 'kernel=busy-poll': the vs kernel field compares kernels"),
-    ("block_size=512", "vs block_size=512: the form's own settings (the baseline)"),
-    ("block_size=1 block_size=2", "vs 'block_size=2': block_size twice"),
-])
-def test_vs_refuses_what_it_cannot_run_in_one_line(cat, text, says):
-    plan = replace(cat.plan_for("zero_null"), params={"block_size": 512})
-    message = refused(variants.versus, cat, plan, text)
-    assert message.startswith(says) and "\n" not in message, message

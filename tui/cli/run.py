@@ -5,45 +5,42 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import itertools
 import os
 import re
 import signal
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeVar
 
 from hotloop import catalog, results
 from hotloop import events as ev
 from hotloop.catalog import Catalog, ParamSetting, Plan
-from hotloop.catalog.loader import did_you_mean
 from hotloop.catalog.schema import NAME
-from hotloop.cli.aa import Variant, aa_variants
+from hotloop.cli.aa import Variant
 from hotloop.cli.common import cancel, cancel_closed_output, warn_skipped
 from hotloop.cli.signals import interrupt, interrupted_status
 from hotloop.errors import HotloopError, RunFailed
 from hotloop.results.writer import encode_line
 from hotloop.run import launch, start
+from hotloop.run import variants as expander
 from hotloop.run.interleave import Runnable, interleave, together
 from hotloop.visible import visible
 
 
 def parse_params(cat: Catalog, workload: str, items: list[str],
                  base: dict[str, ParamSetting] | None = None) -> dict[str, ParamSetting]:
-    """`--param K=V` items checked against the workload's declared types and bounds."""
+    """`--param K=V` items checked against the workload's declared types and bounds (a plan
+    saved: its one value each, a comma a string's own), with run.variants' messages."""
     cat.require("workload", workload, "--workload")
     w = cat.workloads[workload]
     params = dict(base or {})
     for item in items:
         key, sep, value = item.partition("=")
-        if not sep:
-            raise HotloopError(f"--param {item}: expected KEY=VALUE")
+        if not sep or not key:
+            raise HotloopError(f"--param {item}: {expander.SYNTAX}")
         if key not in w.params:
-            raise HotloopError(f"--param {item}: workload {workload} has no param "
-                               f"{key!r}{did_you_mean(key, w.params)} "
-                               f"(known: {', '.join(w.params) or 'none'})")
+            raise HotloopError(expander.no_param(f"--param {item}", w, key, keys=()))
         try:
             params[key] = w.params[key].parse(value)
         except ValueError as e:
@@ -79,11 +76,8 @@ def plan_to_run(cat: Catalog, args: argparse.Namespace, plan: Plan, cpu: str | N
     of `run`'s --kernel profiles, or calibrate's one)."""
     # A profile named on the command line is the command line's error, not the plan
     # file's (the plan keeps its origin through the overrides).
-    if cpu is not None:
-        cat.require("cpu", cpu, "--cpu")
-    if kernel is not None:
-        cat.require("kernel", kernel, "--kernel")
-    params = parse_params(cat, plan.workload, param_items, plan.params)
+    plan = expander.single(cat, plan, spec(args, param_items, [cpu] if cpu else [],
+                                           [kernel] if kernel else []))
     check_run_flags(args)
     name = getattr(args, "plan_name", None)
     if name is not None and not NAME.fullmatch(name):     # it names the result file
@@ -94,58 +88,47 @@ def plan_to_run(cat: Catalog, args: argparse.Namespace, plan: Plan, cpu: str | N
         # Interleaved variants are compared process block by process block (a process has
         # an offset of its own): a few processes each unless asked otherwise.
         processes = max(plan.processes, min(INTERLEAVE_PROCESSES, args.runs or plan.runs))
-    return catalog.with_overrides(plan, name=name,
-                                  cpu=cpu, kernel=kernel, runs=args.runs,
+    return catalog.with_overrides(plan, name=name, runs=args.runs,
                                   warmup=args.warmup, timeout=args.timeout, perf=args.perf,
                                   perf_freq=args.perf_freq, call_graph=args.call_graph,
                                   perf_keep_mb=args.perf_keep_mb, processes=processes,
-                                  until_ci=args.until_ci, params=params)
+                                  until_ci=args.until_ci)
+
+
+def spec(args: argparse.Namespace, items: list[str] | None = None,
+         cpus: list[str] | None = None, kernels: list[str] | None = None,
+         plans: list[str] | None = None) -> expander.VariantSpec:
+    """What the command line asks for, for run.variants: --param's items (`items`), --cpu,
+    --kernel, the plans named, --aa."""
+    return expander.VariantSpec.parse(
+        args.param if items is None else items, "--param",
+        cpus=(args.cpu or []) if cpus is None else cpus,
+        kernels=(args.kernel or []) if kernels is None else kernels,
+        plans=plans or [], aa=getattr(args, "aa", False))
 
 
 def plan_variants(cat: Catalog, name: str, items: list[str]) -> list[tuple[str, Plan]]:
     """A plan's batch (its params that hold lists) but for the keys --param `items` set:
     `run page-pool --param mode=slow` runs mode=slow once, not once a listed mode."""
-    plan = cat.plan_for(name)
-    given = {item.partition("=")[0] for item in items}
-    return cat.variants(replace(plan, params={k: v for k, v in plan.params.items()
-                                              if not (isinstance(v, list) and k in given)}))
+    return expander.batch(cat, cat.plan_for(name), {i.partition("=")[0] for i in items})
 
 
 def variants(cat: Catalog, args: argparse.Namespace, here: bool = True) -> list[Variant]:
-    """Every combination of the plans, --cpu profiles and K=V1,V2 params asked for, resolved
-    for this machine (`here`) or for another, whose hotloop fits them to it."""
-    fixed: list[str] = []
-    multi: list[list[str]] = []
-    for item in args.param:
-        key, sep, value = item.partition("=")
-        if sep and "," in value:
-            multi.append([f"{key}={v}" for v in value.split(",")])
-        else:
-            fixed.append(item)
-    cpus = args.cpu or [None]
-    kernels = args.kernel or [None]
-    plans = [(name, label, plan) for name in args.names
-             for label, plan in plan_variants(cat, name, args.param)]
+    """Every combination of the plans, --cpu and --kernel profiles and K=V1,V2 params asked
+    for (run.variants, its rules and messages), resolved for this machine (`here`) or for
+    another, whose hotloop fits them to it; with --aa the one variant twice, a1 and a2."""
+    if getattr(args, "aa", False) and not here:
+        raise HotloopError("--aa runs one variant twice on this machine; --host compares "
+                           "machines: one variant on each")
     out: list[Variant] = []
-    for (name, plan_label, plan), cpu, kernel, combo in itertools.product(
-            plans, cpus, kernels, itertools.product(*multi)):
-        rp = cat.resolve(plan_to_run(cat, args, plan, cpu, fixed + list(combo), kernel),
-                         here=here)
-        parts = ([name] if len(args.names) > 1 else []) + ([plan_label] if plan_label else []) \
-            + ([f"cpu={cpu}"] if len(cpus) > 1 else []) \
-            + ([f"kernel={kernel}"] if len(kernels) > 1 else []) + list(combo)
-        label = " ".join(parts)
-        slug = re.sub(r"[^A-Za-z0-9_.+-]+", "_", label)
+    for v in expander.expand(cat, spec(args, plans=args.names)):
+        rp = cat.resolve(plan_to_run(cat, args, v.plan, None, []), here=here)
+        slug = re.sub(r"[^A-Za-z0-9_.+-]+", "_", v.name)
         stem = slug if slug.startswith(rp.plan.name) else f"{rp.plan.name}-{slug}"
         path = launch.result_path(stem if slug else rp.plan.name)
-        out.append(Variant(label, rp, path))
-    if getattr(args, "aa", False):      # `K=1,1 --aa` is the one variant, named twice
-        return aa_variants(list({v.label: v for v in out}.values()), here)
-    labels = [v.label for v in out]
-    twice = sorted({ln for ln in labels if labels.count(ln) > 1})
-    if twice:
-        raise HotloopError(f"the batch names the same variant twice: {', '.join(twice)} "
-                           f"(an A/A, one variant against itself, is --aa)")
+        if v.side:                      # an A/A: the one variant's file, a side each
+            path = path.with_name(f"{path.stem}-{v.side}{path.suffix}")
+        out.append(Variant(v.label, rp, path))
     if len(out) == 1 and args.out:
         out[0] = Variant(out[0].label, out[0].rp, args.out)
     return out
