@@ -14,8 +14,8 @@ from typing import Any
 from hotloop import catalog
 from hotloop.catalog import Catalog
 from hotloop.run import build
-from hotloop.run.interleave import Runnable
 from hotloop.run.remote import RemoteSession
+from hotloop.run.sessionlike import SessionLike
 from hotloop.visible import visible
 
 
@@ -51,7 +51,7 @@ def _interrupt(signum: int, frame: Any) -> None:
     raise KeyboardInterrupt
 
 
-def _cancel(signum: int, task: asyncio.Task[Any], sessions: Sequence[Runnable] = ()) -> None:
+def _cancel(signum: int, task: asyncio.Task[Any], sessions: Sequence[SessionLike] = ()) -> None:
     """Ctrl-C, SIGTERM or SIGHUP during a run: cancel it; each session's last line names the
     signal."""
     global _signal_received, _stopping_said
@@ -73,7 +73,7 @@ CLOSED_OUTPUT = "its standard output was closed (EPIPE)"
 _output_closed = False
 
 
-def _cancel_closed_output(task: asyncio.Task[Any], sessions: Sequence[Runnable] = ()) -> None:
+def _cancel_closed_output(task: asyncio.Task[Any], sessions: Sequence[SessionLike] = ()) -> None:
     """The reader of standard output gone (`| head`, a remote session's connection): the
     run stops as on a hangup, and says so; no signal came, so none is recorded."""
     global _output_closed

@@ -32,9 +32,7 @@ from hotloop.errors import HotloopError
 from hotloop.record import Header
 from hotloop.render.units import si
 from hotloop.run import launch, series, start, variants
-from hotloop.run.remote import RemoteSession
-from hotloop.run.session import Session
-from hotloop.run.vm import VmSession
+from hotloop.run.sessionlike import SessionLike
 
 STOP_GRACE_S = 3.0              # then the worker is cancelled (the session kills its group)
 
@@ -47,7 +45,7 @@ class RunController:
         self.ui = ui
         self.results_dir = Path(results_dir)
         self.live: LiveRun | None = None
-        self.session: Session | RemoteSession | VmSession | None = None
+        self.session: SessionLike | None = None
         self.series: series.Series | None = None     # a series running (run --sessions)
         self.series_at: tuple[series.Slot, int] | None = None   # its session, of how many
         # the last series' sessions, a side a kernel: what `c` compares until the next run
@@ -114,7 +112,7 @@ class RunController:
         self.ui.post_message(LiveStarted(self.live))
         return self.live
 
-    async def _run_session(self, session: Session | RemoteSession | VmSession,
+    async def _run_session(self, session: SessionLike,
                            live: LiveRun) -> None:
         """Drive one session to its end; the only place that reads its events."""
         outcome = "failed"
@@ -241,7 +239,7 @@ class RunController:
                     self.session = None
                     self.ui.post_message(LiveEnded())
                 elif live is not None:
-                    self.session = s.current  # type: ignore[assignment]
+                    self.session = s.current
                     await self._feed(e, live)
         except asyncio.CancelledError:
             stopped = True
@@ -296,9 +294,9 @@ class RunController:
 
     def perf_elsewhere(self, symbol: str) -> str:
         """Why `symbol` of the session cannot be annotated here ("" when it can)."""
-        session = self.session
-        if isinstance(session, RemoteSession):
-            return (f"{symbol}: the run's perf data is on {session.host.name}: annotate it "
+        host = self.session.perf_elsewhere if self.session is not None else ""
+        if host:
+            return (f"{symbol}: the run's perf data is on {host}: annotate it "
                     f"there once the run is over (hotloop annotate RESULT {symbol})")
         return ""
 
@@ -306,8 +304,9 @@ class RunController:
         """While the session runs, the CPUs perf annotate keeps off (it runs at idle
         priority too); None once it is over."""
         session = self.session
-        if isinstance(session, Session) and self.live is not None and self.live.running:
-            return set(session.rp.cpu.cpus)
+        if session is not None and session.cpus_here and self.live is not None \
+                and self.live.running:
+            return set(session.cpus_here)
         return None
 
     # --- stopping -------------------------------------------------------------------
@@ -319,7 +318,7 @@ class RunController:
             # a series: no session after this one, the one running ended as a stop does
             self._log("stopping the series: the sessions done are kept")    # asked for
             self.series.stop()
-            if wait and isinstance(session, Session):
+            if wait and session is not None:
                 session.stop(quick=True)        # quitting: see below
             if session is None or not session.pids:
                 worker.cancel()
@@ -329,17 +328,14 @@ class RunController:
             return
         if worker is None or session is None or not self.running:
             return
-        self._log("stopping…" if not isinstance(session, RemoteSession) else
-                  f"stopping: {session.host.name} ends its run and restores its system "
-                  f"(up to {session.host.stop_wait:g} s)")     # the user asked: info
+        self._log("stopping…" if not session.stop_elsewhere else
+                  f"stopping: {session.machine} ends its run and restores its system "
+                  f"(up to {session.stop_elsewhere:g} s)")     # the user asked: info
         self._stop_asked = True
-        if wait and isinstance(session, Session):
-            # quitting (q, a signal): perf's windows the reports have not reached are only
-            # compressed, each window having been as it came, so the quit does not grow with
-            # the session nor wait on a loaded machine's reports (#34)
-            session.stop(quick=True)
-        else:
-            session.stop()
+        # quitting (q, a signal): perf's windows the reports have not reached are only
+        # compressed, each window having been as it came, so the quit does not grow with
+        # the session nor wait on a loaded machine's reports (#34)
+        session.stop(quick=wait)
         if not session.pids:                  # not started yet: nothing for stop() to kill
             worker.cancel()
         waiter = asyncio.ensure_future(self._await_worker(worker))

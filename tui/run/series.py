@@ -36,7 +36,8 @@ from hotloop.errors import HotloopError, SessionFailed
 from hotloop.paths import RESULTS
 from hotloop.record import Batch
 from hotloop.results import gone
-from hotloop.run.interleave import Runnable, williams
+from hotloop.run.interleave import williams
+from hotloop.run.sessionlike import SessionLike
 
 # A session that did not finish is moved aside (sNN.jsonl.failed, .stopped): its runs are
 # not the variant's sessions, and `hotloop compare DIR/A/ DIR/B/` then reads what the series
@@ -225,11 +226,11 @@ class Series:
     cancelling the loop) stops the series, the sessions done kept as they are (complete
     files) and the running one ended as a stopped session is."""
     plan: Plan
-    make: Callable[[Slot], Runnable]
+    make: Callable[[Slot], SessionLike]
     gap: float = 0.0            # seconds between two sessions
-    sessions: list[Runnable] = field(default_factory=list)     # made so far
+    sessions: list[SessionLike] = field(default_factory=list)     # made so far
     ends: dict[Slot, ev.Finished | ev.Failed | None] = field(default_factory=dict)
-    current: Runnable | None = None
+    current: SessionLike | None = None
     stopped: bool = False
 
     def stop(self) -> None:
