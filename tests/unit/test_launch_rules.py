@@ -156,25 +156,25 @@ def test_a_series_gets_its_directory_and_each_session_its_kernel(cat, tmp_path):
     rps = launch.resolve_series(cat, req)
     assert [rp.kernel.name for rp in rps.values()] == ["default", "patched"]
     s = launch.start_series(req, rps)
-    assert re.fullmatch(rf"{STAMP}-zero_null", s.plan.directory.name)
-    assert s.plan.directory.parent == tmp_path
-    assert sorted(p.name for p in s.plan.directory.iterdir()) == ["default", "patched"]
-    made = [s.make(slot) for slot in s.plan.slots[:2]]
+    assert re.fullmatch(rf"{STAMP}-zero_null", s.schedule.directory.name)
+    assert s.schedule.directory.parent == tmp_path
+    assert sorted(p.name for p in s.schedule.directory.iterdir()) == ["default", "patched"]
+    made = [s.make(slot) for slot in s.schedule.slots[:2]]
     assert [type(m) for m in made] == [Session, VmSession]
     assert [m.variant for m in made] == ["default", "patched"]
-    assert all(m.result_file == slot.path for m, slot in zip(made, s.plan.slots))
+    assert all(m.result_file == slot.path for m, slot in zip(made, s.schedule.slots))
 
 
 def test_a_calibration_names_its_directory_and_sessions_its_own_way(cat, tmp_path):
     req = request(cat, "default", results=tmp_path, stem="calibrate-zero_null",
                   variant=lambda slot: f"session {slot.session}")
     s = launch.start_series(req, launch.resolve_series(cat, req))
-    assert re.fullmatch(rf"{STAMP}-calibrate-zero_null", s.plan.directory.name)
-    assert [s.make(slot).variant for slot in s.plan.slots] == [f"session {i}"
+    assert re.fullmatch(rf"{STAMP}-calibrate-zero_null", s.schedule.directory.name)
+    assert [s.make(slot).variant for slot in s.schedule.slots] == [f"session {i}"
                                                                 for i in (1, 2, 3)]
 
 
-def _started(cat: Catalog, tmp_path: Path) -> series.Series:
+def _started(cat: Catalog, tmp_path: Path) -> series.SeriesLoop:
     req = request(cat, "default", "busy-poll", sessions=2, results=tmp_path / "results")
     return launch.start_series(req, launch.resolve_series(cat, req))
 
@@ -185,7 +185,7 @@ def _wrote(slot: series.Slot) -> None:
 
 def test_sessions_that_did_not_finish_are_set_aside(cat, tmp_path):
     s = _started(cat, tmp_path)
-    fine, failed, stopped = s.plan.slots[:3]
+    fine, failed, stopped = s.schedule.slots[:3]
     for slot in (fine, failed, stopped):
         _wrote(slot)
     s.ends[fine] = ev.Finished(Summary(n=5, median=1.0))
@@ -200,7 +200,7 @@ def test_sessions_that_did_not_finish_are_set_aside(cat, tmp_path):
 
 def test_a_series_refused_as_bad_input_leaves_no_directory(cat, tmp_path):
     s = _started(cat, tmp_path)
-    s.ends[s.plan.slots[0]] = ev.Failed("param x: no", bad_input=True)
+    s.ends[s.schedule.slots[0]] = ev.Failed("param x: no", bad_input=True)
     over = launch.finish(s)
     assert over.refused == "param x: no" and over.removed
     assert list((tmp_path / "results").iterdir()) == []
@@ -211,20 +211,20 @@ def test_a_series_where_nothing_was_written_leaves_no_directory_even_stopped(cat
     stopped session's file is kept, and its directory with it."""
     empty = _started(cat, tmp_path)
     assert launch.finish(empty, interrupted=True).removed
-    assert not empty.plan.directory.exists()
+    assert not empty.schedule.directory.exists()
     kept = _started(cat, tmp_path)
-    first = kept.plan.slots[0]
+    first = kept.schedule.slots[0]
     _wrote(first)
     kept.ends[first] = ev.Failed("interrupted", interrupted=True)
     assert not launch.finish(kept, interrupted=True).removed
     assert first.path.with_name("s01.jsonl.stopped").exists()
     gone = _started(cat, tmp_path)
-    assert launch.finish(gone).removed and not gone.plan.directory.exists()
+    assert launch.finish(gone).removed and not gone.schedule.directory.exists()
 
 
 def test_a_refused_plan_with_a_session_done_keeps_its_directory(cat, tmp_path):
     s = _started(cat, tmp_path)
-    first, second = s.plan.slots[:2]
+    first, second = s.schedule.slots[:2]
     _wrote(first)
     s.ends[first] = ev.Finished(Summary(n=5, median=1.0))
     s.ends[second] = ev.Failed("param x: no", bad_input=True)
@@ -301,19 +301,19 @@ def test_a_series_of_variants_alternates_them_each_in_its_directory(cat, tmp_pat
     assert {k: rp.params["block_size"] for k, rp in rps.items()} == {
         "block_size=512": 512, "block_size=4096": 4096}
     s = launch.start_series(req, rps)
-    assert re.fullmatch(rf"{STAMP}-zero_null", s.plan.directory.name)
-    assert sorted(p.name for p in s.plan.directory.iterdir()) == [
+    assert re.fullmatch(rf"{STAMP}-zero_null", s.schedule.directory.name)
+    assert sorted(p.name for p in s.schedule.directory.iterdir()) == [
         "block_size=4096", "block_size=512"]
-    assert [(x.variant, x.session) for x in s.plan.slots] == [
+    assert [(x.variant, x.session) for x in s.schedule.slots] == [
         ("block_size=512", 1), ("block_size=4096", 1), ("block_size=4096", 2),
         ("block_size=512", 2)]
-    assert [x.path.relative_to(s.plan.directory).as_posix() for x in s.plan.slots[:2]] == [
+    assert [x.path.relative_to(s.schedule.directory).as_posix() for x in s.schedule.slots[:2]] == [
         "block_size=512/s01.jsonl", "block_size=4096/s01.jsonl"]
-    assert {x.kernel for x in s.plan.slots} == {"default"}
-    made = [s.make(slot) for slot in s.plan.slots[:2]]      # made, not started
+    assert {x.kernel for x in s.schedule.slots} == {"default"}
+    made = [s.make(slot) for slot in s.schedule.slots[:2]]      # made, not started
     assert [m.variant for m in made] == ["block_size=512", "block_size=4096"]
     assert [m.rp.params["block_size"] for m in made] == [512, 4096]
-    assert s.plan.batch(s.plan.slots[2]) == Batch(id=s.plan.id, interleaved=False, variants=2,
+    assert s.schedule.batch(s.schedule.slots[2]) == Batch(id=s.schedule.id, interleaved=False, variants=2,
                                                    session=2)
 
 
@@ -321,8 +321,8 @@ def test_a_series_of_variants_says_each_sessions_variant_and_kernel(cat, tmp_pat
     from hotloop.cli.series import bracket, document
     req = variants_request(cat, sessions=2, results=tmp_path)
     s = launch.start_series(req, launch.resolve_series(cat, req))
-    first = s.plan.slots[0]
-    line = bracket(s.plan, first, "series_session")
+    first = s.schedule.slots[0]
+    line = bracket(s.schedule, first, "series_session")
     assert (line["variant"], line["kernel"], line["session"]) == ("block_size=512", "default", 1)
     _wrote(first)
     s.ends[first] = ev.Finished(Summary(n=3, median=1.0))

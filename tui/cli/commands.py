@@ -161,7 +161,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     rps = launch.resolve_series(cat, req)
     _warn_skipped(cat)
     s = launch.start_series(req, rps)
-    where = s.plan.folder(plan.kernel)
+    where = s.schedule.folder(plan.kernel)
     watch = calibrate.Stopwatch()
 
     def observe(e: series.SeriesEvent) -> None:

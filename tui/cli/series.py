@@ -49,7 +49,7 @@ def session_line(slot: series.Slot, end: ev.Finished | ev.Failed | None, unit: s
     return f"{name}: no result"
 
 
-def drive(s: series.Series, fmt: str,
+def drive(s: series.SeriesLoop, fmt: str,
           line: Callable[[series.Slot, ev.Finished | ev.Failed | None, str], str] = session_line,
           observe: Callable[[series.SeriesEvent], None] | None = None) -> None:
     """Run the series: warnings once each on stderr, a line as each session ends (stderr),
@@ -69,13 +69,13 @@ def drive(s: series.Series, fmt: str,
                     print(f"{visible(e.slot.variant)} s{e.slot.session:02d} "
                           f"({e.slot.position + 1} of {e.of}) …", file=sys.stderr)
                 if fmt == "events":
-                    emit_text(json.dumps(bracket(s.plan, e.slot, "series_session",
+                    emit_text(json.dumps(bracket(s.schedule, e.slot, "series_session",
                                                  of=e.of)) + "\n")
             elif isinstance(e, series.Ends):
                 if fmt == "events":
                     end = e.end
                     emit_text(json.dumps(bracket(
-                        s.plan, e.slot, "series_session_end",
+                        s.schedule, e.slot, "series_session_end",
                         status="finished" if isinstance(end, ev.Finished) else
                         "stopped" if isinstance(end, ev.Failed) and end.interrupted
                         else "failed")) + "\n")
@@ -91,7 +91,7 @@ def drive(s: series.Series, fmt: str,
     asyncio.run(main())
 
 
-def bracket(p: series.Plan, slot: series.Slot, kind: str, **more: Any) -> dict[str, Any]:
+def bracket(p: series.Schedule, slot: series.Slot, kind: str, **more: Any) -> dict[str, Any]:
     """The line that tells an events reader which variant (kernel) and session the events
     after it (series_session) or before it (series_session_end) are."""
     return {"type": kind, "series": p.id, "variant": slot.variant, "kernel": slot.kernel,
@@ -100,12 +100,12 @@ def bracket(p: series.Plan, slot: series.Slot, kind: str, **more: Any) -> dict[s
             "result_file": str(slot.path), **more}
 
 
-def comparison(s: series.Series, metric: str | None = None) -> Any:
+def comparison(s: series.SeriesLoop, metric: str | None = None) -> Any:
     """The variants (kernels) compared on their finished sessions (as `hotloop compare DIR/A/
     DIR/B/` would, once the unfinished ones are set aside), or None and why on stderr.  A
     finished session whose file no longer reads is a failed one (Series.lost); a variant left
     with no finished session is left out, while two remain."""
-    if len(s.plan.variants) < 2:
+    if len(s.schedule.variants) < 2:
         return None
     read: dict[series.Slot, results.Result] = {}
     for slot in s.done:
@@ -113,7 +113,7 @@ def comparison(s: series.Series, metric: str | None = None) -> Any:
             read[slot] = results.read(slot.path)
         except HotloopError as e:
             s.lost(slot, str(e))
-    sides = {k: [r for slot, r in read.items() if slot.variant == k] for k in s.plan.variants}
+    sides = {k: [r for slot, r in read.items() if slot.variant == k] for k in s.schedule.variants}
     short = [k for k, side in sides.items() if not side]
     kept = [k for k, side in sides.items() if side]
     if len(kept) < 2:
@@ -125,10 +125,10 @@ def comparison(s: series.Series, metric: str | None = None) -> Any:
                       f"{'it' if len(short) == 1 else 'them'}"), file=sys.stderr)
     from hotloop.analysis import compare  # scipy: only when comparing
     # variants of one kernel differ by design (a param, a CPU profile): not a warning
-    variants = len({x.kernel for x in s.plan.slots}) < len(s.plan.variants)
+    variants = len({x.kernel for x in s.schedule.slots}) < len(s.schedule.variants)
     try:
         comp = compare.compare_sides([sides[k] for k in kept],
-                                     [str(s.plan.folder(k)) + "/" for k in kept],
+                                     [str(s.schedule.folder(k)) + "/" for k in kept],
                                      batch=variants, primary=metric)
     except HotloopError as e:
         print(f"hotloop: no comparison: {visible(str(e))}", file=sys.stderr)
@@ -187,7 +187,7 @@ def _run(cat: Catalog, args: argparse.Namespace, req: launch.SeriesRequest) -> i
     rps = launch.resolve_series(cat, req)
     _warn_skipped(cat)
     s = launch.start_series(req, rps)
-    directory = s.plan.directory
+    directory = s.schedule.directory
     interrupted = False
     try:
         drive(s, args.format)
@@ -226,7 +226,7 @@ def file_of(slot: series.Slot, moved: dict[series.Slot, Path]) -> str | None:
     return str(where) if where.exists() else None
 
 
-def document(s: series.Series, moved: dict[series.Slot, Path], interrupted: bool
+def document(s: series.SeriesLoop, moved: dict[series.Slot, Path], interrupted: bool
              ) -> dict[str, Any]:
     """The series in --format json: its order, the sessions done and those that failed."""
     def one(slot: series.Slot) -> dict[str, Any]:
@@ -239,7 +239,7 @@ def document(s: series.Series, moved: dict[series.Slot, Path], interrupted: bool
         elif isinstance(end, ev.Failed):
             out |= {"message": end.message, "interrupted": end.interrupted}
         return out
-    p = s.plan
+    p = s.schedule
     return {"id": p.id, "directory": str(p.directory),
             "kernels": list(dict.fromkeys(x.kernel for x in p.slots)),
             "variants": list(p.variants), "folders": [p.folder(v).name for v in p.variants],
@@ -254,7 +254,7 @@ def _sessions(n: int) -> str:
     return f"{n} session{'s' * (n != 1)}"
 
 
-def report(s: series.Series, comp: Any, moved: dict[series.Slot, Path], interrupted: bool,
+def report(s: series.SeriesLoop, comp: Any, moved: dict[series.Slot, Path], interrupted: bool,
            fmt: str, fate: str = "") -> None:
     """On stdout: the series and the comparison (text or json); with events, the end line."""
     from hotloop.render import compare_formats
@@ -268,7 +268,7 @@ def report(s: series.Series, comp: Any, moved: dict[series.Slot, Path], interrup
         print(json.dumps({"series": doc, "comparison": json.loads(
             compare_formats.render(comp, "json")) if comp else None}, indent=2))
         return
-    p = s.plan
+    p = s.schedule
     counts = ", ".join(f"{k} {sum(1 for x in s.done if x.variant == k)}" for k in p.variants)
     named = f"{p.directory} ({fate.removeprefix(f'{p.directory} ')})" if fate else p.directory
     aside = sys.stderr if fmt == "mail" else sys.stdout     # a mail's stdout is the mail
@@ -287,7 +287,7 @@ def report(s: series.Series, comp: Any, moved: dict[series.Slot, Path], interrup
         print("\n" + visible_lines(compare_formats.render(comp, "text")))
 
 
-def _mail(s: series.Series, comp: Any) -> None:
+def _mail(s: series.SeriesLoop, comp: Any) -> None:
     """--format mail: the comparison of the variants (kernels) in 72 columns; a series of
     one kernel, its sessions' summary.  The lines before it said how the sessions went."""
     from hotloop.analysis import compare
@@ -302,7 +302,7 @@ def _mail(s: series.Series, comp: Any) -> None:
         if not done:
             return
         try:
-            comp = compare.compare_sides([done], [str(s.plan.directory)])
+            comp = compare.compare_sides([done], [str(s.schedule.directory)])
         except HotloopError as e:
             print(f"hotloop: no report: {visible(str(e))}", file=sys.stderr)
             return

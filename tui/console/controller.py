@@ -46,7 +46,7 @@ class RunController:
         self.results_dir = Path(results_dir)
         self.live: LiveRun | None = None
         self.session: SessionLike | None = None
-        self.series: series.Series | None = None     # a series running (run --sessions)
+        self.series: series.SeriesLoop | None = None     # a series running (run --sessions)
         self.series_at: tuple[series.Slot, int] | None = None   # its session, of how many
         # the last series' sessions, a side a kernel: what `c` compares until the next run
         self.series_sides: list[list[Path]] | None = None
@@ -210,7 +210,7 @@ class RunController:
             self._log(f"cannot run: {e}", "error")
             return False
         self.series_sides = None
-        sp, n, sides = self.series.plan, req.sessions, list(self.series.plan.variants)
+        sp, n, sides = self.series.schedule, req.sessions, list(self.series.schedule.variants)
         self._log(f"series {req.plan.name}: {', '.join(sides)}, {n} session"
                   f"{'s' * (n != 1)} each, alternating → {sp.directory}")
         self._away_from(rps[sides[0]].cpu.cpus)
@@ -218,18 +218,18 @@ class RunController:
                                          exclusive=True, exit_on_error=False)
         return True
 
-    async def _run_series(self, s: series.Series, rps: dict[str, ResolvedPlan]) -> None:
+    async def _run_series(self, s: series.SeriesLoop, rps: dict[str, ResolvedPlan]) -> None:
         """Drive a series to its end, each session's events into its own live model."""
         live: LiveRun | None = None
         stopped = False
         try:
             async for e in s.events():
                 if isinstance(e, series.Begins):
-                    self.series_at = (e.slot, s.plan.sessions)
+                    self.series_at = (e.slot, s.schedule.sessions)
                     rp = rps[e.slot.variant]
                     live = self._new_live(rp)
                     self._log(f"{e.slot.variant} · session {e.slot.session} of "
-                              f"{s.plan.sessions}{_in_vm(rp)} → {e.slot.path}")
+                              f"{s.schedule.sessions}{_in_vm(rp)} → {e.slot.path}")
                 elif isinstance(e, series.Ends):
                     if live is not None:
                         live.end("finished" if isinstance(e.end, ev.Finished) else
@@ -251,8 +251,8 @@ class RunController:
                 live.end("stopped")
             self.session = None
             over = launch.finish(s, interrupted=stopped or s.stopped)
-            done = {k: sum(1 for x in s.done if x.variant == k) for k in s.plan.variants}
-            self._series_ended(s.plan, done,
+            done = {k: sum(1 for x in s.done if x.variant == k) for k in s.schedule.variants}
+            self._series_ended(s.schedule, done,
                                [f"{x.variant} s{x.session:02d}" for x in s.failed],
                                stopped or s.stopped, over)
 
@@ -267,7 +267,7 @@ class RunController:
             why = end.message if isinstance(end, ev.Failed) else "no result"
             self._log(f"{name}: failed: {why}", "error")
 
-    def _series_ended(self, sp: series.Plan, done: dict[str, int], failed: list[str],
+    def _series_ended(self, sp: series.Schedule, done: dict[str, int], failed: list[str],
                       stopped: bool, over: launch.Finished) -> None:
         directory = str(sp.directory)
         counts = ", ".join(f"{k} {n}" for k, n in done.items())

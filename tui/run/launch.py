@@ -177,7 +177,7 @@ def resolve_series(cat: Catalog, req: SeriesRequest) -> dict[str, ResolvedPlan]:
     return rps
 
 
-def start_series(req: SeriesRequest, rps: dict[str, ResolvedPlan]) -> series.Series:
+def start_series(req: SeriesRequest, rps: dict[str, ResolvedPlan]) -> series.SeriesLoop:
     """The series of `req` (checked, resolved: `rps`), its directory made: results/TIME-STEM/
     <variant>/, every result file new.  Driven by its events(); then finish()."""
     if any(rp.kernel.image for rp in rps.values()):
@@ -186,14 +186,14 @@ def start_series(req: SeriesRequest, rps: dict[str, ResolvedPlan]) -> series.Ser
     directory = series.new_directory(req.stem or req.plan.name, req.results)
     names, folders = [name for name, _ in req.sides()], req.folders()
     try:
-        sp = series.plan(names, req.sessions, directory, folders,
+        sp = series.schedule(names, req.sessions, directory, folders,
                          [rps[n].kernel.name for n in names])
     except HotloopError:                # a variant's folder: those made before it go too
         _remove_empty(directory, [directory / n for n in folders])
         raise
     chosen = start.Choices(req.apply_system, req.keep_perf, on_exists="refuse")
     pinned = Pinned()                   # each workload built once: the series runs one build
-    return series.Series(sp, lambda slot: start.here(rps[slot.variant], slot.path, chosen,
+    return series.SeriesLoop(sp, lambda slot: start.here(rps[slot.variant], slot.path, chosen,
                                                      variant=req.variant(slot),
                                                      mirror=req.mirror, pinned=pinned,
                                                      notice=req.notice),
@@ -209,7 +209,7 @@ class Finished:
     removed: bool                       # the series' directory held nothing: gone
 
 
-def finish(s: series.Series, interrupted: bool = False) -> Finished:
+def finish(s: series.SeriesLoop, interrupted: bool = False) -> Finished:
     """Once a series is over (ended, stopped, or broken by an error): each session that did
     not finish set aside (series.ASIDE), and its directory removed where it holds nothing when
     no session finished (the plan refused, the disk full before the first file, stopped while
@@ -221,8 +221,8 @@ def finish(s: series.Series, interrupted: bool = False) -> Finished:
     bad = next((e for e in s.ends.values() if isinstance(e, ev.Failed) and e.bad_input), None)
     refused = bad.message if bad is not None and not s.done else None
     if refused is not None or not s.done:       # stopped too: empty, it keeps nothing
-        _remove_empty(s.plan.directory, [s.plan.folder(k) for k in s.plan.variants])
-    return Finished(moved, refused, not s.plan.directory.exists())
+        _remove_empty(s.schedule.directory, [s.schedule.folder(k) for k in s.schedule.variants])
+    return Finished(moved, refused, not s.schedule.directory.exists())
 
 
 def _remove_empty(directory: Path, folders: Iterable[Path]) -> None:

@@ -161,8 +161,8 @@ class Slot:
 
 
 @dataclass(frozen=True)
-class Plan:
-    """The series' sessions, in the order they run."""
+class Schedule:
+    """The series' sessions, in the order they run: which variant, which session, where."""
     id: str
     directory: Path
     variants: tuple[str, ...]
@@ -177,9 +177,10 @@ class Plan:
                      session=slot.session)
 
 
-def plan(variants: Sequence[str], sessions: int, directory: Path,
-         folders: Sequence[str] | None = None, kernels: Sequence[str] | None = None) -> Plan:
-    """The series' plan, its variants' directories made in `directory`: `folders` (default:
+def schedule(variants: Sequence[str], sessions: int, directory: Path,
+             folders: Sequence[str] | None = None, kernels: Sequence[str] | None = None
+             ) -> Schedule:
+    """The series' schedule, its variants' directories made in `directory`: `folders` (default:
     the variants as kernels' names, directory_names); `kernels` each variant's kernel
     profile (default: the variant's name)."""
     paths = [directory / n for n in (folders or directory_names(variants))]
@@ -196,7 +197,7 @@ def plan(variants: Sequence[str], sessions: int, directory: Path,
         count[k] += 1
         slots.append(Slot(variants[k], count[k], pos, paths[k] / f"s{count[k]:02d}.jsonl",
                           kernel_of[k]))
-    return Plan(uuid.uuid4().hex[:12], directory, tuple(variants), sessions, tuple(slots))
+    return Schedule(uuid.uuid4().hex[:12], directory, tuple(variants), sessions, tuple(slots))
 
 
 # --------------------------------------------------------------------------- the loop
@@ -219,13 +220,13 @@ SeriesEvent = Begins | Ends | ev.Event
 
 
 @dataclass
-class Series:
+class SeriesLoop:
     """Drive a series: each slot's session made by `make` when its turn comes (a VM session
     boots then), one after another.  A session that fails does not stop the others (nor one
     that fails before its header: a VM that does not boot); one stopped (stop(), a signal
     cancelling the loop) stops the series, the sessions done kept as they are (complete
     files) and the running one ended as a stopped session is."""
-    plan: Plan
+    schedule: Schedule
     make: Callable[[Slot], SessionLike]
     gap: float = 0.0            # seconds between two sessions
     sessions: list[SessionLike] = field(default_factory=list)     # made so far
@@ -239,14 +240,14 @@ class Series:
             self.current.stop()
 
     async def events(self) -> AsyncIterator[SeriesEvent]:
-        for i, slot in enumerate(self.plan.slots):
+        for i, slot in enumerate(self.schedule.slots):
             if self.stopped:
                 return
             if i and self.gap > 0:
                 await asyncio.sleep(self.gap)
-            yield Begins(slot, len(self.plan.slots))
+            yield Begins(slot, len(self.schedule.slots))
             s = self.make(slot)
-            s.batch = self.plan.batch(slot)
+            s.batch = self.schedule.batch(slot)
             self.sessions.append(s)
             self.current = s
             end: ev.Finished | ev.Failed | None = None
