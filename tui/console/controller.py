@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-from dataclasses import replace
 from functools import partial
 from pathlib import Path
 
@@ -32,6 +31,7 @@ from hotloop.errors import HotloopError
 from hotloop.record import Header
 from hotloop.render.units import si
 from hotloop.run import launch, series, start, variants
+from hotloop.run.series_run import SeriesOutcome, SeriesRequest, SeriesRun, Side
 from hotloop.run.sessionlike import SessionLike
 
 STOP_GRACE_S = 3.0              # then the worker is cancelled (the session kills its group)
@@ -46,7 +46,7 @@ class RunController:
         self.results_dir = Path(results_dir)
         self.live: LiveRun | None = None
         self.session: SessionLike | None = None
-        self.series: series.SeriesLoop | None = None     # a series running (run --sessions)
+        self.series: SeriesRun | None = None         # a series running (run --sessions)
         self.series_at: tuple[series.Slot, int] | None = None   # its session, of how many
         # the last series' sessions, a side a kernel: what `c` compares until the next run
         self.series_sides: list[list[Path]] | None = None
@@ -186,50 +186,50 @@ class RunController:
     # --- a series (run --sessions) ----------------------------------------------------
 
     def check_series(self, cat: Catalog, plan: Plan, kernels: list[str], n: int,
-                     host: str | None, vs: str = ""
-                     ) -> tuple[launch.SeriesRequest, dict[str, ResolvedPlan], list[str]]:
+                     host: str | None, vs: str = "") -> tuple[SeriesRun, list[str]]:
         """A series of `plan`, n sessions of each of `kernels` (or of `plan` and the variants
-        `vs` asks for: run.variants), by the launcher's rules: the request, each side's plan
-        resolved, and what they would change on the system (to ask first)."""
-        req = launch.SeriesRequest(plan, tuple(kernels), n, host=host,
-                                   results=self.results_dir,
-                                   variants=variants.versus(cat, plan, vs))
-        launch.check_series(req)
-        rps = launch.resolve_series(cat, req)
-        return req, rps, launch.consent(rps.values())
+        `vs` asks for: run.variants), checked and each side's plan resolved (`resolved`),
+        and what they would change on the system (to ask first)."""
+        run = SeriesRun(SeriesRequest(plan, tuple(kernels), n, host=host,
+                                      results=self.results_dir,
+                                      variants=tuple(Side(name, one) for name, one in
+                                                     variants.versus(cat, plan, vs))))
+        run.resolve(cat)
+        return run, run.consent()
 
-    def start_series(self, req: launch.SeriesRequest, rps: dict[str, ResolvedPlan],
-                     apply_system: bool = False) -> bool:
-        """Start a series: its sessions of each kernel of `rps`, alternating, the live view
-        following the session that runs; whether it started."""
+    def start_series(self, run: SeriesRun, apply_system: bool = False) -> bool:
+        """Start a series (check_series'): its sessions of each side, alternating, the live
+        view following the session that runs; whether it started."""
         if self.running:
             return False
         try:
-            self.series = launch.start_series(replace(req, apply_system=apply_system), rps)
+            sch = run.start(apply_system)
         except HotloopError as e:
             self._log(f"cannot run: {e}", "error")
             return False
+        self.series = run
         self.series_sides = None
-        sp, n, sides = self.series.schedule, req.sessions, list(self.series.schedule.variants)
-        self._log(f"series {req.plan.name}: {', '.join(sides)}, {n} session"
-                  f"{'s' * (n != 1)} each, alternating → {sp.directory}")
-        self._away_from(rps[sides[0]].cpu.cpus)
-        self.worker = self.ui.run_worker(self._run_series(self.series, rps), group="session",
+        n, sides = sch.sessions, list(sch.variants)
+        self._log(f"series {run.req.plan.name}: {', '.join(sides)}, {n} session"
+                  f"{'s' * (n != 1)} each, alternating → {sch.directory}")
+        self._away_from(run.resolved[sides[0]].cpu.cpus)
+        self.worker = self.ui.run_worker(self._run_series(run), group="session",
                                          exclusive=True, exit_on_error=False)
         return True
 
-    async def _run_series(self, s: series.SeriesLoop, rps: dict[str, ResolvedPlan]) -> None:
+    async def _run_series(self, run: SeriesRun) -> None:
         """Drive a series to its end, each session's events into its own live model."""
         live: LiveRun | None = None
         stopped = False
+        sch = run.schedule
         try:
-            async for e in s.events():
+            async for e in run.events():
                 if isinstance(e, series.Begins):
-                    self.series_at = (e.slot, s.schedule.sessions)
-                    rp = rps[e.slot.variant]
+                    self.series_at = (e.slot, sch.sessions)
+                    rp = run.resolved[e.slot.variant]
                     live = self._new_live(rp)
                     self._log(f"{e.slot.variant} · session {e.slot.session} of "
-                              f"{s.schedule.sessions}{_in_vm(rp)} → {e.slot.path}")
+                              f"{sch.sessions}{_in_vm(rp)} → {e.slot.path}")
                 elif isinstance(e, series.Ends):
                     if live is not None:
                         live.end("finished" if isinstance(e.end, ev.Finished) else
@@ -239,7 +239,7 @@ class RunController:
                     self.session = None
                     self.ui.post_message(LiveEnded())
                 elif live is not None:
-                    self.session = s.current
+                    self.session = run.current
                     await self._feed(e, live)
         except asyncio.CancelledError:
             stopped = True
@@ -250,11 +250,7 @@ class RunController:
             if live is not None and live.running:
                 live.end("stopped")
             self.session = None
-            over = launch.finish(s, interrupted=stopped or s.stopped)
-            done = {k: sum(1 for x in s.done if x.variant == k) for k in s.schedule.variants}
-            self._series_ended(s.schedule, done,
-                               [f"{x.variant} s{x.session:02d}" for x in s.failed],
-                               stopped or s.stopped, over)
+            self._series_ended(run.finish(interrupted=stopped))
 
     def _session_line(self, slot: series.Slot, end: ev.Event | None, live: LiveRun) -> None:
         name = f"{slot.variant} s{slot.session:02d}"
@@ -267,8 +263,9 @@ class RunController:
             why = end.message if isinstance(end, ev.Failed) else "no result"
             self._log(f"{name}: failed: {why}", "error")
 
-    def _series_ended(self, sp: series.Schedule, done: dict[str, int], failed: list[str],
-                      stopped: bool, over: launch.Finished) -> None:
+    def _series_ended(self, over: SeriesOutcome) -> None:
+        sp, done, stopped = over.schedule, over.counts(), over.interrupted
+        failed = [f"{x.variant} s{x.session:02d}" for x in over.failed]
         directory = str(sp.directory)
         counts = ", ".join(f"{k} {n}" for k, n in done.items())
         state = "stopped" if stopped else "done"
@@ -285,7 +282,7 @@ class RunController:
         if len(done) > 1 and all(done.values()):
             dirs = " ".join(f"{sp.folder(k)}/" for k in done)
             self._log(f"c compares them here, or: hotloop compare {dirs}")
-            self.series_sides = [sorted(sp.folder(k).glob("*.jsonl")) for k in done]
+            self.series_sides = [[r.path for r in over.finished(k)] for k in done]
         self.series = None
         self._restore_affinity()
         self.ui.post_message(SeriesEnded(directory, done, failed, stopped))
