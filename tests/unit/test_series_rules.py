@@ -50,7 +50,9 @@ def test_sessions_are_numbered_within_their_kernel_in_its_directory(tmp_path):
         "stock/s01.jsonl", "patched/s01.jsonl", "patched/s02.jsonl"]
     assert (tmp_path / "stock").is_dir() and (tmp_path / "patched").is_dir()
     b = p.batch(p.slots[2])
-    assert b == Batch(id=p.id, interleaved=False, variants=2, session=2)
+    # and the design, its sides and its length, for compare to say what the series did
+    assert b == Batch(id=p.id, interleaved=False, variants=2, session=2,
+                      sides=("stock", "patched"), sessions=3, position=3)
 
 
 @pytest.mark.parametrize("kernels, says", [

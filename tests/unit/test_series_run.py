@@ -1,11 +1,12 @@
 """A series' life (hotloop.run.series_run.SeriesRun), driven with stand-in sessions that write
 forged result files with known numbers through the real writer: checked before anything is
 made, each side resolved once, stopped, finished (the unfinished set aside, an empty directory
-removed, a file deleted or changed since lost), its results kept as they came.  No process
-started."""
+removed, a file deleted or changed since lost), its results kept as they came; and its design
+in its headers, so that compare words the sides as the series did.  No process started."""
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 from collections.abc import AsyncIterator
 from dataclasses import replace
@@ -18,9 +19,11 @@ from test_vm_rules import fake_bzimage
 
 from hotloop import catalog, results
 from hotloop import events as ev
+from hotloop.analysis import compare
 from hotloop.catalog import Catalog, ResolvedPlan
 from hotloop.errors import HotloopError
-from hotloop.record import Batch, to_json
+from hotloop.record import Batch, Header, to_json
+from hotloop.render import compare_formats
 from hotloop.results.reader import decode_line
 from hotloop.run import series, series_run
 from hotloop.run.series_run import SeriesRequest, SeriesRun, Side
@@ -220,8 +223,10 @@ def test_a_series_of_variants_alternates_them_each_in_its_directory(cat, tmp_pat
         ("block_size=512", 1), ("block_size=4096", 1), ("block_size=4096", 2),
         ("block_size=512", 2)]
     assert {x.kernel for x in sch.slots} == {"default"}
-    assert sch.batch(sch.slots[2]) == Batch(id=sch.id, interleaved=False, variants=2,
-                                            session=2)
+    assert sch.batch(sch.slots[2]) == Batch(
+        id=sch.id, interleaved=False, variants=2, session=2,
+        sides=("block_size=512", "block_size=4096"), differs=("params.block_size",),
+        sessions=2, position=3)
 
 
 # --------------------------------------------------------------------------- driven, finished
@@ -308,3 +313,50 @@ def test_a_file_deleted_or_changed_since_its_session_finished_is_lost(cat, tmp_p
     assert why[second] == f"{second.path}: replaced or changed since the session finished"
     assert why[third] == f"{third.path}: no longer a file since the session finished"
     assert list(over.results) == [run.schedule.slots[3]]
+
+
+# --------------------------------------------------------------------------- the design
+
+def test_the_design_is_what_the_sides_differ_in(cat):
+    plan = cat.plan_for("zero_null")
+    rps = [cat.resolve(replace(plan, kernel=k)) for k in ("default", "busy-poll")]
+    assert series_run.design(rps) == ("kernel",)
+    rps = [cat.resolve(replace(plan, params={"block_size": b}, cpu=c))
+           for b, c in ((512, "default"), (4096, "split"))]
+    assert series_run.design(rps) == ("cpu", "params.block_size")
+    assert series_run.design(rps[:1]) == ()
+
+
+def test_compare_of_a_series_directories_words_its_design_as_the_series_did(cat, tmp_path):
+    run, _ = started(cat, variants_request(cat, results=tmp_path))
+    drive(run)
+    over = run.finish()
+    inputs = over.compared()
+    assert inputs is not None
+    header = Header.from_json(json.loads(over.schedule.slots[0].path.read_text()
+                                         .splitlines()[0])["header"])
+    assert header.batch is not None and header.batch.differs == ("params.block_size",)
+    assert header.batch.sides == ("block_size=512", "block_size=4096")
+    assert (header.batch.sessions, header.batch.position) == (2, 1)
+    said = compare.compare_sides(inputs.sides, inputs.given)            # the series'
+    again = compare.load_and_compare(inputs.given)                       # compare DIR/A/ DIR/B/
+    for comp in (said, again):
+        text = compare_formats.render(comp, "text")
+        assert comp.batch and "the variants differ in: " in text
+        assert "differs in more than the kernel" not in text
+
+
+def test_files_without_the_design_read_and_compare_as_before(tmp_path):
+    dirs = []
+    for side, bs in (("A", 512), ("B", 4096)):
+        for i in (1, 2):
+            head = forge.header(params={"block_size": bs, "count": 20000, "spin": 0},
+                                batch={"id": "old1", "interleaved": False, "variants": 2,
+                                       "session": i}, format=4)
+            forge.zero_null(tmp_path / side / f"s{i:02d}.jsonl", 2_000_000, block_size=bs,
+                            head=head)
+        dirs.append(tmp_path / side)
+    comp = compare.load_and_compare(dirs)
+    assert results.read(dirs[0] / "s01.jsonl").header.batch.differs == ()
+    assert not comp.batch
+    assert "differs in more than the kernel" in compare_formats.render(comp, "text")

@@ -114,8 +114,9 @@ def bracket(p: series.Schedule, slot: series.Slot, kind: str, **more: Any) -> di
 
 def comparison(over: SeriesOutcome, metric: str | None = None) -> Any:
     """The variants (kernels) compared on their finished sessions (as `hotloop compare DIR/A/
-    DIR/B/` would, once the unfinished ones are set aside), or None and why on stderr.  A
-    variant left with no finished session is left out, while two remain."""
+    DIR/B/` would, the unfinished ones set aside, and worded as it would from the design in
+    their headers), or None and why on stderr.  A variant left with no finished session is
+    left out, while two remain."""
     inputs = over.compared()
     if inputs is None:
         return None
@@ -128,12 +129,8 @@ def comparison(over: SeriesOutcome, metric: str | None = None) -> Any:
         print(visible(f"hotloop: no finished session of {', '.join(short)}: compared without "
                       f"{'it' if len(short) == 1 else 'them'}"), file=sys.stderr)
     from hotloop.analysis import compare  # scipy: only when comparing
-    # variants of one kernel differ by design (a param, a CPU profile): not a warning
-    sch = over.schedule
-    variants = len({x.kernel for x in sch.slots}) < len(sch.variants)
     try:
-        return compare.compare_sides(inputs.sides, inputs.given, batch=variants,
-                                     primary=metric)
+        return compare.compare_sides(inputs.sides, inputs.given, primary=metric)
     except HotloopError as e:
         print(f"hotloop: no comparison: {visible(str(e))}", file=sys.stderr)
         return None
@@ -237,6 +234,7 @@ def document(over: SeriesOutcome, interrupted: bool) -> dict[str, Any]:
     return {"id": p.id, "directory": str(p.directory),
             "kernels": list(dict.fromkeys(x.kernel for x in p.slots)),
             "variants": list(p.variants), "folders": [p.folder(v).name for v in p.variants],
+            "differs": list(p.differs),
             "sessions": p.sessions, "order": [f"{x.variant} s{x.session:02d}" for x in p.slots],
             "done": [one(x) for x in over.done], "failed": [one(x) for x in over.failed],
             "stopped": [one(x) for x in over.stopped], "interrupted": interrupted}

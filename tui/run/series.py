@@ -15,7 +15,9 @@ With one kernel a series is N sessions of it, which is what a calibration is (ru
 Files: results/<time>-PLAN/<variant>/sNN.jsonl, <variant> the kernel's name or the variant's
 made safe as a directory (variant_directories), sNN the session's number within its variant,
 from 1; each header's batch is Batch(id=<series id>, interleaved=False, variants=<how many>,
-session=NN), so compare knows which sessions ran together.  Below, "kernel" is said for a
+session=NN), so compare knows which sessions ran together, and the design (Schedule.batch: the
+sides, what they differ in, the sessions a side, its position), so compare words it as the
+series does.  Below, "kernel" is said for a
 variant where the two are one (a kernel series is a series of kernel variants).
 """
 from __future__ import annotations
@@ -168,21 +170,25 @@ class Schedule:
     variants: tuple[str, ...]
     sessions: int               # a variant
     slots: tuple[Slot, ...]
+    differs: tuple[str, ...] = ()   # what the variants differ in by design (series_run.design)
 
     def folder(self, variant: str) -> Path:
         return self.slots[[s.variant for s in self.slots].index(variant)].path.parent
 
     def batch(self, slot: Slot) -> Batch:
+        """What a session's header says of the series: its id and the session's number, and
+        the design, so that `compare DIR/A/ DIR/B/` says what the series said."""
         return Batch(id=self.id, interleaved=False, variants=len(self.variants),
-                     session=slot.session)
+                     session=slot.session, sides=self.variants, differs=self.differs,
+                     sessions=self.sessions, position=slot.position + 1)
 
 
 def schedule(variants: Sequence[str], sessions: int, directory: Path,
-             folders: Sequence[str] | None = None, kernels: Sequence[str] | None = None
-             ) -> Schedule:
+             folders: Sequence[str] | None = None, kernels: Sequence[str] | None = None,
+             differs: Sequence[str] = ()) -> Schedule:
     """The series' schedule, its variants' directories made in `directory`: `folders` (default:
     the variants as kernels' names, directory_names); `kernels` each variant's kernel
-    profile (default: the variant's name)."""
+    profile (default: the variant's name); `differs`: what they differ in by design."""
     paths = [directory / n for n in (folders or directory_names(variants))]
     try:
         for f in paths:
@@ -197,7 +203,8 @@ def schedule(variants: Sequence[str], sessions: int, directory: Path,
         count[k] += 1
         slots.append(Slot(variants[k], count[k], pos, paths[k] / f"s{count[k]:02d}.jsonl",
                           kernel_of[k]))
-    return Schedule(uuid.uuid4().hex[:12], directory, tuple(variants), sessions, tuple(slots))
+    return Schedule(uuid.uuid4().hex[:12], directory, tuple(variants), sessions, tuple(slots),
+                    tuple(differs))
 
 
 # --------------------------------------------------------------------------- the loop

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import os
 import stat
 from collections.abc import AsyncIterator, Callable, Iterable
@@ -108,6 +109,20 @@ def check(req: SeriesRequest) -> None:
     req.folders()
     series.check_sessions(req.sessions, len(req.sides()),
                           "variant" if len(req.variants) > 1 else "kernel")
+
+
+def design(rps: Iterable[ResolvedPlan]) -> tuple[str, ...]:
+    """What the sides differ in by design, as their headers say it: "plan" (several plans),
+    "kernel", "cpu", "params.K" for each param whose value differs."""
+    plans = list(rps)
+    out = [key for key, of in (("plan", lambda rp: rp.plan.name),
+                               ("kernel", lambda rp: rp.kernel.name),
+                               ("cpu", lambda rp: rp.cpu.name))
+           if len({of(rp) for rp in plans}) > 1]
+    keys = sorted({k for rp in plans for k in rp.params})
+    return (*out, *(f"params.{k}" for k in keys
+                    if len({json.dumps(rp.params.get(k), sort_keys=True, default=str)
+                            for rp in plans}) > 1))
 
 
 Made = Callable[[series.Slot, ResolvedPlan], SessionLike]
@@ -239,7 +254,7 @@ class SeriesRun:
         names, folders = [s.name for s in req.sides()], req.folders()
         try:
             sch = series.schedule(names, req.sessions, directory, folders,
-                                  [rps[n].kernel.name for n in names])
+                                  [rps[n].kernel.name for n in names], design(rps.values()))
         except HotloopError:            # a variant's folder: those made before it go too
             _remove_empty(directory, [directory / n for n in folders])
             raise
