@@ -93,7 +93,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 def cmd_run(args: argparse.Namespace) -> int:
     cat = _catalog(args, warn=False)
-    if args.sessions is not None:      # a series: here only (run.launch)
+    if args.sessions is not None:      # a series: here only (run.series_run)
         from hotloop.cli.series import run_series
         return run_series(cat, args)
     return run_on_hosts(cat, args) if args.host else run_here(cat, args)
