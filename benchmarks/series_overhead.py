@@ -1,7 +1,7 @@
 """What a series costs a session beyond its runs, and where it goes.
 
 A series of N sessions of a few short runs each (zero_null, the default kernel profile), run
-in this process as `hotloop run --sessions` runs it (run.launch), perf on or off; each
+in this process as `hotloop run --sessions` runs it (run.series_run), perf on or off; each
 session's time cut at its events:
 
   setup     Begins -> Started: the build check, preflight, system facts, the result file
