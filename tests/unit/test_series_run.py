@@ -360,3 +360,21 @@ def test_files_without_the_design_read_and_compare_as_before(tmp_path):
     assert results.read(dirs[0] / "s01.jsonl").header.batch.differs == ()
     assert not comp.batch
     assert "differs in more than the kernel" in compare_formats.render(comp, "text")
+
+
+@pytest.mark.parametrize("sides, differs, designed", [
+    (["A", "B"], ["params.block_size"], True),
+    (["A", "B"], ["cpu", "params.block_size"], True),
+    (["A", "B"], ["plan", "kernel"], True),         # two plans, each its own kernel
+    (["A", "A'"], [], True),                        # an A/A series' twins
+    (["stock", "patched"], ["kernel"], False),      # a series of kernels: the usual report
+    ([], [], False),                                # no design said: as before
+])
+def test_designed_variants_are_a_series_of_variants_not_of_its_kernels(tmp_path, sides,
+                                                                        differs, designed):
+    batch = {"id": "ser1", "interleaved": False, "variants": 2, "session": 1, "sides": sides,
+             "differs": differs}
+    read = [[results.read(forge.zero_null(tmp_path / f"{side}.jsonl", 2_000_000,
+                                          head=forge.header(batch=batch)))]
+            for side in ("a", "b")]
+    assert compare.designed(read) is designed

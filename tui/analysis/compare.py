@@ -134,13 +134,12 @@ def _calibrate_hint(h: Header) -> str:
 
 
 def designed(sides: Sequence[Sequence[Result]]) -> bool:
-    """The sides are variants of one series that differ by design in more than the kernel
-    (a param, a CPU profile, the plan), as its headers' batch says (format 5; never in
-    older files)."""
+    """The sides are the variants of one series (a param, a CPU profile, plans; an A/A's
+    twins), not its kernels, as its headers' batch says (format 5; never older files)."""
     batches = [r.header.batch for rs in sides for r in rs]
-    return all(b is not None and not b.interleaved for b in batches) \
-        and len({b.id for b in batches if b is not None}) == 1 \
-        and any(d != "kernel" for b in batches if b is not None for d in b.differs)
+    return all(b is not None and not b.interleaved and len(b.sides) > 1
+               and b.differs != ("kernel",) for b in batches) \
+        and len({b.id for b in batches if b is not None}) == 1
 
 
 def compare_sides(sides: Sequence[Sequence[Result]], given: Sequence[str] | None = None,
