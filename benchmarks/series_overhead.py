@@ -1,7 +1,7 @@
 """What a series costs a session beyond its runs, and where it goes.
 
 A series of N sessions of a few short runs each (zero_null, the default kernel profile), run
-in this process as `hotloop run --sessions` runs it (run.launch), perf on or off; each
+in this process as `hotloop run --sessions` runs it (run.series_run), perf on or off; each
 session's time cut at its events:
 
   setup     Begins -> Started: the build check, preflight, system facts, the result file
@@ -32,7 +32,8 @@ from pathlib import Path
 
 from hotloop import catalog, results
 from hotloop import events as ev
-from hotloop.run import launch, series
+from hotloop.run import series
+from hotloop.run.series_run import SeriesRequest, SeriesRun
 
 PHASES = ("setup", "start", "runs", "between", "end")
 
@@ -43,10 +44,9 @@ async def one_series(sessions: int, runs: int, count: int, perf: bool,
     plan = catalog.with_overrides(cat.plan_for("zero_null"), runs=runs, warmup=0, perf=perf,
                                   params={"count": count})
     kernel = plan.kernel or "default"
-    req = launch.SeriesRequest(plan, (kernel,), sessions, results=out)
-    launch.check_series(req)
-    rps = launch.resolve_series(cat, req)
-    s = launch.start_series(req, rps)
+    s = SeriesRun(SeriesRequest(plan, (kernel,), sessions, results=out))
+    s.resolve(cat)
+    s.start()
     rows: list[dict[str, float]] = []
     marks: dict[str, float] = {}
     slot_path: Path | None = None
@@ -71,7 +71,7 @@ async def one_series(sessions: int, runs: int, count: int, perf: bool,
                          "runs": ns,
                          "between": max(last - first - (ns - one_run), 0.0),
                          "end": now - last})
-    launch.finish(s)
+    s.finish()
     return rows
 
 

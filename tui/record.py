@@ -25,8 +25,9 @@ from hotloop.codec import TEXT_MAX, Unknown, cut, cut_all, from_json, object_jso
 
 # This version's.  1: the files written before `format` existed; 2: the typed record; 3: adds
 # the boot (boot_id), a session's place in a series (batch.session) and the VM it ran in (vm);
-# 4: adds the perf_start line (whether perf started: a format 3 reader would refuse the line).
-FORMAT = 4
+# 4: adds the perf_start line (whether perf started: a format 3 reader would refuse the line);
+# 5: adds a series' design to its batch (sides, differs, sessions, position).
+FORMAT = 5
 # A string read from a file is cut to this many characters ("…" last): a forged 30 MB label
 # would otherwise be printed, drawn and diffed in full.  A path or a kernel command line fits;
 # a name shown in a table (NAME) is cut shorter.
@@ -130,6 +131,13 @@ class Batch:
     # In a series of sessions (run --sessions N), this session's number within its side, from
     # 1: session i of one kernel ran beside session i of the other, so compare can pair them.
     session: int | None = field(default=None, metadata={"min": 1})
+    # A series' design (format 5): its sides' names in order, what they differ in by design
+    # ("kernel", "cpu", "params.block_size", "plan"), its sessions a side and this session's
+    # place in its order, from 1.  compare takes "designed variants" from `differs`.
+    sides: tuple[str, ...] = ()
+    differs: tuple[str, ...] = ()
+    sessions: int | None = field(default=None, metadata={"min": 1})
+    position: int | None = field(default=None, metadata={"min": 1})
 
 
 @dataclass(frozen=True)

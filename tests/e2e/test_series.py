@@ -305,6 +305,9 @@ def test_two_param_values_alternate_in_their_directories_and_are_compared_paired
             h = results.read(f).header
             assert h.variant == name and h.params["block_size"] == size
             assert h.batch is not None and h.batch.session == i and h.batch.variants == 2
+            # the series' design, for compare of these directories to say what it said
+            assert (h.batch.sides, h.batch.differs, h.batch.sessions) == (
+                names, ("params.block_size",), 5)
     a, b = (f"{n} s{{:02d}}" for n in names)
     abba = [a.format(1), b.format(1), b.format(2), a.format(2), a.format(3), b.format(3),
             b.format(4), a.format(4), a.format(5), b.format(5)]
@@ -314,6 +317,7 @@ def test_two_param_values_alternate_in_their_directories_and_are_compared_paired
     assert doc["series"]["order"] == abba and doc["series"]["failed"] == []
     assert doc["series"]["variants"] == list(names) == doc["series"]["folders"]
     assert doc["series"]["kernels"] == ["default"]
+    assert doc["series"]["differs"] == ["params.block_size"]
     # the report: the two directories compared, session i of each as a pair
     cmp = doc["comparison"]
     assert [s["name"] for s in [cmp["baseline"], *cmp["results"]]] == list(names)
@@ -326,4 +330,9 @@ def test_two_param_values_alternate_in_their_directories_and_are_compared_paired
     assert again.returncode == 0, again.stderr
     assert next(r for r in json.loads(again.stdout)["comparisons"]
                 if r["metric"] == "bytes/s")["method"] == "pairs"
+    assert not any("more than the kernel" in w for w in json.loads(again.stdout)["warnings"])
+    # worded as the series worded it, from the headers alone
+    text = hotloop("compare", str(d / names[0]), str(d / names[1]))
+    assert "the variants differ in: params.block_size 512 -> 4096" in text.stdout, text.stdout
+    assert "more than the kernel" not in text.stdout
     assert not leftovers()

@@ -43,7 +43,7 @@ def test_one_kernel_repeats_its_session():
 
 
 def test_sessions_are_numbered_within_their_kernel_in_its_directory(tmp_path):
-    p = series.plan(["stock", "patched"], 3, tmp_path)
+    p = series.schedule(["stock", "patched"], 3, tmp_path)
     assert [(s.variant, s.session, s.position) for s in p.slots] == [
         ("stock", 1, 0), ("patched", 1, 1), ("patched", 2, 2), ("stock", 2, 3),
         ("stock", 3, 4), ("patched", 3, 5)]
@@ -51,7 +51,9 @@ def test_sessions_are_numbered_within_their_kernel_in_its_directory(tmp_path):
         "stock/s01.jsonl", "patched/s01.jsonl", "patched/s02.jsonl"]
     assert (tmp_path / "stock").is_dir() and (tmp_path / "patched").is_dir()
     b = p.batch(p.slots[2])
-    assert b == Batch(id=p.id, interleaved=False, variants=2, session=2)
+    # and the design, its sides and its length, for compare to say what the series did
+    assert b == Batch(id=p.id, interleaved=False, variants=2, session=2,
+                      sides=("stock", "patched"), sessions=3, position=3)
 
 
 @pytest.mark.parametrize("kernels, says", [
@@ -108,15 +110,15 @@ class Scripted:
         self.stopped = True
 
 
-def _drive(tmp_path: Path, ends: dict[tuple[str, int], ev.Event]) -> tuple[series.Series, list]:
-    p = series.plan(["A", "B"], 3, tmp_path)
+def _drive(tmp_path: Path, ends: dict[tuple[str, int], ev.Event]) -> tuple[series.SeriesLoop, list]:
+    p = series.schedule(["A", "B"], 3, tmp_path)
     fine = ev.Finished(SessionSummary(n=5, median=1.0))
     made: list[Scripted] = []
 
     def make(slot: series.Slot) -> Scripted:
         made.append(Scripted(slot, ends.get((slot.variant, slot.session), fine)))
         return made[-1]
-    s = series.Series(p, make)
+    s = series.SeriesLoop(p, make)
 
     async def run() -> list[series.SeriesEvent]:
         return [e async for e in s.events()]

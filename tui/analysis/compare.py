@@ -134,10 +134,20 @@ def _calibrate_hint(h: Header) -> str:
     return " ".join(parts + ["--sessions 8"])
 
 
+def designed(sides: Sequence[Sequence[Result]]) -> bool:
+    """The sides are the variants of one series (a param, a CPU profile, plans; an A/A's
+    twins), not its kernels, as its headers' batch says (format 5; never older files)."""
+    batches = [r.header.batch for rs in sides for r in rs]
+    return all(b is not None and not b.interleaved and len(b.sides) > 1
+               and b.differs != ("kernel",) for b in batches) \
+        and len({b.id for b in batches if b is not None}) == 1
+
+
 def compare_sides(sides: Sequence[Sequence[Result]], given: Sequence[str] | None = None,
-                  noise_file: Path | None = None, batch: bool = False,
+                  noise_file: Path | None = None, batch: bool | None = None,
                   pair_sessions: bool = True, primary: str | None = None) -> Comparison:
     """Compare every side with the first (the baseline); HotloopError for what cannot be.
+    `batch`: the sides are designed variants (None: as their headers say, `designed`);
     `pair_sessions`: the kernels of one series tested on their pairs of sessions
     (analysis.series_pairs); `primary`: the metric judged (the workload's; --metric)."""
     if not sides or not all(sides):
@@ -146,6 +156,8 @@ def compare_sides(sides: Sequence[Sequence[Result]], given: Sequence[str] | None
                                                   ",".join(str(r.path) for r in rs)
                                                   for rs in sides]
     sides, copied = _checked(sides, given)
+    if batch is None:
+        batch = designed(sides)
     base = sides[0][0]
     metric, unit, better = primary_metric(sides, primary)
     out = [side_of(i, n, rs, g, metric)

@@ -25,7 +25,6 @@ from hotloop.visible import visible
 def cmd_calibrate(args: argparse.Namespace) -> int:
     from hotloop.analysis import noise  # scipy, as compare
     from hotloop.render import calibration
-    from hotloop.run import calibrate
     if args.list:
         print(calibration.listing())
         return 0
@@ -76,58 +75,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         return _calibrate_there(cat, args, plan, chosen)
     # here: a series of one kernel (run --sessions N), in a directory made the same way
     from hotloop.cli import series as series_cli
-    from hotloop.run import launch
-    req = launch.SeriesRequest(plan, (plan.kernel,), args.sessions,
-                               apply_system=chosen.apply_system, keep_perf=chosen.keep_perf,
-                               stem=calibrate.stem(plan.name), gap=args.gap,
-                               variant=lambda slot: f"session {slot.session}")
-    launch.check_series(req)
-    rps = launch.resolve_series(cat, req)
-    warn_skipped(cat)
-    s = launch.start_series(req, rps)
-    where = s.plan.folder(plan.kernel)
-    watch = calibrate.Stopwatch()
-
-    def observe(e: series.SeriesEvent) -> None:
-        if isinstance(e, series.Begins):
-            watch.see(f"session {e.slot.session}", None)
-        elif not isinstance(e, series.Ends):
-            watch.see(e.variant, e)
-
-    def line(slot: series.Slot, end: ev.Finished | ev.Failed | None, unit: str) -> str:
-        if isinstance(end, ev.Finished) and end.summary.n:
-            m = end.summary
-            return (f"session {slot.session}/{args.sessions}: {m.n} runs, median "
-                    f"{si(m.median or 0, unit)}, CV {100 * (m.cv or 0):.2f}%")
-        return f"session {slot.session}/{args.sessions}: " + series_cli.session_line(
-            slot, end, unit).partition(": ")[2]
-    try:
-        series_cli.drive(s, "text", line, observe)
-    except (KeyboardInterrupt, asyncio.CancelledError):
-        over = launch.finish(s, interrupted=True)
-        print("hotloop: interrupted; " + (f"the sessions so far are in {where}"
-                                          if not over.removed else "no session was kept"),
-              file=sys.stderr)
-        return interrupted_status()
-    except HotloopError:
-        # the series cannot go on (a full disk): the session it broke set aside, as
-        # run --sessions does, so no later calibrate or compare reads it as a session
-        launch.finish(s)
-        raise
-    over = launch.finish(s)
-    if over.refused is not None:
-        raise HotloopError(over.refused)
-    if s.failed:
-        first = s.ends[s.failed[0]]
-        why = first.message if isinstance(first, ev.Failed) else "no result"
-        raise RunFailed(f"calibrate: session {s.failed[0].session}: {why} ({len(s.failed)} of "
-                        f"{args.sessions} sessions failed; the sessions are in {where})")
-    done = [results.read(slot.path) for slot in s.done]
-    costs = watch.costs()
-    profile = noise.estimate(done, *(costs or (None, None)))
-    print(calibration.report(profile, noise.save(profile)))
-    print(f"the sessions: {where} (hotloop calibrate {where} reads them again)")
-    return 0
+    return series_cli.calibrate_here(cat, args, plan, chosen)
 
 
 def _calibrate_there(cat: catalog.Catalog, args: argparse.Namespace, plan: Plan,

@@ -14,8 +14,7 @@ from hotloop import catalog
 from hotloop.catalog import Catalog
 from hotloop.cli.signals import STOPPED
 from hotloop.run import build
-from hotloop.run.interleave import Runnable
-from hotloop.run.remote import RemoteSession
+from hotloop.run.sessionlike import SessionLike
 from hotloop.visible import visible
 
 
@@ -41,16 +40,16 @@ def warn_skipped(cat: Catalog) -> None:
         print(f"hotloop: warning: {visible(s.warning)}", file=sys.stderr)
 
 
-def cancel(signum: int, task: asyncio.Task[Any], sessions: Sequence[Runnable] = ()) -> None:
+def cancel(signum: int, task: asyncio.Task[Any], sessions: Sequence[SessionLike] = ()) -> None:
     """Ctrl-C, SIGTERM or SIGHUP during a run: cancel it; each session's last line names the
     signal."""
     STOPPED.received = signal.Signals(signum)
     for s in sessions:
         s.interrupted_by = STOPPED.received.name
-    remotes = [s for s in sessions if isinstance(s, RemoteSession)]
+    remotes = [s for s in sessions if s.stop_elsewhere]     # a stop that waits on a host
     if remotes and not STOPPED.stopping_said:
         STOPPED.stopping_said = True
-        hosts, wait = [s.title for s in remotes], max(s.host.stop_wait for s in remotes)
+        hosts, wait = [s.title for s in remotes], max(s.stop_elsewhere for s in remotes)
         print(f"hotloop: stopping: {visible(', '.join(hosts))} end their runs and restore their "
               f"systems (up to {wait:g} s; {STOPPED.received.name} again leaves at "
               f"once)", file=sys.stderr)
@@ -61,13 +60,12 @@ def cancel(signum: int, task: asyncio.Task[Any], sessions: Sequence[Runnable] = 
 CLOSED_OUTPUT = "its standard output was closed (EPIPE)"
 
 
-def cancel_closed_output(task: asyncio.Task[Any], sessions: Sequence[Runnable] = ()) -> None:
+def cancel_closed_output(task: asyncio.Task[Any], sessions: Sequence[SessionLike] = ()) -> None:
     """The reader of standard output gone (`| head`, a remote session's connection): the
     run stops as on a hangup, and says so; no signal came, so none is recorded."""
     STOPPED.output_closed = True
     for s in sessions:
         s.interrupted_by = ""
-        if hasattr(s, "stopped_because"):
-            s.stopped_because = CLOSED_OUTPUT
+        s.stopped_because = CLOSED_OUTPUT
     build.CANCEL.set()
     task.cancel()

@@ -24,7 +24,8 @@ from hotloop.errors import HotloopError, RunFailed
 from hotloop.results.writer import encode_line
 from hotloop.run import launch, start
 from hotloop.run import variants as expander
-from hotloop.run.interleave import Runnable, interleave, together
+from hotloop.run.interleave import interleave, together
+from hotloop.run.sessionlike import SessionLike
 from hotloop.visible import visible
 
 
@@ -134,7 +135,7 @@ def variants(cat: Catalog, args: argparse.Namespace, here: bool = True) -> list[
     return out
 
 
-async def run_sessions(sessions: Sequence[Runnable], fmt: str, interleaved: bool,
+async def run_sessions(sessions: Sequence[SessionLike], fmt: str, interleaved: bool,
                         gap: float = 0.0, observe: Callable[[str, ev.Event | None], None]
                         | None = None, got: dict[str, results.Result] | None = None,
                         parallel: bool = False, control: str | None = None
@@ -149,7 +150,7 @@ async def run_sessions(sessions: Sequence[Runnable], fmt: str, interleaved: bool
                                           parallel), control)
 
 
-async def guarded(sessions: Sequence[Runnable], body: Awaitable[T],
+async def guarded(sessions: Sequence[SessionLike], body: Awaitable[T],
                   control: str | None = None) -> T:
     """Await `body` (the driving of `sessions`: a list a series adds to as it goes) with
     the signals and a closed output cancelling it."""
@@ -185,7 +186,7 @@ async def guarded(sessions: Sequence[Runnable], body: Awaitable[T],
 
 
 def _follow_stdin(loop: asyncio.AbstractEventLoop, main: asyncio.Task[Any],
-                  sessions: Sequence[Runnable]) -> None:
+                  sessions: Sequence[SessionLike]) -> None:
     """--control stdin: its end is a hangup (the connection of a remote session closed, or
     the local side stopped it); each line a gated session's next turn."""
     fd = sys.stdin.fileno()
@@ -274,7 +275,7 @@ def _progress(fmt: str) -> Iterator[tuple[Any, Any, Callable[[str], str],
         yield bar, console, escape, si
 
 
-async def _drive(sessions: Sequence[Runnable], fmt: str, interleaved: bool, gap: float,
+async def _drive(sessions: Sequence[SessionLike], fmt: str, interleaved: bool, gap: float,
                  observe: Callable[[str, ev.Event | None], None] | None,
                  got: dict[str, results.Result] | None, parallel: bool
                  ) -> dict[str, ev.Event | None]:
@@ -386,7 +387,7 @@ def run_here(cat: Catalog, args: argparse.Namespace) -> int:
     return drive_and_report(sessions, args, [v.label for v in todo])
 
 
-def drive_and_report(sessions: Sequence[Runnable], args: argparse.Namespace,
+def drive_and_report(sessions: Sequence[SessionLike], args: argparse.Namespace,
                      labels: list[str], parallel: bool = False) -> int:
     """Run the sessions (their variants named by `labels`, in order), then print each one's
     report and the batch's comparison; the exit status: 0, 1 for a failed run (RunFailed),

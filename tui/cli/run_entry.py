@@ -10,7 +10,7 @@ from hotloop.cli.run import run_here
 
 def cmd_run(args: argparse.Namespace) -> int:
     cat = load_catalog(args, warn=False)
-    if args.sessions is not None:      # a series: here only (run.launch)
+    if args.sessions is not None:      # a series: here only (run.series_run)
         from hotloop.cli.series import run_series
         return run_series(cat, args)
     if args.host:                       # ssh, a wheel to send: not a local run's (a guest's)

@@ -1,9 +1,10 @@
-"""`hotloop run PLAN --kernel A --kernel B --sessions N`: a series (run.series) driven from the
-command line: a line as each session ends, then the comparison of the kernels with sessions as
-replicates, the same report `hotloop compare DIR/A/ DIR/B/` gives.  The variants `run` makes
-a batch of (plans, --cpu profiles, --param K=V1,V2) alternate the same way, one directory
-each (`run PLAN --param K=V1,V2 --sessions N`).  calibrate drives its sessions through
-`drive` too.
+"""`hotloop run PLAN --kernel A --kernel B --sessions N`: a series (run.series_run.SeriesRun)
+driven from the command line: a line as each session ends, then the comparison of the kernels
+with sessions as replicates, the same report `hotloop compare DIR/A/ DIR/B/` gives.  The
+variants `run` makes a batch of (plans, --cpu profiles, --param K=V1,V2) alternate the same
+way, one directory each (`run PLAN --param K=V1,V2 --sessions N`).  `calibrate PLAN` here is a
+series of one kernel too (calibrate_here).  Only rendering is here: the series' life is the
+SeriesRun's.
 """
 from __future__ import annotations
 
@@ -13,12 +14,10 @@ import json
 import sys
 from collections.abc import Callable
 from dataclasses import replace
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hotloop import events as ev
-from hotloop import results
-from hotloop.catalog import Catalog
+from hotloop.catalog import Catalog, Plan
 from hotloop.cli.common import warn_skipped
 from hotloop.cli.run import (
     choices,
@@ -33,7 +32,15 @@ from hotloop.cli.run import (
 from hotloop.cli.signals import interrupted_status
 from hotloop.errors import HotloopError, RunFailed
 from hotloop.render.units import si
-from hotloop.run import launch, series
+from hotloop.run import series, start
+from hotloop.run.series_run import (
+    KERNELS_AND_VARIANTS,
+    SERIES_HERE,
+    SeriesOutcome,
+    SeriesRequest,
+    SeriesRun,
+    Side,
+)
 from hotloop.visible import visible, visible_lines
 
 if TYPE_CHECKING:
@@ -42,18 +49,22 @@ if TYPE_CHECKING:
 MAX_STEM = 80               # the series' directory: results/<time>-<plans joined by +>
 
 
-def session_line(slot: series.Slot, end: ev.Finished | ev.Failed | None, unit: str) -> str:
-    """"stock s03: 1.234 µs/op median, 20 runs", or why it has none."""
-    name = f"{slot.variant} s{slot.session:02d}"
+def session_outcome(end: ev.Finished | ev.Failed | None, unit: str) -> str:
+    """"1.234 µs/op median, 20 runs", or why a session has none ("failed: ...")."""
     if isinstance(end, ev.Finished) and end.summary.n:
         s = end.summary
-        return f"{name}: {si(s.median or 0, unit)} median, {s.n} runs"
+        return f"{si(s.median or 0, unit)} median, {s.n} runs"
     if isinstance(end, ev.Failed):
-        return f"{name}: {'stopped' if end.interrupted else 'failed'}: {end.message}"
-    return f"{name}: no result"
+        return f"{'stopped' if end.interrupted else 'failed'}: {end.message}"
+    return "no result"
 
 
-def drive(s: series.Series, fmt: str,
+def session_line(slot: series.Slot, end: ev.Finished | ev.Failed | None, unit: str) -> str:
+    """"stock s03: 1.234 µs/op median, 20 runs", or why it has none."""
+    return f"{slot.variant} s{slot.session:02d}: {session_outcome(end, unit)}"
+
+
+def drive(run: SeriesRun, fmt: str,
           line: Callable[[series.Slot, ev.Finished | ev.Failed | None, str], str] = session_line,
           observe: Callable[[series.SeriesEvent], None] | None = None) -> None:
     """Run the series: warnings once each on stderr, a line as each session ends (stderr),
@@ -62,10 +73,11 @@ def drive(s: series.Series, fmt: str,
     CancelledError when a signal stopped it."""
     warned: set[str] = set()
     unit = ""
+    sch = run.schedule
 
     async def body() -> None:
         nonlocal unit
-        async for e in s.events():
+        async for e in run.events():
             if observe is not None:
                 observe(e)
             if isinstance(e, series.Begins):
@@ -73,13 +85,13 @@ def drive(s: series.Series, fmt: str,
                     print(f"{visible(e.slot.variant)} s{e.slot.session:02d} "
                           f"({e.slot.position + 1} of {e.of}) …", file=sys.stderr)
                 if fmt == "events":
-                    emit_text(json.dumps(bracket(s.plan, e.slot, "series_session",
+                    emit_text(json.dumps(bracket(sch, e.slot, "series_session",
                                                  of=e.of)) + "\n")
             elif isinstance(e, series.Ends):
                 if fmt == "events":
                     end = e.end
                     emit_text(json.dumps(bracket(
-                        s.plan, e.slot, "series_session_end",
+                        sch, e.slot, "series_session_end",
                         status="finished" if isinstance(end, ev.Finished) else
                         "stopped" if isinstance(end, ev.Failed) and end.interrupted
                         else "failed")) + "\n")
@@ -91,11 +103,11 @@ def drive(s: series.Series, fmt: str,
                 print(f"hotloop: warning: {visible(e.message)}", file=sys.stderr)
 
     async def main() -> None:
-        await guarded(s.sessions, body())
+        await guarded(run.sessions, body())
     asyncio.run(main())
 
 
-def bracket(p: series.Plan, slot: series.Slot, kind: str, **more: Any) -> dict[str, Any]:
+def bracket(p: series.Schedule, slot: series.Slot, kind: str, **more: Any) -> dict[str, Any]:
     """The line that tells an events reader which variant (kernel) and session the events
     after it (series_session) or before it (series_session_end) are."""
     return {"type": kind, "series": p.id, "variant": slot.variant, "kernel": slot.kernel,
@@ -104,23 +116,16 @@ def bracket(p: series.Plan, slot: series.Slot, kind: str, **more: Any) -> dict[s
             "result_file": str(slot.path), **more}
 
 
-def comparison(s: series.Series, metric: str | None = None) -> Comparison | None:
+def comparison(over: SeriesOutcome, metric: str | None = None) -> Comparison | None:
     """The variants (kernels) compared on their finished sessions (as `hotloop compare DIR/A/
-    DIR/B/` would, once the unfinished ones are set aside), or None and why on stderr.  A
-    finished session whose file no longer reads is a failed one (Series.lost); a variant left
-    with no finished session is left out, while two remain."""
-    if len(s.plan.variants) < 2:
+    DIR/B/` would, the unfinished ones set aside, and worded as it would from the design in
+    their headers), or None and why on stderr.  A variant left with no finished session is
+    left out, while two remain."""
+    inputs = over.compared()
+    if inputs is None:
         return None
-    read: dict[series.Slot, results.Result] = {}
-    for slot in s.done:
-        try:
-            read[slot] = results.read(slot.path)
-        except HotloopError as e:
-            s.lost(slot, str(e))
-    sides = {k: [r for slot, r in read.items() if slot.variant == k] for k in s.plan.variants}
-    short = [k for k, side in sides.items() if not side]
-    kept = [k for k, side in sides.items() if side]
-    if len(kept) < 2:
+    short = inputs.left_out
+    if len(inputs.sides) < 2:
         print(visible(f"hotloop: no comparison: no finished session of {', '.join(short)}"),
               file=sys.stderr)
         return None
@@ -128,16 +133,11 @@ def comparison(s: series.Series, metric: str | None = None) -> Comparison | None
         print(visible(f"hotloop: no finished session of {', '.join(short)}: compared without "
                       f"{'it' if len(short) == 1 else 'them'}"), file=sys.stderr)
     from hotloop.analysis import compare  # scipy: only when comparing
-    # variants of one kernel differ by design (a param, a CPU profile): not a warning
-    variants = len({x.kernel for x in s.plan.slots}) < len(s.plan.variants)
     try:
-        comp = compare.compare_sides([sides[k] for k in kept],
-                                     [str(s.plan.folder(k)) + "/" for k in kept],
-                                     batch=variants, primary=metric)
+        return compare.compare_sides(inputs.sides, inputs.given, primary=metric)
     except HotloopError as e:
         print(f"hotloop: no comparison: {visible(str(e))}", file=sys.stderr)
         return None
-    return comp
 
 
 def run_series(cat: Catalog, args: argparse.Namespace) -> int:
@@ -151,118 +151,108 @@ def run_series(cat: Catalog, args: argparse.Namespace) -> int:
         or any("," in item.partition("=")[2] for item in args.param) \
         or any(len(plan_variants(cat, name, args.param)) > 1 for name in args.names)
     if many and len(kernels) > 1:
-        raise HotloopError(launch.KERNELS_AND_VARIANTS)
+        raise HotloopError(KERNELS_AND_VARIANTS)
     host = args.host[0] if args.host else None
     mirror = emit if args.format == "events" else None
     if many:
         return _run(cat, args, _variants_request(cat, args, host, mirror))
     plan = cat.plan_for(args.names[0])
-    req = launch.SeriesRequest(plan, kernels or (plan.kernel,), args.sessions,
-                               host=host, mirror=mirror, notice=say)
-    launch.check_series(req)            # refused before anything is made
+    req = SeriesRequest(plan, kernels or (plan.kernel,), args.sessions, host=host,
+                        mirror=mirror, notice=say)
+    SeriesRun(req)                      # refused before anything is made
     chosen = choices(args, 2, each="session")
     kernels = req.kernels
     plan = plan_to_run(cat, args, plan, (args.cpu or [None])[0], args.param, kernels[0])
     for k in kernels[1:]:
         cat.require("kernel", k, "--kernel")
-    return _run(cat, args, replace(req, plan=plan, apply_system=chosen.apply_system,
-                                   keep_perf=chosen.keep_perf))
+    return _run(cat, args, replace(req, plan=plan, choices=chosen))
 
 
 def _variants_request(cat: Catalog, args: argparse.Namespace, host: str | None,
-                      mirror: Callable[[ev.Event], None] | None) -> launch.SeriesRequest:
+                      mirror: Callable[[ev.Event], None] | None) -> SeriesRequest:
     """The series of the variants `run` would make a batch of, each named as there
-    ("block_size=4096", "cpu=split", a plan's name)."""
+    ("block_size=4096", "cpu=split", a plan's name), each resolved once (there)."""
     if host is not None:
-        raise HotloopError(launch.SERIES_HERE)
+        raise HotloopError(SERIES_HERE)
     todo = variants(cat, args)
     first = todo[0].rp.plan
     stem = "+".join(args.names) if len(args.names) > 1 else first.name
-    req = launch.SeriesRequest(first, (first.kernel,), args.sessions, mirror=mirror,
-                               stem=stem[:MAX_STEM],
-                               variants=tuple((v.label, v.rp.plan) for v in todo), notice=say)
-    launch.check_series(req)
-    chosen = choices(args, 2, each="session")
-    return replace(req, apply_system=chosen.apply_system, keep_perf=chosen.keep_perf)
+    req = SeriesRequest(first, (first.kernel,), args.sessions, mirror=mirror,
+                        stem=stem[:MAX_STEM],
+                        variants=tuple(Side(v.label, v.rp.plan, v.rp) for v in todo),
+                        notice=say)
+    SeriesRun(req)
+    return replace(req, choices=choices(args, 2, each="session"))
 
 
-def _run(cat: Catalog, args: argparse.Namespace, req: launch.SeriesRequest) -> int:
+def _run(cat: Catalog, args: argparse.Namespace, req: SeriesRequest) -> int:
     """Resolve, start, drive and report the series `req`; its exit status."""
-    rps = launch.resolve_series(cat, req)
+    run = SeriesRun(req)
+    run.resolve(cat)
     warn_skipped(cat)
-    s = launch.start_series(req, rps)
-    directory = s.plan.directory
+    directory = run.start().directory
     interrupted = False
     try:
-        drive(s, args.format)
+        drive(run, args.format)
     except (KeyboardInterrupt, asyncio.CancelledError):
         interrupted = True
     except HotloopError as e:
         # the series cannot go on (a result file that cannot be written: a full disk)
-        launch.finish(s)
-        if s.done:
-            e.args = (f"{e} ({_sessions(len(s.done))} done {'is' if len(s.done) == 1 else 'are'}"
+        done = run.finish().done
+        if done:
+            e.args = (f"{e} ({_sessions(len(done))} done {'is' if len(done) == 1 else 'are'}"
                       f" in {directory})",)
         raise
-    deleted = not directory.is_dir()    # by someone else, during the series
-    over = launch.finish(s, interrupted)
+    over = run.finish(interrupted)
     if over.refused is not None:
         raise HotloopError(over.refused)
-    fate = f"{directory} was deleted during the series" if deleted else \
+    fate = f"{directory} was deleted during the series" if over.deleted else \
         f"{directory} removed: nothing in it" if over.removed else ""
     if interrupted:
-        print(visible(f"hotloop: interrupted; {_sessions(len(s.done))} done, " + (
+        print(visible(f"hotloop: interrupted; {_sessions(len(over.done))} done, " + (
             f"kept in {directory}" if not fate else f"none kept ({fate})")), file=sys.stderr)
-    comp = comparison(s, getattr(args, "metric", None))   # a file unread: failed too
-    report(s, comp, {**over.moved, **s.set_aside()}, interrupted, args.format, fate)
+    comp = comparison(over, getattr(args, "metric", None))
+    report(over, comp, interrupted, args.format, fate)
     if interrupted:
         return interrupted_status()
-    if s.failed:
+    if over.failed:
         raise RunFailed("the series' sessions that failed: " + ", ".join(
-            f"{slot.variant} s{slot.session:02d}" for slot in s.failed))
+            f"{slot.variant} s{slot.session:02d}" for slot in over.failed))
     return 0
 
 
-def file_of(slot: series.Slot, moved: dict[series.Slot, Path]) -> str | None:
-    """Where a session's file is, None when it has none (it failed before its header, or
-    its file was deleted)."""
-    where = moved.get(slot, slot.path)
-    return str(where) if where.exists() else None
-
-
-def document(s: series.Series, moved: dict[series.Slot, Path], interrupted: bool
-             ) -> dict[str, Any]:
+def document(over: SeriesOutcome, interrupted: bool) -> dict[str, Any]:
     """The series in --format json: its order, the sessions done and those that failed."""
     def one(slot: series.Slot) -> dict[str, Any]:
-        end = s.ends.get(slot)
+        end = over.ends.get(slot)
+        where = over.file_of(slot)
         out: dict[str, Any] = {"variant": slot.variant, "kernel": slot.kernel,
-                               "session": slot.session,
-                               "position": slot.position + 1, "file": file_of(slot, moved)}
+                               "session": slot.session, "position": slot.position + 1,
+                               "file": str(where) if where is not None else None}
         if isinstance(end, ev.Finished):
             out |= {"runs": end.summary.n, "median": end.summary.median}
         elif isinstance(end, ev.Failed):
             out |= {"message": end.message, "interrupted": end.interrupted}
         return out
-    p = s.plan
+    p = over.schedule
     return {"id": p.id, "directory": str(p.directory),
             "kernels": list(dict.fromkeys(x.kernel for x in p.slots)),
             "variants": list(p.variants), "folders": [p.folder(v).name for v in p.variants],
+            "differs": list(p.differs),
             "sessions": p.sessions, "order": [f"{x.variant} s{x.session:02d}" for x in p.slots],
-            "done": [one(x) for x in s.done], "failed": [one(x) for x in s.failed],
-            "stopped": [one(x) for x, e in s.ends.items()
-                        if isinstance(e, ev.Failed) and e.interrupted],
-            "interrupted": interrupted}
+            "done": [one(x) for x in over.done], "failed": [one(x) for x in over.failed],
+            "stopped": [one(x) for x in over.stopped], "interrupted": interrupted}
 
 
 def _sessions(n: int) -> str:
     return f"{n} session{'s' * (n != 1)}"
 
 
-def report(s: series.Series, comp: Comparison | None, moved: dict[series.Slot, Path], interrupted: bool,
-           fmt: str, fate: str = "") -> None:
+def report(over: SeriesOutcome, comp: Comparison | None, interrupted: bool, fmt: str,
+           fate: str = "") -> None:
     """On stdout: the series and the comparison (text or json); with events, the end line."""
     from hotloop.render import compare_formats
-    doc = document(s, moved, interrupted)
+    doc = document(over, interrupted)
     if fmt == "events":
         emit_text(json.dumps({"type": "series_end", **doc,
                               "comparison": compare_formats.document(comp) if comp else None})
@@ -272,43 +262,96 @@ def report(s: series.Series, comp: Comparison | None, moved: dict[series.Slot, P
         print(json.dumps({"series": doc, "comparison": compare_formats.document(comp)
                           if comp else None}, indent=2))
         return
-    p = s.plan
-    counts = ", ".join(f"{k} {sum(1 for x in s.done if x.variant == k)}" for k in p.variants)
+    p = over.schedule
+    counts = ", ".join(f"{k} {n}" for k, n in over.counts().items())
     named = f"{p.directory} ({fate.removeprefix(f'{p.directory} ')})" if fate else p.directory
     aside = sys.stderr if fmt == "mail" else sys.stdout     # a mail's stdout is the mail
     print(visible(f"series {named}: sessions finished: {counts} (of {p.sessions} each)"),
           file=aside)
-    for slot in s.failed:
-        end = s.ends.get(slot)
+    for slot in over.failed:
+        end = over.ends.get(slot)
         why = end.message if isinstance(end, ev.Failed) else "no result"
-        where = file_of(slot, moved)
+        where = over.file_of(slot)
         print(visible(f"  failed: {slot.variant} s{slot.session:02d}: {why}"
                       + (f" ({where})" if where else "")), file=aside)
     if fmt == "mail":
-        _mail(s, comp)
+        _mail(over, comp)
         return
     if comp is not None:
         print("\n" + visible_lines(compare_formats.render(comp, "text")))
 
 
-def _mail(s: series.Series, comp: Comparison | None) -> None:
+def _mail(over: SeriesOutcome, comp: Comparison | None) -> None:
     """--format mail: the comparison of the variants (kernels) in 72 columns; a series of
     one kernel, its sessions' summary.  The lines before it said how the sessions went."""
     from hotloop.analysis import compare
     from hotloop.render import mail
+    done = list(over.results.values())
     if comp is None:
-        done = []
-        for slot in s.done:
-            try:
-                done.append(results.read(slot.path))
-            except HotloopError:
-                continue                # said by comparison() as a lost session
         if not done:
             return
         try:
-            comp = compare.compare_sides([done], [str(s.plan.directory)])
+            comp = compare.compare_sides([done], [str(over.schedule.directory)])
         except HotloopError as e:
             print(f"hotloop: no report: {visible(str(e))}", file=sys.stderr)
             return
-    sides = [[results.read(Path(f)) for f in side.files] for side in comp.sides]
-    sys.stdout.write(mail.compare_mail(comp, sides))
+    by_file = {str(r.path): r for r in done}
+    sys.stdout.write(mail.compare_mail(comp, [[by_file[f] for f in side.files]
+                                              for side in comp.sides]))
+
+
+def calibrate_here(cat: Catalog, args: argparse.Namespace, plan: Plan,
+                   chosen: start.Choices) -> int:
+    """`calibrate PLAN` on this machine: a series of one kernel (run --sessions N), in a
+    directory made the same way, its sessions' results measured into a noise profile."""
+    from hotloop.analysis import noise  # scipy, as compare
+    from hotloop.render import calibration
+    from hotloop.run import calibrate
+    run = SeriesRun(SeriesRequest(plan, (plan.kernel,), args.sessions, choices=chosen,
+                                  stem=calibrate.stem(plan.name), gap=args.gap,
+                                  session_name=lambda slot: f"session {slot.session}"))
+    run.resolve(cat)
+    warn_skipped(cat)
+    where = run.start().folder(plan.kernel)
+    watch = calibrate.Stopwatch()
+
+    def observe(e: series.SeriesEvent) -> None:
+        if isinstance(e, series.Begins):
+            watch.see(f"session {e.slot.session}", None)
+        elif not isinstance(e, series.Ends):
+            watch.see(e.variant, e)
+
+    def line(slot: series.Slot, end: ev.Finished | ev.Failed | None, unit: str) -> str:
+        said = f"session {slot.session}/{args.sessions}: "
+        if isinstance(end, ev.Finished) and end.summary.n:
+            m = end.summary
+            return (f"{said}{m.n} runs, median {si(m.median or 0, unit)}, "
+                    f"CV {100 * (m.cv or 0):.2f}%")
+        return said + session_outcome(end, unit)
+    try:
+        drive(run, "text", line, observe)
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        over = run.finish(interrupted=True)
+        print("hotloop: interrupted; " + (f"the sessions so far are in {where}"
+                                          if not over.removed else "no session was kept"),
+              file=sys.stderr)
+        return interrupted_status()
+    except HotloopError:
+        # the series cannot go on (a full disk): the session it broke set aside, as
+        # run --sessions does, so no later calibrate or compare reads it as a session
+        run.finish()
+        raise
+    over = run.finish()
+    if over.refused is not None:
+        raise HotloopError(over.refused)
+    if over.failed:
+        first = over.ends[over.failed[0]]
+        why = first.message if isinstance(first, ev.Failed) else "no result"
+        raise RunFailed(f"calibrate: session {over.failed[0].session}: {why} "
+                        f"({len(over.failed)} of {args.sessions} sessions failed; the "
+                        f"sessions are in {where})")
+    costs = watch.costs()
+    profile = noise.estimate(list(over.results.values()), *(costs or (None, None)))
+    print(calibration.report(profile, noise.save(profile)))
+    print(f"the sessions: {where} (hotloop calibrate {where} reads them again)")
+    return 0

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-from dataclasses import replace
 from functools import partial
 from pathlib import Path
 
@@ -32,9 +31,8 @@ from hotloop.errors import HotloopError
 from hotloop.record import Header
 from hotloop.render.units import si
 from hotloop.run import launch, series, start, variants
-from hotloop.run.remote import RemoteSession
-from hotloop.run.session import Session
-from hotloop.run.vm import VmSession
+from hotloop.run.series_run import SeriesOutcome, SeriesRequest, SeriesRun, Side
+from hotloop.run.sessionlike import SessionLike
 
 STOP_GRACE_S = 3.0              # then the worker is cancelled (the session kills its group)
 
@@ -47,8 +45,8 @@ class RunController:
         self.ui = ui
         self.results_dir = Path(results_dir)
         self.live: LiveRun | None = None
-        self.session: Session | RemoteSession | VmSession | None = None
-        self.series: series.Series | None = None     # a series running (run --sessions)
+        self.session: SessionLike | None = None
+        self.series: SeriesRun | None = None         # a series running (run --sessions)
         self.series_at: tuple[series.Slot, int] | None = None   # its session, of how many
         # the last series' sessions, a side a kernel: what `c` compares until the next run
         self.series_sides: list[list[Path]] | None = None
@@ -114,7 +112,7 @@ class RunController:
         self.ui.post_message(LiveStarted(self.live))
         return self.live
 
-    async def _run_session(self, session: Session | RemoteSession | VmSession,
+    async def _run_session(self, session: SessionLike,
                            live: LiveRun) -> None:
         """Drive one session to its end; the only place that reads its events."""
         outcome = "failed"
@@ -188,50 +186,50 @@ class RunController:
     # --- a series (run --sessions) ----------------------------------------------------
 
     def check_series(self, cat: Catalog, plan: Plan, kernels: list[str], n: int,
-                     host: str | None, vs: str = ""
-                     ) -> tuple[launch.SeriesRequest, dict[str, ResolvedPlan], list[str]]:
+                     host: str | None, vs: str = "") -> tuple[SeriesRun, list[str]]:
         """A series of `plan`, n sessions of each of `kernels` (or of `plan` and the variants
-        `vs` asks for: run.variants), by the launcher's rules: the request, each side's plan
-        resolved, and what they would change on the system (to ask first)."""
-        req = launch.SeriesRequest(plan, tuple(kernels), n, host=host,
-                                   results=self.results_dir,
-                                   variants=variants.versus(cat, plan, vs))
-        launch.check_series(req)
-        rps = launch.resolve_series(cat, req)
-        return req, rps, launch.consent(rps.values())
+        `vs` asks for: run.variants), checked and each side's plan resolved (`resolved`),
+        and what they would change on the system (to ask first)."""
+        run = SeriesRun(SeriesRequest(plan, tuple(kernels), n, host=host,
+                                      results=self.results_dir,
+                                      variants=tuple(Side(name, one) for name, one in
+                                                     variants.versus(cat, plan, vs))))
+        run.resolve(cat)
+        return run, run.consent()
 
-    def start_series(self, req: launch.SeriesRequest, rps: dict[str, ResolvedPlan],
-                     apply_system: bool = False) -> bool:
-        """Start a series: its sessions of each kernel of `rps`, alternating, the live view
-        following the session that runs; whether it started."""
+    def start_series(self, run: SeriesRun, apply_system: bool = False) -> bool:
+        """Start a series (check_series'): its sessions of each side, alternating, the live
+        view following the session that runs; whether it started."""
         if self.running:
             return False
         try:
-            self.series = launch.start_series(replace(req, apply_system=apply_system), rps)
+            sch = run.start(apply_system)
         except HotloopError as e:
             self._log(f"cannot run: {e}", "error")
             return False
+        self.series = run
         self.series_sides = None
-        sp, n, sides = self.series.plan, req.sessions, list(self.series.plan.variants)
-        self._log(f"series {req.plan.name}: {', '.join(sides)}, {n} session"
-                  f"{'s' * (n != 1)} each, alternating → {sp.directory}")
-        self._away_from(rps[sides[0]].cpu.cpus)
-        self.worker = self.ui.run_worker(self._run_series(self.series, rps), group="session",
+        n, sides = sch.sessions, list(sch.variants)
+        self._log(f"series {run.req.plan.name}: {', '.join(sides)}, {n} session"
+                  f"{'s' * (n != 1)} each, alternating → {sch.directory}")
+        self._away_from(run.resolved[sides[0]].cpu.cpus)
+        self.worker = self.ui.run_worker(self._run_series(run), group="session",
                                          exclusive=True, exit_on_error=False)
         return True
 
-    async def _run_series(self, s: series.Series, rps: dict[str, ResolvedPlan]) -> None:
+    async def _run_series(self, run: SeriesRun) -> None:
         """Drive a series to its end, each session's events into its own live model."""
         live: LiveRun | None = None
         stopped = False
+        sch = run.schedule
         try:
-            async for e in s.events():
+            async for e in run.events():
                 if isinstance(e, series.Begins):
-                    self.series_at = (e.slot, s.plan.sessions)
-                    rp = rps[e.slot.variant]
+                    self.series_at = (e.slot, sch.sessions)
+                    rp = run.resolved[e.slot.variant]
                     live = self._new_live(rp)
                     self._log(f"{e.slot.variant} · session {e.slot.session} of "
-                              f"{s.plan.sessions}{_in_vm(rp)} → {e.slot.path}")
+                              f"{sch.sessions}{_in_vm(rp)} → {e.slot.path}")
                 elif isinstance(e, series.Ends):
                     if live is not None:
                         live.end("finished" if isinstance(e.end, ev.Finished) else
@@ -241,7 +239,7 @@ class RunController:
                     self.session = None
                     self.ui.post_message(LiveEnded())
                 elif live is not None:
-                    self.session = s.current  # type: ignore[assignment]
+                    self.session = run.current
                     await self._feed(e, live)
         except asyncio.CancelledError:
             stopped = True
@@ -252,11 +250,7 @@ class RunController:
             if live is not None and live.running:
                 live.end("stopped")
             self.session = None
-            over = launch.finish(s, interrupted=stopped or s.stopped)
-            done = {k: sum(1 for x in s.done if x.variant == k) for k in s.plan.variants}
-            self._series_ended(s.plan, done,
-                               [f"{x.variant} s{x.session:02d}" for x in s.failed],
-                               stopped or s.stopped, over)
+            self._series_ended(run.finish(interrupted=stopped))
 
     def _session_line(self, slot: series.Slot, end: ev.Event | None, live: LiveRun) -> None:
         name = f"{slot.variant} s{slot.session:02d}"
@@ -269,8 +263,9 @@ class RunController:
             why = end.message if isinstance(end, ev.Failed) else "no result"
             self._log(f"{name}: failed: {why}", "error")
 
-    def _series_ended(self, sp: series.Plan, done: dict[str, int], failed: list[str],
-                      stopped: bool, over: launch.Finished) -> None:
+    def _series_ended(self, over: SeriesOutcome) -> None:
+        sp, done, stopped = over.schedule, over.counts(), over.interrupted
+        failed = [f"{x.variant} s{x.session:02d}" for x in over.failed]
         directory = str(sp.directory)
         counts = ", ".join(f"{k} {n}" for k, n in done.items())
         state = "stopped" if stopped else "done"
@@ -287,7 +282,7 @@ class RunController:
         if len(done) > 1 and all(done.values()):
             dirs = " ".join(f"{sp.folder(k)}/" for k in done)
             self._log(f"c compares them here, or: hotloop compare {dirs}")
-            self.series_sides = [sorted(sp.folder(k).glob("*.jsonl")) for k in done]
+            self.series_sides = [[r.path for r in over.finished(k)] for k in done]
         self.series = None
         self._restore_affinity()
         self.ui.post_message(SeriesEnded(directory, done, failed, stopped))
@@ -296,9 +291,9 @@ class RunController:
 
     def perf_elsewhere(self, symbol: str) -> str:
         """Why `symbol` of the session cannot be annotated here ("" when it can)."""
-        session = self.session
-        if isinstance(session, RemoteSession):
-            return (f"{symbol}: the run's perf data is on {session.host.name}: annotate it "
+        host = self.session.perf_elsewhere if self.session is not None else ""
+        if host:
+            return (f"{symbol}: the run's perf data is on {host}: annotate it "
                     f"there once the run is over (hotloop annotate RESULT {symbol})")
         return ""
 
@@ -306,8 +301,9 @@ class RunController:
         """While the session runs, the CPUs perf annotate keeps off (it runs at idle
         priority too); None once it is over."""
         session = self.session
-        if isinstance(session, Session) and self.live is not None and self.live.running:
-            return set(session.rp.cpu.cpus)
+        if session is not None and session.cpus_here and self.live is not None \
+                and self.live.running:
+            return set(session.cpus_here)
         return None
 
     # --- stopping -------------------------------------------------------------------
@@ -319,7 +315,7 @@ class RunController:
             # a series: no session after this one, the one running ended as a stop does
             self._log("stopping the series: the sessions done are kept")    # asked for
             self.series.stop()
-            if wait and isinstance(session, Session):
+            if wait and session is not None:
                 session.stop(quick=True)        # quitting: see below
             if session is None or not session.pids:
                 worker.cancel()
@@ -329,17 +325,14 @@ class RunController:
             return
         if worker is None or session is None or not self.running:
             return
-        self._log("stopping…" if not isinstance(session, RemoteSession) else
-                  f"stopping: {session.host.name} ends its run and restores its system "
-                  f"(up to {session.host.stop_wait:g} s)")     # the user asked: info
+        self._log("stopping…" if not session.stop_elsewhere else
+                  f"stopping: {session.machine} ends its run and restores its system "
+                  f"(up to {session.stop_elsewhere:g} s)")     # the user asked: info
         self._stop_asked = True
-        if wait and isinstance(session, Session):
-            # quitting (q, a signal): perf's windows the reports have not reached are only
-            # compressed, each window having been as it came, so the quit does not grow with
-            # the session nor wait on a loaded machine's reports (#34)
-            session.stop(quick=True)
-        else:
-            session.stop()
+        # quitting (q, a signal): perf's windows the reports have not reached are only
+        # compressed, each window having been as it came, so the quit does not grow with
+        # the session nor wait on a loaded machine's reports (#34)
+        session.stop(quick=wait)
         if not session.pids:                  # not started yet: nothing for stop() to kill
             worker.cancel()
         waiter = asyncio.ensure_future(self._await_worker(worker))

@@ -19,11 +19,11 @@ import asyncio
 import contextlib
 import uuid
 from collections.abc import AsyncGenerator, AsyncIterator, Sequence
-from typing import Protocol
 
 from hotloop import events as ev
 from hotloop.errors import HotloopError
 from hotloop.record import Batch
+from hotloop.run.sessionlike import SessionLike
 
 _DONE = object()
 _EVENTS = (ev.Started, ev.RunSample, ev.HotSymbols, ev.Warning, ev.PerfStart, ev.Finished,
@@ -40,28 +40,7 @@ def williams(k: int) -> list[list[int]]:
     return rows if k % 2 == 0 else rows + [row[::-1] for row in rows]
 
 
-class Runnable(Protocol):
-    """What interleave and together drive: a local Session or a remote one."""
-    gate: asyncio.Queue[None] | None
-    batch: Batch | None
-    variant: str
-    interrupted_by: str             # the signal that cancelled it, for its last line
-
-    @property
-    def title(self) -> str: ...
-
-    @property
-    def machine(self) -> str: ...      # "" here, else the host's name
-
-    @property
-    def until_ci(self) -> float | None: ...
-
-    def events(self) -> AsyncIterator[ev.Event]: ...
-
-    def stop(self) -> None: ...
-
-
-async def together(sessions: Sequence[Runnable]) -> AsyncIterator[ev.Event]:
+async def together(sessions: Sequence[SessionLike]) -> AsyncIterator[ev.Event]:
     """Merged events of `sessions` running at once (on separate machines).  Each ends
     alone, bad input too (a host that cannot start): the others run on, and the first
     exception is raised once they are all done."""
@@ -77,12 +56,12 @@ async def together(sessions: Sequence[Runnable]) -> AsyncIterator[ev.Event]:
         raise errors[0]
 
 
-async def _merged(sessions: Sequence[Runnable], alone: bool = False
-                  ) -> AsyncGenerator[tuple[Runnable, object], None]:
+async def _merged(sessions: Sequence[SessionLike], alone: bool = False
+                  ) -> AsyncGenerator[tuple[SessionLike, object], None]:
     """(session, event) as each comes, (session, _DONE) at each one's end; an exception from
     one raises here (`alone`: it is passed on, and that one ends).  Closed, every session
     is stopped and its task awaited."""
-    queue: asyncio.Queue[tuple[Runnable, object]] = asyncio.Queue()
+    queue: asyncio.Queue[tuple[SessionLike, object]] = asyncio.Queue()
     tasks = [asyncio.create_task(_pump(s, queue)) for s in sessions]
     left = len(sessions)
     try:
@@ -100,7 +79,7 @@ async def _merged(sessions: Sequence[Runnable], alone: bool = False
         await asyncio.gather(*tasks, return_exceptions=True)
 
 
-async def _pump(s: Runnable, queue: asyncio.Queue[tuple[Runnable, object]]) -> None:
+async def _pump(s: SessionLike, queue: asyncio.Queue[tuple[SessionLike, object]]) -> None:
     try:
         async for event in s.events():
             await queue.put((s, event))
@@ -109,7 +88,7 @@ async def _pump(s: Runnable, queue: asyncio.Queue[tuple[Runnable, object]]) -> N
     await queue.put((s, _DONE))
 
 
-async def interleave(sessions: Sequence[Runnable]) -> AsyncIterator[ev.Event]:
+async def interleave(sessions: Sequence[SessionLike]) -> AsyncIterator[ev.Event]:
     """Merged events of `sessions`, run alternately.  A session that fails ends
     alone; bad input (an exception from one) ends them all."""
     if any(s.until_ci is not None for s in sessions):
@@ -124,9 +103,9 @@ async def interleave(sessions: Sequence[Runnable]) -> AsyncIterator[ev.Event]:
         s.batch = batch
     alive = list(sessions)
     rounds = -1
-    turns: list[Runnable] = []           # who is still to run in this round, in order
+    turns: list[SessionLike] = []           # who is still to run in this round, in order
 
-    def pass_token() -> Runnable | None:
+    def pass_token() -> SessionLike | None:
         """The token to the next session of the round (a new round when it is over)."""
         nonlocal rounds, turns
         turns = [t for t in turns if t in alive]

@@ -199,6 +199,7 @@ class RemoteSession(StreamSession):
                          until_ci, mirror)
         self.host = host
         self.stop_wait = host.stop_wait     # a host with much to restore may take longer
+        self.perf_elsewhere = host.name     # kept there, beside its copy (header's remote)
 
     @property
     def machine(self) -> str:

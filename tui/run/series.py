@@ -15,7 +15,9 @@ With one kernel a series is N sessions of it, which is what a calibration is (ru
 Files: results/<time>-PLAN/<variant>/sNN.jsonl, <variant> the kernel's name or the variant's
 made safe as a directory (variant_directories), sNN the session's number within its variant,
 from 1; each header's batch is Batch(id=<series id>, interleaved=False, variants=<how many>,
-session=NN), so compare knows which sessions ran together.  Below, "kernel" is said for a
+session=NN), so compare knows which sessions ran together, and the design (Schedule.batch: the
+sides, what they differ in, the sessions a side, its position), so compare words it as the
+series does.  Below, "kernel" is said for a
 variant where the two are one (a kernel series is a series of kernel variants).
 """
 from __future__ import annotations
@@ -36,7 +38,8 @@ from hotloop.errors import HotloopError, SessionFailed
 from hotloop.paths import RESULTS
 from hotloop.record import Batch
 from hotloop.results import gone
-from hotloop.run.interleave import Runnable, williams
+from hotloop.run.interleave import williams
+from hotloop.run.sessionlike import SessionLike
 
 # A session that did not finish is moved aside (sNN.jsonl.failed, .stopped): its runs are
 # not the variant's sessions, and `hotloop compare DIR/A/ DIR/B/` then reads what the series
@@ -160,27 +163,32 @@ class Slot:
 
 
 @dataclass(frozen=True)
-class Plan:
-    """The series' sessions, in the order they run."""
+class Schedule:
+    """The series' sessions, in the order they run: which variant, which session, where."""
     id: str
     directory: Path
     variants: tuple[str, ...]
     sessions: int               # a variant
     slots: tuple[Slot, ...]
+    differs: tuple[str, ...] = ()   # what the variants differ in by design (series_run.design)
 
     def folder(self, variant: str) -> Path:
         return self.slots[[s.variant for s in self.slots].index(variant)].path.parent
 
     def batch(self, slot: Slot) -> Batch:
+        """What a session's header says of the series: its id and the session's number, and
+        the design, so that `compare DIR/A/ DIR/B/` says what the series said."""
         return Batch(id=self.id, interleaved=False, variants=len(self.variants),
-                     session=slot.session)
+                     session=slot.session, sides=self.variants, differs=self.differs,
+                     sessions=self.sessions, position=slot.position + 1)
 
 
-def plan(variants: Sequence[str], sessions: int, directory: Path,
-         folders: Sequence[str] | None = None, kernels: Sequence[str] | None = None) -> Plan:
-    """The series' plan, its variants' directories made in `directory`: `folders` (default:
+def schedule(variants: Sequence[str], sessions: int, directory: Path,
+             folders: Sequence[str] | None = None, kernels: Sequence[str] | None = None,
+             differs: Sequence[str] = ()) -> Schedule:
+    """The series' schedule, its variants' directories made in `directory`: `folders` (default:
     the variants as kernels' names, directory_names); `kernels` each variant's kernel
-    profile (default: the variant's name)."""
+    profile (default: the variant's name); `differs`: what they differ in by design."""
     paths = [directory / n for n in (folders or directory_names(variants))]
     try:
         for f in paths:
@@ -195,7 +203,8 @@ def plan(variants: Sequence[str], sessions: int, directory: Path,
         count[k] += 1
         slots.append(Slot(variants[k], count[k], pos, paths[k] / f"s{count[k]:02d}.jsonl",
                           kernel_of[k]))
-    return Plan(uuid.uuid4().hex[:12], directory, tuple(variants), sessions, tuple(slots))
+    return Schedule(uuid.uuid4().hex[:12], directory, tuple(variants), sessions, tuple(slots),
+                    tuple(differs))
 
 
 # --------------------------------------------------------------------------- the loop
@@ -218,18 +227,18 @@ SeriesEvent = Begins | Ends | ev.Event
 
 
 @dataclass
-class Series:
+class SeriesLoop:
     """Drive a series: each slot's session made by `make` when its turn comes (a VM session
     boots then), one after another.  A session that fails does not stop the others (nor one
     that fails before its header: a VM that does not boot); one stopped (stop(), a signal
     cancelling the loop) stops the series, the sessions done kept as they are (complete
     files) and the running one ended as a stopped session is."""
-    plan: Plan
-    make: Callable[[Slot], Runnable]
+    schedule: Schedule
+    make: Callable[[Slot], SessionLike]
     gap: float = 0.0            # seconds between two sessions
-    sessions: list[Runnable] = field(default_factory=list)     # made so far
+    sessions: list[SessionLike] = field(default_factory=list)     # made so far
     ends: dict[Slot, ev.Finished | ev.Failed | None] = field(default_factory=dict)
-    current: Runnable | None = None
+    current: SessionLike | None = None
     stopped: bool = False
 
     def stop(self) -> None:
@@ -238,14 +247,14 @@ class Series:
             self.current.stop()
 
     async def events(self) -> AsyncIterator[SeriesEvent]:
-        for i, slot in enumerate(self.plan.slots):
+        for i, slot in enumerate(self.schedule.slots):
             if self.stopped:
                 return
             if i and self.gap > 0:
                 await asyncio.sleep(self.gap)
-            yield Begins(slot, len(self.plan.slots))
+            yield Begins(slot, len(self.schedule.slots))
             s = self.make(slot)
-            s.batch = self.plan.batch(slot)
+            s.batch = self.schedule.batch(slot)
             self.sessions.append(s)
             self.current = s
             end: ev.Finished | ev.Failed | None = None

@@ -70,6 +70,18 @@ class Session:
         return self.rp.plan.until_ci
 
     @property
+    def stop_elsewhere(self) -> float:
+        return 0.0                      # its stop is this machine's (sessionlike)
+
+    @property
+    def perf_elsewhere(self) -> str:
+        return ""
+
+    @property
+    def cpus_here(self) -> tuple[int, ...]:
+        return self.rp.cpu.cpus
+
+    @property
     def gate(self) -> asyncio.Queue[None] | None:
         """With a gate, every repetition waits for a token: interleave.py hands them out so
         that several sessions take turns, one run at a time."""

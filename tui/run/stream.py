@@ -83,6 +83,7 @@ class StreamSession:
         # line prints it on stderr
         self.notice: Callable[[str], None] | None = None
         self.interrupted_by = ""
+        self.stopped_because = ""       # said by the other side's last line, not here
         self.pids: list[int] = []       # the child, once it runs
         self._proc: asyncio.subprocess.Process | None = None
         self._stopping = False          # stop() came: the other side's stdin is (to be) closed
@@ -117,6 +118,14 @@ class StreamSession:
     def where(self) -> str:
         """Who the messages name: the host, the VM."""
         return self.machine
+
+    @property
+    def stop_elsewhere(self) -> float:
+        """Stopped, the other side ends its run and restores its system: up to stop_wait."""
+        return self.stop_wait
+
+    perf_elsewhere = ""                 # a host's: its own (remote.RemoteSession)
+    cpus_here: tuple[int, ...] = ()     # a VM's: its vCPUs' (vm.VmSession)
 
     async def _spawn(self) -> asyncio.subprocess.Process:
         """The child, its three streams piped, in a process group of its own."""
@@ -159,9 +168,10 @@ class StreamSession:
         gated = ["--gated"] if self.gate is not None else []
         return ["run", "--format=events", "--control=stdin", *gated, *self.argv]
 
-    def stop(self) -> None:
+    def stop(self, quick: bool = False) -> None:
         """End the run: the other side sees its stdin close, stops and restores; its last
-        lines still come, within its stop_wait (else the child is killed)."""
+        lines still come, within its stop_wait (else the child is killed).  `quick` changes
+        nothing: the other side's restore is not this side's to cut short."""
         first, self._stopping = not self._stopping, True
         proc = self._proc
         if proc is None:

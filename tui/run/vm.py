@@ -69,7 +69,7 @@ class VmSession(StreamSession):
         self.batch = batch
         k = rp.kernel
         self.image = Path(k.image)
-        cpus = rp.cpu.cpus
+        cpus = self.cpus_here = rp.cpu.cpus     # its vCPUs' (_pin)
         self.vcpus = k.cpus or (len(cpus) if cpus else min(os.cpu_count() or 1, 4))
         self.memory = k.memory or DEFAULT_MEMORY
         self.accel = Accel("tcg", "not probed yet")
@@ -106,7 +106,11 @@ class VmSession(StreamSession):
     def grace_s(self) -> float:
         return GRACE_S * self.scale
 
-    def stop(self) -> None:
+    @property
+    def stop_elsewhere(self) -> float:
+        return 0.0                      # killed at once: see stop()
+
+    def stop(self, quick: bool = False) -> None:
         """Ends the guest at once, even booting: what it sent is here already, and the
         guest's system is its own (nothing to restore)."""
         self._stopping = True

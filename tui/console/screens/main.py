@@ -233,27 +233,28 @@ class MainScreen(Screen[None]):
         kernels, n = asked
         try:
             plan = self.form.build()
-            req, rps, changes = self.controller.check_series(self.cat, plan, kernels, n, host,
-                                                             self.form.vs)
+            run, changes = self.controller.check_series(self.cat, plan, kernels, n, host,
+                                                        self.form.vs)
         except (ValueError, HotloopError) as e:
             self._cannot_run(e)
             return
         if not changes:
-            self._started(self.controller.start_series(req, rps))
+            self._started(self.controller.start_series(run))
             return
 
         def answered(yes: bool | None) -> None:
             if yes:
                 self.log_line(f"consent given: {', '.join(changes)} (restored after each "
                               f"session)", "warning")
-                self._started(self.controller.start_series(req, rps, apply_system=True))
+                self._started(self.controller.start_series(run, apply_system=True))
             else:
                 self.log_line(f"not run: the series' profiles would change "
                               f"{', '.join(changes)}; nothing was changed", "warning")
 
         from hotloop.console.screens.consent import ConsentScreen
         self.app.push_screen(ConsentScreen(plan.name, ", ".join(sorted({rp.kernel.name for rp in
-                                                                  rps.values()})), changes),
+                                                                  run.resolved.values()})),
+                                             changes),
                              answered)
 
     def _started(self, started: bool) -> None:

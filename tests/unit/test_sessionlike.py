@@ -1,0 +1,47 @@
+"""What every session answers its callers (hotloop.run.sessionlike.SessionLike) in place of
+their asking its class: where its perf data is, what its stop waits on, which CPUs here its
+workload holds.  Sessions made as the command line and the console make them; none started."""
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from conftest import profile_dir
+from test_vm_rules import fake_bzimage
+
+from hotloop import catalog
+from hotloop.catalog import Catalog, Host
+from hotloop.run import start
+from hotloop.run.session import Session
+from hotloop.run.vm import VmSession
+
+
+@pytest.fixture
+def cat(tmp_path: Path, isolated: Path) -> Catalog:
+    image = fake_bzimage(tmp_path / "bzImage")
+    return catalog.load([profile_dir(tmp_path, f"""
+        [kernel.patched]
+        image = "{image}"
+        """)])
+
+
+def test_each_session_says_what_its_callers_asked_its_class(cat, tmp_path):
+    plan = replace(cat.plan_for("zero_null"), cpu="split")
+    split = cat.resolve(plan).cpu.cpus
+    here = start.here(cat.resolve(plan), tmp_path / "a.jsonl", start.Choices())
+    vm = start.here(cat.resolve(replace(plan, kernel="patched")), tmp_path / "b.jsonl",
+                    start.Choices())
+    host = Host("lab1", "lab1.example", stop_wait=45.0)
+    there = start.there(host, plan, tmp_path / "c.jsonl", start.Choices())
+    assert isinstance(here, Session) and isinstance(vm, VmSession)
+    # the stop: this machine's (here; a VM killed at once), or the host's to end and restore
+    assert (here.stop_elsewhere, vm.stop_elsewhere, there.stop_elsewhere) == (0.0, 0.0, 45.0)
+    # the perf data: annotated here, or there
+    assert (here.perf_elsewhere, vm.perf_elsewhere, there.perf_elsewhere) == ("", "", "lab1")
+    # the CPUs kept free of the console and of perf annotate while it runs: a VM's vCPUs'
+    assert split and here.cpus_here == split == vm.cpus_here and there.cpus_here == ()
+    # nothing started: no process, no stop reason
+    for s in (here, vm, there):
+        assert s.pids == [] and s.stopped_because == "" and s.interrupted_by == ""
+        s.stop(quick=True)              # before it starts: nothing to end, and no error
