@@ -329,3 +329,19 @@ def test_a_shared_hosts_harmless_ssh_config_loads_and_a_missing_one_is_one_line(
     assert (lab.ssh_config, lab.identity_file) == (str(shared / "ssh.conf"),
                                                    str(shared / "keys" / "lab"))
     assert ssh_argv(lab, "true")[2:4] == ["-F", str(shared / "ssh.conf")]
+
+
+@pytest.mark.parametrize("argv, asks", [
+    (["run", "page-pool", "--host", "lab1"], "asks for 3 (mode=fast_path, mode=ptr_ring"),  # a batch
+    (["run", "zero_null", "--host", "lab1", "--param", "block_size=512,4096"], "asks for 2"),
+    (["run", "zero_null", "syscall", "--host", "lab1"], "asks for 2"),
+])
+def test_a_host_runs_one_variant_and_a_batch_is_refused_in_one_line(tmp_path, isolated,
+                                                                    capsys, argv, asks):
+    """A plan that is a batch (its params hold lists) was let through to a traceback."""
+    from hotloop.cli import main
+    d = profile_dir(tmp_path, HOSTS)
+    assert main([argv[0], "--profiles", str(d), *argv[1:]]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "--host runs one variant on each host, and this " + asks in err
+    assert not (isolated / "results").exists()

@@ -62,10 +62,13 @@ def run_on_hosts(cat: Catalog, args: argparse.Namespace) -> int:
     """`run --host A [--host B]`: the plan on each host, at once or (--interleave) taking
     turns, a result file here for each; compared when there are several."""
     hosts = hosts_named(cat, args.host)
-    if len(args.names) > 1 or len(args.cpu or []) > 1 or len(args.kernel or []) > 1 \
-            or any("," in item.partition("=")[2] for item in args.param):
-        raise HotloopError("--host runs one variant on each host: one plan, one --cpu, one "
-                           "value a --param, one --kernel (the hosts are what is compared)")
+    # the plan and its overrides, checked here; each host's hotloop fits it to that machine
+    todo = variants(cat, args, here=False)
+    if len(todo) > 1:                   # several asked for, or a plan that is a batch
+        raise HotloopError(f"--host runs one variant on each host, and this asks for "
+                           f"{len(todo)} ({', '.join(v.label for v in todo[:3])}"
+                           f"{', ...' if len(todo) > 3 else ''}): one plan, one --cpu, one "
+                           f"value a --param, one --kernel (the hosts are what is compared)")
     if args.control or args.gated:
         raise HotloopError("--control is what a remote session is given; with --host, "
                            "hotloop gives it")
@@ -73,8 +76,7 @@ def run_on_hosts(cat: Catalog, args: argparse.Namespace) -> int:
         raise HotloopError("--interleave needs two or more --host (or variants on this "
                            "machine, without --host)")
     chosen = choices(args, len(hosts), each="host")
-    # the plan and its overrides, checked here; each host's hotloop fits it to that machine
-    variant, = variants(cat, args, here=False)
+    variant, = todo
     warn_skipped(cat)
     sessions = [launch.start_run(launch.RunRequest(
         variant.rp, chosen, host=h, output=args.out, variant=h.name,
