@@ -19,7 +19,7 @@ from hotloop.catalog import Catalog, ParamSetting, Plan
 from hotloop.catalog.schema import NAME
 from hotloop.cli.aa import Variant
 from hotloop.cli.common import cancel, cancel_closed_output, warn_skipped
-from hotloop.cli.signals import interrupt, interrupted_status
+from hotloop.cli.signals import STOPPED, interrupt, interrupted_status
 from hotloop.errors import HotloopError, RunFailed
 from hotloop.results.writer import encode_line
 from hotloop.run import launch, start
@@ -161,14 +161,13 @@ async def guarded(sessions: Sequence[SessionLike], body: Awaitable[T],
     signals = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
     for sig in signals:
         loop.add_signal_handler(sig, cancel, sig, main, sessions)
-    global _closed_output
     if control == "stdin":
         # a remote session: its stdout closed is the connection gone, a hangup
-        _closed_output = lambda: loop.call_soon(cancel, signal.SIGHUP, main,  # noqa: E731
-                                                sessions)
+        STOPPED.on_output_closed = lambda: loop.call_soon(
+            cancel, signal.SIGHUP, main, sessions)
     else:
-        _closed_output = lambda: loop.call_soon(cancel_closed_output, main,  # noqa: E731
-                                                sessions)
+        STOPPED.on_output_closed = lambda: loop.call_soon(
+            cancel_closed_output, main, sessions)
     if control == "stdin":
         _follow_stdin(loop, main, sessions)
     try:
@@ -182,7 +181,7 @@ async def guarded(sessions: Sequence[SessionLike], body: Awaitable[T],
             signal.signal(sig, interrupt)
         if control == "stdin":
             loop.remove_reader(sys.stdin.fileno())
-        _closed_output = None
+        STOPPED.on_output_closed = None
 
 
 def _follow_stdin(loop: asyncio.AbstractEventLoop, main: asyncio.Task[Any],
@@ -207,8 +206,6 @@ def _follow_stdin(loop: asyncio.AbstractEventLoop, main: asyncio.Task[Any],
     loop.add_reader(fd, readable)
 
 
-_closed_output: Callable[[], Any] | None = None     # the run's stop when stdout is closed
-
 
 def say(message: str) -> None:
     """What a session says as it goes (a VM's boot), on stderr whatever the format."""
@@ -231,8 +228,8 @@ def emit_text(line: str) -> None:
         # as on a hangup, and its last line says why (EPIPE, not a signal); what comes
         # after goes nowhere.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        if _closed_output is not None:
-            _closed_output()
+        if STOPPED.on_output_closed is not None:
+            STOPPED.on_output_closed()
 
 
 class _NoBar:

@@ -3,19 +3,23 @@ status it makes.  Light on purpose: every start imports it, `-V` included."""
 from __future__ import annotations
 
 import signal
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 
 @dataclass
-class Stopped:
-    """What stopped the command, once something did."""
+class StopState:
+    """What stopped the command, once something did, and how a run in progress is stopped
+    when standard output's reader goes."""
     received: signal.Signals = signal.SIGINT    # the last signal (Ctrl-C's until one comes)
     stopping_said: bool = False                 # the remote sessions' stop was said once
     output_closed: bool = False                 # standard output's reader gone (EPIPE)
+    # while a run goes on: its stop when a write to standard output finds the reader gone
+    on_output_closed: Callable[[], Any] | None = None
 
 
-STOPPED = Stopped()
+STOPPED = StopState()
 
 
 def interrupt(signum: int, frame: Any) -> None:
