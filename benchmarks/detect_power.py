@@ -19,7 +19,7 @@ import time
 import numpy as np
 
 from hotloop.analysis.judge import test_metric
-from hotloop.analysis.metrics import SPEED, Series
+from hotloop.analysis.metrics import SPEED, MetricValues
 from hotloop.analysis.noise import MIN_SESSIONS, metric_noise
 from hotloop.console.live import LiveRun
 from hotloop.stats import detectable_pct
@@ -57,8 +57,8 @@ def main() -> None:
             figures.append(stated["now"])
             for k, d in stated.items():
                 assert d is not None
-                base = [Series("v", "", True, SPEED, session(sd))]
-                new = [Series("v", "", True, SPEED, session(sd, d / 100))]
+                base = [MetricValues("v", "", True, SPEED, session(sd))]
+                new = [MetricValues("v", "", True, SPEED, session(sd, d / 100))]
                 t = test_metric(base, new, calibrated=cal)
                 hits[k] += t.significant and t.ci_low is not None and t.ci_low > 0
         print(f"| {100 * sd:g}% | {np.median(figures):.1f}% | "
