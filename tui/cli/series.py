@@ -255,12 +255,12 @@ def report(over: SeriesOutcome, comp: Comparison | None, interrupted: bool, fmt:
     doc = document(over, interrupted)
     if fmt == "events":
         emit_text(json.dumps({"type": "series_end", **doc,
-                              "comparison": compare_formats.document(comp) if comp else None})
-                  + "\n")
+                              "comparison": compare_formats.document(comp) if comp else None},
+                             allow_nan=False) + "\n")
         return
     if fmt == "json":
         print(json.dumps({"series": doc, "comparison": compare_formats.document(comp)
-                          if comp else None}, indent=2))
+                          if comp else None}, indent=2, allow_nan=False))
         return
     p = over.schedule
     counts = ", ".join(f"{k} {n}" for k, n in over.counts().items())
