@@ -52,11 +52,14 @@ def test_a_guests_run_and_a_worker_load_none_of_the_heavy_modules(tmp_path):
 
 
 # What `run --format events` (a guest's, a remote host's) has no use for: the reports, the
-# comparisons and pictures, the --host path (ssh, the wheel), the other subcommands.
+# comparisons and pictures, the --host path (ssh, the wheel), the other subcommands, the
+# sessions it does not run (a VM's, a host's, interleaved ones, a series).
 NOT_THE_RUN_PATH = ("hotloop.render", "hotloop.analysis", "hotloop.cli.reports",
                     "hotloop.cli.hosts", "hotloop.cli.wheel", "hotloop.cli.series",
                     "hotloop.cli.listing", "hotloop.cli.compare", "hotloop.cli.calibrate",
-                    "hotloop.results.index")
+                    "hotloop.results.index", "hotloop.run.vm", "hotloop.run.guest",
+                    "hotloop.run.remote", "hotloop.run.stream", "hotloop.run.interleave",
+                    "hotloop.run.series")
 
 
 def test_a_guests_run_loads_only_the_run_path(tmp_path):

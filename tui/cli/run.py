@@ -24,7 +24,6 @@ from hotloop.errors import HotloopError, RunFailed
 from hotloop.results.writer import encode_line
 from hotloop.run import launch, start
 from hotloop.run import variants as expander
-from hotloop.run.interleave import interleave, together
 from hotloop.run.sessionlike import SessionLike
 from hotloop.visible import visible
 
@@ -320,8 +319,10 @@ async def _drive(sessions: Sequence[SessionLike], fmt: str, interleaved: bool, g
                                   + escape(visible(f"{prefix}{event.message}")))
 
         if interleaved:
+            from hotloop.run.interleave import interleave
             await consume(interleave(sessions))
         elif parallel:
+            from hotloop.run.interleave import together
             await consume(together(sessions))
         else:
             for i, s in enumerate(sessions):

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from hotloop import events as ev
 from hotloop import results
@@ -22,9 +23,11 @@ from hotloop.paths import RESULTS
 from hotloop.results.writer import sweep_below
 from hotloop.run import start
 from hotloop.run.preflight import preflight, system_settings
-from hotloop.run.remote import RemoteSession
 from hotloop.run.session import Session
-from hotloop.run.vm import VmSession
+
+if TYPE_CHECKING:
+    from hotloop.run.remote import RemoteSession
+    from hotloop.run.vm import VmSession
 
 SERIES_HERE = "--sessions runs a series on this machine; --host runs one session on each host"
 # Why not the cross product: the report compares every side with the first, so "patched

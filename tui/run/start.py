@@ -7,14 +7,19 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from hotloop import events as ev
 from hotloop.catalog import Host, Plan, ResolvedPlan
 from hotloop.record import Batch
 from hotloop.run.pinned import Pinned
-from hotloop.run.remote import Bounds, RemoteSession
 from hotloop.run.session import Session
-from hotloop.run.vm import VmSession
+
+# A VM's and a host's sessions are imported when one is made: what a guest or a host runs
+# (`run --format events`, a session here) reads no module of theirs.
+if TYPE_CHECKING:
+    from hotloop.run.remote import Bounds, RemoteSession
+    from hotloop.run.vm import VmSession
 
 
 @dataclass(frozen=True)
@@ -42,6 +47,7 @@ def plan_argv(plan: Plan, choices: Choices) -> list[str]:
 
 
 def bounds(plan: Plan) -> Bounds:
+    from hotloop.run.remote import Bounds
     # each worker process runs the plan's warmup: at most the runs' many processes do
     return Bounds(plan.runs, plan.warmup * min(plan.processes, plan.runs), plan.timeout)
 
@@ -55,6 +61,7 @@ def here(rp: ResolvedPlan, result_file: Path, choices: Choices, variant: str = "
     and its perf data is not kept.  `pinned`: a series' builds, the one its sessions here run
     (a guest builds its own); `notice`: what a VM session says of its boot as it goes."""
     if rp.kernel.image:
+        from hotloop.run.vm import VmSession
         argv = plan_argv(rp.plan, Choices(apply_system=True, keep_perf=False))
         vm = VmSession(rp, argv, result_file, bounds(rp.plan), variant=variant,
                        on_exists=choices.on_exists, mirror=mirror, batch=batch)
@@ -70,6 +77,7 @@ def here(rp: ResolvedPlan, result_file: Path, choices: Choices, variant: str = "
 def there(host: Host, plan: Plan, result_file: Path, choices: Choices, variant: str = "",
           mirror: Callable[[ev.Event], None] | None = None) -> RemoteSession:
     """A session of `plan` on `host` over SSH, its result file here."""
+    from hotloop.run.remote import RemoteSession
     return RemoteSession(host, plan_argv(plan, choices), result_file, bounds(plan),
                          variant=variant,
                          on_exists=choices.on_exists, until_ci=plan.until_ci, mirror=mirror)
