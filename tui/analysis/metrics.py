@@ -28,7 +28,7 @@ _COUNTER_UP = {"ipc", "instructions-per-cycle"}     # counters where more is bet
 @dataclass(frozen=True)
 class MetricValues:
     """One metric of one session: what it is and its values, one a run (a perf counter: one
-    for the session).  (run.series.Series is a series of sessions; this is not.)"""
+    for the session).  (run.series_run.SeriesRun is a series of sessions; this is not.)"""
     name: str
     unit: str
     higher_is_better: bool | None
