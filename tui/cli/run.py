@@ -17,9 +17,9 @@ from hotloop import catalog, results
 from hotloop import events as ev
 from hotloop.catalog import Catalog, ParamSetting, Plan
 from hotloop.catalog.schema import NAME
-from hotloop.cli.aa import Variant
 from hotloop.cli.common import cancel, cancel_closed_output, warn_skipped
 from hotloop.cli.signals import STOPPED, interrupt, interrupted_status
+from hotloop.cli.variant import Variant
 from hotloop.errors import HotloopError, RunFailed
 from hotloop.results.writer import encode_line
 from hotloop.run import launch, start

@@ -1,5 +1,5 @@
-"""A run's variants as `run` names them (the A/A's sides a1 and a2 among them: run.variants
-makes them), each with its resolved plan and result file."""
+"""A run's variant as `run` names it (the A/A's sides a1 and a2 among them: run.variants
+makes them), with its resolved plan and result file."""
 from __future__ import annotations
 
 from dataclasses import dataclass
