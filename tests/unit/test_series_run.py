@@ -6,8 +6,10 @@ in its headers, so that compare words the sides as the series did.  No process s
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import re
+import threading
 from collections.abc import AsyncIterator
 from dataclasses import replace
 from pathlib import Path
@@ -128,10 +130,12 @@ def started(cat: Catalog, req: SeriesRequest, ends: dict[tuple[str, int], str] |
     return run, made
 
 
+async def drive_async(run: SeriesRun) -> list[series.SeriesEvent]:
+    return [e async for e in run.events()]
+
+
 def drive(run: SeriesRun) -> list[series.SeriesEvent]:
-    async def go() -> list[series.SeriesEvent]:
-        return [e async for e in run.events()]
-    return asyncio.run(go())
+    return asyncio.run(drive_async(run))
 
 
 # --------------------------------------------------------------------------- checked, resolved
@@ -313,6 +317,50 @@ def test_a_file_deleted_or_changed_since_its_session_finished_is_lost(cat, tmp_p
     assert why[second] == f"{second.path}: replaced or changed since the session finished"
     assert why[third] == f"{third.path}: no longer a file since the session finished"
     assert list(over.results) == [run.schedule.slots[3]]
+
+
+class HeldHash:
+    """hashlib for series_run whose first sha256 waits, once it has begun, until the test lets
+    it go: a cancel that lands while a finished session's file is being hashed."""
+
+    def __init__(self) -> None:
+        self.begun, self.go = threading.Event(), threading.Event()
+
+    def sha256(self):
+        real = hashlib.sha256()
+        if self.begun.is_set():
+            return real
+        held = self
+
+        class Held:
+            def update(self, chunk: bytes) -> None:
+                held.begun.set()
+                held.go.wait(timeout=60)
+                real.update(chunk)
+
+            def hexdigest(self) -> str:
+                return real.hexdigest()
+        return Held()
+
+
+def test_a_session_finished_as_the_series_is_cancelled_is_kept(cat, tmp_path, monkeypatch):
+    held = HeldHash()
+    monkeypatch.setattr(series_run, "hashlib", held)
+    run, made = started(cat, request(cat, "default", "busy-poll", results=tmp_path))
+
+    async def go() -> None:
+        task = asyncio.ensure_future(drive_async(run))
+        await asyncio.to_thread(held.begun.wait, 60)    # the first session's file hashing
+        task.cancel()                                   # Ctrl-C
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        held.go.set()
+    asyncio.run(go())
+    over = run.finish(interrupted=True)
+    first = run.schedule.slots[0]
+    assert len(made) == 1 and not over.failed and over.interrupted
+    assert list(over.results) == [first] and over.moved == {}
+    assert first.path.exists() and over.results[first].digest == results.read(first.path).digest
 
 
 # --------------------------------------------------------------------------- the design

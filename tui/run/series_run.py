@@ -189,16 +189,21 @@ class SeriesOutcome:
                         [v for v in sch.variants if v not in kept])
 
 
-def _fingerprint(path: Path) -> tuple[tuple[int, ...], str]:
-    """A finished session's file as it was left: what stat says of it (to know it unchanged
-    at the series' end) and its sha256 (the session's identity, Result.digest, as reading it
-    would give: a noise profile keeps it).  Its bytes hashed, not read back as a result."""
+def _stat(path: Path) -> tuple[int, ...]:
+    """What stat says of a finished session's file as it was left: to know it unchanged at
+    the series' end."""
+    st = os.stat(path)
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def _digest(path: Path) -> str:
+    """A finished session's sha256 (its identity, Result.digest, as reading it would give: a
+    noise profile keeps it).  Its bytes hashed, not read back as a result."""
+    h = hashlib.sha256()
     with open(path, "rb") as f:
-        st = os.fstat(f.fileno())
-        h = hashlib.sha256()            # in chunks: hashlib.file_digest is 3.11's
         while chunk := f.read(1 << 20):
             h.update(chunk)
-    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns), h.hexdigest()
+    return h.hexdigest()
 
 
 class SeriesRun:
@@ -327,10 +332,16 @@ class SeriesRun:
             return
         result = opened[1]
         try:
-            seen, result.digest = await asyncio.to_thread(_fingerprint, result.path)
+            seen = _stat(result.path)
         except OSError:
             return                      # gone already: finish() says so
+        # kept before the hash: a cancel (Ctrl-C) during it leaves the digest to finish(),
+        # and the session kept, not lost
         self._kept[e.slot] = (result, seen)
+        try:
+            result.digest = await asyncio.to_thread(_digest, result.path)
+        except OSError:
+            pass                        # finish() finds why
 
     # --- once it is over -----------------------------------------------------------------------
     def finish(self, interrupted: bool = False) -> SeriesOutcome:
@@ -373,9 +384,23 @@ class SeriesRun:
             elif (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns) != kept[1]:
                 loop.lost(slot, f"{slot.path}: replaced or changed since the session "
                                 f"finished")
+            elif (why := _hashed(kept[0])) is not None:
+                loop.lost(slot, f"{slot.path}: unreadable since the session finished "
+                                f"({why})")
             else:
                 out[slot] = kept[0]
         return out
+
+
+def _hashed(result: Result) -> str | None:
+    """Its digest hashed here, where the series was stopped while hashing it (a missing hash
+    is not a lost session); why it could not be, else None."""
+    if not result.digest:
+        try:
+            result.digest = _digest(result.path)
+        except OSError as e:
+            return e.strerror or str(e)
+    return None
 
 
 def _remove_empty(directory: Path, folders: Iterable[Path]) -> None:
