@@ -23,6 +23,7 @@ from hotloop import catalog, results
 from hotloop import events as ev
 from hotloop.analysis import compare
 from hotloop.catalog import Catalog, ResolvedPlan
+from hotloop.cli import series as series_cli
 from hotloop.errors import HotloopError
 from hotloop.record import Batch, Header, to_json
 from hotloop.render import compare_formats
@@ -296,6 +297,16 @@ def test_a_series_refused_as_bad_input_leaves_no_directory(cat, tmp_path):
     assert list((tmp_path / "results").iterdir()) == []
 
 
+def test_a_refused_plan_with_a_session_done_keeps_its_directory(cat, tmp_path):
+    run, made = started(cat, request(cat, "default", "busy-poll", results=tmp_path),
+                        {("busy-poll", 1): "refused"})
+    drive(run)
+    over = run.finish()
+    first = run.schedule.slots[0]
+    assert len(made) == 2 and over.refused is None and not over.removed
+    assert list(over.results) == [first] and first.path.exists()
+
+
 def test_a_series_stopped_before_anything_was_written_leaves_no_directory(cat, tmp_path):
     run, made = started(cat, request(cat, "default", "busy-poll", results=tmp_path))
     over = run.finish(interrupted=True)         # stopped while its first session built
@@ -361,6 +372,25 @@ def test_a_session_finished_as_the_series_is_cancelled_is_kept(cat, tmp_path, mo
     assert len(made) == 1 and not over.failed and over.interrupted
     assert list(over.results) == [first] and over.moved == {}
     assert first.path.exists() and over.results[first].digest == results.read(first.path).digest
+
+
+def test_a_series_of_variants_says_each_sessions_variant_and_kernel(cat, tmp_path):
+    run, _ = started(cat, variants_request(cat, results=tmp_path),
+                     {("block_size=4096", 2): "failed"})
+    first = run.schedule.slots[0]
+    line = series_cli.bracket(run.schedule, first, "series_session")
+    assert (line["variant"], line["kernel"], line["session"]) == ("block_size=512", "default", 1)
+    drive(run)
+    doc = series_cli.document(run.finish(), False)
+    assert doc["variants"] == ["block_size=512", "block_size=4096"] == doc["folders"]
+    assert doc["kernels"] == ["default"] and doc["differs"] == ["params.block_size"]
+    assert doc["order"] == ["block_size=512 s01", "block_size=4096 s01", "block_size=4096 s02",
+                            "block_size=512 s02"]
+    assert [(x["variant"], x["kernel"], x["session"]) for x in doc["done"]] == [
+        ("block_size=512", "default", 1), ("block_size=4096", "default", 1),
+        ("block_size=512", "default", 2)]
+    assert [(x["variant"], x["session"], x["message"]) for x in doc["failed"]] == [
+        ("block_size=4096", 2, "the worker died")]
 
 
 # --------------------------------------------------------------------------- the design
