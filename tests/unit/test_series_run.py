@@ -29,7 +29,7 @@ from hotloop.record import Batch, Header, to_json
 from hotloop.render import compare_formats
 from hotloop.results.reader import decode_line
 from hotloop.run import series, series_run
-from hotloop.run.series_run import SeriesRequest, SeriesRun, Side
+from hotloop.run.series_run import SeriesRequest, SeriesRun, SeriesSide
 from hotloop.run.session import Session
 from hotloop.run.vm import VmSession
 
@@ -106,7 +106,7 @@ def request(cat: Catalog, *kernels: str, sessions: int = 2, **more) -> SeriesReq
 def variants_request(cat: Catalog, sessions: int = 2, kernels=("default",),
                      **more) -> SeriesRequest:
     plan = cat.plan_for("zero_null")
-    two = tuple(Side(f"block_size={b}", replace(plan, params={"block_size": b}))
+    two = tuple(SeriesSide(f"block_size={b}", replace(plan, params={"block_size": b}))
                 for b in (512, 4096))
     return SeriesRequest(plan, kernels, sessions, variants=two, **more)
 
@@ -182,8 +182,8 @@ def test_each_side_is_resolved_once(cat, monkeypatch):
     plan = cat.plan_for("zero_null")
     given = real(replace(plan, params={"block_size": 4096}))
     req = SeriesRequest(plan, ("default",), 2, variants=(
-        Side("block_size=512", replace(plan, params={"block_size": 512})),
-        Side("block_size=4096", given.plan, given)))
+        SeriesSide("block_size=512", replace(plan, params={"block_size": 512})),
+        SeriesSide("block_size=4096", given.plan, given)))
     run = SeriesRun(req)
     rps = run.resolve(cat)
     assert rps["block_size=4096"] is given          # the caller's: not resolved again

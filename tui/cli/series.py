@@ -39,7 +39,7 @@ from hotloop.run.series_run import (
     SeriesOutcome,
     SeriesRequest,
     SeriesRun,
-    Side,
+    SeriesSide,
 )
 from hotloop.visible import visible, visible_lines
 
@@ -179,7 +179,7 @@ def _variants_request(cat: Catalog, args: argparse.Namespace, host: str | None,
     stem = "+".join(args.names) if len(args.names) > 1 else first.name
     req = SeriesRequest(first, (first.kernel,), args.sessions, mirror=mirror,
                         stem=stem[:MAX_STEM],
-                        variants=tuple(Side(v.label, v.rp.plan, v.rp) for v in todo),
+                        variants=tuple(SeriesSide(v.label, v.rp.plan, v.rp) for v in todo),
                         notice=say)
     SeriesRun(req)
     return replace(req, choices=choices(args, 2, each="session"))

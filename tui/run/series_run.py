@@ -57,7 +57,7 @@ def by_variant(slot: series.Slot) -> str:
 
 
 @dataclass(frozen=True)
-class Side:
+class SeriesSide:
     """A variant of the series: its name ("block_size=4096", "cpu=split", a plan's) and its
     plan with the user's overrides; `rp` that plan resolved, where the caller resolved it
     already (run's variants), so that it is not resolved again."""
@@ -73,7 +73,7 @@ class SeriesRequest:
     plan: Plan                          # with the user's overrides; its kernel: each of kernels
     kernels: tuple[str, ...]
     sessions: int                       # a kernel (a variant)
-    variants: tuple[Side, ...] = ()
+    variants: tuple[SeriesSide, ...] = ()
     # the user's (apply_system: the yes to consent()); a series' files are new: on_exists
     # is always "refuse"
     choices: Choices = Choices()
@@ -85,11 +85,11 @@ class SeriesRequest:
     mirror: Callable[[ev.Event], None] | None = None
     notice: Callable[[str], None] | None = None     # a VM's boot as it goes (stderr)
 
-    def sides(self) -> list[Side]:
+    def sides(self) -> list[SeriesSide]:
         """What the series alternates, a kernel's side named for it."""
         if len(self.variants) > 1:
             return list(self.variants)
-        return [Side(k, replace(self.plan, kernel=k)) for k in self.kernels]
+        return [SeriesSide(k, replace(self.plan, kernel=k)) for k in self.kernels]
 
     def folders(self) -> list[str]:
         """Each side's directory: a kernel's name, a variant's made safe for one."""
