@@ -1,5 +1,5 @@
 """A series' life (hotloop.run.series_run.SeriesRun), driven with stand-in sessions that write
-forged result files with known numbers through the real writer: checked before anything is
+forged result files with known numbers (tests/forged_session.py): checked before anything is
 made, each side resolved once, stopped, finished (the unfinished set aside, an empty directory
 removed, a file deleted or changed since lost), its results kept as they came; and its design
 in its headers, so that compare words the sides as the series did.  No process started."""
@@ -10,31 +10,28 @@ import hashlib
 import json
 import re
 import threading
-from collections.abc import AsyncIterator
 from dataclasses import replace
 from pathlib import Path
 
 import forge
 import pytest
 from conftest import profile_dir
+from forged_session import Forged
 from test_vm_rules import fake_bzimage
 
 from hotloop import catalog, results
-from hotloop import events as ev
 from hotloop.analysis import compare
 from hotloop.catalog import Catalog, ResolvedPlan
 from hotloop.cli import series as series_cli
 from hotloop.errors import HotloopError
-from hotloop.record import Batch, Header, to_json
+from hotloop.record import Batch, Header
 from hotloop.render import compare_formats
-from hotloop.results.reader import decode_line
 from hotloop.run import series, series_run
 from hotloop.run.series_run import SeriesRequest, SeriesRun, SeriesSide
 from hotloop.run.session import Session
 from hotloop.run.vm import VmSession
 
 STAMP = r"\d{8}-\d{6}"
-NS = {"default": 2_000_000, "busy-poll": 1_900_000}     # a kernel's run, in ns
 
 
 @pytest.fixture
@@ -45,58 +42,6 @@ def cat(tmp_path: Path, isolated: Path) -> Catalog:
         [kernel.patched]
         image = "{image}"
         """)])
-
-
-class Forged:
-    """A session that writes its slot's file as a session would (a forged zero_null header
-    with the batch the series gave it, its runs, its last line) and yields each line as the
-    event it is.  `end`: finished, failed, stopped (the series stopped while it ran) or
-    refused (bad input: no file)."""
-
-    def __init__(self, slot: series.Slot, rp: ResolvedPlan, end: str = "finished",
-                 on_start=None):
-        self.slot, self.rp, self.end, self.on_start = slot, rp, end, on_start
-        self.gate = None
-        self.batch: Batch | None = None
-        self.variant = slot.variant
-        self.result_file = slot.path
-        self.interrupted_by = self.stopped_because = ""
-        self.stopped = False
-        self.pids: list[int] = []
-
-    title = property(lambda self: self.variant)
-    machine = property(lambda self: "")
-    until_ci = property(lambda self: None)
-    stop_elsewhere = property(lambda self: 0.0)
-    perf_elsewhere = property(lambda self: "")
-    cpus_here = property(lambda self: ())
-
-    async def events(self) -> AsyncIterator[ev.Event]:
-        if self.on_start is not None:
-            self.on_start(self)
-        if self.end == "refused":
-            yield ev.Failed("param x: no", bad_input=True, variant=self.variant)
-            return
-        bs = self.rp.params["block_size"]
-        head = forge.header(params={"block_size": bs, "count": 20000, "spin": 0},
-                            variant=self.variant, label=self.slot.kernel,
-                            kernel={**forge.header()["kernel"], "name": self.slot.kernel},
-                            batch=to_json(self.batch))
-        last = {"finished": "finished",
-                "failed": {"type": "failed", "message": "the worker died", "run": 3},
-                "stopped": {"type": "failed", "message": "interrupted", "interrupted": True}}
-        ns = NS.get(self.slot.kernel, NS["default"]) * (512 / bs) ** 0.1
-        forge.zero_null(self.slot.path, round(ns), block_size=bs, head=head,
-                        end=last[self.end])
-        for line in self.slot.path.read_bytes().splitlines():
-            yield decode_line(line)
-            await asyncio.sleep(0)
-
-    def stop(self, quick: bool = False) -> None:
-        self.stopped = True
-
-    def abandon(self, message: str, signame: str = "") -> None:
-        self.stopped = True
 
 
 def request(cat: Catalog, *kernels: str, sessions: int = 2, **more) -> SeriesRequest:
