@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import re
 from collections import Counter
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -87,6 +88,55 @@ def test_sessions_out_of_bounds_say_why(n, kernels, says):
 def test_a_single_session_of_one_kernel_is_allowed():
     series.check_sessions(1, 1)
 
+
+# --------------------------------------------------------------------------- a variant's directory
+
+@pytest.mark.parametrize("label, folder", [
+    ("block_size=4096", "block_size=4096"),
+    ("cpu=split", "cpu=split"),
+    ("plan-a", "plan-a"),
+    ("cpu=split block_size=4096", "cpu=split_block_size=4096"),     # a space: no shell word
+    ("name=a/b", "name=a_b"),                   # no directory inside another
+    ("..", "_."),                               # neither the parent nor hidden
+    (".hidden", "_hidden"),
+    ("-x=1", "_x=1"),                           # no option to the commands it is given to
+    ("name=a\nb", "name=a_b"),                  # one line in every listing
+    ("name=a,b", "name=a_b"),                   # compare reads a,b as two files
+])
+def test_a_variant_becomes_a_directory_name_safely(label, folder):
+    assert series.variant_directories([label, "other"]) == [folder, "other"]
+
+
+def test_a_long_variant_name_is_cut_and_ends_with_its_digest():
+    long = "name=" + "x" * 120
+    (cut,) = series.variant_directories([long])
+    assert len(cut) == series.MAX_DIRECTORY and cut.startswith("name=xxx")
+    assert re.fullmatch(r"name=x+-[0-9a-f]{8}", cut)
+    assert series.variant_directories([long[:-1] + "y"]) != [cut]     # not one directory
+
+
+@pytest.mark.parametrize("labels", [["name=a/b", "name=a_b"], ["cpu=Split", "cpu=split"]])
+def test_two_variants_that_would_share_a_directory_each_get_their_own(labels):
+    # (on a case-insensitive file system Split and split are one directory too)
+    names = series.variant_directories(labels)
+    assert len({n.casefold() for n in names}) == 2
+    assert all(re.fullmatch(r"[A-Za-z0-9_.+=-]+-[0-9a-f]{8}", n) for n in names)
+    assert series.variant_directories(labels) == names      # the same names every time
+
+
+@pytest.mark.parametrize("labels, says", [
+    (["block_size=512", "block_size=512"], "variant 'block_size=512' twice"),
+    (["", "a"], "a variant of the series has no name"),
+    (["x=" + "y" * 200, "a"], "a name of 202 characters (at most 200)"),
+])
+def test_variants_a_series_cannot_name_are_refused_in_one_line(labels, says):
+    with pytest.raises(HotloopError) as e:
+        series.variant_directories(labels)
+    message = str(e.value)
+    assert says in message and "\n" not in message
+
+
+# --------------------------------------------------------------------------- the loop
 
 class Scripted:
     """A session that yields the end it is given: the loop's control flow, not a run."""

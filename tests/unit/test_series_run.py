@@ -1,37 +1,37 @@
 """A series' life (hotloop.run.series_run.SeriesRun), driven with stand-in sessions that write
-forged result files with known numbers through the real writer: checked before anything is
+forged result files with known numbers (tests/forged_session.py): checked before anything is
 made, each side resolved once, stopped, finished (the unfinished set aside, an empty directory
 removed, a file deleted or changed since lost), its results kept as they came; and its design
 in its headers, so that compare words the sides as the series did.  No process started."""
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import re
-from collections.abc import AsyncIterator
+import threading
 from dataclasses import replace
 from pathlib import Path
 
 import forge
 import pytest
 from conftest import profile_dir
+from forged_session import Forged
 from test_vm_rules import fake_bzimage
 
 from hotloop import catalog, results
-from hotloop import events as ev
 from hotloop.analysis import compare
 from hotloop.catalog import Catalog, ResolvedPlan
+from hotloop.cli import series as series_cli
 from hotloop.errors import HotloopError
-from hotloop.record import Batch, Header, to_json
+from hotloop.record import Batch, Header
 from hotloop.render import compare_formats
-from hotloop.results.reader import decode_line
 from hotloop.run import series, series_run
-from hotloop.run.series_run import SeriesRequest, SeriesRun, Side
+from hotloop.run.series_run import SeriesRequest, SeriesRun, SeriesSide
 from hotloop.run.session import Session
 from hotloop.run.vm import VmSession
 
 STAMP = r"\d{8}-\d{6}"
-NS = {"default": 2_000_000, "busy-poll": 1_900_000}     # a kernel's run, in ns
 
 
 @pytest.fixture
@@ -44,58 +44,6 @@ def cat(tmp_path: Path, isolated: Path) -> Catalog:
         """)])
 
 
-class Forged:
-    """A session that writes its slot's file as a session would (a forged zero_null header
-    with the batch the series gave it, its runs, its last line) and yields each line as the
-    event it is.  `end`: finished, failed, stopped (the series stopped while it ran) or
-    refused (bad input: no file)."""
-
-    def __init__(self, slot: series.Slot, rp: ResolvedPlan, end: str = "finished",
-                 on_start=None):
-        self.slot, self.rp, self.end, self.on_start = slot, rp, end, on_start
-        self.gate = None
-        self.batch: Batch | None = None
-        self.variant = slot.variant
-        self.result_file = slot.path
-        self.interrupted_by = self.stopped_because = ""
-        self.stopped = False
-        self.pids: list[int] = []
-
-    title = property(lambda self: self.variant)
-    machine = property(lambda self: "")
-    until_ci = property(lambda self: None)
-    stop_elsewhere = property(lambda self: 0.0)
-    perf_elsewhere = property(lambda self: "")
-    cpus_here = property(lambda self: ())
-
-    async def events(self) -> AsyncIterator[ev.Event]:
-        if self.on_start is not None:
-            self.on_start(self)
-        if self.end == "refused":
-            yield ev.Failed("param x: no", bad_input=True, variant=self.variant)
-            return
-        bs = self.rp.params["block_size"]
-        head = forge.header(params={"block_size": bs, "count": 20000, "spin": 0},
-                            variant=self.variant, label=self.slot.kernel,
-                            kernel={**forge.header()["kernel"], "name": self.slot.kernel},
-                            batch=to_json(self.batch))
-        last = {"finished": "finished",
-                "failed": {"type": "failed", "message": "the worker died", "run": 3},
-                "stopped": {"type": "failed", "message": "interrupted", "interrupted": True}}
-        ns = NS.get(self.slot.kernel, NS["default"]) * (512 / bs) ** 0.1
-        forge.zero_null(self.slot.path, round(ns), block_size=bs, head=head,
-                        end=last[self.end])
-        for line in self.slot.path.read_bytes().splitlines():
-            yield decode_line(line)
-            await asyncio.sleep(0)
-
-    def stop(self, quick: bool = False) -> None:
-        self.stopped = True
-
-    def abandon(self, message: str, signame: str = "") -> None:
-        self.stopped = True
-
-
 def request(cat: Catalog, *kernels: str, sessions: int = 2, **more) -> SeriesRequest:
     return SeriesRequest(cat.plan_for("zero_null"), kernels, sessions, **more)
 
@@ -103,7 +51,7 @@ def request(cat: Catalog, *kernels: str, sessions: int = 2, **more) -> SeriesReq
 def variants_request(cat: Catalog, sessions: int = 2, kernels=("default",),
                      **more) -> SeriesRequest:
     plan = cat.plan_for("zero_null")
-    two = tuple(Side(f"block_size={b}", replace(plan, params={"block_size": b}))
+    two = tuple(SeriesSide(f"block_size={b}", replace(plan, params={"block_size": b}))
                 for b in (512, 4096))
     return SeriesRequest(plan, kernels, sessions, variants=two, **more)
 
@@ -128,10 +76,12 @@ def started(cat: Catalog, req: SeriesRequest, ends: dict[tuple[str, int], str] |
     return run, made
 
 
+async def drive_async(run: SeriesRun) -> list[series.SeriesEvent]:
+    return [e async for e in run.events()]
+
+
 def drive(run: SeriesRun) -> list[series.SeriesEvent]:
-    async def go() -> list[series.SeriesEvent]:
-        return [e async for e in run.events()]
-    return asyncio.run(go())
+    return asyncio.run(drive_async(run))
 
 
 # --------------------------------------------------------------------------- checked, resolved
@@ -177,8 +127,8 @@ def test_each_side_is_resolved_once(cat, monkeypatch):
     plan = cat.plan_for("zero_null")
     given = real(replace(plan, params={"block_size": 4096}))
     req = SeriesRequest(plan, ("default",), 2, variants=(
-        Side("block_size=512", replace(plan, params={"block_size": 512})),
-        Side("block_size=4096", given.plan, given)))
+        SeriesSide("block_size=512", replace(plan, params={"block_size": 512})),
+        SeriesSide("block_size=4096", given.plan, given)))
     run = SeriesRun(req)
     rps = run.resolve(cat)
     assert rps["block_size=4096"] is given          # the caller's: not resolved again
@@ -292,6 +242,16 @@ def test_a_series_refused_as_bad_input_leaves_no_directory(cat, tmp_path):
     assert list((tmp_path / "results").iterdir()) == []
 
 
+def test_a_refused_plan_with_a_session_done_keeps_its_directory(cat, tmp_path):
+    run, made = started(cat, request(cat, "default", "busy-poll", results=tmp_path),
+                        {("busy-poll", 1): "refused"})
+    drive(run)
+    over = run.finish()
+    first = run.schedule.slots[0]
+    assert len(made) == 2 and over.refused is None and not over.removed
+    assert list(over.results) == [first] and first.path.exists()
+
+
 def test_a_series_stopped_before_anything_was_written_leaves_no_directory(cat, tmp_path):
     run, made = started(cat, request(cat, "default", "busy-poll", results=tmp_path))
     over = run.finish(interrupted=True)         # stopped while its first session built
@@ -313,6 +273,69 @@ def test_a_file_deleted_or_changed_since_its_session_finished_is_lost(cat, tmp_p
     assert why[second] == f"{second.path}: replaced or changed since the session finished"
     assert why[third] == f"{third.path}: no longer a file since the session finished"
     assert list(over.results) == [run.schedule.slots[3]]
+
+
+class HeldHash:
+    """hashlib for series_run whose first sha256 waits, once it has begun, until the test lets
+    it go: a cancel that lands while a finished session's file is being hashed."""
+
+    def __init__(self) -> None:
+        self.begun, self.go = threading.Event(), threading.Event()
+
+    def sha256(self):
+        real = hashlib.sha256()
+        if self.begun.is_set():
+            return real
+        held = self
+
+        class Held:
+            def update(self, chunk: bytes) -> None:
+                held.begun.set()
+                held.go.wait(timeout=60)
+                real.update(chunk)
+
+            def hexdigest(self) -> str:
+                return real.hexdigest()
+        return Held()
+
+
+def test_a_session_finished_as_the_series_is_cancelled_is_kept(cat, tmp_path, monkeypatch):
+    held = HeldHash()
+    monkeypatch.setattr(series_run, "hashlib", held)
+    run, made = started(cat, request(cat, "default", "busy-poll", results=tmp_path))
+
+    async def go() -> None:
+        task = asyncio.ensure_future(drive_async(run))
+        await asyncio.to_thread(held.begun.wait, 60)    # the first session's file hashing
+        task.cancel()                                   # Ctrl-C
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        held.go.set()
+    asyncio.run(go())
+    over = run.finish(interrupted=True)
+    first = run.schedule.slots[0]
+    assert len(made) == 1 and not over.failed and over.interrupted
+    assert list(over.results) == [first] and over.moved == {}
+    assert first.path.exists() and over.results[first].digest == results.read(first.path).digest
+
+
+def test_a_series_of_variants_says_each_sessions_variant_and_kernel(cat, tmp_path):
+    run, _ = started(cat, variants_request(cat, results=tmp_path),
+                     {("block_size=4096", 2): "failed"})
+    first = run.schedule.slots[0]
+    line = series_cli.bracket(run.schedule, first, "series_session")
+    assert (line["variant"], line["kernel"], line["session"]) == ("block_size=512", "default", 1)
+    drive(run)
+    doc = series_cli.document(run.finish(), False)
+    assert doc["variants"] == ["block_size=512", "block_size=4096"] == doc["folders"]
+    assert doc["kernels"] == ["default"] and doc["differs"] == ["params.block_size"]
+    assert doc["order"] == ["block_size=512 s01", "block_size=4096 s01", "block_size=4096 s02",
+                            "block_size=512 s02"]
+    assert [(x["variant"], x["kernel"], x["session"]) for x in doc["done"]] == [
+        ("block_size=512", "default", 1), ("block_size=4096", "default", 1),
+        ("block_size=512", "default", 2)]
+    assert [(x["variant"], x["session"], x["message"]) for x in doc["failed"]] == [
+        ("block_size=4096", 2, "the worker died")]
 
 
 # --------------------------------------------------------------------------- the design

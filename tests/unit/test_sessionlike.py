@@ -1,6 +1,7 @@
 """What every session answers its callers (hotloop.run.sessionlike.SessionLike) in place of
 their asking its class: where its perf data is, what its stop waits on, which CPUs here its
-workload holds.  Sessions made as the command line and the console make them; none started."""
+workload holds.  Sessions made as the command line and the console make them; none started.
+The series' tests' stand-in (tests/forged_session.py) is held to the same face."""
 from __future__ import annotations
 
 from dataclasses import replace
@@ -8,12 +9,14 @@ from pathlib import Path
 
 import pytest
 from conftest import profile_dir
+from forged_session import Forged
 from test_vm_rules import fake_bzimage
 
 from hotloop import catalog
 from hotloop.catalog import Catalog, Host
-from hotloop.run import start
+from hotloop.run import series, start
 from hotloop.run.session import Session
+from hotloop.run.sessionlike import SessionLike
 from hotloop.run.vm import VmSession
 
 
@@ -45,3 +48,21 @@ def test_each_session_says_what_its_callers_asked_its_class(cat, tmp_path):
     for s in (here, vm, there):
         assert s.pids == [] and s.stopped_because == "" and s.interrupted_by == ""
         s.stop(quick=True)              # before it starts: nothing to end, and no error
+
+
+def members(protocol: type) -> set[str]:
+    """What a Protocol asks of its classes: its attributes and its methods and properties."""
+    return set(protocol.__annotations__) | {
+        k for k, v in vars(protocol).items()
+        if not k.startswith("_") and (callable(v) or isinstance(v, property))}
+
+
+def test_the_series_tests_stand_in_answers_all_a_session_does(cat, tmp_path):
+    asked = members(SessionLike)
+    assert {"gate", "result_file", "pids", "cpus_here", "events", "stop", "abandon"} <= asked
+    slot = series.schedule(["default"], 1, tmp_path).slots[0]
+    forged = Forged(slot, cat.resolve(cat.plan_for("zero_null")))
+    assert sorted(m for m in asked if not hasattr(forged, m)) == []
+    real = start.here(cat.resolve(cat.plan_for("zero_null")), tmp_path / "a.jsonl",
+                      start.Choices())
+    assert sorted(m for m in asked if not hasattr(real, m)) == []

@@ -73,9 +73,66 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     if args.host:                       # that machine's hotloop fits the plan to it
         cat.resolve(plan, here=False)
         return _calibrate_there(cat, args, plan, chosen)
-    # here: a series of one kernel (run --sessions N), in a directory made the same way
-    from hotloop.cli import series as series_cli
-    return series_cli.calibrate_here(cat, args, plan, chosen)
+    return _calibrate_here(cat, args, plan, chosen)
+
+
+def _calibrate_here(cat: catalog.Catalog, args: argparse.Namespace, plan: Plan,
+                    chosen: start.Choices) -> int:
+    """`calibrate PLAN` on this machine: a series of one kernel (run --sessions N), in a
+    directory made the same way, its sessions' results measured into a noise profile."""
+    from hotloop.analysis import noise  # scipy, as compare
+    from hotloop.cli.series import drive, session_outcome  # a series' modules: here only
+    from hotloop.render import calibration
+    from hotloop.run import calibrate, series
+    from hotloop.run.series_run import SeriesRequest, SeriesRun
+    run = SeriesRun(SeriesRequest(plan, (plan.kernel,), args.sessions, choices=chosen,
+                                  stem=calibrate.stem(plan.name), gap=args.gap,
+                                  session_name=lambda slot: f"session {slot.session}"))
+    run.resolve(cat)
+    warn_skipped(cat)
+    where = run.start().folder(plan.kernel)
+    watch = calibrate.Stopwatch()
+
+    def observe(e: series.SeriesEvent) -> None:
+        if isinstance(e, series.Begins):
+            watch.see(f"session {e.slot.session}", None)
+        elif not isinstance(e, series.Ends):
+            watch.see(e.variant, e)
+
+    def line(slot: series.Slot, end: ev.Finished | ev.Failed | None, unit: str) -> str:
+        said = f"session {slot.session}/{args.sessions}: "
+        if isinstance(end, ev.Finished) and end.summary.n:
+            m = end.summary
+            return (f"{said}{m.n} runs, median {si(m.median or 0, unit)}, "
+                    f"CV {100 * (m.cv or 0):.2f}%")
+        return said + session_outcome(end, unit)
+    try:
+        drive(run, "text", line, observe)
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        over = run.finish(interrupted=True)
+        print("hotloop: interrupted; " + (f"the sessions so far are in {where}"
+                                          if not over.removed else "no session was kept"),
+              file=sys.stderr)
+        return interrupted_status()
+    except HotloopError:
+        # the series cannot go on (a full disk): the session it broke set aside, as
+        # run --sessions does, so no later calibrate or compare reads it as a session
+        run.finish()
+        raise
+    over = run.finish()
+    if over.refused is not None:
+        raise HotloopError(over.refused)
+    if over.failed:
+        first = over.ends[over.failed[0]]
+        why = first.message if isinstance(first, ev.Failed) else "no result"
+        raise RunFailed(f"calibrate: session {over.failed[0].session}: {why} "
+                        f"({len(over.failed)} of {args.sessions} sessions failed; the "
+                        f"sessions are in {where})")
+    costs = watch.costs()
+    profile = noise.estimate(list(over.results.values()), *(costs or (None, None)))
+    print(calibration.report(profile, noise.save(profile)))
+    print(f"the sessions: {where} (hotloop calibrate {where} reads them again)")
+    return 0
 
 
 def _calibrate_there(cat: catalog.Catalog, args: argparse.Namespace, plan: Plan,

@@ -2,9 +2,9 @@
 driven from the command line: a line as each session ends, then the comparison of the kernels
 with sessions as replicates, the same report `hotloop compare DIR/A/ DIR/B/` gives.  The
 variants `run` makes a batch of (plans, --cpu profiles, --param K=V1,V2) alternate the same
-way, one directory each (`run PLAN --param K=V1,V2 --sessions N`).  `calibrate PLAN` here is a
-series of one kernel too (calibrate_here).  Only rendering is here: the series' life is the
-SeriesRun's.
+way, one directory each (`run PLAN --param K=V1,V2 --sessions N`); `calibrate PLAN` here drives
+a series of one kernel with `drive` (cli.calibrate).  Only rendering is here: the series' life
+is the SeriesRun's.
 """
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from hotloop import events as ev
-from hotloop.catalog import Catalog, Plan
+from hotloop.catalog import Catalog
 from hotloop.cli.common import warn_skipped
 from hotloop.cli.run import (
     choices,
@@ -32,14 +32,14 @@ from hotloop.cli.run import (
 from hotloop.cli.signals import interrupted_status
 from hotloop.errors import HotloopError, RunFailed
 from hotloop.render.units import si
-from hotloop.run import series, start
+from hotloop.run import series
 from hotloop.run.series_run import (
     KERNELS_AND_VARIANTS,
     SERIES_HERE,
     SeriesOutcome,
     SeriesRequest,
     SeriesRun,
-    Side,
+    SeriesSide,
 )
 from hotloop.visible import visible, visible_lines
 
@@ -179,7 +179,7 @@ def _variants_request(cat: Catalog, args: argparse.Namespace, host: str | None,
     stem = "+".join(args.names) if len(args.names) > 1 else first.name
     req = SeriesRequest(first, (first.kernel,), args.sessions, mirror=mirror,
                         stem=stem[:MAX_STEM],
-                        variants=tuple(Side(v.label, v.rp.plan, v.rp) for v in todo),
+                        variants=tuple(SeriesSide(v.label, v.rp.plan, v.rp) for v in todo),
                         notice=say)
     SeriesRun(req)
     return replace(req, choices=choices(args, 2, each="session"))
@@ -298,60 +298,3 @@ def _mail(over: SeriesOutcome, comp: Comparison | None) -> None:
     by_file = {str(r.path): r for r in done}
     sys.stdout.write(mail.compare_mail(comp, [[by_file[f] for f in side.files]
                                               for side in comp.sides]))
-
-
-def calibrate_here(cat: Catalog, args: argparse.Namespace, plan: Plan,
-                   chosen: start.Choices) -> int:
-    """`calibrate PLAN` on this machine: a series of one kernel (run --sessions N), in a
-    directory made the same way, its sessions' results measured into a noise profile."""
-    from hotloop.analysis import noise  # scipy, as compare
-    from hotloop.render import calibration
-    from hotloop.run import calibrate
-    run = SeriesRun(SeriesRequest(plan, (plan.kernel,), args.sessions, choices=chosen,
-                                  stem=calibrate.stem(plan.name), gap=args.gap,
-                                  session_name=lambda slot: f"session {slot.session}"))
-    run.resolve(cat)
-    warn_skipped(cat)
-    where = run.start().folder(plan.kernel)
-    watch = calibrate.Stopwatch()
-
-    def observe(e: series.SeriesEvent) -> None:
-        if isinstance(e, series.Begins):
-            watch.see(f"session {e.slot.session}", None)
-        elif not isinstance(e, series.Ends):
-            watch.see(e.variant, e)
-
-    def line(slot: series.Slot, end: ev.Finished | ev.Failed | None, unit: str) -> str:
-        said = f"session {slot.session}/{args.sessions}: "
-        if isinstance(end, ev.Finished) and end.summary.n:
-            m = end.summary
-            return (f"{said}{m.n} runs, median {si(m.median or 0, unit)}, "
-                    f"CV {100 * (m.cv or 0):.2f}%")
-        return said + session_outcome(end, unit)
-    try:
-        drive(run, "text", line, observe)
-    except (KeyboardInterrupt, asyncio.CancelledError):
-        over = run.finish(interrupted=True)
-        print("hotloop: interrupted; " + (f"the sessions so far are in {where}"
-                                          if not over.removed else "no session was kept"),
-              file=sys.stderr)
-        return interrupted_status()
-    except HotloopError:
-        # the series cannot go on (a full disk): the session it broke set aside, as
-        # run --sessions does, so no later calibrate or compare reads it as a session
-        run.finish()
-        raise
-    over = run.finish()
-    if over.refused is not None:
-        raise HotloopError(over.refused)
-    if over.failed:
-        first = over.ends[over.failed[0]]
-        why = first.message if isinstance(first, ev.Failed) else "no result"
-        raise RunFailed(f"calibrate: session {over.failed[0].session}: {why} "
-                        f"({len(over.failed)} of {args.sessions} sessions failed; the "
-                        f"sessions are in {where})")
-    costs = watch.costs()
-    profile = noise.estimate(list(over.results.values()), *(costs or (None, None)))
-    print(calibration.report(profile, noise.save(profile)))
-    print(f"the sessions: {where} (hotloop calibrate {where} reads them again)")
-    return 0

@@ -31,7 +31,7 @@ from hotloop.errors import HotloopError
 from hotloop.record import Header
 from hotloop.render.units import si
 from hotloop.run import launch, series, start, variants
-from hotloop.run.series_run import SeriesOutcome, SeriesRequest, SeriesRun, Side
+from hotloop.run.series_run import SeriesOutcome, SeriesRequest, SeriesRun, SeriesSide
 from hotloop.run.sessionlike import SessionLike
 
 STOP_GRACE_S = 3.0              # then the worker is cancelled (the session kills its group)
@@ -192,7 +192,7 @@ class RunController:
         and what they would change on the system (to ask first)."""
         run = SeriesRun(SeriesRequest(plan, tuple(kernels), n, host=host,
                                       results=self.results_dir,
-                                      variants=tuple(Side(name, one) for name, one in
+                                      variants=tuple(SeriesSide(name, one) for name, one in
                                                      variants.versus(cat, plan, vs))))
         run.resolve(cat)
         return run, run.consent()

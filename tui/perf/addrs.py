@@ -94,7 +94,7 @@ class AddressTally:
         by_symbol: Counter[tuple[str, str]] = Counter()
         for (dso, symbol, offset), n in addresses.items():
             key = (sys.intern(dso), sys.intern(symbol))
-            self.counts[(*key, offset)] += n
+            self.counts[key + (offset,)] += n
             by_symbol[key] += n
         for key, n in by_symbol.items():
             one = Held(1, name, n, name, index)

@@ -25,7 +25,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import re
-import stat
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -37,7 +36,6 @@ from hotloop.catalog.schema import NAME
 from hotloop.errors import HotloopError, SessionFailed
 from hotloop.paths import RESULTS
 from hotloop.record import Batch
-from hotloop.results import gone
 from hotloop.run.interleave import williams
 from hotloop.run.sessionlike import SessionLike
 
@@ -297,19 +295,6 @@ class SeriesLoop:
         """A finished session whose file is no longer what it wrote (deleted, replaced, edited
         while the series ran): a failed session, its runs gone from its variant's."""
         self.ends[slot] = ev.Failed(why)
-
-    def check_files(self) -> None:
-        """Each finished session's file still a file: one deleted or replaced (by a directory)
-        since is lost."""
-        for slot in self.done:
-            try:
-                mode = slot.path.stat().st_mode
-            except OSError:
-                self.lost(slot, f"{slot.path}: gone since the session finished "
-                                f"({gone.since(slot.path)})")
-                continue
-            if not stat.S_ISREG(mode):
-                self.lost(slot, f"{slot.path}: no longer a file since the session finished")
 
     def set_aside(self) -> dict[Slot, Path]:
         """Every session that did not finish moved out of its variant's *.jsonl (ASIDE)."""

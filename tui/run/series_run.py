@@ -57,7 +57,7 @@ def by_variant(slot: series.Slot) -> str:
 
 
 @dataclass(frozen=True)
-class Side:
+class SeriesSide:
     """A variant of the series: its name ("block_size=4096", "cpu=split", a plan's) and its
     plan with the user's overrides; `rp` that plan resolved, where the caller resolved it
     already (run's variants), so that it is not resolved again."""
@@ -73,7 +73,7 @@ class SeriesRequest:
     plan: Plan                          # with the user's overrides; its kernel: each of kernels
     kernels: tuple[str, ...]
     sessions: int                       # a kernel (a variant)
-    variants: tuple[Side, ...] = ()
+    variants: tuple[SeriesSide, ...] = ()
     # the user's (apply_system: the yes to consent()); a series' files are new: on_exists
     # is always "refuse"
     choices: Choices = Choices()
@@ -85,11 +85,11 @@ class SeriesRequest:
     mirror: Callable[[ev.Event], None] | None = None
     notice: Callable[[str], None] | None = None     # a VM's boot as it goes (stderr)
 
-    def sides(self) -> list[Side]:
+    def sides(self) -> list[SeriesSide]:
         """What the series alternates, a kernel's side named for it."""
         if len(self.variants) > 1:
             return list(self.variants)
-        return [Side(k, replace(self.plan, kernel=k)) for k in self.kernels]
+        return [SeriesSide(k, replace(self.plan, kernel=k)) for k in self.kernels]
 
     def folders(self) -> list[str]:
         """Each side's directory: a kernel's name, a variant's made safe for one."""
@@ -189,14 +189,21 @@ class SeriesOutcome:
                         [v for v in sch.variants if v not in kept])
 
 
-def _fingerprint(path: Path) -> tuple[tuple[int, ...], str]:
-    """A finished session's file as it was left: what stat says of it (to know it unchanged
-    at the series' end) and its sha256 (the session's identity, Result.digest, as reading it
-    would give: a noise profile keeps it).  Its bytes hashed, not read back as a result."""
+def _stat(path: Path) -> tuple[int, ...]:
+    """What stat says of a finished session's file as it was left: to know it unchanged at
+    the series' end."""
+    st = os.stat(path)
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def _digest(path: Path) -> str:
+    """A finished session's sha256 (its identity, Result.digest, as reading it would give: a
+    noise profile keeps it).  Its bytes hashed, not read back as a result."""
+    h = hashlib.sha256()
     with open(path, "rb") as f:
-        st = os.fstat(f.fileno())
-        digest = hashlib.file_digest(f, "sha256").hexdigest()
-    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns), digest
+        while chunk := f.read(1 << 20):
+            h.update(chunk)
+    return h.hexdigest()
 
 
 class SeriesRun:
@@ -325,10 +332,16 @@ class SeriesRun:
             return
         result = opened[1]
         try:
-            seen, result.digest = await asyncio.to_thread(_fingerprint, result.path)
+            seen = _stat(result.path)
         except OSError:
             return                      # gone already: finish() says so
+        # kept before the hash: a cancel (Ctrl-C) during it leaves the digest to finish(),
+        # and the session kept, not lost
         self._kept[e.slot] = (result, seen)
+        try:
+            result.digest = await asyncio.to_thread(_digest, result.path)
+        except OSError:
+            pass                        # finish() finds why
 
     # --- once it is over -----------------------------------------------------------------------
     def finish(self, interrupted: bool = False) -> SeriesOutcome:
@@ -371,9 +384,23 @@ class SeriesRun:
             elif (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns) != kept[1]:
                 loop.lost(slot, f"{slot.path}: replaced or changed since the session "
                                 f"finished")
+            elif (why := _hashed(kept[0])) is not None:
+                loop.lost(slot, f"{slot.path}: unreadable since the session finished "
+                                f"({why})")
             else:
                 out[slot] = kept[0]
         return out
+
+
+def _hashed(result: Result) -> str | None:
+    """Its digest hashed here, where the series was stopped while hashing it (a missing hash
+    is not a lost session); why it could not be, else None."""
+    if not result.digest:
+        try:
+            result.digest = _digest(result.path)
+        except OSError as e:
+            return e.strerror or str(e)
+    return None
 
 
 def _remove_empty(directory: Path, folders: Iterable[Path]) -> None:
