@@ -303,6 +303,8 @@ def test_the_pairs_test_on_known_numbers():
     (["--sessions", "3", "--out", "x.jsonl"], "--out names one file"),
     (["--sessions", "3", "--param", "count=1,2", "--kernel", "default", "--kernel",
       "busy-poll"], "--sessions alternates kernels or variants, not both"),
+    (["--sessions", "3", "--aa", "--kernel", "default", "--kernel", "busy-poll"],
+     "--sessions alternates kernels or variants, not both"),
     (["--sessions", "1", "--param", "count=1,2"], "comparing variants needs at least 2"),
     (["--sessions", "3", "--param", "count=1,1"], "the batch names the same variant twice"),
     (["--sessions", "3", "--param", "count=1,2", "--host", "lab1"],

@@ -25,14 +25,15 @@ from hotloop.cli.run import (
     emit_text,
     guarded,
     plan_to_run,
-    plan_variants,
     say,
+    spec,
     variants,
 )
 from hotloop.cli.signals import interrupted_status
 from hotloop.errors import HotloopError, RunFailed
 from hotloop.render.units import si
 from hotloop.run import series
+from hotloop.run import variants as expander
 from hotloop.run.series_run import (
     KERNELS_AND_VARIANTS,
     SERIES_HERE,
@@ -147,9 +148,9 @@ def run_series(cat: Catalog, args: argparse.Namespace) -> int:
         raise HotloopError("--sessions alternates whole sessions; --interleave alternates "
                            "runs within one: one or the other")
     kernels = tuple(args.kernel or [])
-    many = getattr(args, "aa", False) or len(args.names) > 1 or len(args.cpu or []) > 1 \
-        or any("," in item.partition("=")[2] for item in args.param) \
-        or any(len(plan_variants(cat, name, args.param)) > 1 for name in args.names)
+    # variants besides the kernels (plans, --cpu, K=V1,V2, a batch plan, --aa): the
+    # expander's count, unresolved
+    many = len(expander.expand(cat, spec(args, kernels=[], plans=args.names))) > 1
     if many and len(kernels) > 1:
         raise HotloopError(KERNELS_AND_VARIANTS)
     host = args.host[0] if args.host else None
