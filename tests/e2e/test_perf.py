@@ -16,7 +16,7 @@ from conftest import cpu_time
 
 from hotloop.perf.probe import capabilities
 from hotloop.perf.recorder import PerfRecorder
-from hotloop.perf.windows import PerfWindow
+from hotloop.perf.windows import MIN_WINDOW_S, PerfWindow
 
 HAVE_PERF = shutil.which("perf") is not None
 needs_perf = pytest.mark.skipif(not HAVE_PERF, reason="perf not installed")
@@ -202,6 +202,30 @@ def test_perf_dies_with_its_parent(busy):
     alive = [p for p in pids if os.path.exists(f"/proc/{p}")
              and "perf" in Path(f"/proc/{p}/comm").read_text()]
     assert alive == []
+
+
+@needs_perf
+def test_short_runs_share_a_window_and_each_keeps_its_own_samples(busy):
+    # runs of 0.1 s: a cut closes a window only once it is MIN_WINDOW_S old, and the
+    # window's samples go to their runs by time
+    async def main():
+        rec = PerfRecorder([busy.pid], counters=False)
+        assert await rec.start(), rec.warnings
+        begun, cuts = time.monotonic(), []
+        for _ in range(4):
+            await asyncio.sleep(0.1)
+            rec.cut()
+            cuts.append(time.monotonic() - begun)
+        return await rec.stop(), rec.windows_done, cuts
+
+    result, windows, cuts = asyncio.run(main())
+    assert result.warnings == []
+    if cuts[-1] < MIN_WINDOW_S:         # (a loaded machine may stretch the sleeps past it)
+        assert windows == 1, (windows, cuts)        # the stop's, no cut's
+    assert windows < len(cuts) + 1
+    assert set(result.runs) <= {0, 1, 2, 3, 4} and len(result.runs) >= 2, result.runs
+    # every sample in a run, none twice
+    assert sum(s.samples for syms in result.runs.values() for s in syms) == result.samples
 
 
 def test_perf_missing_via_path(busy, monkeypatch, tmp_path):

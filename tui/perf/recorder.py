@@ -311,9 +311,9 @@ class PerfRecorder:
     def _build_result(self, counters: dict[str, float | None]) -> PerfResult:
         runs: dict[int, list[list[HotSymbol]]] = {}
         done = self._windows.done
-        for w in done:
-            if w.samples:                  # the sliver after the last cut() is usually empty
-                runs.setdefault(w.run, []).append(w.symbols)
+        for w in done:                     # the sliver after the last cut() is usually empty
+            for run, symbols in w.runs.items():
+                runs.setdefault(run, []).append(symbols)
         symbols = aggregate(w.symbols for w in done)
         return PerfResult(symbols=symbols, samples=sum(s.samples for s in symbols),
                           windows=len(done),
