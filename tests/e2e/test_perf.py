@@ -228,6 +228,33 @@ def test_short_runs_share_a_window_and_each_keeps_its_own_samples(busy):
     assert sum(s.samples for syms in result.runs.values() for s in syms) == result.samples
 
 
+@needs_perf
+def test_the_windows_left_at_the_end_are_summarised_at_normal_priority(busy, monkeypatch):
+    # while the runs go on, a window's perf script runs at idle priority beside them; once
+    # they are over, the backlog is all the session waits for
+    from hotloop.perf import windows
+    spawned: list[tuple[bool, list[int]]] = []
+
+    async def spawn(argv, cpus, *args, idle=False, **kwargs):
+        if argv[1] == "script":
+            spawned.append((idle, list(cpus)))
+        return await real(argv, cpus, *args, idle=idle, **kwargs)
+    real = windows.spawn
+    monkeypatch.setattr(windows, "spawn", spawn)
+
+    async def main():
+        rec = PerfRecorder([busy.pid], counters=False, cpus=[0])
+        assert await rec.start(), rec.warnings
+        deadline = time.monotonic() + 30
+        while not spawned and time.monotonic() < deadline:      # the timer's first window
+            await asyncio.sleep(0.05)
+        return await rec.stop()
+    result = asyncio.run(main())
+    assert result.warnings == [] and result.samples > 0
+    assert spawned[0] == (True, [0]), spawned           # during the runs: idle, spare CPUs
+    assert spawned[-1] == (False, [0]), spawned         # the stop's: normal, spare CPUs
+
+
 def test_perf_missing_via_path(busy, monkeypatch, tmp_path):
     monkeypatch.setenv("PATH", str(tmp_path))        # an empty directory: no perf
     caps = {c.name: c for c in capabilities()}

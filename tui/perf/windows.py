@@ -79,6 +79,7 @@ class Windows:
         self.tasks: list[asyncio.Task[None]] = []
         self.run = 0
         self.cuts: list[int] = []           # when each run ended, CLOCK_MONOTONIC ns
+        self.ending = False                 # the runs are over: reports need not yield
         # (the window's number in this recording, its file, when it closed)
         self._paths: asyncio.Queue[tuple[int, str, float] | None] = asyncio.Queue()
         self._seen: set[str] = set()
@@ -160,6 +161,7 @@ class Windows:
     async def finish(self, quick: bool = False) -> None:
         """perf has ended: report the files left, the last window's too; `quick`: none of
         them (a quit: a loaded machine's backlog of reports is not waited for)."""
+        self.ending = True
         self.sweep()
         self._paths.put_nowait(None)
         if quick and self._reporter is not None:
@@ -233,9 +235,12 @@ class Windows:
         assert rec.perf
         proc = None
         try:
-            # idle priority: summarising must not steal CPU from the measured workload
+            # idle priority while the runs go on: summarising must not steal CPU from the
+            # measured workload; once they are over, the backlog is all the session waits
+            # for, where a loaded machine gave an idle one no CPU (still off the workload's
+            # CPUs: an interleaved session's may still be running there)
             proc = await spawn(script_argv(rec.perf, path), rec.cpus,
-                               stdout=subprocess.PIPE, idle=True)
+                               stdout=subprocess.PIPE, idle=not self.ending)
             out, err = await asyncio.wait_for(proc.communicate(), 20 * time_scale())
         except asyncio.TimeoutError:
             killpg(proc)
