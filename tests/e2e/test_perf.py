@@ -255,6 +255,24 @@ def test_the_windows_left_at_the_end_are_summarised_at_normal_priority(busy, mon
     assert spawned[-1] == (False, [0]), spawned         # the stop's: normal, spare CPUs
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="back from nice 19 takes root (or RLIMIT_NICE)")
+def test_a_report_begun_at_idle_priority_is_back_to_normal_once_the_runs_end():
+    from hotloop.perf import windows
+
+    async def main():
+        proc = await windows.spawn(["sleep", "30"], [], idle=True)
+        try:
+            before = os.sched_getscheduler(proc.pid), os.getpriority(os.PRIO_PROCESS, proc.pid)
+            windows._unidle(proc)
+            after = os.sched_getscheduler(proc.pid), os.getpriority(os.PRIO_PROCESS, proc.pid)
+        finally:
+            proc.kill()
+            await proc.wait()
+        return before, after
+    before, after = asyncio.run(main())
+    assert before == (os.SCHED_IDLE, 19) and after == (os.SCHED_OTHER, 0)
+
+
 def test_perf_missing_via_path(busy, monkeypatch, tmp_path):
     monkeypatch.setenv("PATH", str(tmp_path))        # an empty directory: no perf
     caps = {c.name: c for c in capabilities()}

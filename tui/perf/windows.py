@@ -80,6 +80,7 @@ class Windows:
         self.run = 0
         self.cuts: list[int] = []           # when each run ended, CLOCK_MONOTONIC ns
         self.ending = False                 # the runs are over: reports need not yield
+        self._script: asyncio.subprocess.Process | None = None   # the report running
         # (the window's number in this recording, its file, when it closed)
         self._paths: asyncio.Queue[tuple[int, str, float] | None] = asyncio.Queue()
         self._seen: set[str] = set()
@@ -162,6 +163,7 @@ class Windows:
         """perf has ended: report the files left, the last window's too; `quick`: none of
         them (a quit: a loaded machine's backlog of reports is not waited for)."""
         self.ending = True
+        _unidle(self._script)               # begun beside the runs: it need not yield now
         self.sweep()
         self._paths.put_nowait(None)
         if quick and self._reporter is not None:
@@ -239,8 +241,10 @@ class Windows:
             # measured workload; once they are over, the backlog is all the session waits
             # for, where a loaded machine gave an idle one no CPU (still off the workload's
             # CPUs: an interleaved session's may still be running there)
-            proc = await spawn(script_argv(rec.perf, path), rec.cpus,
-                               stdout=subprocess.PIPE, idle=not self.ending)
+            proc = self._script = await spawn(script_argv(rec.perf, path), rec.cpus,
+                                              stdout=subprocess.PIPE, idle=not self.ending)
+            if self.ending:                 # (ended as it started)
+                _unidle(proc)
             out, err = await asyncio.wait_for(proc.communicate(), 20 * time_scale())
         except asyncio.TimeoutError:
             killpg(proc)
@@ -265,3 +269,13 @@ class Windows:
             tally.add(os.path.basename(path), self.base + len(self.done), window.addresses)
             await tally.maybe_write()
         return window.symbols, window.runs
+
+
+def _unidle(proc: asyncio.subprocess.Process | None) -> None:
+    """A report begun at idle priority back to normal, where this process may (root, or
+    RLIMIT_NICE): on a loaded machine an idle one gets no CPU."""
+    if proc is None or proc.returncode is not None:
+        return
+    with contextlib.suppress(OSError):
+        os.sched_setscheduler(proc.pid, os.SCHED_OTHER, os.sched_param(0))
+        os.setpriority(os.PRIO_PROCESS, proc.pid, 0)
