@@ -273,6 +273,34 @@ def test_a_report_begun_at_idle_priority_is_back_to_normal_once_the_runs_end():
     assert before == (os.SCHED_IDLE, 19) and after == (os.SCHED_OTHER, 0)
 
 
+@needs_perf
+def test_the_windows_are_read_with_a_copy_of_the_kernels_symbols(busy, monkeypatch):
+    # perf script names kernel samples from a copy of /proc/kallsyms taken as perf starts,
+    # not from /proc, which the kernel formats anew for each window; gone after the stop
+    from hotloop.perf import windows
+    given: list[list[str]] = []
+
+    async def spawn(argv, *args, **kwargs):
+        if argv[1] == "script":
+            given.append(argv)
+            assert Path(argv[argv.index("--kallsyms") + 1]).stat().st_size > 0
+        return await real(argv, *args, **kwargs)
+    real = windows.spawn
+    monkeypatch.setattr(windows, "spawn", spawn)
+
+    async def main():
+        rec = PerfRecorder([busy.pid], counters=False)
+        assert await rec.start(), rec.warnings
+        await asyncio.sleep(0.3)
+        return await rec.stop()
+    result = asyncio.run(main())
+    assert result.warnings == [] and given
+    copies = {argv[argv.index("--kallsyms") + 1] for argv in given}
+    assert len(copies) == 1 and not any(Path(c).exists() for c in copies)
+    # the kernel's symbols named from it as from /proc (a read(/dev/zero) loop)
+    assert any(s.kernel and s.named for s in result.symbols[:5]), result.symbols[:5]
+
+
 def test_perf_missing_via_path(busy, monkeypatch, tmp_path):
     monkeypatch.setenv("PATH", str(tmp_path))        # an empty directory: no perf
     caps = {c.name: c for c in capabilities()}

@@ -37,11 +37,30 @@ USER_PSEUDO = frozenset({"[vdso]", "[vsyscall]", "[vvar]", "[heap]", "[stack]", 
 KERNEL_HALF = 1 << 63                   # x86-64 and arm64: the kernel's addresses
 
 
-def script_argv(perf: str, path: str) -> list[str]:
+def script_argv(perf: str, path: str, kallsyms: str | None = None) -> list[str]:
     """The `perf script` of one window that `read_window` parses: no call chains, and the
-    mappings (an address perf has no symbol for is named by its place in its file)."""
+    mappings (an address perf has no symbol for is named by its place in its file); the
+    kernel's symbols from `kallsyms`, a copy of /proc/kallsyms, when given."""
     return [perf, "script", "-i", path, "-F", WINDOW_FIELDS, "--ns", "-G",
-            "--show-mmap-events"]
+            "--show-mmap-events", *(["--kallsyms", kallsyms] if kallsyms else [])]
+
+
+KALLSYMS = "/proc/kallsyms"
+
+
+def copy_kallsyms(directory: str) -> str | None:
+    """A copy of /proc/kallsyms in `directory` (its path), or None where it cannot be read.
+    perf script reads the kernel's symbols at each window; from /proc, the kernel formats
+    its 120,000 lines anew each time (half the CPU of a report here), from a copy it does
+    not.  A module loaded after the copy is not in it: its samples would go unnamed."""
+    path = os.path.join(directory, "kallsyms")
+    try:
+        with open(KALLSYMS, "rb") as src, open(path, "wb") as dst:
+            while chunk := src.read(1 << 20):
+                dst.write(chunk)
+    except OSError:
+        return None
+    return path
 
 
 def short(dso: str) -> str:

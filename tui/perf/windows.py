@@ -73,6 +73,7 @@ class Windows:
         self._warn = warn
         self.on_window = on_window
         self.directory: str | None = None
+        self.kallsyms: str | None = None    # a copy of /proc/kallsyms for the reports
         self.preexisting: set[str] = set()  # in a kept directory before this run: not ours
         self.out: asyncio.Queue[PerfWindow | None] = asyncio.Queue()
         self.done: list[PerfWindow] = []
@@ -241,8 +242,9 @@ class Windows:
             # measured workload; once they are over, the backlog is all the session waits
             # for, where a loaded machine gave an idle one no CPU (still off the workload's
             # CPUs: an interleaved session's may still be running there)
-            proc = self._script = await spawn(script_argv(rec.perf, path), rec.cpus,
-                                              stdout=subprocess.PIPE, idle=not self.ending)
+            argv = script_argv(rec.perf, path, self.kallsyms)
+            proc = self._script = await spawn(argv, rec.cpus, stdout=subprocess.PIPE,
+                                              idle=not self.ending)
             if self.ending:                 # (ended as it started)
                 _unidle(proc)
             out, err = await asyncio.wait_for(proc.communicate(), 20 * time_scale())
