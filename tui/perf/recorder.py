@@ -317,7 +317,7 @@ class PerfRecorder:
     def _build_result(self, counters: dict[str, float | None]) -> PerfResult:
         runs: dict[int, list[list[HotSymbol]]] = {}
         done = self._windows.done
-        for w in done:                     # the sliver after the last cut() is usually empty
+        for w in done:                     # a window with no samples has no runs
             for run, symbols in w.runs.items():
                 runs.setdefault(run, []).append(symbols)
         symbols = aggregate(w.symbols for w in done)

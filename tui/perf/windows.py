@@ -41,8 +41,9 @@ class PerfWindow:
     `run` is how many `cut()` calls happened before this window closed, i.e. the
     0-based repetition it belongs to when the session cuts at the end of each one; `runs`
     its symbols by the run each sample fell in (several runs when short ones share a
-    window).  `start`/`end` are seconds since recording started.  `dropped`: why it has no symbols
-    though it may have had samples (dropped unread, to keep within the budget), else "".
+    window).  `start`/`end` are seconds since recording started.  `dropped`: why it has no
+    symbols though it may have had samples (dropped unread, to keep within the budget),
+    else "".
     """
     index: int
     run: int
