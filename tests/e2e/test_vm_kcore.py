@@ -25,22 +25,34 @@ pytestmark = pytest.mark.xdist_group("vm")
 # In the guest: a session with its perf data kept, then annotate of its hottest kernel symbol
 # that perf named; what each said, in a file of the shared directory.
 GUEST = """\
-import json, subprocess, sys
+import contextlib, io, json, sys
 from hotloop import results
+from hotloop.cli import main
 d = sys.argv[1]
 out = d + "/kcore.jsonl"
-run = subprocess.run([sys.executable, "-m", "hotloop", "run", "syscall", "--runs", "2",
-                      "--warmup", "0", "--perf", "--keep-perf", "--param", "calls=20000",
-                      "--out", out], capture_output=True, text=True)
-said = {"run": run.returncode, "run_stderr": run.stderr[-3000:]}
-if run.returncode == 0:
+
+
+def hotloop(*argv):
+    # in this one process: hotloop's modules are read over 9p once, not once a command
+    said, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(said), contextlib.redirect_stderr(err):
+        try:
+            code = main(list(argv))
+        except SystemExit as e:
+            code = e.code if isinstance(e.code, int) else 1
+    return code, said.getvalue(), err.getvalue()[-3000:]
+
+
+code, _, err = hotloop("run", "syscall", "--runs", "2", "--warmup", "0", "--perf",
+                       "--keep-perf", "--param", "calls=20000", "--out", out)
+said = {"run": code, "run_stderr": err}
+if code == 0:
     res = results.read(out)
     kernel = [s for s in res.session_symbols.symbols if s.kernel and s.named]
     if kernel:
         said["symbol"] = kernel[0].symbol
-        got = subprocess.run([sys.executable, "-m", "hotloop", "annotate", out, kernel[0].symbol],
-                             capture_output=True, text=True)
-        said.update(annotate=got.returncode, stdout=got.stdout, stderr=got.stderr[-3000:])
+        code, stdout, err = hotloop("annotate", out, kernel[0].symbol)
+        said.update(annotate=code, stdout=stdout, stderr=err)
 with open(d + "/said.json", "w") as f:
     json.dump(said, f)
 """
