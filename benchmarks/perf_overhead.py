@@ -13,13 +13,17 @@ thermal, page cache) hits them all alike. The recorder runs exactly as in a sess
 
     python benchmarks/perf_overhead.py --commands zero_null [--param count=400000]
                                        [--runs 10] [--rounds 10] [--cpu-profile default]
+                                       [--against DIR]
 
 Prints per-configuration median repetition time and the slowdown vs perf off.
 With --commands, whole `hotloop run` commands as users run them, one with perf (its default)
 and one with --no-perf, in turn (the order swapped every round): each round's slowdown of the
 runs' median and of the command's wall time, as the least, the median and the largest over the
 rounds, and the slowdown by a run's place in its session (the first run, the second, the rest:
-what perf's start costs shows in the first).
+what perf's start costs shows in the first); the command's CPU time too (its processes' and
+perf's).  --against DIR: another version's commands too (DIR holds its `hotloop` package, e.g.
+`git archive REV tui csrc profiles | tar -x -C DIR; ln -s tui DIR/hotloop`), all four in turn each round, a
+table each.
 With --workload, the real hotloop sessions run instead of a synthetic child: perf
 off and each perf configuration as interleaved sessions (one repetition each in
 turn, see tui/interleave.py), and the table gives the workload's own metric.
@@ -144,24 +148,40 @@ def command_mode(args: argparse.Namespace) -> None:
 
     from hotloop import results
     tmp = Path(tempfile.mkdtemp(prefix="hotloop-perf-commands-"))
-    rounds: list[dict[str, tuple[list[float], float]]] = []
+    # each version's commands in every round, so that a loaded machine's drift hits both
+    versions = {"this": None, **({"against": args.against} if args.against else {})}
+    rounds: dict[str, list[dict[str, tuple[list[float], list[int], float, float]]]] = {
+        v: [] for v in versions}
     hib = True
     for r in range(args.rounds):
-        got: dict[str, tuple[list[float], float]] = {}
-        for mode in (("perf", "no-perf") if r % 2 == 0 else ("no-perf", "perf")):
-            out = tmp / f"{r}-{mode}.jsonl"
+        for version in versions:
+            rounds[version].append({})
+        turns = [(v, m) for v in versions for m in ("perf", "no-perf")]
+        for version, mode in (turns if r % 2 == 0 else turns[::-1]):
+            out = tmp / f"{r}-{version}-{mode}.jsonl"
             argv = [sys.executable, "-m", "hotloop", "run", args.commands, "--runs",
                     str(args.runs), "--cpu", args.cpu_profile, f"--{mode}", "--format", "json",
                     "--out", str(out), *(x for p in args.param for x in ("--param", p))]
-            t = time.perf_counter()
-            subprocess.run(argv, check=True, stdout=subprocess.DEVNULL)
+            env = dict(os.environ)
+            if versions[version]:
+                env["PYTHONPATH"] = str(versions[version])
+            t, c = time.perf_counter(), os.times()
+            subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, env=env)
             wall = time.perf_counter() - t
+            c2 = os.times()
+            cpu = c2.children_user + c2.children_system - c.children_user - c.children_system
             res = results.read(out)
             hib = res.workload.higher_is_better
-            got[mode] = (list(res.values), wall)
-        rounds.append(got)
+            rounds[version][r][mode] = (list(res.values), [x.ns for x in res.runs], wall, cpu)
         print(f"round {r + 1}/{args.rounds} done", file=sys.stderr)
+    for version, path in versions.items():
+        table(args, rounds[version], hib,
+              f"{version}{f' ({path})' if path else ''}: ")
 
+
+def table(args: argparse.Namespace, rounds: list[dict[str, tuple[list[float], list[int], float,
+                                                                  float]]],
+          hib: bool, title: str) -> None:
     def slower(on: float, off: float) -> float:     # + : perf made it slower
         return 100 * ((off / on if hib else on / off) - 1)
 
@@ -169,14 +189,18 @@ def command_mode(args: argparse.Namespace) -> None:
         return f"{min(xs):+.1f}% | {statistics.median(xs):+.1f}% | {max(xs):+.1f}%"
     runs = [slower(statistics.median(g["perf"][0]), statistics.median(g["no-perf"][0]))
             for g in rounds]
-    walls = [100 * (g["perf"][1] / g["no-perf"][1] - 1) for g in rounds]
-    print(f"{args.commands} {' '.join(args.param)} cpu {args.cpu_profile}, {args.runs} runs a "
-          f"command, {args.rounds} rounds; median run {statistics.median(rounds[0]['no-perf'][0]):.4g}"
-          f" without perf")
+    walls = [100 * (g["perf"][2] / g["no-perf"][2] - 1) for g in rounds]
+    cpus = [100 * (g["perf"][3] / g["no-perf"][3] - 1) for g in rounds]
+    run_s = statistics.median(ns for g in rounds for ns in g["no-perf"][1]) / 1e9
+    wall_s = statistics.median(g["no-perf"][2] for g in rounds)
+    print(f"{title}{args.commands} {' '.join(args.param)} cpu {args.cpu_profile}, {args.runs} "
+          f"runs a command, {len(rounds)} rounds; without perf a run {run_s:.3g} s, the "
+          f"command {wall_s:.3g} s")
     print("| slowdown with perf | least | median | largest |")
     print("| --- | ---: | ---: | ---: |")
     print(f"| the runs' median, a round | {spread(runs)} |")
     print(f"| the command's wall time, a round | {spread(walls)} |")
+    print(f"| the command's CPU time, a round | {spread(cpus)} |")
     for name, at in (("the first run", slice(0, 1)), ("the second run", slice(1, 2)),
                      ("the runs after", slice(2, None))):
         each = [slower(statistics.median(g["perf"][0][at]), statistics.median(g["no-perf"][0][at]))
@@ -198,6 +222,9 @@ async def main() -> None:
     ap.add_argument("--commands", metavar="WORKLOAD",
                     help="whole `hotloop run` commands of it, with perf and --no-perf in turn")
     ap.add_argument("--runs", type=int, default=10, help="--commands: runs a command")
+    ap.add_argument("--against", metavar="DIR",
+                    help="--commands: also another version's, in turn with this one's: DIR "
+                         "holds its `hotloop` package (a checkout's tui/ linked as hotloop)")
     args = ap.parse_args()
     if args.commands:
         command_mode(args)

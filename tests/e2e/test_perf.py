@@ -16,7 +16,7 @@ from conftest import cpu_time
 
 from hotloop.perf.probe import capabilities
 from hotloop.perf.recorder import PerfRecorder
-from hotloop.perf.windows import PerfWindow
+from hotloop.perf.windows import MIN_WINDOW_S, PerfWindow
 
 HAVE_PERF = shutil.which("perf") is not None
 needs_perf = pytest.mark.skipif(not HAVE_PERF, reason="perf not installed")
@@ -202,6 +202,103 @@ def test_perf_dies_with_its_parent(busy):
     alive = [p for p in pids if os.path.exists(f"/proc/{p}")
              and "perf" in Path(f"/proc/{p}/comm").read_text()]
     assert alive == []
+
+
+@needs_perf
+def test_short_runs_share_a_window_and_each_keeps_its_own_samples(busy):
+    # runs of 0.1 s: a cut closes a window only once it is MIN_WINDOW_S old, and the
+    # window's samples go to their runs by time
+    async def main():
+        rec = PerfRecorder([busy.pid], counters=False)
+        assert await rec.start(), rec.warnings
+        begun, cuts = time.monotonic(), []
+        for _ in range(4):
+            await asyncio.sleep(0.1)
+            rec.cut()
+            cuts.append(time.monotonic() - begun)
+        return await rec.stop(), rec.windows_done, cuts
+
+    result, windows, cuts = asyncio.run(main())
+    assert result.warnings == []
+    if cuts[-1] < MIN_WINDOW_S:         # (a loaded machine may stretch the sleeps past it)
+        assert windows == 1, (windows, cuts)        # the stop's, no cut's
+    assert windows < len(cuts) + 1
+    assert set(result.runs) <= {0, 1, 2, 3, 4} and len(result.runs) >= 2, result.runs
+    # every sample in a run, none twice
+    assert sum(s.samples for syms in result.runs.values() for s in syms) == result.samples
+
+
+@needs_perf
+def test_the_windows_left_at_the_end_are_summarised_at_normal_priority(busy, monkeypatch):
+    # while the runs go on, a window's perf script runs at idle priority beside them; once
+    # they are over, the backlog is all the session waits for
+    from hotloop.perf import windows
+    spawned: list[tuple[bool, list[int]]] = []
+
+    async def spawn(argv, cpus, *args, idle=False, **kwargs):
+        if argv[1] == "script":
+            spawned.append((idle, list(cpus)))
+        return await real(argv, cpus, *args, idle=idle, **kwargs)
+    real = windows.spawn
+    monkeypatch.setattr(windows, "spawn", spawn)
+
+    async def main():
+        rec = PerfRecorder([busy.pid], counters=False, cpus=[0])
+        assert await rec.start(), rec.warnings
+        deadline = time.monotonic() + 30
+        while not spawned and time.monotonic() < deadline:      # the timer's first window
+            await asyncio.sleep(0.05)
+        return await rec.stop()
+    result = asyncio.run(main())
+    assert result.warnings == [] and result.samples > 0
+    assert spawned[0] == (True, [0]), spawned           # during the runs: idle, spare CPUs
+    assert spawned[-1] == (False, [0]), spawned         # the stop's: normal, spare CPUs
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="back from nice 19 takes root (or RLIMIT_NICE)")
+def test_a_report_begun_at_idle_priority_is_back_to_normal_once_the_runs_end():
+    from hotloop.perf import windows
+
+    async def main():
+        proc = await windows.spawn(["sleep", "30"], [], idle=True)
+        try:
+            before = os.sched_getscheduler(proc.pid), os.getpriority(os.PRIO_PROCESS, proc.pid)
+            windows._unidle(proc)
+            after = os.sched_getscheduler(proc.pid), os.getpriority(os.PRIO_PROCESS, proc.pid)
+        finally:
+            proc.kill()
+            await proc.wait()
+        return before, after
+    before, after = asyncio.run(main())
+    assert before == (os.SCHED_IDLE, 19) and after == (os.SCHED_OTHER, 0)
+
+
+@needs_perf
+def test_the_windows_are_read_with_a_copy_of_the_kernels_symbols(busy, monkeypatch):
+    # perf script names kernel samples from a copy of /proc/kallsyms taken as perf starts,
+    # not from /proc, which the kernel formats anew for each window; gone after the stop
+    from hotloop.perf import windows
+    given: list[list[str]] = []
+
+    async def spawn(argv, *args, **kwargs):
+        if argv[1] == "script":
+            given.append(argv)
+            assert Path(argv[argv.index("--kallsyms") + 1]).stat().st_size > 0
+        return await real(argv, *args, **kwargs)
+    real = windows.spawn
+    monkeypatch.setattr(windows, "spawn", spawn)
+
+    async def main():
+        rec = PerfRecorder([busy.pid], counters=False)
+        assert await rec.start(), rec.warnings
+        await asyncio.sleep(0.3)
+        return await rec.stop()
+    result = asyncio.run(main())
+    assert result.warnings == [] and given
+    copies = {argv[argv.index("--kallsyms") + 1] for argv in given}
+    assert len(copies) == 1 and not any(Path(c).exists() for c in copies)
+    # the kernel's symbols named from it as from /proc (a read(/dev/zero) loop)
+    assert any(s.kernel and s.named for s in result.symbols[:5]), result.symbols[:5]
 
 
 def test_perf_missing_via_path(busy, monkeypatch, tmp_path):

@@ -36,6 +36,44 @@ def test_a_windows_perf_script_lines_are_its_hot_symbols():
     assert got.addresses[("[kernel.kallsyms]", "read_zero", 0x17)] == 2   # not the other's
 
 
+# the same with each sample's time (perf script -F comm,pid,time,... --ns): three runs in one
+# window, the runs ending at 100.5 s and 101.0 s
+TIMED = """\
+ hl7-spin  7 100.400000000:  ffffffff81234567 read_zero+0x17 ([kernel.kallsyms])
+ hl7-spin  7 100.600000000:  ffffffff81234567 read_zero+0x17 ([kernel.kallsyms])
+ hl7-spin  7 100.700000000:  7f0000003000 write+0x4 (/usr/lib/libc.so.6)
+ hl7-spin  7 101.200000000:  ffffffff81234567 read_zero+0x17 ([kernel.kallsyms])
+ other  9 100.800000000:  ffffffff81234567 read_zero+0x17 ([kernel.kallsyms])
+"""
+
+
+def test_a_windows_samples_go_to_the_runs_their_times_fall_in():
+    got = read_window(TIMED, comm="hl7-spin", cuts=[100_500_000_000, 101_000_000_000], run=2)
+    runs = {r: [(s.symbol, s.samples, s.percent) for s in syms] for r, syms in got.runs.items()}
+    assert runs == {0: [("read_zero", 1, 100.0)],
+                    1: [("read_zero", 1, 50.0), ("write", 1, 50.0)],
+                    2: [("read_zero", 1, 100.0)]}
+    assert [(s.symbol, s.samples) for s in got.symbols] == [("read_zero", 3), ("write", 1)]
+    assert got.addresses[("[kernel.kallsyms]", "read_zero", 0x17)] == 3   # not the other's
+
+
+def test_samples_with_no_time_are_the_windows_own_run():
+    got = read_window(SCRIPT, comm="hl7-spin", cuts=[5, 6], run=4)
+    assert list(got.runs) == [4] and got.runs[4] == got.symbols
+
+
+def test_a_window_is_read_with_its_samples_times_from_a_monotonic_clock():
+    from hotloop.perf.record import PerfRecord
+    from hotloop.perf.script import script_argv
+    rec = PerfRecord("perf", [7], cpus=[], comm=None, frequency=999, call_graph="none",
+                     event=None, warn=lambda _: None)
+    rec.directory = "/tmp/x"
+    argv = rec.argv(3, 4)
+    assert argv[argv.index("-k") + 1] == "CLOCK_MONOTONIC"   # time.monotonic_ns()'s clock
+    script = script_argv("perf", "/tmp/x/perf.data.1")
+    assert "time" in script[script.index("-F") + 1].split(",") and "--ns" in script
+
+
 def test_lines_that_are_no_samples_give_no_symbols():
     for junk in ("", "\x00\x1f", "# only comments\n#\n", " x 1 zz [unknown] (", "\n" * 50):
         assert read_window(junk).symbols == []

@@ -55,6 +55,8 @@ class PerfRecord:
                 "-o", os.path.join(self.directory, "perf.data"), "--switch-output=signal",
                 # no build-id pass at each rotation: it re-reads the file, costing CPU mid-run
                 "-B", "-N",
+                # samples timed on time.monotonic_ns()'s clock: the cuts tell their runs
+                "-k", "CLOCK_MONOTONIC",
                 # start disabled; we enable over the control pipe and wait for the ack
                 "-D", "-1", "--control", f"fd:{ctl},{ack}"]
         if self.event:

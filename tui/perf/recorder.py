@@ -38,6 +38,7 @@ from hotloop.perf.probe import (
     system_wide_allowed,
 )
 from hotloop.perf.record import PerfRecord
+from hotloop.perf.script import copy_kallsyms
 from hotloop.perf.stat import PerfStat
 from hotloop.perf.windows import PerfWindow, Windows
 
@@ -135,6 +136,7 @@ class PerfRecorder:
         self.warnings: list[str] = []
         self.perf = find_perf()
         self._dir: str | None = None
+        self._tmp: str | None = None        # this recording's own files, whatever is kept
         self._record = PerfRecord(self.perf, self.pids, cpus=self.cpus, comm=self.comm,
                                   frequency=self.frequency, call_graph=call_graph, event=event,
                                   warn=self._warn)
@@ -164,15 +166,19 @@ class PerfRecorder:
             self._windows.out.put_nowait(None)
             return False
         try:
+            _remove_stale_dirs()
+            self._tmp = tempfile.mkdtemp(prefix=f"hotloop-perf-{os.getpid()}-")
             if self.keep_dir:
                 os.makedirs(self.keep_dir, exist_ok=True)
                 self._dir = self.keep_dir
             else:
-                _remove_stale_dirs()
-                self._dir = tempfile.mkdtemp(prefix=f"hotloop-perf-{os.getpid()}-")
+                self._dir = self._tmp
             self._windows.directory = self._dir
             self._windows.preexisting = set(os.listdir(self._dir))
+            # the windows' reports read the kernel's symbols from a copy: taken as perf starts
+            symbols = asyncio.ensure_future(asyncio.to_thread(copy_kallsyms, self._tmp))
             ok = await self._record.start(self._dir, self._windows.dumped)
+            self._windows.kallsyms = await symbols
             if ok:
                 self._windows.begin()
                 self._watcher = asyncio.create_task(self._record.watch(self._windows.sweep))
@@ -313,9 +319,9 @@ class PerfRecorder:
     def _build_result(self, counters: dict[str, float | None]) -> PerfResult:
         runs: dict[int, list[list[HotSymbol]]] = {}
         done = self._windows.done
-        for w in done:
-            if w.samples:                  # the sliver after the last cut() is usually empty
-                runs.setdefault(w.run, []).append(w.symbols)
+        for w in done:                     # a window with no samples has no runs
+            for run, symbols in w.runs.items():
+                runs.setdefault(run, []).append(symbols)
         symbols = aggregate(w.symbols for w in done)
         return PerfResult(symbols=symbols, samples=sum(s.samples for s in symbols),
                           windows=len(done),
@@ -325,8 +331,8 @@ class PerfRecorder:
                           call_graph=self.call_graph)
 
     def _cleanup_files(self) -> None:
-        if self._dir and not self.keep_dir:
-            shutil.rmtree(self._dir, ignore_errors=True)
+        if self._tmp:
+            shutil.rmtree(self._tmp, ignore_errors=True)
 
 
 def merge(done: list[PerfResult], variant: str, run_top: int,

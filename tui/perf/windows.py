@@ -1,6 +1,7 @@
 """A recording in windows: perf record's output rotated (SIGUSR2) every `window_s` seconds and
-at each `cut()`, each completed file read by one `perf script` at idle priority (perf/script.py)
-into `HotSymbol`s, as a `PerfWindow`, and into the session's samples by address when its data
+at each `cut()` of a window open MIN_WINDOW_S or more, each completed file read by one `perf
+script` at idle priority (perf/script.py) into `HotSymbol`s, by run (each sample's time against
+the cuts' times), as a `PerfWindow`, and into the session's samples by address when its data
 is kept (perf/addrs.py); a kept file then handed to `keep` (gzipped at once, within the
 session's budget), so nothing is left to compress when the run ends.  Each file counts against
 that budget from the moment perf dumps it: when the reports fall behind, one dropped unread to
@@ -15,7 +16,7 @@ import signal
 import subprocess
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from hotloop.events import HotSymbol
@@ -26,15 +27,23 @@ from hotloop.perf.keep import DROPPED_UNREAD, WINDOW_FILE, KeptWindows
 from hotloop.perf.record import PerfRecord
 from hotloop.perf.script import read_window, script_argv
 
+# A cut closes its window only once it is this old: each window costs perf record a read of
+# /proc/kallsyms (70 ms of CPU here) and its report a perf script (0.1-0.15 s), so runs of
+# 0.1 s, a window each, paid 2 s of CPU in 10 runs; a window's samples go to their runs by
+# time either way.  A run of 0.5 s or more still ends its own window, for the live panel.
+MIN_WINDOW_S = 0.5
+
 
 @dataclass
 class PerfWindow:
     """One completed window: the symbols sampled between two output rotations.
 
     `run` is how many `cut()` calls happened before this window closed, i.e. the
-    0-based repetition it belongs to when the session cuts at the end of each one.
-    `start`/`end` are seconds since recording started.  `dropped`: why it has no symbols
-    though it may have had samples (dropped unread, to keep within the budget), else "".
+    0-based repetition it belongs to when the session cuts at the end of each one; `runs`
+    its symbols by the run each sample fell in (several runs when short ones share a
+    window).  `start`/`end` are seconds since recording started.  `dropped`: why it has no
+    symbols though it may have had samples (dropped unread, to keep within the budget),
+    else "".
     """
     index: int
     run: int
@@ -44,6 +53,7 @@ class PerfWindow:
     end: float
     path: str | None = None
     dropped: str = ""
+    runs: dict[int, list[HotSymbol]] = field(default_factory=dict)
 
 
 class Windows:
@@ -64,11 +74,15 @@ class Windows:
         self._warn = warn
         self.on_window = on_window
         self.directory: str | None = None
+        self.kallsyms: str | None = None    # a copy of /proc/kallsyms for the reports
         self.preexisting: set[str] = set()  # in a kept directory before this run: not ours
         self.out: asyncio.Queue[PerfWindow | None] = asyncio.Queue()
         self.done: list[PerfWindow] = []
         self.tasks: list[asyncio.Task[None]] = []
         self.run = 0
+        self.cuts: list[int] = []           # when each run ended, CLOCK_MONOTONIC ns
+        self.ending = False                 # the runs are over: reports need not yield
+        self._script: asyncio.subprocess.Process | None = None   # the report running
         # (the window's number in this recording, its file, when it closed)
         self._paths: asyncio.Queue[tuple[int, str, float] | None] = asyncio.Queue()
         self._seen: set[str] = set()
@@ -92,8 +106,11 @@ class Windows:
         self.tasks.append(asyncio.create_task(self._timer_loop()))
 
     def cut(self) -> None:
-        """Close the current window now (end of a repetition); the next is the next run's."""
-        self.rotate()
+        """A repetition ended: its window closes now if open MIN_WINDOW_S or more (else the
+        next run's samples share it, told apart by time)."""
+        self.cuts.append(time.monotonic_ns())
+        if time.monotonic() - self._last_rotate >= MIN_WINDOW_S:
+            self.rotate()
         self.run += 1
 
     def rotate(self) -> None:
@@ -147,6 +164,8 @@ class Windows:
     async def finish(self, quick: bool = False) -> None:
         """perf has ended: report the files left, the last window's too; `quick`: none of
         them (a quit: a loaded machine's backlog of reports is not waited for)."""
+        self.ending = True
+        _unidle(self._script)               # begun beside the runs: it need not yield now
         self.sweep()
         self._paths.put_nowait(None)
         if quick and self._reporter is not None:
@@ -177,16 +196,18 @@ class Windows:
             index, path, end = item
             run = self._pending_runs.pop(0) if self._pending_runs else self.run
             kept, dropped = self.kept, ""
+            symbols: list[HotSymbol] = []
+            runs: dict[int, list[HotSymbol]] = {}
             if kept is not None and not kept.take(self.base + index):
-                symbols, dropped = [], DROPPED_UNREAD      # its file is gone already
+                dropped = DROPPED_UNREAD                    # its file is gone already
             else:
-                symbols = await self._report(path)
+                symbols, runs = await self._report(path, run)
                 if kept is not None:
                     kept.done_reading(self.base + index)
             w = PerfWindow(index=index, run=run, symbols=symbols,
                            samples=sum(s.samples for s in symbols), start=round(start, 3),
                            end=round(end, 3), path=path if self.keep and not dropped else None,
-                           dropped=dropped)
+                           dropped=dropped, runs=runs)
             start = end
             self.done.append(w)
             if not self.keep and not dropped:
@@ -209,37 +230,55 @@ class Windows:
             index, path = await self._kept_paths.get()
             await self.kept.add(index, path, self.record.cpus)
 
-    async def _report(self, path: str) -> list[HotSymbol]:
-        """The window's hot symbols, and its samples by address added to the session's
-        tally when its data is kept (perf/addrs.py): one `perf script` gives both."""
+    async def _report(self, path: str, run: int
+                      ) -> tuple[list[HotSymbol], dict[int, list[HotSymbol]]]:
+        """The window's hot symbols, whole and by run (`run`: the window's, for samples with
+        no time), and its samples by address added to the session's tally when its data is
+        kept (perf/addrs.py): one `perf script` gives them all."""
         rec = self.record
         assert rec.perf
         proc = None
         try:
-            # idle priority: summarising must not steal CPU from the measured workload
-            proc = await spawn(script_argv(rec.perf, path), rec.cpus,
-                               stdout=subprocess.PIPE, idle=True)
+            # idle priority while the runs go on: summarising must not steal CPU from the
+            # measured workload; once they are over, the backlog is all the session waits
+            # for, where a loaded machine gave an idle one no CPU (still off the workload's
+            # CPUs: an interleaved session's may still be running there)
+            argv = script_argv(rec.perf, path, self.kallsyms)
+            proc = self._script = await spawn(argv, rec.cpus, stdout=subprocess.PIPE,
+                                              idle=not self.ending)
+            if self.ending:                 # (ended as it started)
+                _unidle(proc)
             out, err = await asyncio.wait_for(proc.communicate(), 20 * time_scale())
         except asyncio.TimeoutError:
             killpg(proc)
             self._warn(f"perf script timed out on {os.path.basename(path)}; window skipped")
-            return []
+            return [], {}
         except asyncio.CancelledError:
             await kill_and_wait(proc)
             raise
         except OSError as e:
             self._warn(f"perf script failed: {e}")
-            return []
+            return [], {}
         text = out.decode(errors="replace")
         if proc.returncode != 0 and not text.strip():
             msg = err.decode(errors="replace").strip().splitlines()
             self._warn(f"perf script failed on {os.path.basename(path)}: "
                        f"{msg[-1] if msg else proc.returncode}")
-            return []
-        window = read_window(text, rec.comm, frozenset(rec.pids))
+            return [], {}
+        window = read_window(text, rec.comm, frozenset(rec.pids), self.cuts, run)
         if self.keep and self.kept is not None and self.directory:
             tally = addrs.recorded(self.kept, self.directory)
             tally.warn = self._warn
             tally.add(os.path.basename(path), self.base + len(self.done), window.addresses)
             await tally.maybe_write()
-        return window.symbols
+        return window.symbols, window.runs
+
+
+def _unidle(proc: asyncio.subprocess.Process | None) -> None:
+    """A report begun at idle priority back to normal, where this process may (root, or
+    RLIMIT_NICE): on a loaded machine an idle one gets no CPU."""
+    if proc is None or proc.returncode is not None:
+        return
+    with contextlib.suppress(OSError):
+        os.sched_setscheduler(proc.pid, os.SCHED_OTHER, os.sched_param(0))
+        os.setpriority(os.PRIO_PROCESS, proc.pid, 0)

@@ -119,7 +119,8 @@ class Recording:
     def window(self, msg: tuple[tuple[int, int], Any]) -> ev.HotSymbols:
         """A perf window as the inbox had it, numbered in the session."""
         (base, first_run), w = msg
-        self._tally.add(first_run + w.run, w.symbols, w.samples)
+        for run, symbols in w.runs.items():        # a window may hold several short runs
+            self._tally.add(first_run + run, symbols, sum(s.samples for s in symbols))
         return ev.HotSymbols(tuple(w.symbols[:WINDOW_TOP]), window=base + w.index,
                              samples=w.samples, variant=self.variant, dropped=w.dropped)
 
