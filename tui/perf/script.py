@@ -158,7 +158,7 @@ def read_window(text: str, comm: str | None = None, pids: Collection[int] = (),
             symbol = maps.name(pid, ip, dso)
         if hot:
             key = (symbol, short(dso))
-            by_symbol[(at, *key)] += 1
+            by_symbol[(at,) + key] += 1
             if key not in kernel:
                 kernel[key] = _kernel(dso, ip)
     whole: Counter[tuple[str, str]] = Counter()
