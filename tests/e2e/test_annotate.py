@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 from conftest import ROOT, hotloop, tagged_pids
+from test_perf_start import noting_perf
 
 from hotloop import results
 from hotloop.perf.annotate import kernel_code, perf_data_files
@@ -663,20 +664,6 @@ def test_the_processes_a_worker_forks_per_run_are_the_runs_own(tmp_path):
     assert json.loads(annotated.stdout)["samples"] == sampled["samples"]
 
 
-def _perf_noting_its_starts(tmp_path: Path, monkeypatch) -> Path:
-    """A perf first on PATH that notes each start's arguments (a file a process, one
-    argument a line), then is perf; the directory of its notes."""
-    log = tmp_path / "perf-started"
-    log.mkdir()
-    shim = tmp_path / "noting-bin" / "perf"
-    shim.parent.mkdir()
-    shim.write_text(f"#!/bin/sh\nprintf '%s\\n' \"$@\" > {log}/$$\n"
-                    f"exec {shutil.which('perf')} \"$@\"\n")
-    shim.chmod(0o755)
-    monkeypatch.setenv("PATH", f"{shim.parent}:{os.environ['PATH']}")
-    return log
-
-
 @needs_perf
 def test_a_kernel_symbol_that_cannot_annotate_is_refused_before_perf_starts(
         kept, tmp_path, cli, monkeypatch):
@@ -686,7 +673,7 @@ def test_a_kernel_symbol_that_cannot_annotate_is_refused_before_perf_starts(
     no perf starts for it; --top still annotates the user-space symbols."""
     hot = json.loads(cli("show", str(kept), "--format", "json").stdout)["hot_symbols"]
     name = next(s["symbol"] for s in hot if s["kernel"] and s["dso"] == "[kernel.kallsyms]")
-    log = _perf_noting_its_starts(tmp_path, monkeypatch)
+    log = noting_perf(tmp_path, monkeypatch)
     gone = tmp_path / "no-such" / "vmlinux"
     done = hotloop("annotate", str(kept), name, "--vmlinux", str(gone))
     assert done.returncode == 2
