@@ -6,15 +6,30 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Callable
+from pathlib import Path
 from typing import Any
 
 import forge
 
+from hotloop import catalog
 from hotloop import events as ev
-from hotloop.catalog import ResolvedPlan
+from hotloop.catalog import Catalog, ResolvedPlan
 from hotloop.record import Batch, to_json
 from hotloop.results.reader import decode_line
 from hotloop.run import series
+
+
+def with_vm_kernel(tmp_path: Path) -> Catalog:
+    """The bundled catalogue (default, busy-poll) and a kernel profile, patched, booted in a
+    VM (a forged bzImage: nothing boots it here)."""
+    from conftest import profile_dir
+    from test_vm_rules import fake_bzimage
+    image = fake_bzimage(tmp_path / "bzImage")
+    return catalog.load([profile_dir(tmp_path, f"""
+        [kernel.patched]
+        image = "{image}"
+        """)])
+
 
 NS = {"default": 2_000_000, "busy-poll": 1_900_000}     # a kernel's run, in ns
 ENDS = ("finished", "failed", "stopped", "refused")

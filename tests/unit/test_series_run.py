@@ -15,11 +15,9 @@ from pathlib import Path
 
 import forge
 import pytest
-from conftest import profile_dir
-from forged_session import Forged
-from test_vm_rules import fake_bzimage
+from forged_session import Forged, with_vm_kernel
 
-from hotloop import catalog, results
+from hotloop import results
 from hotloop.analysis import compare
 from hotloop.catalog import Catalog, ResolvedPlan
 from hotloop.cli import series as series_cli
@@ -36,12 +34,7 @@ STAMP = r"\d{8}-\d{6}"
 
 @pytest.fixture
 def cat(tmp_path: Path, isolated: Path) -> Catalog:
-    """The bundled catalogue (default, busy-poll) and a kernel profile booted in a VM."""
-    image = fake_bzimage(tmp_path / "bzImage")
-    return catalog.load([profile_dir(tmp_path, f"""
-        [kernel.patched]
-        image = "{image}"
-        """)])
+    return with_vm_kernel(tmp_path)
 
 
 def request(cat: Catalog, *kernels: str, sessions: int = 2, **more) -> SeriesRequest:

@@ -8,11 +8,8 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from conftest import profile_dir
-from forged_session import Forged
-from test_vm_rules import fake_bzimage
+from forged_session import Forged, with_vm_kernel
 
-from hotloop import catalog
 from hotloop.catalog import Catalog, Host
 from hotloop.run import series, start
 from hotloop.run.session import Session
@@ -22,11 +19,7 @@ from hotloop.run.vm import VmSession
 
 @pytest.fixture
 def cat(tmp_path: Path, isolated: Path) -> Catalog:
-    image = fake_bzimage(tmp_path / "bzImage")
-    return catalog.load([profile_dir(tmp_path, f"""
-        [kernel.patched]
-        image = "{image}"
-        """)])
+    return with_vm_kernel(tmp_path)
 
 
 def test_each_session_says_what_its_callers_asked_its_class(cat, tmp_path):
