@@ -222,7 +222,8 @@ def test_short_runs_share_a_window_and_each_keeps_its_own_samples(busy):
     assert result.warnings == []
     if cuts[-1] < MIN_WINDOW_S:         # (a loaded machine may stretch the sleeps past it)
         assert windows == 1, (windows, cuts)        # the stop's, no cut's
-    assert windows < len(cuts) + 1
+    if cuts[-1] < len(cuts) * MIN_WINDOW_S:     # some cut came before its window's bound
+        assert windows < len(cuts) + 1, (windows, cuts)
     assert set(result.runs) <= {0, 1, 2, 3, 4} and len(result.runs) >= 2, result.runs
     # every sample in a run, none twice
     assert sum(s.samples for syms in result.runs.values() for s in syms) == result.samples
