@@ -42,6 +42,7 @@ def test_a_dead_sessions_windows_are_compressed_and_thinned_evenly_within_the_bu
     assert {b - a for a, b in zip(positions, positions[1:])} == {kept.stride}
     # 20 windows would fit: every 4th is 16 of them (every 2nd, 32, would not)
     assert kept.stride == 4 and len(after) == 16 and kept.dropped == 48
+    assert kept.unfinished and UNFINISHED not in after
     with gzip.open(tmp_path / (names[0] + ".gz")) as f:      # written again, whole
         assert len(f.read()) == SIZE
 

@@ -144,6 +144,7 @@ class KeptWindows:
         self.stride = 1
         self.dropped = 0
         self.compressed = 0
+        self.unfinished = False         # finish_dir removed the window perf was writing
         self.writing = 0        # the room left for the window perf writes: the last one's size
         self._said = False
         self._said_unread = False
@@ -380,6 +381,7 @@ def finish_dir(directory: str, budget: int, budget_mb: int) -> KeptWindows:
     kept = KeptWindows(directory, budget, budget_mb=budget_mb)
     with contextlib.suppress(OSError):
         os.unlink(os.path.join(directory, UNFINISHED))
+        kept.unfinished = True
     try:
         names = os.listdir(directory)
     except OSError:

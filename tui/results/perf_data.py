@@ -206,10 +206,12 @@ def finish(result: Path, budget_mb: int) -> str | None:
         os.close(dfd)
     kept = finish_dir(str(d), budget_mb * 1_000_000, budget_mb)
     gone = prune_perf_data(d.parent, budget_mb * 1_000_000, d)
-    if not (kept.compressed or kept.dropped or gone):
+    if not (kept.unfinished or kept.compressed or kept.dropped or gone):
         return None
-    return (f"perf data of a session that did not end finished: {d} ({kept.compressed} "
-            f"window{'s' * (kept.compressed != 1)} compressed, {kept.dropped} thinned out"
+    return (f"perf data of a session that did not end finished: {d} ("
+            + ("the window perf was writing removed, " if kept.unfinished else "")
+            + f"{kept.compressed} window{'s' * (kept.compressed != 1)} compressed, "
+            f"{kept.dropped} thinned out"
             + (f", {len(gone)} older run{'s' * (len(gone) != 1)}' removed" if gone else "")
             + f"; within {budget_mb} MB, plan key perf_keep_mb)")
 
