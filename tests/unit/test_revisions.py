@@ -1,6 +1,7 @@
-"""A bisect's builds without git: the .config lines two kernel trees differ in, and what a
-kernel image says of itself (the real Debian image, and forged ones in every compression a
-kernel is built with)."""
+"""A bisect's revisions without git: the range's text refused before git runs, the .config
+lines two kernel trees differ in, and what a kernel image says of itself (the real Debian
+image, and forged ones in every compression a kernel is built with).  git itself, the
+worktrees and the builds: tests/e2e/test_revisions.py."""
 from __future__ import annotations
 
 import bz2
@@ -13,12 +14,34 @@ from pathlib import Path
 
 import pytest
 
+from hotloop.errors import HotloopError
 from hotloop.host import kimage
 from hotloop.perf.buildid import file_build_id
 from hotloop.run import build_facts
 from hotloop.run.build_facts import build_differences, kernel_image_facts
+from hotloop.run.revisions import revision_range
 
 DEBIAN = Path("/boot/vmlinuz-6.1.0-47-amd64")
+
+
+# --------------------------------------------------------------------------- the range's text
+
+@pytest.mark.parametrize("spec, said", [
+    ("v1\n..v2", r"revision range 'v1\n..v2': it holds a control character"),
+    ("v1..v2\x1b[2J", r"'v1..v2\x1b[2J': it holds a control character"),
+    ("--output=x..HEAD", "'--output=x' looks like an option, not a revision"),
+    ("HEAD~3..-p", "'-p' looks like an option"),
+    ("v1", "revision range 'v1': not a range: give GOOD..BAD"),
+    ("v1...v2", "A...B is a symmetric difference, not a range"),
+    ("..v2", "give both ends: GOOD..BAD"),
+    ("v1..", "give both ends"),
+])
+def test_a_range_text_that_is_none_is_refused_before_git_runs(tmp_path, spec, said):
+    # tests/unit refuses to start a process: git run here would fail the test otherwise
+    with pytest.raises(HotloopError) as e:
+        revision_range(tmp_path, spec)
+    assert said in str(e.value) and "\n" not in str(e.value)
+    assert not (tmp_path / "x").exists()
 
 
 # --------------------------------------------------------------------------- .config
