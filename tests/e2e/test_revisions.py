@@ -142,8 +142,10 @@ def snapshot(r: Path) -> dict[str, object]:
     bytes outside .git (untracked ones too), the refs, the stash, the worktree list."""
     files = {str(p.relative_to(r)): p.read_bytes() for p in sorted(r.rglob("*"))
              if p.is_file() and ".git" not in p.relative_to(r).parts}
-    return {"head": g(r, "rev-parse", "HEAD"), "symbolic": g(r, "symbolic-ref", "HEAD"),
-            "index": hashlib.sha256((r / ".git" / "index").read_bytes()).hexdigest(),
+    index = r / g(r, "rev-parse", "--git-path", "index")
+    return {"head": g(r, "rev-parse", "HEAD"),
+            "symbolic": g(r, "rev-parse", "--symbolic-full-name", "HEAD"),
+            "index": hashlib.sha256(index.read_bytes()).hexdigest(),
             "status": g(r, "status", "--porcelain=v1", "-z", "--untracked-files=all"),
             "files": files, "refs": g(r, "for-each-ref"), "stash": g(r, "stash", "list"),
             "worktrees": g(r, "worktree", "list", "--porcelain"),
@@ -367,3 +369,21 @@ def test_a_root_shared_by_two_clones_leaves_each_the_others_worktrees(repo, tmp_
     with Worktrees(r, tmp_path / "wt") as theirs:
         theirs.remove_all()
     assert not path.exists()
+
+
+def test_the_users_own_worktrees_stay_even_one_whose_disk_is_gone(repo, tmp_path):
+    r, c = repo
+    # the user works in a linked worktree of theirs, and has another on a disk not mounted
+    mine, away = tmp_path / "my worktree", tmp_path / "usb disk" / "wt"
+    g(r, "worktree", "add", "-q", "--detach", str(mine), c["c3"])
+    g(r, "worktree", "add", "-q", "--detach", str(away), c["c2"])
+    shutil.rmtree(tmp_path / "usb disk")
+    (mine / "untracked").write_text("mine\n")
+    before, listed = snapshot(mine), g(r, "worktree", "list", "--porcelain")
+    wt = Worktrees(repository(mine), tmp_path / "state" / "wt")
+    revs = revision_range(mine, "HEAD~2..HEAD")
+    for rev in revs:
+        assert wt.build(rev, "echo $PWD > where", tmp_path / "b.log") is None
+    wt.remove_all()
+    assert snapshot(mine) == before and g(r, "worktree", "list", "--porcelain") == listed
+    assert "prunable" in listed and str(away) in listed      # what a prune would have dropped
