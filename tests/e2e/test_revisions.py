@@ -387,3 +387,16 @@ def test_the_users_own_worktrees_stay_even_one_whose_disk_is_gone(repo, tmp_path
     wt.remove_all()
     assert snapshot(mine) == before and g(r, "worktree", "list", "--porcelain") == listed
     assert "prunable" in listed and str(away) in listed      # what a prune would have dropped
+
+
+def test_cancel_starts_no_more_git(built):
+    from hotloop.run import build
+    wt, rev, log = built
+    build.CANCEL.set()
+    try:
+        with pytest.raises(HotloopError, match=r"^git worktree remove: interrupted$"):
+            wt.checkout(rev)
+    finally:
+        build.CANCEL.clear()
+    assert not wt.path(rev).exists()
+    assert wt.build(rev, "true", log) is None

@@ -103,14 +103,31 @@ def git_line(stderr: bytes) -> str:
 
 
 def git(cwd: Path, *args: str, what: str, ok: tuple[int, ...] = (0,)) -> subprocess.CompletedProcess[bytes]:
-    """git ARGS in `cwd`; HotloopError "WHAT: git's line" on an exit status not in `ok`."""
+    """git ARGS in `cwd`; HotloopError "WHAT: git's line" on an exit status not in `ok`,
+    and "WHAT: interrupted" once build.CANCEL is set (a signal came)."""
+    if CANCEL.is_set():
+        raise HotloopError(f"{what}: interrupted")
     try:
-        done = subprocess.run(["git", *OPTIONS, "-C", str(cwd), *args], env=_env(),
-                              stdin=subprocess.DEVNULL, capture_output=True)
+        proc = subprocess.Popen(["git", *OPTIONS, "-C", str(cwd), *args], env=_env(),
+                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE)
     except FileNotFoundError:
         raise HotloopError("git is not installed (a bisect needs it: install git)") from None
     except OSError as e:
         raise HotloopError(f"cannot run git: {e.strerror}") from None
+    with proc:
+        while True:                     # a kernel tree's worktree add takes a while
+            try:
+                out, err = proc.communicate(timeout=POLL)   # retrying loses no output
+                break
+            except subprocess.TimeoutExpired:
+                if CANCEL.is_set():
+                    proc.kill()
+                    raise HotloopError(f"{what}: interrupted") from None
+            except BaseException:       # Ctrl-C: git is ours to end too
+                proc.kill()
+                raise
+    done = subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
     if done.returncode not in ok:
         raise HotloopError(f"{what}: {git_line(done.stderr)}")
     return done
