@@ -110,7 +110,7 @@ def git(cwd: Path, *args: str, what: str, ok: tuple[int, ...] = (0,)) -> subproc
     try:
         proc = subprocess.Popen(["git", *OPTIONS, "-C", str(cwd), *args], env=_env(),
                                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE)
+                                stderr=subprocess.PIPE, preexec_fn=child_setup(os.getpid()))
     except FileNotFoundError:
         raise HotloopError("git is not installed (a bisect needs it: install git)") from None
     except OSError as e:
