@@ -21,7 +21,7 @@ import pytest
 from conftest import ROOT
 
 from hotloop.errors import HotloopError
-from hotloop.run.revisions import PREFIX, Revision, Worktrees, repository, revision_range
+from hotloop.run.revisions import PREFIX, Revision, Worktrees, build_differences, repository, revision_range
 
 ENV = {"GIT_AUTHOR_NAME": "A U Thor", "GIT_AUTHOR_EMAIL": "a@example.org",
        "GIT_COMMITTER_NAME": "A U Thor", "GIT_COMMITTER_EMAIL": "a@example.org",
@@ -400,3 +400,15 @@ def test_cancel_starts_no_more_git(built):
         build.CANCEL.clear()
     assert not wt.path(rev).exists()
     assert wt.build(rev, "true", log) is None
+
+
+def test_the_config_lines_two_built_revisions_differ_in(repo, tmp_path):
+    r, _ = repo
+    wt = Worktrees(r, tmp_path / "wt")
+    good, bad = revision_range(r, "main~1..main")
+    build = ("if grep -q escape a.txt; then echo CONFIG_PREEMPT=y; else "
+             "echo '# CONFIG_PREEMPT is not set'; fi > .config; echo CONFIG_HZ=250 >> .config")
+    assert wt.build(good, build, tmp_path / "good.log") is None
+    assert wt.build(bad, build, tmp_path / "bad.log") is None
+    assert build_differences(wt.checkout(good), wt.checkout(bad)) == [
+        "-# CONFIG_PREEMPT is not set", "+CONFIG_PREEMPT=y"]
