@@ -412,3 +412,15 @@ def test_the_config_lines_two_built_revisions_differ_in(repo, tmp_path):
     assert wt.build(bad, build, tmp_path / "bad.log") is None
     assert build_differences(wt.checkout(good), wt.checkout(bad)) == [
         "-# CONFIG_PREEMPT is not set", "+CONFIG_PREEMPT=y"]
+
+
+def test_a_log_that_cannot_be_written_is_one_line_and_no_build_runs(built, tmp_path):
+    wt, rev, _ = built
+    with pytest.raises(HotloopError, match=r"^/dev/full: cannot write the build's log: No "
+                                           r"space left on device$"):
+        wt.build(rev, "touch ran", Path("/dev/full"))
+    (tmp_path / "real").write_text("x\n")
+    (tmp_path / "planted").symlink_to(tmp_path / "real")
+    with pytest.raises(HotloopError, match=r"planted: cannot write the build's log: Too many"):
+        wt.build(rev, "touch ran", tmp_path / "planted")
+    assert not (wt.path(rev) / "ran").exists() and (tmp_path / "real").read_text() == "x\n"

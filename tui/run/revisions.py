@@ -304,10 +304,15 @@ class Worktrees:
             raise HotloopError(f"{visible(str(log))}: cannot write the build's log: "
                                f"{e.strerror}") from None
         try:
-            os.write(out, f"hotloop: building {rev.sha} {rev.subject}\nhotloop: in {path}: "
-                          f"sh -c {cmd!r}\n".encode(errors="replace"))
+            try:                        # what ran where, first: a full disk says so here
+                os.write(out, f"hotloop: building {rev.sha} {rev.subject}\nhotloop: in "
+                              f"{path}: sh -c {cmd!r}\n".encode(errors="replace"))
+            except OSError as e:
+                raise HotloopError(f"{visible(str(log))}: cannot write the build's log: "
+                                   f"{e.strerror}") from None
             why = _run_build(cmd, path, out, timeout)
-            os.write(out, f"hotloop: {why or 'build exited 0'}\n".encode())
+            with contextlib.suppress(OSError):
+                os.write(out, f"hotloop: {why or 'build exited 0'}\n".encode())
         finally:
             os.close(out)
         return f"{why} (log: {visible(str(log))})" if why else None
