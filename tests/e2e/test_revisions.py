@@ -139,16 +139,20 @@ def test_a_shallow_clone_has_the_range_it_holds_and_says_why_not_more(repo, tmp_
 
 def snapshot(r: Path) -> dict[str, object]:
     """What the user has in a checkout: HEAD, the index's bytes, the status, every file's
-    bytes outside .git (untracked ones too), the refs, the stash, the worktree list."""
+    bytes outside .git (untracked ones too), the refs, the stash, the worktree list, and the
+    bytes of every file of the repository but its objects and worktrees (config, reflogs)."""
     files = {str(p.relative_to(r)): p.read_bytes() for p in sorted(r.rglob("*"))
              if p.is_file() and ".git" not in p.relative_to(r).parts}
     index = r / g(r, "rev-parse", "--git-path", "index")
+    common = r / g(r, "rev-parse", "--git-common-dir")
+    repository_files = {str(p.relative_to(common)): p.read_bytes() for p in sorted(common.rglob("*"))
+                        if p.is_file() and p.relative_to(common).parts[0] not in ("objects", "worktrees")}
     return {"head": g(r, "rev-parse", "HEAD"),
             "symbolic": g(r, "rev-parse", "--symbolic-full-name", "HEAD"),
             "index": hashlib.sha256(index.read_bytes()).hexdigest(),
             "status": g(r, "status", "--porcelain=v1", "-z", "--untracked-files=all"),
             "files": files, "refs": g(r, "for-each-ref"), "stash": g(r, "stash", "list"),
-            "worktrees": g(r, "worktree", "list", "--porcelain"),
+            "worktrees": g(r, "worktree", "list", "--porcelain"), "git": repository_files,
             "hooks_ran": sorted(str(p) for p in r.parent.rglob("HOOK RAN*"))}
 
 
