@@ -1,7 +1,7 @@
 """A bisect's revisions without git: the range's text refused before git runs, the .config
 lines two kernel trees differ in, and what a kernel image says of itself (the real Debian
 image, and forged ones in every compression a kernel is built with).  git itself, the
-worktrees and the builds: tests/e2e/test_revisions.py."""
+worktrees and the builds: tests/e2e/test_revisions_git.py."""
 from __future__ import annotations
 
 import bz2
