@@ -290,8 +290,8 @@ def test_a_build_leaves_nothing_running_after_it_exits(built, tmp_path, leftover
     wt, rev, log = built
     assert wt.build(rev, "sleep 300 > /dev/null 2>&1 & echo $! > bg.pid", log) is None
     pid = int((wt.path(rev) / "bg.pid").read_text())
-    assert not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text()
-    assert leftovers() == []
+    assert leftovers() == []            # killed: gone once the kernel has ended it
+    assert not Path(f"/proc/{pid}").exists() or ") Z " in Path(f"/proc/{pid}/stat").read_text()
 
 
 def wait_for(path: Path, seconds: float = 60) -> None:
@@ -428,3 +428,12 @@ def test_a_log_that_cannot_be_written_is_one_line_and_no_build_runs(built, tmp_p
     with pytest.raises(HotloopError, match=r"planted: cannot write the build's log: Too many"):
         wt.build(rev, "touch ran", tmp_path / "planted")
     assert not (wt.path(rev) / "ran").exists() and (tmp_path / "real").read_text() == "x\n"
+
+
+def test_a_root_inside_the_work_tree_is_refused(repo):
+    r, _ = repo
+    for root in (r / "bisect", r / ".git" / "hotloop", r / "sub" / ".." / "x"):
+        with pytest.raises(HotloopError, match=r"inside the repository's work tree .*: its "
+                                               r"worktrees would be the user's untracked files"):
+            Worktrees(r, root)
+        assert not root.exists()

@@ -1,40 +1,80 @@
 """A user's shell command (a bisect's --build) run as hotloop runs anything it starts:
 in a process group of its own, its output straight to a file (megabytes never held here),
-stopped with everything it started on a timeout, Ctrl-C or build.CANCEL (SIGTERM, GRACE
-seconds, then SIGKILL: make removes a half-written target on SIGTERM), and watched by a
-guard process that kills the group should hotloop itself be killed, even by SIGKILL.
+stopped with everything it started on a timeout, Ctrl-C or build.CANCEL, and when hotloop
+itself ends, even by SIGKILL.
+
+hotloop starts a small guard (`GUARD`, a Python of its own) and the guard the command, as
+`sh -c CMD` in a new session.  The guard holds a pipe from hotloop: its end (hotloop stopping
+the build, hotloop gone however, or a Popen interrupted by Ctrl-C before it returned, which
+closes it too) makes the guard stop the command's group: SIGTERM, GRACE seconds for the shell
+to go (make removes a half-written target on SIGTERM), then SIGKILL for all of it.  A command
+that exits has its group killed too (what it left in the background), before the shell is
+reaped, so the group cannot be another's by then.  The guard says how it ended on a second
+pipe: "exited N", "signal N" or "stopped".
 """
 from __future__ import annotations
 
 import contextlib
 import os
+import select
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 from hotloop.errors import HotloopError
-from hotloop.host.procs import child_setup
 from hotloop.run.build import CANCEL
 
-STOPPING = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
 GRACE = 2.0                             # seconds between a stopped build's SIGTERM and SIGKILL
 POLL = 0.05
-# The guard: reads the build's process group, then waits; "done" from hotloop lets it go,
-# anything else (end of file: hotloop killed, even by SIGKILL) kills the group.  Its own
-# session and ignored signals keep a Ctrl-C at the terminal from ending it first.
 GUARD = """\
-import os, signal, sys
+import os, select, signal, sys, time
 for s in (signal.SIGINT, signal.SIGHUP, signal.SIGTERM, signal.SIGPIPE):
-    signal.signal(s, signal.SIG_IGN)
-group = sys.stdin.readline().strip()
-if group.isdigit() and sys.stdin.readline() != "done\\n":
+    signal.signal(s, signal.SIG_IGN)    # a Ctrl-C at the terminal is hotloop's to handle
+cwd, cmd, said, grace = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
+pid = os.fork()
+if pid == 0:
     try:
-        os.killpg(int(group), signal.SIGKILL)
-    except OSError:
-        pass
+        os.setsid()
+        for s in (signal.SIGINT, signal.SIGHUP, signal.SIGTERM, signal.SIGPIPE):
+            signal.signal(s, signal.SIG_DFL)
+        os.close(said)
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.chdir(cwd)
+        os.execvp("sh", ["sh", "-c", cmd])
+    finally:
+        os._exit(127)
+
+def ended():
+    info = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+    return info if info is not None and info.si_pid else None
+
+def stop():
+    if ended() is None:
+        try:
+            os.killpg(pid, signal.SIGTERM)
+        except OSError:
+            pass
+        end = time.monotonic() + grace
+        while ended() is None and time.monotonic() < end:
+            time.sleep(0.02)
+
+done = None
+while done is None:
+    ready, _, _ = select.select([0], [], [], 0.05)
+    if ready and not os.read(0, 64):    # hotloop stopped it, or is gone
+        stop()
+        done = "stopped"
+    elif (info := ended()) is not None:
+        done = ("exited %d" if info.si_code == os.CLD_EXITED else "signal %d") % info.si_status
+try:
+    os.killpg(pid, signal.SIGKILL)      # what it left running; the shell a zombie still
+except OSError:
+    pass
+os.waitpid(pid, 0)
+os.write(said, done.encode())
 """
 
 
@@ -43,82 +83,49 @@ def run_logged(cmd: str, cwd: Path, env: dict[str, str], out: int,
     """`sh -c CMD` in `cwd`, its stdout and stderr to the file `out`, run to its end or
     stopped: why it failed ("build exited 2", "build killed by signal 9 (SIGKILL)", "build
     timed out after 60 s"), or None; HotloopError("build interrupted") on build.CANCEL.
-
-    Ctrl-C (and SIGTERM, SIGHUP) are held while the guard and the build start, so that a
-    build never runs unknown to both: one that came then is raised once they are."""
-    guard = proc = None
+    On Ctrl-C (KeyboardInterrupt) the build is stopped and the interrupt goes on."""
+    said_r, said_w = os.pipe()
+    guard: subprocess.Popen[bytes] | None = None
     try:
-        held = signal.pthread_sigmask(signal.SIG_BLOCK, STOPPING)
-
-        def child(then: Callable[[], None] | None = None) -> Callable[[], None]:
-            def setup() -> None:
-                signal.pthread_sigmask(signal.SIG_SETMASK, held)
-                if then is not None:
-                    then()
-            return setup
         try:
-            guard = subprocess.Popen([sys.executable, "-I", "-S", "-c", GUARD],
-                                     stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.DEVNULL, start_new_session=True,
-                                     preexec_fn=child())
-            proc = subprocess.Popen(["sh", "-c", cmd], cwd=cwd, env=env,
-                                    stdin=subprocess.DEVNULL, stdout=out, stderr=out,
-                                    start_new_session=True,
-                                    preexec_fn=child(child_setup(os.getpid())))
-            assert guard.stdin is not None
-            guard.stdin.write(f"{proc.pid}\n".encode())
-            guard.stdin.flush()
+            guard = subprocess.Popen([sys.executable, "-I", "-S", "-c", GUARD, str(cwd), cmd,
+                                      str(said_w), repr(GRACE)], env=env, stdin=subprocess.PIPE,
+                                     stdout=out, stderr=out, pass_fds=(said_w,),
+                                     start_new_session=True)
         except OSError as e:
             raise HotloopError(f"cannot start the build: {e.strerror}") from None
         finally:
-            signal.pthread_sigmask(signal.SIG_SETMASK, held)
-        return _waited(proc, timeout)
+            os.close(said_w)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while not select.select([said_r], [], [], POLL)[0]:
+            if CANCEL.is_set():
+                _stop(guard)
+                raise HotloopError("build interrupted")
+            if deadline is not None and time.monotonic() >= deadline:
+                _stop(guard)
+                return f"build timed out after {timeout:g} s"
+        return _why(os.read(said_r, 64).decode(errors="replace"))
     finally:
-        try:
-            if proc is not None:
-                _stop(proc)             # whatever it left behind, and itself when stopped
-            if guard is not None and guard.stdin is not None:
-                with contextlib.suppress(OSError):
-                    guard.stdin.write(b"done\n")
-        finally:                        # not told "done" (a second Ctrl-C): it kills them
-            if guard is not None:
-                with contextlib.suppress(OSError):
-                    if guard.stdin is not None:
-                        guard.stdin.close()
-                guard.wait()
+        if guard is not None:
+            _stop(guard)                # at once, even when a second Ctrl-C cut it short
+        os.close(said_r)
 
 
-def _waited(proc: subprocess.Popen[bytes], timeout: float | None) -> str | None:
-    """Why the build failed (its exit, its signal, the time out), or None; the shell left a
-    zombie (os.WNOWAIT) so that its process group cannot be another's when it is killed."""
-    deadline = None if timeout is None else time.monotonic() + timeout
-    while True:
-        info = os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
-        if info is not None and info.si_pid:
-            if info.si_code == os.CLD_EXITED:
-                return f"build exited {info.si_status}" if info.si_status else None
-            name = signal.Signals(info.si_status).name if info.si_status in \
-                signal.valid_signals() else "?"
-            return f"build killed by signal {info.si_status} ({name})"
-        if CANCEL.is_set():
-            raise HotloopError("build interrupted")
-        if deadline is not None and time.monotonic() >= deadline:
-            return f"build timed out after {timeout:g} s"
-        time.sleep(POLL)
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    """The build's process group ended: SIGTERM, GRACE seconds for the shell to go, then
-    SIGKILL for all of it; the shell reaped."""
-    def alive() -> bool:
-        info = os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
-        return info is None or not info.si_pid
-    if alive():
+def _stop(guard: subprocess.Popen[bytes]) -> None:
+    """The guard's pipe closed (it stops the build, if it still runs) and the guard gone."""
+    if guard.stdin is not None:
         with contextlib.suppress(OSError):
-            os.killpg(proc.pid, signal.SIGTERM)
-        deadline = time.monotonic() + GRACE
-        while alive() and time.monotonic() < deadline:
-            time.sleep(POLL)
-    with contextlib.suppress(OSError):
-        os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait()
+            guard.stdin.close()
+    guard.wait()
+
+
+def _why(said: str) -> str | None:
+    """The guard's word as a line: None for "exited 0"."""
+    kind, _, number = said.partition(" ")
+    if kind == "exited" and number.isdigit():
+        return None if number == "0" else f"build exited {number}"
+    if kind == "signal" and number.isdigit():
+        n = int(number)
+        name = signal.Signals(n).name if n in signal.valid_signals() else "?"
+        return f"build killed by signal {n} ({name})"
+    return "build ended unknown to its guard (its log may say why)"
