@@ -427,6 +427,8 @@ def test_a_log_that_cannot_be_written_is_one_line_and_no_build_runs(built, tmp_p
     (tmp_path / "planted").symlink_to(tmp_path / "real")
     with pytest.raises(HotloopError, match=r"planted: cannot write the build's log: Too many"):
         wt.build(rev, "touch ran", tmp_path / "planted")
+    with pytest.raises(HotloopError, match="^the build command holds a NUL character$"):
+        wt.build(rev, "touch ran\0", tmp_path / "b.log")
     assert not (wt.path(rev) / "ran").exists() and (tmp_path / "real").read_text() == "x\n"
 
 

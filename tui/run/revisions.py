@@ -207,6 +207,11 @@ class Worktrees:
         common = git(repo, "rev-parse", "--path-format=absolute", "--git-common-dir",
                      what=visible(str(repo)))
         self._admin = Path(_text(common.stdout)).resolve() / "worktrees"
+        top = repository(repo).resolve()
+        if root.resolve().is_relative_to(top):
+            raise HotloopError(f"{visible(str(root))}: inside the repository's work tree "
+                               f"({visible(str(top))}): its worktrees would be the user's "
+                               f"untracked files; keep them elsewhere")
         try:
             root.mkdir(parents=True, exist_ok=True, mode=0o700)
             self.root = root.resolve()

@@ -84,6 +84,8 @@ def run_logged(cmd: str, cwd: Path, env: dict[str, str], out: int,
     stopped: why it failed ("build exited 2", "build killed by signal 9 (SIGKILL)", "build
     timed out after 60 s"), or None; HotloopError("build interrupted") on build.CANCEL.
     On Ctrl-C (KeyboardInterrupt) the build is stopped and the interrupt goes on."""
+    if "\0" in cmd:                     # a forged resume file's: no shell takes one
+        raise HotloopError("the build command holds a NUL character")
     said_r, said_w = os.pipe()
     guard: subprocess.Popen[bytes] | None = None
     try:
