@@ -329,13 +329,15 @@ def test_hotloop_killed_during_a_build_takes_the_build_with_it(built, tmp_path, 
         """)
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     for sig in (signal.SIGKILL, signal.SIGINT):
-        (wt.path(rev) / "started").unlink(missing_ok=True)
+        for name in ("started", "got-term"):
+            (wt.path(rev) / name).unlink(missing_ok=True)
         child = subprocess.Popen([sys.executable, "-c", script], env=env,
                                  stderr=subprocess.PIPE, text=True)
         wait_for(wt.path(rev) / "started")
         os.kill(child.pid, sig)
         _, err = child.communicate(timeout=60)
         assert leftovers(5) == [], sig
+        assert (wt.path(rev) / "got-term").read_text() == "term\n"   # stopped, not just killed
         if sig == signal.SIGINT:
             assert "KeyboardInterrupt" in err
 
