@@ -17,6 +17,9 @@ VERSION_PTR_AT = 0x20E
 # the protected-mode kernel, 0x1f4's syssize in 16-byte units (32 bits from protocol 2.04,
 # the version at 0x206; 16 before).  A signed image carries more after it, never less.
 SETUP_SECTS_AT, SYSSIZE_AT, PROTOCOL_AT = 0x1F1, 0x1F4, 0x206
+# From protocol 2.08 the setup header says where the compressed kernel (vmlinux) lies: at
+# 0x248 its offset from the protected-mode code's start, at 0x24c its length.
+PAYLOAD_AT, PAYLOAD_PROTOCOL = 0x248, 0x208
 ELF = b"\x7fELF"
 # the modules or built-in options virtme-ng's guest needs for a 9p root over virtio
 NINEP_MODULES = ("9p.ko", "9pnet.ko", "9pnet_virtio.ko")
@@ -62,8 +65,25 @@ def declared_size(head: bytes) -> int:
     return (setup_sects + 1) * 512 + syssize * 16
 
 
+def payload_offset(head: bytes) -> int | None:
+    """Where a bzImage's compressed kernel starts in its file (its first 0x250 bytes), or
+    None when its boot protocol is older than 2.08 and says not."""
+    protocol = int.from_bytes(head[PROTOCOL_AT:PROTOCOL_AT + 2], "little")
+    if len(head) < PAYLOAD_AT + 8 or protocol < PAYLOAD_PROTOCOL:
+        return None
+    return (head[SETUP_SECTS_AT] or 4) * 512 + 512 + int.from_bytes(
+        head[PAYLOAD_AT:PAYLOAD_AT + 4], "little")
+
+
 def image_release(path: Path) -> str:
     """The release a bzImage says it is ("6.1.0-47-amd64"), or "" when it says none."""
+    return image_version(path).split(" ", 1)[0][:64]
+
+
+def image_version(path: Path) -> str:
+    """The version string a bzImage holds, as `file` reads it ("6.1.0-47-amd64
+    (debian-kernel@lists.debian.org) #1 SMP PREEMPT_DYNAMIC Debian 6.1.170-3 (2026-05-08)"),
+    or "" when it holds none: printable ASCII only, at most 256 characters."""
     try:
         with open(path, "rb") as f:
             head = f.read(0x210)
@@ -76,8 +96,8 @@ def image_release(path: Path) -> str:
             text = f.read(256)
     except OSError:
         return ""
-    m = re.match(rb"([\x21-\x7e]{1,64})", text)
-    return m.group(1).decode() if m else ""
+    m = re.match(rb"[\x21-\x7e][\x20-\x7e]{0,255}", text)
+    return m.group().decode().rstrip() if m else ""
 
 
 def sha256(path: Path) -> str:
