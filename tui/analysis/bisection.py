@@ -1,0 +1,426 @@
+"""The decision of a performance bisect: which revision to measure next, and when a step is done.
+
+A bisect walks GOOD..BAD by tests, each on rounds of one session of GOOD and one of a revision
+(the two run side by side): a round's x = log(revision's value) - log(GOOD's), so a drift the
+two sessions shared cancels.  A wrong answer needs a wrong test (a revision classed on the
+wrong side, or endpoints said to differ when they do not), so the whole path's chance of one is
+at most the sum of its tests' (the union bound, whatever their dependence):
+
+* **K tests, each at alpha / K.**  K = 1 (the endpoints) + ceil(log2(n + 1)) + max_unknown,
+  for n candidates.  A candidate is the middle, by count, of those not yet classed or set
+  aside between the last good and the first bad, so each classed step leaves at most half of
+  them and ceil(log2(n + 1)) steps class them all; each unknown sets one aside.  A skip before
+  any round (a build that failed) runs no test and spends nothing; a skip after rounds (its
+  sessions failed) spends its test, as its rounds were looked at.  When the next test would be
+  the (K + 1)-th: "gave up".  (The sketch took the middle by index, which with skips bunched
+  on one side can take more classed steps than ceil(log2(n + 1)); by count it cannot, and the
+  budget itself, not a count of unknowns, is what stops it, so a range that still fits
+  absorbs more unknowns than max_unknown.)
+* **Looks within a test: Bonferroni.**  A test is looked at after each round, each look at
+  alpha / K / looks, so the looks together stay within the test's share whatever their
+  correlation, with a Student t on the estimated variance (a Pocock or O'Brien-Fleming
+  boundary is tighter but needs a known variance and a fixed schedule of looks).  The
+  endpoints' first round has no degrees of freedom of its own, so they have max_rounds - 1
+  looks, each two-sided; a step's test is one-sided each way and only one way can be wrong
+  (a good revision cannot be wrongly called good), so its look spends alpha / K / max_rounds.
+* **The variance of x pooled** over every step so far (one machine, one workload; a step has
+  few rounds): s^2 = sum over steps of sum (x - the step's mean)^2, df = sum (rounds - 1).
+* **The endpoints** (BAD against GOOD) run until their interval excludes 0 with its bound
+  nearer 0 at least half the estimate (precise enough), or to max_rounds: "differ" if it
+  excludes 0, else "no change" (nothing to bisect).  The interval holds the true change with
+  at least 1 - alpha / K at whatever round it stopped.
+* **The boundary** c = (that bound nearer 0) / 2: when the interval holds, 0 < |c| <= |delta|
+  / 2, as far from a good revision's change (0) as the worst case of a bad one's allows.
+  A step is a one-sided test of mean x against c: "bad" when its interval is wholly beyond c
+  on BAD's side, "good" when wholly short of it, "unknown" at max_rounds (set aside, and the
+  bisection goes on around it).
+* **The answer**: once no candidate is left between the last good and the first bad,
+  "found", with `skipped` naming those between (skipped or unknown: the first bad may be
+  one of them).
+
+What the bound gives, measured through this code on synthetic sittings:
+benchmarks/bisect_error.py, quoted in docs/statistics.md ("Bisect: the path's error bound").
+Pure: no I/O, no process, numpy/scipy only (as analysis.significance loads them).
+"""
+from __future__ import annotations
+
+import functools
+import math
+import numbers
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+from hotloop.analysis.significance import sps
+
+FORMAT = 1                                      # to_dict's document
+# The endpoints are precise enough when their interval's half width is at most this share of
+# the estimate (its bound nearer 0 at least half of it).  Tighter (1/3, 1/4) made no difference
+# on synthetic sittings (the caps bind: a step's max_rounds, not the boundary's precision).
+PRECISION = 0.5
+ENDPOINTS, STEP = "endpoints", "step"
+DIFFER, NO_CHANGE = "differ", "no change"
+GOOD, BAD, UNKNOWN, SKIPPED = "good", "bad", "unknown", "skipped"
+FOUND, GAVE_UP = "found", "gave up"
+VERDICTS = {ENDPOINTS: (DIFFER, NO_CHANGE), STEP: (GOOD, BAD, UNKNOWN, SKIPPED)}
+STEP_KEYS = ("kind", "rev", "rounds", "verdict", "reason", "alpha", "change_pct", "ci_low",
+             "ci_high")
+
+
+def _number(v: object) -> bool:
+    return isinstance(v, numbers.Real) and not isinstance(v, bool)
+
+
+def _whole(v: object) -> bool:
+    return isinstance(v, numbers.Integral) and not isinstance(v, bool)
+
+
+@dataclass(frozen=True)
+class Design:
+    alpha: float = 0.05      # the whole path's bound on a wrong answer (--alpha)
+    max_rounds: int = 8      # a step's cap, in rounds (a round: one session of each side)
+    max_unknown: int = 3     # steps that may end "unknown" within the bound (more: it gives up)
+
+    def __post_init__(self) -> None:
+        if not _number(self.alpha) or not 0 < float(self.alpha) < 1:
+            raise ValueError(f"alpha must be a number between 0 and 1, not {self.alpha!r}")
+        if not _whole(self.max_rounds) or not 2 <= int(self.max_rounds) <= 10_000:
+            raise ValueError(f"max_rounds must be a whole number from 2 to 10000, not "
+                             f"{self.max_rounds!r}")
+        if not _whole(self.max_unknown) or not 0 <= int(self.max_unknown) <= 10_000:
+            raise ValueError(f"max_unknown must be a whole number from 0 to 10000, not "
+                             f"{self.max_unknown!r}")
+
+    def tests(self, candidates: int) -> int:
+        """K for `candidates` revisions between GOOD and BAD (ceil(log2(n + 1)) is n's bit
+        length)."""
+        return 1 + candidates.bit_length() + self.max_unknown
+
+
+@dataclass(frozen=True)
+class Ask:
+    """The next round to run: one session of `against`, one of `rev`."""
+    kind: str                # "endpoints" (rev is BAD, against GOOD) | "step"
+    rev: str
+    against: str             # GOOD
+    step: int                # 0 for the endpoints, then 1, 2, ...
+    round: int               # 1-based round within the step
+
+
+@dataclass
+class Step:
+    """One test: the endpoints, or a candidate against GOOD."""
+    kind: str
+    rev: str
+    rounds: list[tuple[float, float]] = field(default_factory=list)  # (against's, rev's)
+    verdict: str | None = None   # "differ" | "no change" (endpoints); "good" | "bad" |
+                                 # "unknown" | "skipped" (steps); None while running
+    reason: str = ""             # a skip's why, as the caller said it (on one line)
+    alpha: float = 0.0           # the level this step was tested at (0: it spent nothing)
+    change_pct: float | None = None  # rev against GOOD: the rounds' mean, as %
+    ci_low: float | None = None      # its interval at the last look: each bound holds at
+    ci_high: float | None = None     # 1 - alpha whatever round it stopped at
+
+
+@dataclass(frozen=True)
+class Outcome:
+    status: str              # "found" | "no change" | "gave up" (its tests spent)
+    first_bad: str | None
+    last_good: str | None
+    skipped: tuple[str, ...] # between last_good and first_bad (or earliest_bad), not classed
+    change_pct: float | None # the endpoints': BAD against GOOD
+    ci_low: float | None
+    ci_high: float | None
+    alpha: float             # the design's: the bound on the whole path
+    sessions: int            # all sessions so far, both sides
+    steps: tuple[Step, ...]
+    # added to BISECT.md's interface:
+    earliest_bad: str | None = None      # the earliest classed bad (first_bad when found;
+                                         # when it gave up, the first bad is it or skipped)
+    boundary_pct: float | None = None    # c as %: a step is bad beyond it, good short of it
+    tests: int = 0                       # tests spent (steps with rounds)...
+    budget: int = 0                      # ...of K, each at alpha / K
+
+
+@dataclass(frozen=True)
+class Progress:
+    """Where a bisection stands (added to the interface: for the driver's progress line)."""
+    step: int                # the step being run (0: the endpoints)
+    left: int                # candidates between last good and first bad not yet classed
+    sessions: int
+    tests: int
+    budget: int
+
+
+@functools.lru_cache(maxsize=4096)
+def _quantile(level: float, df: int) -> float:
+    """t's upper `level` quantile (the looks ask for the same few df again and again)."""
+    return float(sps.t.isf(level, df))
+
+
+def _pct(x: float) -> float:
+    return 100.0 * math.expm1(max(-700.0, min(700.0, x)))   # finite, so JSON-safe
+
+
+class Bisection:
+    def __init__(self, revisions: Sequence[str], design: Design = Design()) -> None:
+        """revisions[0] GOOD, revisions[-1] BAD, the candidates between, oldest first."""
+        if isinstance(revisions, str) or not isinstance(revisions, Sequence):
+            raise ValueError("revisions must be a list of revisions, GOOD first and BAD last")
+        if not isinstance(design, Design):
+            raise ValueError(f"design must be a Design, not {type(design).__name__}")
+        seen: set[str] = set()
+        for r in revisions:
+            if not isinstance(r, str) or not r or any(ord(ch) < 32 or ord(ch) == 127 for ch in r):
+                raise ValueError(f"a revision must be a non-empty text on one line, not {r!r}")
+            if r in seen:
+                raise ValueError(f"revision {r!r} is given twice")
+            seen.add(r)
+        if len(revisions) < 2:
+            raise ValueError(f"a bisection needs GOOD and BAD, 2 revisions at least, not "
+                             f"{len(revisions)}")
+        self._revs = tuple(revisions)
+        self._index = {r: i for i, r in enumerate(self._revs)}
+        self.design = design
+        self.budget = design.tests(len(self._revs) - 2)
+        self.level = float(design.alpha) / self.budget           # each test's share
+        self._steps: list[Step] = []
+        self._good = 0                                  # the last good's index
+        self._bad = len(self._revs) - 1                 # the earliest bad's
+        self._aside: set[int] = set()                   # skipped or unknown
+        self._sse = 0.0                                 # closed steps: the pooled sums
+        self._df = 0
+        self._c = 0.0                                   # the boundary, on the log scale
+        self._status: str | None = None
+        self._pending: Ask | None = None
+        self._steps.append(Step(ENDPOINTS, self._revs[-1], alpha=self.level))
+
+    # ----------------------------------------------------------------------- the caller's
+
+    def next(self) -> Ask | None:
+        """The round to run next; None when it is over (outcome() holds the answer)."""
+        if self._status is not None:
+            return None
+        s = self._steps[-1]
+        self._pending = Ask(s.kind, s.rev, self._revs[0], len(self._steps) - 1,
+                            len(s.rounds) + 1)
+        return self._pending
+
+    def add(self, against: float, rev: float) -> None:
+        """One round's two session values (the primary metric's session medians)."""
+        self._asked("add a round")
+        values = []
+        for name, v in (("against", against), ("rev", rev)):
+            if not _number(v) or not math.isfinite(float(v)) or float(v) <= 0:
+                raise ValueError(f"a session value must be a finite number above 0, not "
+                                 f"{v!r} ({name})")
+            values.append(float(v))
+        self._pending = None
+        self._steps[-1].rounds.append((values[0], values[1]))
+        self._judge()
+
+    def skip(self, why: str) -> None:
+        """The candidate asked cannot be measured (its build or its sessions failed)."""
+        ask = self._asked("skip")
+        if not isinstance(why, str):
+            raise ValueError(f"a skip's reason must be a text, not {type(why).__name__}")
+        if ask.kind == ENDPOINTS:
+            raise ValueError(f"the endpoints cannot be skipped ({' '.join(why.split())}): "
+                             f"there is nothing to bisect without GOOD and BAD measured")
+        self._pending = None
+        s = self._steps[-1]
+        s.verdict, s.reason = SKIPPED, " ".join(why.split())
+        if not s.rounds:
+            s.alpha = 0.0                       # no look taken: it spent nothing
+        self._close(s)
+        self._aside.add(self._index[s.rev])
+        self._advance()
+
+    def outcome(self) -> Outcome:
+        """The answer; ValueError while next() still asks a round."""
+        if self._status is None:
+            raise ValueError("the bisection is not over: next() still asks a round")
+        e = self._steps[0]
+        found = self._status != NO_CHANGE       # found or gave up: a bracket to say
+        return Outcome(self._status, self._revs[self._bad] if self._status == FOUND else None,
+                       self._revs[self._good] if found else None,
+                       self._revs[self._good + 1:self._bad] if found else (),
+                       e.change_pct, e.ci_low, e.ci_high, float(self.design.alpha),
+                       self._sessions(),
+                       tuple(replace(s, rounds=list(s.rounds)) for s in self._steps),
+                       earliest_bad=self._revs[self._bad] if found else None,
+                       boundary_pct=_pct(self._c) if found else None,
+                       tests=self._tests(), budget=self.budget)
+
+    def progress(self) -> Progress:
+        return Progress(len(self._steps) - 1, len(self._left()), self._sessions(),
+                        self._tests(), self.budget)
+
+    # ----------------------------------------------------------------------- the method
+
+    def _asked(self, what: str) -> Ask:
+        if self._status is not None:
+            raise ValueError(f"cannot {what}: the bisection is over")
+        if self._pending is None:
+            raise ValueError(f"cannot {what}: no round was asked (call next() first)")
+        return self._pending
+
+    def _sessions(self) -> int:
+        return 2 * sum(len(s.rounds) for s in self._steps)
+
+    def _tests(self) -> int:
+        return sum(1 for s in self._steps if s.rounds)
+
+    def _left(self) -> list[int]:
+        if self._status == NO_CHANGE:
+            return []
+        return [i for i in range(self._good + 1, self._bad) if i not in self._aside]
+
+    def _judge(self) -> None:
+        """The look after a round: the step's interval at the look's level, and its verdict."""
+        s = self._steps[-1]
+        xs = [math.log(r) - math.log(a) for a, r in s.rounds]
+        m = len(xs)
+        mean = sum(xs) / m
+        sse = sum((x - mean) ** 2 for x in xs)
+        df = self._df + m - 1
+        s.change_pct = _pct(mean)
+        last = m >= self.design.max_rounds
+        if df == 0:                             # the endpoints' first round: no look yet
+            return
+        if s.kind == ENDPOINTS:                 # two-sided, rounds 2..max_rounds
+            look = self.level / (2 * (self.design.max_rounds - 1))
+        else:                                   # one-sided each way, rounds 1..max_rounds
+            look = self.level / self.design.max_rounds
+        half = _quantile(look, df) * math.sqrt((self._sse + sse) / df / m)
+        lo, hi = mean - half, mean + half
+        s.ci_low, s.ci_high = _pct(lo), _pct(hi)
+        if s.kind == ENDPOINTS:
+            apart = lo > 0 or hi < 0
+            if apart and half <= PRECISION * abs(mean) or last:
+                s.verdict = DIFFER if apart else NO_CHANGE
+                if apart:
+                    self._c = (lo if lo > 0 else hi) / 2
+        else:
+            beyond, short = (lo > self._c, hi < self._c) if self._c > 0 else \
+                (hi < self._c, lo > self._c)
+            if beyond or short or last:
+                s.verdict = BAD if beyond else GOOD if short else UNKNOWN
+                i = self._index[s.rev]
+                if s.verdict == BAD:
+                    self._bad = i
+                elif s.verdict == GOOD:
+                    self._good = i
+                else:
+                    self._aside.add(i)
+        if s.verdict is not None:
+            self._close(s)
+            if s.verdict == NO_CHANGE:
+                self._status = NO_CHANGE
+            self._advance()
+
+    def _close(self, s: Step) -> None:
+        """A step ended: its rounds' spread joins the pooled variance."""
+        if s.rounds:
+            xs = [math.log(r) - math.log(a) for a, r in s.rounds]
+            mean = sum(xs) / len(xs)
+            self._sse += sum((x - mean) ** 2 for x in xs)
+            self._df += len(xs) - 1
+
+    def _advance(self) -> None:
+        """The next candidate, or the end: found, or gave up when its tests are spent."""
+        if self._status is not None:
+            return
+        left = self._left()
+        if not left:
+            self._status = FOUND
+        elif self._tests() >= self.budget:
+            self._status = GAVE_UP
+        else:
+            i = left[(len(left) - 1) // 2]      # each classed step leaves at most half
+            self._steps.append(Step(STEP, self._revs[i], alpha=self.level))
+
+    # ----------------------------------------------------------------------- --resume
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-safe document of it all (every value finite)."""
+        return {"format": FORMAT, "revisions": list(self._revs), "design": asdict(self.design),
+                "steps": [{**asdict(s), "rounds": [list(r) for r in s.rounds]}
+                          for s in self._steps]}
+
+    @classmethod
+    def from_dict(cls, d: object) -> Bisection:
+        """The bisection a to_dict document holds, replayed round by round through the method,
+        so a document whose verdicts its rounds do not give is refused (ValueError, one line)."""
+        try:
+            return cls._replay(d)
+        except ValueError as e:
+            raise ValueError(f"bisection state: {e}") from None
+
+    @classmethod
+    def _replay(cls, d: object) -> Bisection:
+        doc = _keys(d, ("format", "revisions", "design", "steps"), "the document")
+        if not _whole(doc["format"]) or doc["format"] != FORMAT:
+            raise ValueError(f"format {doc['format']!r} is not {FORMAT}")
+        if not isinstance(doc["revisions"], list):
+            raise ValueError("revisions is not a list")
+        design = Design(**_keys(doc["design"], ("alpha", "max_rounds", "max_unknown"),
+                                "design"))
+        b = cls(doc["revisions"], design)
+        if not isinstance(doc["steps"], list) or not doc["steps"]:
+            raise ValueError("steps is not a list of steps (the endpoints first)")
+        for n, raw in enumerate(doc["steps"]):
+            s = _keys(raw, STEP_KEYS, f"step {n}")
+            if s["kind"] not in VERDICTS or not isinstance(s["rev"], str):
+                raise ValueError(f"step {n}: kind {s['kind']!r} or rev {s['rev']!r} is not one")
+            if s["rev"] not in b._index:
+                raise ValueError(f"step {n}: revision {s['rev']!r} is not in the range")
+            if s["verdict"] is not None and s["verdict"] not in VERDICTS[s["kind"]]:
+                raise ValueError(f"step {n}: verdict {s['verdict']!r} is not one of "
+                                 f"{s['kind']}'s")
+            if not isinstance(s["rounds"], list) or not isinstance(s["reason"], str):
+                raise ValueError(f"step {n}: rounds is not a list or reason not a text")
+            ask = b.next()
+            if ask is None or (ask.kind, ask.rev) != (s["kind"], s["rev"]):
+                raise ValueError(f"step {n}: {s['kind']} {s['rev']!r} stored where the steps "
+                                 f"before it ask " + (f"{ask.kind} {ask.rev!r}" if ask else
+                                                       "nothing (it was over)"))
+            for j, pair in enumerate(s["rounds"]):
+                if not isinstance(pair, list) or len(pair) != 2:
+                    raise ValueError(f"step {n}: round {j + 1} is not a pair of values")
+                ask = b.next()
+                if ask is None or ask.step != n:
+                    raise ValueError(f"step {n}: {len(s['rounds'])} rounds stored, but its "
+                                     f"verdict came at round {j}")
+                try:
+                    b.add(pair[0], pair[1])
+                except ValueError as e:
+                    raise ValueError(f"step {n}: round {j + 1}: {e}") from None
+            step = b._steps[n]
+            if s["verdict"] == SKIPPED and step.verdict is None:
+                b.next()
+                b.skip(s["reason"])
+            if n < len(doc["steps"]) - 1 and step.verdict is None:
+                raise ValueError(f"step {n}: no verdict, yet steps follow it")
+            for k in ("verdict", "alpha", "change_pct", "ci_low", "ci_high"):
+                if not _same(s[k], getattr(step, k)):
+                    raise ValueError(f"step {n} ({s['rev']}): {k} {s[k]!r} stored, its rounds "
+                                     f"give {getattr(step, k)!r}")
+        b._pending = None
+        return b
+
+
+def _keys(d: object, keys: Sequence[str], what: str) -> Mapping[str, Any]:
+    if not isinstance(d, Mapping):
+        raise ValueError(f"{what} is not an object")
+    if set(d) != set(keys):
+        odd = sorted(map(str, set(d) ^ set(keys)))
+        raise ValueError(f"{what}: keys {', '.join(odd)} missing or unknown")
+    return d
+
+
+def _same(stored: object, got: object) -> bool:
+    if stored is None or got is None or isinstance(got, str):
+        return stored == got
+    return _number(stored) and math.isclose(float(stored), float(got),  # type: ignore[arg-type]
+                                            rel_tol=1e-9, abs_tol=1e-12)
