@@ -1,0 +1,335 @@
+"""The bisect's decision (analysis.bisection) on seeded synthetic sittings: a round is one session
+of GOOD and one of the revision asked, lognormal around their levels with a drift they share;
+the first bad at each place, no change, build failures around the first bad, steps that cannot
+be told, the alpha each step spent, the --resume document, and bad input."""
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+
+from hotloop.analysis.bisection import Ask, Bisection, Design
+
+REVS = [f"rev{i:02d}" for i in range(16)]      # GOOD, 14 candidates, BAD
+BUILD_FAILED = "build exited 2 (log: /state/build.log)"
+
+
+def sitting(b: Bisection, first: int, change: float, noise: float, seed: int,
+            broken: frozenset[int] = frozenset(),
+            level: Callable[[int], float] | None = None,
+            rounds: int | None = None) -> Bisection:
+    """Run `b` on synthetic sessions: revision i is `change` slower from index `first` on (or
+    at `level(i)`, a log ratio), a revision in `broken` fails to build; stop after `rounds`
+    rounds if given."""
+    index = {r: i for i, r in enumerate(b.to_dict()["revisions"])}
+    rng = np.random.default_rng(seed)
+    drift, done = 0.0, 0
+    while (ask := b.next()) is not None and (rounds is None or done < rounds):
+        i = index[ask.rev]
+        if i in broken:
+            b.skip(BUILD_FAILED)
+            continue
+        drift += rng.normal(0.0, noise)
+        mu = level(i) if level else (math.log1p(change) if i >= first else 0.0)
+        b.add(float(math.exp(drift + rng.normal(0.0, noise))),
+              float(math.exp(drift + mu + rng.normal(0.0, noise))))
+        done += 1
+    return b
+
+
+def consistent(b: Bisection, first: int) -> None:
+    """Every classed step on its right side of the first bad, and no more tests than K."""
+    o = b.outcome()
+    for s in o.steps[1:]:
+        i = REVS.index(s.rev)
+        if s.verdict == "good":
+            assert i < first, (s, first)
+        elif s.verdict == "bad":
+            assert i >= first, (s, first)
+    assert o.tests <= o.budget == 1 + 4 + 3
+    assert o.sessions == 2 * sum(len(s.rounds) for s in o.steps)
+
+
+@pytest.mark.parametrize("first", range(1, 16))
+def test_the_first_bad_is_found_wherever_it_is(first):
+    b = sitting(Bisection(REVS), first, 0.25, 0.01, seed=first)
+    o = b.outcome()
+    assert (o.status, o.first_bad, o.last_good, o.skipped) == \
+        ("found", REVS[first], REVS[first - 1], ())
+    consistent(b, first)
+    assert o.steps[0].verdict == "differ" and o.ci_low is not None and o.ci_low > 0
+    assert 0 < o.boundary_pct < o.ci_low        # the boundary is half the bound nearer 0
+    assert o.change_pct == pytest.approx(25, abs=3)
+
+
+def test_a_faster_change_is_found_too():
+    o = sitting(Bisection(REVS), 9, -0.2, 0.01, seed=3).outcome()
+    assert (o.status, o.first_bad, o.last_good) == ("found", REVS[9], REVS[8])
+    assert o.ci_high < 0 and o.ci_high < o.boundary_pct < 0
+
+
+def test_two_revisions_need_only_the_endpoints():
+    o = sitting(Bisection(["good", "bad"]), 1, 0.25, 0.01, seed=1).outcome()
+    assert (o.status, o.first_bad, o.last_good, o.budget) == ("found", "bad", "good", 4)
+    assert len(o.steps) == 1
+
+
+def test_a_range_with_no_change_says_so_and_names_nothing():
+    b = sitting(Bisection(REVS), 99, 0.0, 0.01, seed=7)
+    o = b.outcome()
+    assert (o.status, o.first_bad, o.last_good, o.skipped) == ("no change", None, None, ())
+    assert o.ci_low < 0 < o.ci_high
+    assert [s.verdict for s in o.steps] == ["no change"]
+    assert o.sessions == 2 * Design().max_rounds and b.next() is None
+
+
+def test_build_failures_around_the_first_bad_are_named_as_skipped():
+    b = sitting(Bisection(REVS), 7, 0.25, 0.01, seed=11, broken=frozenset({6, 7}))
+    o = b.outcome()
+    assert (o.status, o.last_good, o.first_bad, o.skipped) == \
+        ("found", REVS[5], REVS[8], (REVS[6], REVS[7]))     # the first bad among skipped
+    skips = [s for s in o.steps if s.verdict == "skipped"]
+    assert {s.rev for s in skips} == {REVS[6], REVS[7]}
+    assert all(s.alpha == 0 and not s.rounds and s.reason.startswith("build exited 2")
+               for s in skips)
+    consistent(b, 7)
+
+
+def test_build_failures_elsewhere_cost_no_test():
+    b = sitting(Bisection(REVS), 12, 0.25, 0.01, seed=5, broken=frozenset({7, 8, 9, 10}))
+    o = b.outcome()
+    assert (o.status, o.first_bad, o.skipped) == ("found", REVS[12], ())
+    assert o.tests == sum(1 for s in o.steps if s.verdict != "skipped")
+    consistent(b, 12)
+
+
+def test_a_skip_after_rounds_spends_its_test():
+    b = sitting(Bisection(REVS), 3, 0.25, 0.05, seed=2, rounds=10)
+    ask = b.next()
+    assert ask is not None and ask.kind == "step"
+    if ask.round == 1:                          # give the step a round to look at first
+        b.add(1.0, 1.0)
+        ask = b.next()
+    assert ask is not None and ask.round > 1
+    tests = b.progress().tests
+    b.skip("session 3 failed: the worker died")
+    step = b.to_dict()["steps"][ask.step]
+    assert step["verdict"] == "skipped" and step["alpha"] == pytest.approx(0.05 / 8)
+    assert b.progress().tests == tests          # it had been counted, and stays
+
+
+def at_the_boundary(b: Bisection, first: int, unclear: set[int]) -> Bisection:
+    """Run `b` on fixed rounds: each round's log ratio its revision's level, 0.01 above and
+    below it in turn; the endpoints 25% apart, the revisions in `unclear` at the boundary the
+    endpoints gave, so no step can class them."""
+    while (ask := b.next()) is not None:
+        i = REVS.index(ask.rev)
+        if i in unclear:                        # a step: the endpoints are done
+            mu = math.log1p(b.to_dict()["steps"][0]["ci_low"] / 100) / 2
+        else:
+            mu = math.log(1.25) if i >= first else 0.0
+        b.add(100.0, 100.0 * math.exp(mu + (0.01 if ask.round % 2 else -0.01)))
+    return b
+
+
+def test_steps_that_cannot_be_told_are_unknown_until_the_budget_is_spent():
+    o = at_the_boundary(Bisection(REVS), 7, set(range(1, 15))).outcome()
+    assert o.status == "gave up" and o.first_bad is None
+    assert (o.last_good, o.earliest_bad) == (REVS[0], REVS[15])
+    assert o.skipped == tuple(REVS[1:15])       # the first bad is one of them
+    verdicts = [s.verdict for s in o.steps]
+    assert verdicts == ["differ"] + ["unknown"] * 7 and o.tests == o.budget == 8
+    assert all(len(s.rounds) == 8 for s in o.steps[1:])
+    o = at_the_boundary(Bisection(REVS, Design(max_unknown=0)), 7, set(range(1, 15))).outcome()
+    assert o.status == "gave up" and o.tests == o.budget == 5
+
+
+def test_unknowns_within_the_cap_are_skipped_around():
+    o = at_the_boundary(Bisection(REVS), 7, {6, 7}).outcome()
+    assert (o.status, o.last_good, o.first_bad, o.skipped) == \
+        ("found", REVS[5], REVS[8], (REVS[6], REVS[7]))
+    assert sorted(s.rev for s in o.steps if s.verdict == "unknown") == [REVS[6], REVS[7]]
+    assert o.tests <= o.budget
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_the_steps_spend_at_most_alpha_between_them(seed):
+    rng = np.random.default_rng(100 + seed)
+    design = Design(alpha=float(rng.choice([0.01, 0.05, 0.2])),
+                    max_rounds=int(rng.integers(2, 10)), max_unknown=int(rng.integers(0, 4)))
+    broken = frozenset(int(i) for i in rng.choice(range(1, 15), 3, replace=False))
+    b = sitting(Bisection(REVS, design), int(rng.integers(1, 16)),
+                float(rng.choice([0.0, 0.03, 0.1, 0.25])), float(rng.choice([0.01, 0.05])),
+                seed=seed, broken=broken)
+    o = b.outcome()
+    k = design.tests(14)
+    assert all(s.alpha in (0.0, design.alpha / k) for s in o.steps)
+    assert sum(s.alpha for s in o.steps) <= design.alpha * (1 + 1e-12)
+    assert o.tests <= k
+
+
+@pytest.mark.parametrize("cut", [0, 1, 5, 9, 14, 23])
+def test_a_document_mid_way_resumes_to_the_same_answer(cut):
+    def run(b: Bisection, rounds: int | None = None) -> Bisection:
+        return sitting(b, 6, 0.1, 0.02, seed=8, broken=frozenset({4}), rounds=rounds)
+    whole = run(Bisection(REVS))
+    # the same sitting stopped after `cut` rounds, saved as JSON, read back
+    part = run(Bisection(REVS), rounds=cut)
+    back = Bisection.from_dict(json.loads(json.dumps(part.to_dict(), allow_nan=False)))
+    assert back.next() == part.next()
+    assert back.to_dict() == part.to_dict()
+    # the rest of the sitting's rounds, as they would have come
+    rest = [r for s in whole.outcome().steps for r in s.rounds]
+    for b in (part, back):
+        for pair in rest[cut:]:
+            ask = b.next()
+            while ask is not None and ask.rev == REVS[4]:
+                b.skip(BUILD_FAILED)
+                ask = b.next()
+            b.add(*pair)
+        while (ask := b.next()) is not None and ask.rev == REVS[4]:
+            b.skip(BUILD_FAILED)
+    assert back.outcome() == part.outcome() == whole.outcome()
+
+
+# --------------------------------------------------------------------------- bad input
+
+def one_line(e: pytest.ExceptionInfo[ValueError]) -> str:
+    msg = str(e.value)
+    assert msg and "\n" not in msg
+    return msg
+
+
+@pytest.mark.parametrize("value", [math.nan, math.inf, 0.0, -3.0, "12", True, None])
+def test_a_session_value_that_is_no_positive_number_is_refused(value):
+    b = Bisection(REVS)
+    b.next()
+    with pytest.raises(ValueError) as e:
+        b.add(100.0, value)
+    assert "finite number above 0" in one_line(e)
+    with pytest.raises(ValueError):
+        b.add(value, 100.0)
+    b.add(100.0, 101.0)                         # nothing half-added
+    assert b.next() == Ask("endpoints", REVS[15], REVS[0], 0, 2)
+
+
+def test_add_and_skip_answer_a_round_asked():
+    b = Bisection(REVS)
+    with pytest.raises(ValueError) as e:
+        b.skip("build failed")
+    assert "no round was asked" in one_line(e)
+    with pytest.raises(ValueError) as e:
+        b.add(1.0, 2.0)
+    assert "call next() first" in one_line(e)
+    b.next()
+    with pytest.raises(ValueError) as e:
+        b.skip("build failed")
+    assert "endpoints cannot be skipped" in one_line(e)
+    done = sitting(Bisection(REVS), 99, 0.0, 0.01, seed=1)
+    assert done.next() is None
+    for call in (lambda: done.add(1.0, 1.0), lambda: done.skip("x")):
+        with pytest.raises(ValueError) as e:
+            call()
+        assert "the bisection is over" in one_line(e)
+    with pytest.raises(ValueError) as e:
+        Bisection(REVS).outcome()
+    assert "not over" in one_line(e)
+
+
+@pytest.mark.parametrize("revisions, words", [
+    ([], "2 revisions at least"), (["a"], "2 revisions at least"), ("good..bad", "a list"),
+    (["a", "b", "a"], "'a' is given twice"), (["a", ""], "non-empty"),
+    (["a", "b\nc"], "one line"), (["a", 7], "not 7")])
+def test_a_range_that_is_none_is_refused(revisions, words):
+    with pytest.raises(ValueError) as e:
+        Bisection(revisions)
+    assert words in one_line(e)
+
+
+@pytest.mark.parametrize("kw", [dict(alpha=0.0), dict(alpha=1.0), dict(alpha=math.nan),
+                                dict(max_rounds=1), dict(max_rounds=2.5), dict(max_unknown=-1),
+                                dict(max_unknown=True)])
+def test_a_design_out_of_range_is_refused(kw):
+    with pytest.raises(ValueError) as e:
+        Design(**kw)
+    one_line(e)
+
+
+def saved() -> dict:
+    """A document mid-way: endpoints, some steps classed, one skipped, one running."""
+    b = sitting(Bisection(REVS), 6, 0.25, 0.01, seed=8, broken=frozenset({5}))
+    steps = len(b.outcome().steps)
+    b = sitting(Bisection(REVS), 6, 0.25, 0.01, seed=8, broken=frozenset({5}),
+                rounds=sum(len(s.rounds) for s in b.outcome().steps) - 1)
+    d = json.loads(json.dumps(b.to_dict()))
+    assert len(d["steps"]) == steps and d["steps"][-1]["verdict"] is None
+    assert any(s["verdict"] == "skipped" for s in d["steps"])
+    assert any(s["verdict"] == "good" for s in d["steps"])
+    return d
+
+
+def forge(path: str, value: object) -> dict:
+    """saved(), the value at a dotted path ("steps.0.rounds.1") set to `value`."""
+    d = saved()
+    *where, last = path.split(".")
+    node = d
+    for k in where:
+        node = node[int(k)] if isinstance(node, list) else node[k]
+    if isinstance(node, list):
+        node[int(last)] = value
+    else:
+        node[last] = value
+    return d
+
+
+def cut_short(n: int) -> dict:
+    """saved(), step n left with one round and no verdict, the steps after it kept."""
+    d = saved()
+    d["steps"][n]["rounds"] = d["steps"][n]["rounds"][:1]
+    d["steps"][n]["verdict"] = None
+    return d
+
+
+def good_step() -> int:
+    return next(i for i, s in enumerate(saved()["steps"]) if s["verdict"] == "good")
+
+
+@pytest.mark.parametrize("make, words", [
+    (lambda: [], "the document is not an object"),
+    (lambda: forge("format", "1"), "format '1'"),
+    (lambda: forge("format", 2), "format 2"),
+    (lambda: forge("extra", 1), "extra missing or unknown"),
+    (lambda: forge("design.alpha", "0.05"), "alpha must be"),
+    (lambda: forge("revisions", "rev00..rev15"), "revisions is not a list"),
+    (lambda: forge("revisions.3", REVS[2]), "given twice"),
+    (lambda: forge("steps", []), "steps is not a list"),
+    (lambda: forge("steps.0.rounds.0", ["100", 125.0]), "finite number above 0"),
+    (lambda: forge("steps.0.rounds.0", [100.0]), "not a pair"),
+    (lambda: forge("steps.0.rounds.0", [100.0, -1.0]), "finite number above 0"),
+    (lambda: forge("steps.0.verdict", 1), "verdict 1 is not one"),
+    (lambda: forge("steps.0.verdict", "no change"), "verdict 'no change' stored"),
+    (lambda: forge("steps.0.alpha", 0.05), "alpha 0.05 stored"),
+    (lambda: forge("steps.0.ci_low", 1.0), "ci_low 1.0 stored"),
+    (lambda: forge("steps.1.rev", "v9.9"), "'v9.9' is not in the range"),
+    (lambda: forge("steps.1.rev", REVS[3]), f"step 1: step '{REVS[3]}' stored where"),
+    (lambda: forge("steps.1.rounds", [], ), "verdict"),
+    (lambda: forge(f"steps.{good_step()}.verdict", "bad"), "verdict 'bad' stored"),
+    (lambda: forge("steps.1.reason", None), "reason not a text"),
+    (lambda: forge("steps.1.kind", "endpoints"), "is not one of endpoints's"),
+    (lambda: forge("steps.2.verdict", None), "verdict None stored"),
+    (lambda: cut_short(2), "no verdict, yet steps follow it"),
+    (lambda: forge("steps.0.rounds", [[100.0, 125.0]] * 20), "verdict came at round"),
+])
+def test_a_forged_document_is_refused_in_one_line(make, words):
+    with pytest.raises(ValueError) as e:
+        Bisection.from_dict(make())
+    msg = one_line(e)
+    assert msg.startswith("bisection state: ") and words in msg, msg
+
+
+def test_a_document_as_saved_is_taken():
+    d = saved()
+    assert Bisection.from_dict(d).to_dict() == d
