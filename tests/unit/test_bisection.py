@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from collections.abc import Callable
 
 import numpy as np
 import pytest
 
-from hotloop.analysis.bisection import Ask, Bisection, Design
+from hotloop.analysis.bisection import Ask, Bisection, Design, Outcome
 
 REVS = [f"rev{i:02d}" for i in range(16)]      # GOOD, 14 candidates, BAD
 BUILD_FAILED = "build exited 2 (log: /state/build.log)"
@@ -333,3 +334,49 @@ def test_a_forged_document_is_refused_in_one_line(make, words):
 def test_a_document_as_saved_is_taken():
     d = saved()
     assert Bisection.from_dict(d).to_dict() == d
+
+
+# --------------------------------------------------------------------------- the benchmark
+
+def test_the_error_benchmark_prints_its_table_and_its_bound(monkeypatch, capsys):
+    """benchmarks/bisect_error.py, a few bisects a cell: its command line, a row a cell, the
+    wrong answers tallied as the docs define them."""
+    import importlib.util
+
+    from conftest import ROOT
+    spec = importlib.util.spec_from_file_location("bisect_error",
+                                                  ROOT / "benchmarks" / "bisect_error.py")
+    mod = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "bisect_error", mod)     # its dataclass looks itself up
+    spec.loader.exec_module(mod)
+    monkeypatch.setattr(sys, "argv", ["bisect_error.py", "--trials", "30", "--revisions",
+                                      "16", "--changes", "0,25", "--noise", "1",
+                                      "--markdown"])
+    mod.main()
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == ("$ python benchmarks/bisect_error.py --trials 30 --revisions 16 "
+                      "--changes 0,25 --noise 1 --markdown")
+    rows = [[c.strip() for c in ln.strip("|").split("|")] for ln in out if ln.startswith("| 16")]
+    assert [r[:3] for r in rows] == [["16", "0%", "1%"], ["16", "25%", "1%"]]
+    assert rows[0][7] == "100.0%" and rows[1][3] == "0.0%"   # no change said; none wrong
+    assert float(rows[1][5].rstrip("%")) + float(rows[1][6].rstrip("%")) == 100.0
+    # 30 bisects a cell cannot show 5%: none wrong in 30 is an upper bound of 9.5%
+    assert out[-1].startswith("the bound (wrong <= 0.05): NOT shown in every cell"), out[-1]
+    assert mod.Cell(trials=30).upper() == pytest.approx(1 - 0.05 ** (1 / 30))
+    assert mod.Cell(trials=4000).upper() < 0.001
+
+    # what counts as a wrong answer
+    def answer(status: str, first_bad: str | None, skipped: tuple[str, ...] = (),
+               earliest: str | None = None) -> Outcome:
+        return Outcome(status, first_bad, "r0", skipped, 25.0, 20.0, 30.0, 0.05, 20, (),
+                       earliest_bad=earliest or first_bad)
+    cell = mod.Cell()
+    mod.tally(cell, answer("found", "r5"), "r5")                       # named
+    mod.tally(cell, answer("found", "r6", ("r4", "r5")), "r5")         # among skipped
+    mod.tally(cell, answer("found", "r6"), "r5")                       # wrong
+    mod.tally(cell, answer("found", "r6"), None)                       # wrong: no change
+    mod.tally(cell, answer("gave up", None, ("r3", "r4"), "r5"), "r5")  # not wrong
+    mod.tally(cell, answer("gave up", None, ("r3",), "r4"), "r5")      # wrong bracket
+    mod.tally(cell, answer("no change", None), "r5")
+    assert (cell.trials, cell.named, cell.among_skipped, cell.wrong, cell.gave_up,
+            cell.no_change) == (7, 1, 1, 3, 2, 1)
