@@ -5,8 +5,9 @@ started): a range of REVISIONS (GOOD, the candidates, BAD), the first bad drawn 
 the revisions after GOOD, every revision from it on CHANGE % slower.  A round is one session of
 GOOD and one of the revision asked, each session's value lognormal with a spread of NOISE %
 around its level, times the sitting's drift at that round (a random walk, its step DRIFT x
-NOISE %, shared by the round's two sessions).  Each candidate fails to build with probability
-BROKEN (skipped, as the driver does).
+NOISE %, shared by the round's sessions).  Each candidate fails to build with probability
+BROKEN (skipped, as the driver does).  With --with-bad, a step's round runs a session of BAD
+too (Design.with_bad: the step asks whether the revision is nearer GOOD or BAD).
 
 A wrong answer: a revision named ("found") that is not the first bad while the first bad is
 not among `skipped`, or, when it gave up, the first bad neither its earliest bad nor among
@@ -16,7 +17,7 @@ alpha, holds where that upper bound is below it.
 
     python benchmarks/bisect_error.py [--revisions 16,1000] [--changes 0,5,10,25]
         [--noise 1,5] [--trials 4000] [--broken 0.05] [--drift 1] [--alpha 0.05]
-        [--max-rounds 8] [--max-unknown 3] [--seed 45] [--markdown]
+        [--max-rounds 8] [--max-unknown 3] [--with-bad] [--seed 45] [--markdown]
 """
 from __future__ import annotations
 
@@ -65,8 +66,9 @@ def sitting(rng: np.random.Generator, revisions: int, change: float, noise: floa
             continue
         walk += rng.normal(0.0, drift * noise)
         level = math.log1p(change) if i >= first else 0.0
+        bad = math.exp(walk + math.log1p(change) + rng.normal(0.0, noise)) if ask.also else None
         b.add(math.exp(walk + rng.normal(0.0, noise)),
-              math.exp(walk + level + rng.normal(0.0, noise)))
+              math.exp(walk + level + rng.normal(0.0, noise)), bad)
     tally(cell, b.outcome(), revs[first] if change else None)
 
 
@@ -106,10 +108,12 @@ def main() -> None:
     ap.add_argument("--alpha", type=float, default=Design.alpha)
     ap.add_argument("--max-rounds", type=int, default=Design.max_rounds)
     ap.add_argument("--max-unknown", type=int, default=Design.max_unknown)
+    ap.add_argument("--with-bad", action="store_true",
+                    help="a step's round runs BAD too (Design.with_bad)")
     ap.add_argument("--seed", type=int, default=45)
     ap.add_argument("--markdown", action="store_true")
     args = ap.parse_args()
-    design = Design(args.alpha, args.max_rounds, args.max_unknown)
+    design = Design(args.alpha, args.max_rounds, args.max_unknown, args.with_bad)
     rng = np.random.default_rng(args.seed)
     started = time.monotonic()
     rows, cells = [], []
@@ -134,7 +138,9 @@ def main() -> None:
     print("$ python " + " ".join(shlex.quote(a) for a in ["benchmarks/bisect_error.py",
                                                            *sys.argv[1:]]))
     print(f"alpha {design.alpha:g}, max_rounds {design.max_rounds}, max_unknown "
-          f"{design.max_unknown}; {args.trials} bisects a cell, {args.broken:g} of candidates "
+          f"{design.max_unknown}, a step's round "
+          f"{'GOOD, the revision, BAD' if design.with_bad else 'GOOD and the revision'}; "
+          f"{args.trials} bisects a cell, {args.broken:g} of candidates "
           f"broken, drift step {args.drift:g} x the session noise, seed {args.seed}; "
           f"{took:.0f} s")
     if args.markdown:

@@ -35,8 +35,10 @@ def sitting(b: Bisection, first: int, change: float, noise: float, seed: int,
             continue
         drift += rng.normal(0.0, noise)
         mu = level(i) if level else (math.log1p(change) if i >= first else 0.0)
+        bad = float(math.exp(drift + math.log1p(change) + rng.normal(0.0, noise))) \
+            if ask.also else None
         b.add(float(math.exp(drift + rng.normal(0.0, noise))),
-              float(math.exp(drift + mu + rng.normal(0.0, noise))))
+              float(math.exp(drift + mu + rng.normal(0.0, noise))), bad)
         done += 1
     return b
 
@@ -51,25 +53,31 @@ def consistent(b: Bisection, first: int) -> None:
         elif s.verdict == "bad":
             assert i >= first, (s, first)
     assert o.tests <= o.budget == 1 + 4 + 3
-    assert o.sessions == 2 * sum(len(s.rounds) for s in o.steps)
+    assert o.sessions == sum(2 * len(s.rounds) + len(s.also) for s in o.steps)
+    assert all(len(s.also) == (len(s.rounds) if b.design.with_bad and s.kind == "step" else 0)
+               for s in o.steps)
 
 
+@pytest.mark.parametrize("with_bad", [False, True], ids=["against GOOD", "with BAD"])
 @pytest.mark.parametrize("first", range(1, 16))
-def test_the_first_bad_is_found_wherever_it_is(first):
-    b = sitting(Bisection(REVS), first, 0.25, 0.01, seed=first)
+def test_the_first_bad_is_found_wherever_it_is(first, with_bad):
+    b = sitting(Bisection(REVS, Design(with_bad=with_bad)), first, 0.25, 0.01, seed=first)
     o = b.outcome()
     assert (o.status, o.first_bad, o.last_good, o.skipped) == \
         ("found", REVS[first], REVS[first - 1], ())
     consistent(b, first)
     assert o.steps[0].verdict == "differ" and o.ci_low is not None and o.ci_low > 0
-    assert 0 < o.boundary_pct < o.ci_low        # the boundary is half the bound nearer 0
+    # the boundary: half the bound nearer 0, or with BAD the midpoint of the estimate
+    assert 0 < o.boundary_pct < (o.change_pct if with_bad else o.ci_low)
     assert o.change_pct == pytest.approx(25, abs=3)
 
 
-def test_a_faster_change_is_found_too():
-    o = sitting(Bisection(REVS), 9, -0.2, 0.01, seed=3).outcome()
+@pytest.mark.parametrize("with_bad", [False, True], ids=["against GOOD", "with BAD"])
+def test_a_faster_change_is_found_too(with_bad):
+    o = sitting(Bisection(REVS, Design(with_bad=with_bad)), 9, -0.2, 0.01, seed=3).outcome()
     assert (o.status, o.first_bad, o.last_good) == ("found", REVS[9], REVS[8])
-    assert o.ci_high < 0 and o.ci_high < o.boundary_pct < 0
+    assert o.ci_high < 0
+    assert (o.change_pct if with_bad else o.ci_high) < o.boundary_pct < 0
 
 
 def test_two_revisions_need_only_the_endpoints():
@@ -172,25 +180,28 @@ def test_the_steps_spend_at_most_alpha_between_them(seed):
     assert o.tests <= k
 
 
+@pytest.mark.parametrize("with_bad", [False, True], ids=["against GOOD", "with BAD"])
 @pytest.mark.parametrize("cut", [0, 1, 5, 9, 14, 23])
-def test_a_document_mid_way_resumes_to_the_same_answer(cut):
+def test_a_document_mid_way_resumes_to_the_same_answer(cut, with_bad):
     def run(b: Bisection, rounds: int | None = None) -> Bisection:
         return sitting(b, 6, 0.1, 0.02, seed=8, broken=frozenset({4}), rounds=rounds)
-    whole = run(Bisection(REVS))
+    design = Design(with_bad=with_bad)
+    whole = run(Bisection(REVS, design))
     # the same sitting stopped after `cut` rounds, saved as JSON, read back
-    part = run(Bisection(REVS), rounds=cut)
+    part = run(Bisection(REVS, design), rounds=cut)
     back = Bisection.from_dict(json.loads(json.dumps(part.to_dict(), allow_nan=False)))
     assert back.next() == part.next()
     assert back.to_dict() == part.to_dict()
     # the rest of the sitting's rounds, as they would have come
-    rest = [r for s in whole.outcome().steps for r in s.rounds]
+    rest = [(*r, s.also[j] if s.also else None) for s in whole.outcome().steps
+            for j, r in enumerate(s.rounds)]
     for b in (part, back):
-        for pair in rest[cut:]:
+        for values in rest[cut:]:
             ask = b.next()
             while ask is not None and ask.rev == REVS[4]:
                 b.skip(BUILD_FAILED)
                 ask = b.next()
-            b.add(*pair)
+            b.add(*values)
         while (ask := b.next()) is not None and ask.rev == REVS[4]:
             b.skip(BUILD_FAILED)
     assert back.outcome() == part.outcome() == whole.outcome()
@@ -380,3 +391,27 @@ def test_the_error_benchmark_prints_its_table_and_its_bound(monkeypatch, capsys)
     mod.tally(cell, answer("no change", None), "r5")
     assert (cell.trials, cell.named, cell.among_skipped, cell.wrong, cell.gave_up,
             cell.no_change) == (7, 1, 1, 3, 2, 1)
+
+
+def test_with_bad_a_step_asks_a_session_of_bad_too():
+    b = Bisection(REVS, Design(with_bad=True))
+    assert b.next() == Ask("endpoints", REVS[15], REVS[0], 0, 1)      # no BAD beside BAD
+    with pytest.raises(ValueError) as e:
+        b.add(100.0, 125.0, 125.0)
+    assert "no session of BAD" in one_line(e)
+    while (ask := b.next()) is not None and ask.kind == "endpoints":
+        b.add(100.0, 125.0 * (1.01 if ask.round % 2 else 0.99))
+    assert ask is not None and ask.kind == "step" and ask.also == REVS[15]
+    with pytest.raises(ValueError) as e:
+        b.add(100.0, 101.0)
+    assert "a session of BAD too" in one_line(e)
+    with pytest.raises(ValueError) as e:
+        b.add(100.0, 101.0, math.nan)
+    assert "(also)" in one_line(e)
+    b.add(100.0, 101.0, 125.0)
+    d = json.loads(json.dumps(sitting(b, 5, 0.25, 0.01, seed=1).to_dict()))
+    step = next(i for i, s in enumerate(d["steps"]) if s["also"])
+    d["steps"][step]["also"] = d["steps"][step]["also"][1:]
+    with pytest.raises(ValueError) as e:
+        Bisection.from_dict(d)
+    assert "sessions of BAD stored for" in one_line(e)

@@ -34,6 +34,15 @@ at most the sum of its tests' (the union bound, whatever their dependence):
   A step is a one-sided test of mean x against c: "bad" when its interval is wholly beyond c
   on BAD's side, "good" when wholly short of it, "unknown" at max_rounds (set aside, and the
   bisection goes on around it).
+* **With BAD** (Design.with_bad, added to the interface; off unless asked): a step's round
+  runs GOOD, the revision and BAD (Ask.also), in that order, and tests y = log(revision) -
+  (log(GOOD) + log(BAD)) / 2, whose mean is -delta/2 for a good revision and +delta/2 for a
+  bad one: the boundary is 0 exactly, estimated from nothing, so the endpoints need only
+  differ (no precision) and a step is as far from it on either side.  A round costs 3
+  sessions for a variance of 1.5 sessions' (the log ratio's is 2) at a distance of delta/2
+  (against c <= delta/2 without): on synthetic sittings it named the first bad far more
+  often for the sessions spent (docs/statistics.md).  Its rounds join the pooled variance in
+  units of one session's variance (y's sum of squares / 1.5, x's / 2).
 * **The answer**: once no candidate is left between the last good and the first bad,
   "found", with `skipped` naming those between (skipped or unknown: the first bad may be
   one of them).
@@ -63,8 +72,8 @@ DIFFER, NO_CHANGE = "differ", "no change"
 GOOD, BAD, UNKNOWN, SKIPPED = "good", "bad", "unknown", "skipped"
 FOUND, GAVE_UP = "found", "gave up"
 VERDICTS = {ENDPOINTS: (DIFFER, NO_CHANGE), STEP: (GOOD, BAD, UNKNOWN, SKIPPED)}
-STEP_KEYS = ("kind", "rev", "rounds", "verdict", "reason", "alpha", "change_pct", "ci_low",
-             "ci_high")
+STEP_KEYS = ("kind", "rev", "rounds", "also", "verdict", "reason", "alpha", "change_pct",
+             "ci_low", "ci_high")
 
 
 def _number(v: object) -> bool:
@@ -80,6 +89,9 @@ class Design:
     alpha: float = 0.05      # the whole path's bound on a wrong answer (--alpha)
     max_rounds: int = 8      # a step's cap, in rounds (a round: one session of each side)
     max_unknown: int = 3     # steps that may end "unknown" within the bound (more: it gives up)
+    # added to BISECT.md's interface: a step's round also runs a session of BAD (Ask.also), and
+    # the step asks whether the revision is nearer GOOD or BAD (see the module's docstring)
+    with_bad: bool = False
 
     def __post_init__(self) -> None:
         if not _number(self.alpha) or not 0 < float(self.alpha) < 1:
@@ -90,6 +102,8 @@ class Design:
         if not _whole(self.max_unknown) or not 0 <= int(self.max_unknown) <= 10_000:
             raise ValueError(f"max_unknown must be a whole number from 0 to 10000, not "
                              f"{self.max_unknown!r}")
+        if not isinstance(self.with_bad, bool):
+            raise ValueError(f"with_bad must be true or false, not {self.with_bad!r}")
 
     def tests(self, candidates: int) -> int:
         """K for `candidates` revisions between GOOD and BAD (ceil(log2(n + 1)) is n's bit
@@ -105,6 +119,8 @@ class Ask:
     against: str             # GOOD
     step: int                # 0 for the endpoints, then 1, 2, ...
     round: int               # 1-based round within the step
+    also: str | None = None  # added: BAD, when the round runs a session of it too (with_bad),
+                             # after `against` and `rev`: a linear drift over them cancels
 
 
 @dataclass
@@ -113,6 +129,7 @@ class Step:
     kind: str
     rev: str
     rounds: list[tuple[float, float]] = field(default_factory=list)  # (against's, rev's)
+    also: list[float] = field(default_factory=list)  # added: BAD's session a round (with_bad)
     verdict: str | None = None   # "differ" | "no change" (endpoints); "good" | "bad" |
                                  # "unknown" | "skipped" (steps); None while running
     reason: str = ""             # a skip's why, as the caller said it (on one line)
@@ -191,6 +208,7 @@ class Bisection:
         self._sse = 0.0                                 # closed steps: the pooled sums
         self._df = 0
         self._c = 0.0                                   # the boundary, on the log scale
+        self._sign = 0.0                                # the endpoints' direction
         self._status: str | None = None
         self._pending: Ask | None = None
         self._steps.append(Step(ENDPOINTS, self._revs[-1], alpha=self.level))
@@ -203,20 +221,23 @@ class Bisection:
             return None
         s = self._steps[-1]
         self._pending = Ask(s.kind, s.rev, self._revs[0], len(self._steps) - 1,
-                            len(s.rounds) + 1)
+                            len(s.rounds) + 1, self._with_bad(s) and self._revs[-1] or None)
         return self._pending
 
-    def add(self, against: float, rev: float) -> None:
-        """One round's two session values (the primary metric's session medians)."""
-        self._asked("add a round")
-        values = []
-        for name, v in (("against", against), ("rev", rev)):
-            if not _number(v) or not math.isfinite(float(v)) or float(v) <= 0:
-                raise ValueError(f"a session value must be a finite number above 0, not "
-                                 f"{v!r} ({name})")
-            values.append(float(v))
+    def add(self, against: float, rev: float, also: float | None = None) -> None:
+        """One round's session values (the primary metric's session medians): `also` BAD's,
+        when the ask names it (and only then)."""
+        ask = self._asked("add a round")
+        if (also is None) != (ask.also is None):
+            raise ValueError("this round asks for a session of BAD too" if ask.also else
+                             "this round has no session of BAD")
+        named = [("against", against), ("rev", rev)] + ([("also", also)] if ask.also else [])
+        values = [_session(name, v) for name, v in named]
         self._pending = None
-        self._steps[-1].rounds.append((values[0], values[1]))
+        s = self._steps[-1]
+        s.rounds.append((values[0], values[1]))
+        if also is not None:
+            s.also.append(values[2])
         self._judge()
 
     def skip(self, why: str) -> None:
@@ -266,7 +287,19 @@ class Bisection:
         return self._pending
 
     def _sessions(self) -> int:
-        return 2 * sum(len(s.rounds) for s in self._steps)
+        return sum(2 * len(s.rounds) + len(s.also) for s in self._steps)
+
+    def _with_bad(self, s: Step) -> bool:
+        return self.design.with_bad and s.kind == STEP
+
+    def _values(self, s: Step) -> tuple[list[float], float]:
+        """A step's tested value a round, and its variance in units of one session's: the
+        log ratio to GOOD (2), or with BAD the log ratio to GOOD and BAD's geometric mean
+        (1 + 1/4 + 1/4)."""
+        if self._with_bad(s):
+            return [math.log(r) - (math.log(a) + math.log(b)) / 2
+                    for (a, r), b in zip(s.rounds, s.also)], 1.5
+        return [math.log(r) - math.log(a) for a, r in s.rounds], 2.0
 
     def _tests(self) -> int:
         return sum(1 for s in self._steps if s.rounds)
@@ -279,12 +312,13 @@ class Bisection:
     def _judge(self) -> None:
         """The look after a round: the step's interval at the look's level, and its verdict."""
         s = self._steps[-1]
-        xs = [math.log(r) - math.log(a) for a, r in s.rounds]
+        xs, f = self._values(s)
         m = len(xs)
         mean = sum(xs) / m
-        sse = sum((x - mean) ** 2 for x in xs)
+        sse = sum((x - mean) ** 2 for x in xs) / f          # in one session's variance
         df = self._df + m - 1
-        s.change_pct = _pct(mean)
+        against = sum(math.log(r) - math.log(a) for a, r in s.rounds) / m
+        s.change_pct = _pct(against)
         last = m >= self.design.max_rounds
         if df == 0:                             # the endpoints' first round: no look yet
             return
@@ -292,18 +326,22 @@ class Bisection:
             look = self.level / (2 * (self.design.max_rounds - 1))
         else:                                   # one-sided each way, rounds 1..max_rounds
             look = self.level / self.design.max_rounds
-        half = _quantile(look, df) * math.sqrt((self._sse + sse) / df / m)
+        q, var = _quantile(look, df), (self._sse + sse) / df      # one session's variance
+        half = q * math.sqrt(f * var / m)
         lo, hi = mean - half, mean + half
-        s.ci_low, s.ci_high = _pct(lo), _pct(hi)
+        s.ci_low, s.ci_high = _pct(against - q * math.sqrt(2 * var / m)), \
+            _pct(against + q * math.sqrt(2 * var / m))
         if s.kind == ENDPOINTS:
             apart = lo > 0 or hi < 0
-            if apart and half <= PRECISION * abs(mean) or last:
+            # with BAD in each step, the step's boundary is the midpoint itself: no precision
+            if apart and (self.design.with_bad or half <= PRECISION * abs(mean)) or last:
                 s.verdict = DIFFER if apart else NO_CHANGE
                 if apart:
-                    self._c = (lo if lo > 0 else hi) / 2
+                    self._sign = 1.0 if lo > 0 else -1.0
+                    self._c = mean / 2 if self.design.with_bad else (lo if lo > 0 else hi) / 2
         else:
-            beyond, short = (lo > self._c, hi < self._c) if self._c > 0 else \
-                (hi < self._c, lo > self._c)
+            c = 0.0 if self.design.with_bad else self._c    # y's midpoint is 0 exactly
+            beyond, short = (lo > c, hi < c) if self._sign > 0 else (hi < c, lo > c)
             if beyond or short or last:
                 s.verdict = BAD if beyond else GOOD if short else UNKNOWN
                 i = self._index[s.rev]
@@ -322,9 +360,9 @@ class Bisection:
     def _close(self, s: Step) -> None:
         """A step ended: its rounds' spread joins the pooled variance."""
         if s.rounds:
-            xs = [math.log(r) - math.log(a) for a, r in s.rounds]
+            xs, f = self._values(s)
             mean = sum(xs) / len(xs)
-            self._sse += sum((x - mean) ** 2 for x in xs)
+            self._sse += sum((x - mean) ** 2 for x in xs) / f
             self._df += len(xs) - 1
 
     def _advance(self) -> None:
@@ -364,8 +402,8 @@ class Bisection:
             raise ValueError(f"format {doc['format']!r} is not {FORMAT}")
         if not isinstance(doc["revisions"], list):
             raise ValueError("revisions is not a list")
-        design = Design(**_keys(doc["design"], ("alpha", "max_rounds", "max_unknown"),
-                                "design"))
+        design = Design(**_keys(doc["design"], ("alpha", "max_rounds", "max_unknown",
+                                                 "with_bad"), "design"))
         b = cls(doc["revisions"], design)
         if not isinstance(doc["steps"], list) or not doc["steps"]:
             raise ValueError("steps is not a list of steps (the endpoints first)")
@@ -378,13 +416,17 @@ class Bisection:
             if s["verdict"] is not None and s["verdict"] not in VERDICTS[s["kind"]]:
                 raise ValueError(f"step {n}: verdict {s['verdict']!r} is not one of "
                                  f"{s['kind']}'s")
-            if not isinstance(s["rounds"], list) or not isinstance(s["reason"], str):
-                raise ValueError(f"step {n}: rounds is not a list or reason not a text")
+            if not isinstance(s["rounds"], list) or not isinstance(s["reason"], str) or \
+                    not isinstance(s["also"], list):
+                raise ValueError(f"step {n}: rounds or also is not a list, or reason not a text")
             ask = b.next()
             if ask is None or (ask.kind, ask.rev) != (s["kind"], s["rev"]):
                 raise ValueError(f"step {n}: {s['kind']} {s['rev']!r} stored where the steps "
                                  f"before it ask " + (f"{ask.kind} {ask.rev!r}" if ask else
                                                        "nothing (it was over)"))
+            if len(s["also"]) != (len(s["rounds"]) if ask.also else 0):
+                raise ValueError(f"step {n}: {len(s['also'])} sessions of BAD stored for "
+                                 f"{len(s['rounds'])} rounds")
             for j, pair in enumerate(s["rounds"]):
                 if not isinstance(pair, list) or len(pair) != 2:
                     raise ValueError(f"step {n}: round {j + 1} is not a pair of values")
@@ -393,7 +435,7 @@ class Bisection:
                     raise ValueError(f"step {n}: {len(s['rounds'])} rounds stored, but its "
                                      f"verdict came at round {j}")
                 try:
-                    b.add(pair[0], pair[1])
+                    b.add(pair[0], pair[1], s["also"][j] if ask.also else None)
                 except ValueError as e:
                     raise ValueError(f"step {n}: round {j + 1}: {e}") from None
             step = b._steps[n]
@@ -408,6 +450,13 @@ class Bisection:
                                      f"give {getattr(step, k)!r}")
         b._pending = None
         return b
+
+
+def _session(name: str, v: object) -> float:
+    if not isinstance(v, numbers.Real) or isinstance(v, bool) or not math.isfinite(v) \
+            or v <= 0:
+        raise ValueError(f"a session value must be a finite number above 0, not {v!r} ({name})")
+    return float(v)
 
 
 def _keys(d: object, keys: Sequence[str], what: str) -> Mapping[str, Any]:
