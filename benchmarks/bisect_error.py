@@ -7,7 +7,9 @@ GOOD and one of the revision asked, each session's value lognormal with a spread
 around its level, times the sitting's drift at that round (a random walk, its step DRIFT x
 NOISE %, shared by the round's sessions).  Each candidate fails to build with probability
 BROKEN (skipped, as the driver does).  With --with-bad, a step's round runs a session of BAD
-too (Design.with_bad: the step asks whether the revision is nearer GOOD or BAD).
+too (Design.with_bad: the step asks whether the revision is nearer GOOD or BAD).  With
+--bad-noise F the revisions from the first bad on (BAD too) are F times as noisy: the pooled
+variance assumes one noise for all, and this is what it costs when that fails.
 
 A wrong answer: a revision named ("found") that is not the first bad while the first bad is
 not among `skipped`, or, when it gave up, the first bad neither its earliest bad nor among
@@ -17,7 +19,8 @@ alpha, holds where that upper bound is below it.
 
     python benchmarks/bisect_error.py [--revisions 16,1000] [--changes 0,5,10,25]
         [--noise 1,5] [--trials 4000] [--broken 0.05] [--drift 1] [--alpha 0.05]
-        [--max-rounds 8] [--max-unknown 3] [--with-bad] [--seed 45] [--markdown]
+        [--max-rounds 8] [--max-unknown 3] [--with-bad] [--bad-noise 1] [--seed 45]
+        [--markdown]
 """
 from __future__ import annotations
 
@@ -52,7 +55,8 @@ class Cell:
 
 
 def sitting(rng: np.random.Generator, revisions: int, change: float, noise: float,
-            drift: float, broken: float, design: Design, cell: Cell) -> None:
+            drift: float, broken: float, design: Design, cell: Cell,
+            bad_noise: float = 1.0) -> None:
     """One bisect of a synthetic range, its answer tallied in `cell`."""
     revs = [f"r{i}" for i in range(revisions)]
     first = int(rng.integers(1, revisions)) if change else revisions   # none when no change
@@ -65,10 +69,11 @@ def sitting(rng: np.random.Generator, revisions: int, change: float, noise: floa
             b.skip("build exited 2")
             continue
         walk += rng.normal(0.0, drift * noise)
-        level = math.log1p(change) if i >= first else 0.0
-        bad = math.exp(walk + math.log1p(change) + rng.normal(0.0, noise)) if ask.also else None
+        level, spread = (math.log1p(change), noise * bad_noise) if i >= first else (0.0, noise)
+        bad = math.exp(walk + math.log1p(change) + rng.normal(0.0, noise * bad_noise)) \
+            if ask.also else None
         b.add(math.exp(walk + rng.normal(0.0, noise)),
-              math.exp(walk + level + rng.normal(0.0, noise)), bad)
+              math.exp(walk + level + rng.normal(0.0, spread)), bad)
     tally(cell, b.outcome(), revs[first] if change else None)
 
 
@@ -110,6 +115,8 @@ def main() -> None:
     ap.add_argument("--max-unknown", type=int, default=Design.max_unknown)
     ap.add_argument("--with-bad", action="store_true",
                     help="a step's round runs BAD too (Design.with_bad)")
+    ap.add_argument("--bad-noise", type=float, default=1.0,
+                    help="the bad revisions' noise, in units of the good ones'")
     ap.add_argument("--seed", type=int, default=45)
     ap.add_argument("--markdown", action="store_true")
     args = ap.parse_args()
@@ -123,7 +130,7 @@ def main() -> None:
                 cell = Cell()
                 for _ in range(args.trials):
                     sitting(rng, n, change / 100, noise / 100, args.drift, args.broken,
-                            design, cell)
+                            design, cell, args.bad_noise)
                 t = cell.trials
                 rows.append([f"{n}", f"{change:g}%", f"{noise:g}%", pct(cell.wrong, t),
                              f"{100 * cell.upper():.2f}%", pct(cell.named, t),
@@ -141,7 +148,8 @@ def main() -> None:
           f"{design.max_unknown}, a step's round "
           f"{'GOOD, the revision, BAD' if design.with_bad else 'GOOD and the revision'}; "
           f"{args.trials} bisects a cell, {args.broken:g} of candidates "
-          f"broken, drift step {args.drift:g} x the session noise, seed {args.seed}; "
+          f"broken, drift step {args.drift:g} x the session noise, bad revisions "
+          f"{args.bad_noise:g} x as noisy, seed {args.seed}; "
           f"{took:.0f} s")
     if args.markdown:
         print("| " + " | ".join(head) + " |")
