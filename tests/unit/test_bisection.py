@@ -215,7 +215,7 @@ def one_line(e: pytest.ExceptionInfo[ValueError]) -> str:
     return msg
 
 
-@pytest.mark.parametrize("value", [math.nan, math.inf, 0.0, -3.0, "12", True, None])
+@pytest.mark.parametrize("value", [math.nan, math.inf, 0.0, -3.0, "12", True, None, 10 ** 400])
 def test_a_session_value_that_is_no_positive_number_is_refused(value):
     b = Bisection(REVS)
     b.next()
@@ -331,6 +331,9 @@ def good_step() -> int:
     (lambda: forge(f"steps.{good_step()}.verdict", "bad"), "verdict 'bad' stored"),
     (lambda: forge("steps.1.reason", None), "reason not a text"),
     (lambda: forge("steps.1.kind", "endpoints"), "is not one of endpoints's"),
+    (lambda: forge("steps.1.kind", ["step"]), "kind ['step'] or rev"),
+    (lambda: forge("steps.0.rounds.0", [10 ** 400, 125.0]), "finite number above 0"),
+    (lambda: forge("design.with_bad", 1), "with_bad must be true or false"),
     (lambda: forge("steps.2.verdict", None), "verdict None stored"),
     (lambda: cut_short(2), "no verdict, yet steps follow it"),
     (lambda: forge("steps.0.rounds", [[100.0, 125.0]] * 20), "verdict came at round"),
@@ -415,3 +418,20 @@ def test_with_bad_a_step_asks_a_session_of_bad_too():
     with pytest.raises(ValueError) as e:
         Bisection.from_dict(d)
     assert "sessions of BAD stored for" in one_line(e)
+
+
+def test_numpy_numbers_are_taken_and_the_document_stays_json():
+    b = Bisection(REVS, Design(np.float64(0.05), np.int64(8), np.int64(3)))
+    sitting(b, 4, np.float64(0.25), 0.01, seed=2)
+    assert type(b.design.max_rounds) is int and type(b.design.alpha) is float
+    text = json.dumps(b.to_dict(), allow_nan=False)
+    assert Bisection.from_dict(json.loads(text)).outcome() == b.outcome()
+
+
+def test_the_outcome_is_a_copy():
+    b = sitting(Bisection(REVS, Design(with_bad=True)), 4, 0.25, 0.01, seed=2)
+    o = b.outcome()
+    o.steps[1].rounds.clear()
+    o.steps[1].also.clear()
+    o.steps[1].verdict = "good"
+    assert b.outcome() != o and b.outcome().steps[1].rounds

@@ -77,7 +77,14 @@ STEP_KEYS = ("kind", "rev", "rounds", "also", "verdict", "reason", "alpha", "cha
 
 
 def _number(v: object) -> bool:
-    return isinstance(v, numbers.Real) and not isinstance(v, bool)
+    """A real number float() takes (not a bool, not an integer too large for a float)."""
+    if not isinstance(v, numbers.Real) or isinstance(v, bool):
+        return False
+    try:
+        float(v)
+    except OverflowError:
+        return False
+    return True
 
 
 def _whole(v: object) -> bool:
@@ -104,6 +111,10 @@ class Design:
                              f"{self.max_unknown!r}")
         if not isinstance(self.with_bad, bool):
             raise ValueError(f"with_bad must be true or false, not {self.with_bad!r}")
+        # numpy's numbers are taken, and held as Python's (to_dict is JSON)
+        object.__setattr__(self, "alpha", float(self.alpha))
+        object.__setattr__(self, "max_rounds", int(self.max_rounds))
+        object.__setattr__(self, "max_unknown", int(self.max_unknown))
 
     def tests(self, candidates: int) -> int:
         """K for `candidates` revisions between GOOD and BAD (ceil(log2(n + 1)) is n's bit
@@ -221,7 +232,7 @@ class Bisection:
             return None
         s = self._steps[-1]
         self._pending = Ask(s.kind, s.rev, self._revs[0], len(self._steps) - 1,
-                            len(s.rounds) + 1, self._with_bad(s) and self._revs[-1] or None)
+                            len(s.rounds) + 1, self._revs[-1] if self._with_bad(s) else None)
         return self._pending
 
     def add(self, against: float, rev: float, also: float | None = None) -> None:
@@ -268,7 +279,8 @@ class Bisection:
                        self._revs[self._good + 1:self._bad] if found else (),
                        e.change_pct, e.ci_low, e.ci_high, float(self.design.alpha),
                        self._sessions(),
-                       tuple(replace(s, rounds=list(s.rounds)) for s in self._steps),
+                       tuple(replace(s, rounds=list(s.rounds), also=list(s.also))
+                             for s in self._steps),
                        earliest_bad=self._revs[self._bad] if found else None,
                        boundary_pct=_pct(self._c) if found else None,
                        tests=self._tests(), budget=self.budget)
@@ -409,7 +421,8 @@ class Bisection:
             raise ValueError("steps is not a list of steps (the endpoints first)")
         for n, raw in enumerate(doc["steps"]):
             s = _keys(raw, STEP_KEYS, f"step {n}")
-            if s["kind"] not in VERDICTS or not isinstance(s["rev"], str):
+            if not isinstance(s["kind"], str) or s["kind"] not in VERDICTS or \
+                    not isinstance(s["rev"], str):
                 raise ValueError(f"step {n}: kind {s['kind']!r} or rev {s['rev']!r} is not one")
             if s["rev"] not in b._index:
                 raise ValueError(f"step {n}: revision {s['rev']!r} is not in the range")
@@ -453,8 +466,8 @@ class Bisection:
 
 
 def _session(name: str, v: object) -> float:
-    if not isinstance(v, numbers.Real) or isinstance(v, bool) or not math.isfinite(v) \
-            or v <= 0:
+    if not isinstance(v, numbers.Real) or not _number(v) or not math.isfinite(float(v)) \
+            or float(v) <= 0:
         raise ValueError(f"a session value must be a finite number above 0, not {v!r} ({name})")
     return float(v)
 
