@@ -22,9 +22,12 @@ at most the sum of its tests' (the union bound, whatever their dependence):
   boundary is tighter but needs a known variance and a fixed schedule of looks).  The
   endpoints' first round has no degrees of freedom of its own, so they have max_rounds - 1
   looks, each two-sided; a step's test is one-sided each way and only one way can be wrong
-  (a good revision cannot be wrongly called good), so its look spends alpha / K / max_rounds.
+  for a given revision (a good one called bad, or a bad one good), so a look spends
+  alpha / K / max_rounds on each side.
 * **The variance of x pooled** over every step so far (one machine, one workload; a step has
   few rounds): s^2 = sum over steps of sum (x - the step's mean)^2, df = sum (rounds - 1).
+  The t is exact for a design fixed in advance; here which steps ran depends on the rounds
+  before, which the simulation covers (and revisions noisier than the others: --bad-noise).
 * **The endpoints** (BAD against GOOD) run until their interval excludes 0 with its bound
   nearer 0 at least half the estimate (precise enough), or to max_rounds: "differ" if it
   excludes 0, else "no change" (nothing to bisect).  The interval holds the true change with
