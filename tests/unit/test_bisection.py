@@ -435,3 +435,49 @@ def test_the_outcome_is_a_copy():
     o.steps[1].also.clear()
     o.steps[1].verdict = "good"
     assert b.outcome() != o and b.outcome().steps[1].rounds
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_each_classed_step_leaves_at_most_half_of_those_left(seed):
+    """The bound's count of steps: a step classed good or bad leaves at most half of the
+    revisions left to test, one skipped or unknown sets one aside, whatever the failed
+    builds (bunched or not) and the revisions that cannot be told."""
+    rng = np.random.default_rng(300 + seed)
+    revs = [f"rev{i:03d}" for i in range(int(rng.choice([16, 40, 200])))]
+    first = int(rng.integers(1, len(revs)))
+    start = int(rng.integers(1, len(revs) - 1))
+    broken = set(range(start, min(len(revs) - 1, start + int(rng.integers(1, 12)))))
+    unclear = {int(i) for i in rng.integers(1, len(revs) - 1, 2)} - broken
+    b = Bisection(revs, Design(max_unknown=2))
+    left, steps = None, 0
+    while (ask := b.next()) is not None:
+        i = revs.index(ask.rev)
+        if ask.kind == "step" and ask.round == 1:
+            left = b.progress().left + 1            # the one asked, and those still left
+        if i in broken:
+            b.skip(BUILD_FAILED)
+        else:
+            c = math.log1p(b.to_dict()["steps"][0]["ci_low"] / 100) / 2 if i in unclear else \
+                (math.log(1.25) if i >= first else 0.0)
+            b.add(100.0, 100.0 * math.exp(c + (0.01 if ask.round % 2 else -0.01)))
+        done = b.to_dict()["steps"][ask.step]
+        if ask.kind == "step" and done["verdict"] is not None:
+            steps += 1
+            now = b.progress().left
+            if done["verdict"] in ("good", "bad"):
+                assert now <= left // 2, (done, left, now)
+            else:
+                assert now <= left - 1, (done, left, now)
+    assert steps and b.outcome().tests <= b.budget
+
+
+def test_the_middle_is_taken_by_count_not_by_place():
+    """7 candidates, 1, 2 and 4 failing to build, the first bad the 7th: the middle by place
+    (4, skipped; then 3, 5, 6 good and 7 bad) classes 4 steps, more than ceil(log2(8)) = 3;
+    by count (4 skipped; 3 good, 6 good, 7 bad) it keeps to 3."""
+    revs = [f"rev{i}" for i in range(9)]
+    b = sitting(Bisection(revs), 7, 0.25, 0.01, seed=1, broken=frozenset({1, 2, 4}))
+    o = b.outcome()
+    assert [(s.rev, s.verdict) for s in o.steps[1:]] == [
+        ("rev4", "skipped"), ("rev3", "good"), ("rev6", "good"), ("rev7", "bad")]
+    assert (o.status, o.first_bad, o.tests) == ("found", "rev7", 4)
