@@ -12,10 +12,10 @@ at most the sum of its tests' (the union bound, whatever their dependence):
   them and ceil(log2(n + 1)) steps class them all; each unknown sets one aside.  A skip before
   any round (a build that failed) runs no test and spends nothing; a skip after rounds (its
   sessions failed) spends its test, as its rounds were looked at.  When the next test would be
-  the (K + 1)-th: "gave up".  (The sketch took the middle by index, which with skips bunched
-  on one side can take more classed steps than ceil(log2(n + 1)); by count it cannot, and the
-  budget itself, not a count of unknowns, is what stops it, so a range that still fits
-  absorbs more unknowns than max_unknown.)
+  the (K + 1)-th: "gave up".  (The sketch took the middle by index, which with skips can take
+  more classed steps than ceil(log2(n + 1)): 4 in a range of 7 candidates whose 1st, 2nd and
+  4th fail to build, the 7th the first bad; by count it cannot.  The budget itself, not a
+  count of unknowns, is what stops it, so a range that still fits absorbs more unknowns.)
 * **Looks within a test: Bonferroni.**  A test is looked at after each round, each look at
   alpha / K / looks, so the looks together stay within the test's share whatever their
   correlation, with a Student t on the estimated variance (a Pocock or O'Brien-Fleming
