@@ -53,7 +53,8 @@ def consistent(b: Bisection, first: int) -> None:
         elif s.verdict == "bad":
             assert i >= first, (s, first)
     assert o.tests <= o.budget == 1 + 4 + 3
-    assert o.sessions == sum(2 * len(s.rounds) + len(s.also) for s in o.steps)
+    assert o.sessions == sum(2 * len(s.rounds) + len(s.also) for s in o.steps) \
+        == sum(s.sessions for s in o.steps)
     assert all(len(s.also) == (len(s.rounds) if b.design.with_bad and s.kind == "step" else 0)
                for s in o.steps)
 

@@ -152,6 +152,11 @@ class Step:
     ci_low: float | None = None      # its interval at the last look: each bound holds at
     ci_high: float | None = None     # 1 - alpha whatever round it stopped at
 
+    @property
+    def sessions(self) -> int:
+        """Its sessions, every side (added to the interface)."""
+        return 2 * len(self.rounds) + len(self.also)
+
 
 @dataclass(frozen=True)
 class Outcome:
@@ -302,7 +307,7 @@ class Bisection:
         return self._pending
 
     def _sessions(self) -> int:
-        return sum(2 * len(s.rounds) + len(s.also) for s in self._steps)
+        return sum(s.sessions for s in self._steps)
 
     def _with_bad(self, s: Step) -> bool:
         return self.design.with_bad and s.kind == STEP
