@@ -60,10 +60,14 @@ import functools
 import math
 import numbers
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, replace
 from typing import Any
 
+from hotloop.analysis.bisection_model import Ask, Design, Outcome, Progress, Step, is_number, is_whole
 from hotloop.analysis.significance import sps
+
+__all__ = ["Ask", "Bisection", "Design", "Outcome", "Progress", "Step"]
+DEFAULT = Design()                              # frozen: one for every default
 
 FORMAT = 1                                      # to_dict's document
 # The endpoints are precise enough when their interval's half width is at most this share of
@@ -79,115 +83,6 @@ STEP_KEYS = ("kind", "rev", "rounds", "also", "verdict", "reason", "alpha", "cha
              "ci_low", "ci_high")
 
 
-def _number(v: object) -> bool:
-    """A real number float() takes (not a bool, not an integer too large for a float)."""
-    if not isinstance(v, numbers.Real) or isinstance(v, bool):
-        return False
-    try:
-        float(v)
-    except OverflowError:
-        return False
-    return True
-
-
-def _whole(v: object) -> bool:
-    return isinstance(v, numbers.Integral) and not isinstance(v, bool)
-
-
-@dataclass(frozen=True)
-class Design:
-    alpha: float = 0.05      # the whole path's bound on a wrong answer (--alpha)
-    max_rounds: int = 8      # a step's cap, in rounds (a round: one session of each side)
-    max_unknown: int = 3     # steps that may end "unknown" within the bound (more: it gives up)
-    # added to BISECT.md's interface: a step's round also runs a session of BAD (Ask.also), and
-    # the step asks whether the revision is nearer GOOD or BAD (see the module's docstring)
-    with_bad: bool = False
-
-    def __post_init__(self) -> None:
-        if not _number(self.alpha) or not 0 < float(self.alpha) < 1:
-            raise ValueError(f"alpha must be a number between 0 and 1, not {self.alpha!r}")
-        if not _whole(self.max_rounds) or not 2 <= int(self.max_rounds) <= 10_000:
-            raise ValueError(f"max_rounds must be a whole number from 2 to 10000, not "
-                             f"{self.max_rounds!r}")
-        if not _whole(self.max_unknown) or not 0 <= int(self.max_unknown) <= 10_000:
-            raise ValueError(f"max_unknown must be a whole number from 0 to 10000, not "
-                             f"{self.max_unknown!r}")
-        if not isinstance(self.with_bad, bool):
-            raise ValueError(f"with_bad must be true or false, not {self.with_bad!r}")
-        # numpy's numbers are taken, and held as Python's (to_dict is JSON)
-        object.__setattr__(self, "alpha", float(self.alpha))
-        object.__setattr__(self, "max_rounds", int(self.max_rounds))
-        object.__setattr__(self, "max_unknown", int(self.max_unknown))
-
-    def tests(self, candidates: int) -> int:
-        """K for `candidates` revisions between GOOD and BAD (ceil(log2(n + 1)) is n's bit
-        length)."""
-        return 1 + candidates.bit_length() + self.max_unknown
-
-
-@dataclass(frozen=True)
-class Ask:
-    """The next round to run: one session of `against`, one of `rev`."""
-    kind: str                # "endpoints" (rev is BAD, against GOOD) | "step"
-    rev: str
-    against: str             # GOOD
-    step: int                # 0 for the endpoints, then 1, 2, ...
-    round: int               # 1-based round within the step
-    also: str | None = None  # added: BAD, when the round runs a session of it too (with_bad),
-                             # after `against` and `rev`: a linear drift over them cancels
-
-
-@dataclass
-class Step:
-    """One test: the endpoints, or a candidate against GOOD."""
-    kind: str
-    rev: str
-    rounds: list[tuple[float, float]] = field(default_factory=list)  # (against's, rev's)
-    also: list[float] = field(default_factory=list)  # added: BAD's session a round (with_bad)
-    verdict: str | None = None   # "differ" | "no change" (endpoints); "good" | "bad" |
-                                 # "unknown" | "skipped" (steps); None while running
-    reason: str = ""             # a skip's why, as the caller said it (on one line)
-    alpha: float = 0.0           # the level this step was tested at (0: it spent nothing)
-    change_pct: float | None = None  # rev against GOOD: the rounds' mean, as %
-    ci_low: float | None = None      # its interval at the last look: each bound holds at
-    ci_high: float | None = None     # 1 - alpha whatever round it stopped at
-
-    @property
-    def sessions(self) -> int:
-        """Its sessions, every side (added to the interface)."""
-        return 2 * len(self.rounds) + len(self.also)
-
-
-@dataclass(frozen=True)
-class Outcome:
-    status: str              # "found" | "no change" | "gave up" (its tests spent)
-    first_bad: str | None
-    last_good: str | None
-    skipped: tuple[str, ...] # between last_good and first_bad (or earliest_bad), not classed
-    change_pct: float | None # the endpoints': BAD against GOOD
-    ci_low: float | None
-    ci_high: float | None
-    alpha: float             # the design's: the bound on the whole path
-    sessions: int            # all sessions so far, both sides
-    steps: tuple[Step, ...]
-    # added to BISECT.md's interface:
-    earliest_bad: str | None = None      # the earliest classed bad (first_bad when found;
-                                         # when it gave up, the first bad is it or skipped)
-    boundary_pct: float | None = None    # c as %: a step is bad beyond it, good short of it
-    tests: int = 0                       # tests spent (steps with rounds)...
-    budget: int = 0                      # ...of K, each at alpha / K
-
-
-@dataclass(frozen=True)
-class Progress:
-    """Where a bisection stands (added to the interface: for the driver's progress line)."""
-    step: int                # the step being run (0: the endpoints)
-    left: int                # candidates between last good and first bad not yet classed
-    sessions: int
-    tests: int
-    budget: int
-
-
 @functools.lru_cache(maxsize=4096)
 def _quantile(level: float, df: int) -> float:
     """t's upper `level` quantile (the looks ask for the same few df again and again)."""
@@ -199,7 +94,7 @@ def _pct(x: float) -> float:
 
 
 class Bisection:
-    def __init__(self, revisions: Sequence[str], design: Design = Design()) -> None:
+    def __init__(self, revisions: Sequence[str], design: Design = DEFAULT) -> None:
         """revisions[0] GOOD, revisions[-1] BAD, the candidates between, oldest first."""
         if isinstance(revisions, str) or not isinstance(revisions, Sequence):
             raise ValueError("revisions must be a list of revisions, GOOD first and BAD last")
@@ -418,7 +313,7 @@ class Bisection:
     @classmethod
     def _replay(cls, d: object) -> Bisection:
         doc = _keys(d, ("format", "revisions", "design", "steps"), "the document")
-        if not _whole(doc["format"]) or doc["format"] != FORMAT:
+        if not is_whole(doc["format"]) or doc["format"] != FORMAT:
             raise ValueError(f"format {doc['format']!r} is not {FORMAT}")
         if not isinstance(doc["revisions"], list):
             raise ValueError("revisions is not a list")
@@ -474,7 +369,7 @@ class Bisection:
 
 
 def _session(name: str, v: object) -> float:
-    if not isinstance(v, numbers.Real) or not _number(v) or not math.isfinite(float(v)) \
+    if not isinstance(v, numbers.Real) or not is_number(v) or not math.isfinite(float(v)) \
             or float(v) <= 0:
         raise ValueError(f"a session value must be a finite number above 0, not {v!r} ({name})")
     return float(v)
@@ -492,5 +387,5 @@ def _keys(d: object, keys: Sequence[str], what: str) -> Mapping[str, Any]:
 def _same(stored: object, got: object) -> bool:
     if stored is None or got is None or isinstance(got, str):
         return stored == got
-    return _number(stored) and math.isclose(float(stored), float(got),  # type: ignore[arg-type]
+    return is_number(stored) and math.isclose(float(stored), float(got),  # type: ignore[arg-type]
                                             rel_tol=1e-9, abs_tol=1e-12)
