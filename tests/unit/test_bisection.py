@@ -81,6 +81,26 @@ def test_a_faster_change_is_found_too(with_bad):
     assert (o.change_pct if with_bad else o.ci_high) < o.boundary_pct < 0
 
 
+@pytest.mark.parametrize("with_bad", [False, True], ids=["against GOOD", "with BAD"])
+def test_a_drift_the_round_shares_cancels(with_bad):
+    """The sitting drifts 20% a round (a random walk), the sessions 1% around it: a round's
+    ratio holds none of the drift, so the bisect is as sure as without it."""
+    b = Bisection(REVS, Design(with_bad=with_bad))
+    rng = np.random.default_rng(12)
+    walk = 0.0
+    while (ask := b.next()) is not None:
+        walk += rng.normal(0.0, 0.2)
+        i = REVS.index(ask.rev)
+        b.add(math.exp(walk + rng.normal(0, 0.01)),
+              math.exp(walk + (math.log(1.1) if i >= 5 else 0.0) + rng.normal(0, 0.01)),
+              math.exp(walk + math.log(1.1) + rng.normal(0, 0.01)) if ask.also else None)
+    o = b.outcome()
+    assert (o.status, o.first_bad, o.last_good) == ("found", REVS[5], REVS[4])
+    assert 0 < o.ci_low < 10 < o.ci_high
+    if not with_bad:                            # precise: its bound nearer 0 past half of it
+        assert o.ci_low > o.change_pct / 2
+
+
 def test_two_revisions_need_only_the_endpoints():
     o = sitting(Bisection(["good", "bad"]), 1, 0.25, 0.01, seed=1).outcome()
     assert (o.status, o.first_bad, o.last_good, o.budget) == ("found", "bad", "good", 4)
