@@ -55,7 +55,10 @@ class Design:
 
 @dataclass(frozen=True)
 class Ask:
-    """The next round to run: one session of `against`, one of `rev`."""
+    """The next round to run: one session of `against`, one of `rev`.  Their order is the
+    driver's: alternated round by round (ABBA), so that what the second session of a round
+    gains over the first (a warm cache) cancels instead of reading as a change; with `also`,
+    the revision runs between the two."""
     kind: str                # "endpoints" (rev is BAD, against GOOD) | "step"
     rev: str
     against: str             # GOOD
