@@ -9,7 +9,10 @@ NOISE %, shared by the round's sessions).  Each candidate fails to build with pr
 BROKEN (skipped, as the driver does).  With --with-bad, a step's round runs a session of BAD
 too (Design.with_bad: the step asks whether the revision is nearer GOOD or BAD).  With
 --bad-noise F the revisions from the first bad on (BAD too) are F times as noisy: the pooled
-variance assumes one noise for all, and this is what it costs when that fails.
+variance assumes one noise for all, and this is what it costs when that fails.  With
+--order-effect E, a round's second session is E % faster than its first (and a third 2E %):
+the sessions run in the order the ask gives (Ask.order: alternated round by round, the
+revision between GOOD and BAD with --with-bad), or with --fixed-order GOOD first every round.
 
 A wrong answer: a revision named ("found") that is not the first bad while the first bad is
 not among `skipped`, or, when it gave up, the first bad neither its earliest bad nor among
@@ -19,8 +22,8 @@ alpha, holds where that upper bound is below it.
 
     python benchmarks/bisect_error.py [--revisions 16,1000] [--changes 0,5,10,25]
         [--noise 1,5] [--trials 4000] [--broken 0.05] [--drift 1] [--alpha 0.05]
-        [--max-rounds 8] [--max-unknown 3] [--with-bad] [--bad-noise 1] [--seed 45]
-        [--markdown]
+        [--max-rounds 8] [--max-unknown 3] [--with-bad] [--bad-noise 1]
+        [--order-effect 0] [--fixed-order] [--seed 45] [--markdown]
 """
 from __future__ import annotations
 
@@ -56,7 +59,7 @@ class Cell:
 
 def sitting(rng: np.random.Generator, revisions: int, change: float, noise: float,
             drift: float, broken: float, design: Design, cell: Cell,
-            bad_noise: float = 1.0) -> None:
+            bad_noise: float = 1.0, order: float = 0.0, alternate: bool = True) -> None:
     """One bisect of a synthetic range, its answer tallied in `cell`."""
     revs = [f"r{i}" for i in range(revisions)]
     first = int(rng.integers(1, revisions)) if change else revisions   # none when no change
@@ -72,8 +75,12 @@ def sitting(rng: np.random.Generator, revisions: int, change: float, noise: floa
         level, spread = (math.log1p(change), noise * bad_noise) if i >= first else (0.0, noise)
         bad = math.exp(walk + math.log1p(change) + rng.normal(0.0, noise * bad_noise)) \
             if ask.also else None
-        b.add(math.exp(walk + rng.normal(0.0, noise)),
-              math.exp(walk + level + rng.normal(0.0, spread)), bad)
+        # a session's place in its round: as the ask orders them, or GOOD first every round
+        sides = ask.order if alternate else (ask.against, ask.rev, *([ask.also] * bool(bad)))
+        place = {side: k for k, side in enumerate(sides)}
+        b.add(math.exp(walk + rng.normal(0.0, noise) - order * place[ask.against]),
+              math.exp(walk + level + rng.normal(0.0, spread) - order * place[ask.rev]),
+              None if bad is None else bad * math.exp(-order * place[revs[-1]]))
     tally(cell, b.outcome(), revs[first] if change else None)
 
 
@@ -117,6 +124,10 @@ def main() -> None:
                     help="a step's round runs BAD too (Design.with_bad)")
     ap.add_argument("--bad-noise", type=float, default=1.0,
                     help="the bad revisions' noise, in units of the good ones'")
+    ap.add_argument("--order-effect", type=float, default=0.0,
+                    help="a round's second session faster than its first by this, %%")
+    ap.add_argument("--fixed-order", action="store_true",
+                    help="GOOD first in every round (not alternated)")
     ap.add_argument("--seed", type=int, default=45)
     ap.add_argument("--markdown", action="store_true")
     args = ap.parse_args()
@@ -130,7 +141,8 @@ def main() -> None:
                 cell = Cell()
                 for _ in range(args.trials):
                     sitting(rng, n, change / 100, noise / 100, args.drift, args.broken,
-                            design, cell, args.bad_noise)
+                            design, cell, args.bad_noise, math.log1p(args.order_effect / 100),
+                            not args.fixed_order)
                 t = cell.trials
                 rows.append([f"{n}", f"{change:g}%", f"{noise:g}%", pct(cell.wrong, t),
                              f"{100 * cell.upper():.2f}%", pct(cell.named, t),
@@ -149,7 +161,8 @@ def main() -> None:
           f"{'GOOD, the revision, BAD' if design.with_bad else 'GOOD and the revision'}; "
           f"{args.trials} bisects a cell, {args.broken:g} of candidates "
           f"broken, drift step {args.drift:g} x the session noise, bad revisions "
-          f"{args.bad_noise:g} x as noisy, seed {args.seed}; "
+          f"{args.bad_noise:g} x as noisy, order effect {args.order_effect:g}% "
+          f"({'fixed' if args.fixed_order else 'alternated'}), seed {args.seed}; "
           f"{took:.0f} s")
     if args.markdown:
         print("| " + " | ".join(head) + " |")

@@ -246,7 +246,7 @@ def test_a_session_value_that_is_no_positive_number_is_refused(value):
     with pytest.raises(ValueError):
         b.add(value, 100.0)
     b.add(100.0, 101.0)                         # nothing half-added
-    assert b.next() == Ask("endpoints", REVS[15], REVS[0], 0, 2)
+    assert b.next() == Ask("endpoints", REVS[15], REVS[0], 0, 2, None, (REVS[15], REVS[0]))
 
 
 def test_add_and_skip_answer_a_round_asked():
@@ -419,13 +419,16 @@ def test_the_error_benchmark_prints_its_table_and_its_bound(monkeypatch, capsys)
 
 def test_with_bad_a_step_asks_a_session_of_bad_too():
     b = Bisection(REVS, Design(with_bad=True))
-    assert b.next() == Ask("endpoints", REVS[15], REVS[0], 0, 1)      # no BAD beside BAD
+    assert b.next() == Ask("endpoints", REVS[15], REVS[0], 0, 1, None,    # no BAD beside BAD
+                           (REVS[0], REVS[15]))
     with pytest.raises(ValueError) as e:
         b.add(100.0, 125.0, 125.0)
     assert "no session of BAD" in one_line(e)
     while (ask := b.next()) is not None and ask.kind == "endpoints":
         b.add(100.0, 125.0 * (1.01 if ask.round % 2 else 0.99))
     assert ask is not None and ask.kind == "step" and ask.also == REVS[15]
+    # the revision between GOOD and BAD, the order turned round every other round
+    assert ask.round == 1 and ask.order == (REVS[0], ask.rev, REVS[15])
     with pytest.raises(ValueError) as e:
         b.add(100.0, 101.0)
     assert "a session of BAD too" in one_line(e)
@@ -433,6 +436,8 @@ def test_with_bad_a_step_asks_a_session_of_bad_too():
         b.add(100.0, 101.0, math.nan)
     assert "(also)" in one_line(e)
     b.add(100.0, 101.0, 125.0)
+    again = b.next()
+    assert again is not None and again.order == (REVS[15], ask.rev, REVS[0])
     d = json.loads(json.dumps(sitting(b, 5, 0.25, 0.01, seed=1).to_dict()))
     step = next(i for i, s in enumerate(d["steps"]) if s["also"])
     d["steps"][step]["also"] = d["steps"][step]["also"][1:]

@@ -134,8 +134,12 @@ class Bisection:
         if self._status is not None:
             return None
         s = self._steps[-1]
+        also = self._revs[-1] if self._with_bad(s) else None
+        order = tuple(r for r in (self._revs[0], s.rev, also) if r is not None)
+        if len(s.rounds) % 2:                   # every other round the other way round
+            order = order[::-1]
         self._pending = Ask(s.kind, s.rev, self._revs[0], len(self._steps) - 1,
-                            len(s.rounds) + 1, self._revs[-1] if self._with_bad(s) else None)
+                            len(s.rounds) + 1, also, order)
         return self._pending
 
     def add(self, against: float, rev: float, also: float | None = None) -> None:

@@ -55,17 +55,19 @@ class Design:
 
 @dataclass(frozen=True)
 class Ask:
-    """The next round to run: one session of `against`, one of `rev`.  Their order is the
-    driver's: alternated round by round (ABBA), so that what the second session of a round
-    gains over the first (a warm cache) cancels instead of reading as a change; with `also`,
-    the revision runs between the two."""
+    """The next round to run: one session of `against`, one of `rev` (and of `also`), in the
+    order `order` names them."""
     kind: str                # "endpoints" (rev is BAD, against GOOD) | "step"
     rev: str
     against: str             # GOOD
     step: int                # 0 for the endpoints, then 1, 2, ...
     round: int               # 1-based round within the step
-    also: str | None = None  # added: BAD, when the round runs a session of it too (with_bad),
-                             # after `against` and `rev`: a linear drift over them cancels
+    also: str | None = None  # added: BAD, when the round runs a session of it too (with_bad)
+    # added: the round's sessions in the order to run them, alternated round by round (ABBA)
+    # so that what a round's second session gains over its first (a warm cache) cancels
+    # instead of reading as a change; with `also` the revision runs between the two, where a
+    # linear drift over the round cancels too
+    order: tuple[str, ...] = ()
 
 
 @dataclass
