@@ -362,3 +362,14 @@ def test_a_param_given_picks_one_value_of_a_batch_plan(isolated, cli):
             "busy-poll", "--sessions", "1")
     assert p.returncode == 2 and "comparing kernels needs at least 2" in p.stderr, p.stderr
     assert not (isolated / "results").exists()
+
+
+def test_a_series_may_give_its_rounds_orders_in_turn():
+    """A bisect's step: the revision between GOOD and BAD in every round, GOOD and BAD
+    swapping ends; an order that misses a side or names one twice is refused."""
+    from hotloop.run.series import order
+    assert order(3, 4, ((0, 1, 2), (2, 1, 0))) == [0, 1, 2, 2, 1, 0, 0, 1, 2, 2, 1, 0]
+    assert order(2, 3) == [0, 1, 1, 0, 0, 1]                # the default: A B B A A B
+    for bad in (((0, 1),), ((0, 1, 1),), ((0, 1, 3),)):
+        with pytest.raises(ValueError):
+            order(3, 2, bad)

@@ -47,13 +47,15 @@ MIN_SESSIONS = 2            # a kernel, to compare kernels: one session a side h
 MAX_SESSIONS = 99           # a kernel: sNN has two digits, and 99 is days of sessions already
 
 
-def order(kernels: int, sessions: int) -> list[int]:
+def order(kernels: int, sessions: int, rounds: Sequence[Sequence[int]] = ()) -> list[int]:
     """The kernels' indices in the order their sessions run: `sessions` rounds, each holding
     every kernel once, the rounds' orders those of a Williams design in turn (A B, B A, ...
-    for two)."""
+    for two), or those of `rounds` in turn (each an order of every kernel once)."""
     if kernels < 1 or sessions < 1:
         return []
-    rows = williams(kernels)
+    rows = [list(r) for r in rounds] or williams(kernels)
+    if any(sorted(r) != list(range(kernels)) for r in rows):
+        raise ValueError(f"a round's order must hold each of {kernels} variants once")
     return [k for r in range(sessions) for k in rows[r % len(rows)]]
 
 
@@ -183,10 +185,11 @@ class Schedule:
 
 def schedule(variants: Sequence[str], sessions: int, directory: Path,
              folders: Sequence[str] | None = None, kernels: Sequence[str] | None = None,
-             differs: Sequence[str] = ()) -> Schedule:
+             differs: Sequence[str] = (), rounds: Sequence[Sequence[int]] = ()) -> Schedule:
     """The series' schedule, its variants' directories made in `directory`: `folders` (default:
     the variants as kernels' names, directory_names); `kernels` each variant's kernel
-    profile (default: the variant's name); `differs`: what they differ in by design."""
+    profile (default: the variant's name); `differs`: what they differ in by design;
+    `rounds`: the rounds' orders in turn (default: order's Williams design)."""
     paths = [directory / n for n in (folders or directory_names(variants))]
     try:
         for f in paths:
@@ -197,7 +200,7 @@ def schedule(variants: Sequence[str], sessions: int, directory: Path,
     kernel_of = list(kernels or variants)
     count = dict.fromkeys(range(len(variants)), 0)
     slots = []
-    for pos, k in enumerate(order(len(variants), sessions)):
+    for pos, k in enumerate(order(len(variants), sessions, rounds)):
         count[k] += 1
         slots.append(Slot(variants[k], count[k], pos, paths[k] / f"s{count[k]:02d}.jsonl",
                           kernel_of[k]))

@@ -84,6 +84,9 @@ class SeriesRequest:
     session_name: Callable[[series.Slot], str] = field(default=by_variant)  # its variant
     mirror: Callable[[ev.Event], None] | None = None
     notice: Callable[[str], None] | None = None     # a VM's boot as it goes (stderr)
+    # the rounds' orders of the sides, in turn (a bisect's: its revision between GOOD and
+    # BAD); () for the balanced design
+    rounds: tuple[tuple[int, ...], ...] = ()
 
     def sides(self) -> list[SeriesSide]:
         """What the series alternates, a kernel's side named for it."""
@@ -261,7 +264,8 @@ class SeriesRun:
         names, folders = [s.name for s in req.sides()], req.folders()
         try:
             sch = series.schedule(names, req.sessions, directory, folders,
-                                  [rps[n].kernel.name for n in names], design(rps.values()))
+                                  [rps[n].kernel.name for n in names], design(rps.values()),
+                                  req.rounds)
         except HotloopError:            # a variant's folder: those made before it go too
             _remove_empty(directory, [directory / n for n in folders])
             raise
@@ -307,6 +311,11 @@ class SeriesRun:
     def stop(self) -> None:
         if self.loop is not None:
             self.loop.stop()
+
+    def result(self, slot: series.Slot) -> Result | None:
+        """A finished session's result, once its Ends has come (in memory, not read back)."""
+        kept = self._kept.get(slot)
+        return kept[0] if kept is not None else None
 
     async def events(self) -> AsyncIterator[series.SeriesEvent]:
         """The series' events (SeriesLoop.events), each finished session's result kept as
