@@ -11,7 +11,7 @@ import forge
 import pytest
 
 from hotloop.analysis import compare
-from hotloop.analysis.symbols import base_name, diff_symbols
+from hotloop.analysis.symbols import base_name, diff_symbols, dso_key
 from hotloop.events import HotSymbol
 from hotloop.render import compare_formats
 
@@ -64,6 +64,21 @@ def test_diff_adds_up_a_functions_names_a_side_and_keeps_dsos_apart():
     assert rows["memset", "libc.so.6"].names == ("memset",)
     assert rows["memset.isra.0", KERNEL].new_pct == 2.0
     assert not rows["memset.isra.0", KERNEL].merged and len(rows) == 3
+
+
+def test_two_builds_of_a_workload_are_one_dso_and_other_modules_stay_apart():
+    """Two revisions of one workload (a bisect's, compare of two builds): hl_run is one row
+    that got costlier, not one gone and one new; another library's name is left alone."""
+    a = "/c/hotloop/build/_hl_chain_0123456789abcdef.cpython-311-x86_64-linux-gnu.so"
+    b = "/c/hotloop/build/_hl_chain_fedcba9876543210.cpython-311-x86_64-linux-gnu.so"
+    other = "/c/hotloop/build/_hl_spin_fedcba9876543210.cpython-311-x86_64-linux-gnu.so"
+    assert dso_key(a) == dso_key(b) == "/c/hotloop/build/_hl_chain.cpython-311-x86_64-linux-gnu.so"
+    assert dso_key("libc.so.6") == "libc.so.6" and dso_key(KERNEL) == KERNEL
+    assert dso_key("/x/_hl_chain_0123.so") == "/x/_hl_chain_0123.so"   # not a build's key
+    rows = diff_symbols([HotSymbol("hl_run", a, 40.0, False)],
+                        [HotSymbol("hl_run", b, 50.0, False), HotSymbol("hl_run", other, 5.0, False)])
+    assert [(d.symbol, d.dso, d.baseline_pct, d.new_pct) for d in rows] == [
+        ("hl_run", a, 40.0, 50.0), ("hl_run", other, 0.0, 5.0)]
 
 
 @pytest.fixture

@@ -35,6 +35,25 @@ def base_name(symbol: str) -> str:
     return _SUFFIXES.sub("", symbol) or symbol      # a name of nothing but a suffix stays
 
 
+# A workload's build is a module named for its content (run.build: _hl_NAME_KEY, KEY 16 hex
+# digits of the source, flags and compiler): two revisions of one workload are two files, and
+# their hl_run one function to compare, not one "gone" and one "new".
+_BUILD = re.compile(r"(_hl_\w+?)_[0-9a-f]{16}(\.[^/]*)$")
+
+
+def dso_key(dso: str) -> str:
+    """The DSO as rows are matched across sides: a workload's build without its content key
+    (`.../_hl_chain_0123456789abcdef.cpython-311-x86_64-linux-gnu.so` is `.../_hl_chain.cpython
+    ...so`), anything else as it is."""
+    return _BUILD.sub(r"\1\2", dso)
+
+
+def symbol_key(s: HotSymbol) -> tuple[str, str, bool]:
+    """What makes two sides' samples one row: the function (its clones one), its DSO (a
+    workload's builds one), kernel or user."""
+    return base_name(s.symbol), dso_key(s.dso), s.kernel
+
+
 # Defaults from benchmarks/perf_overhead.py on a 2-core KVM guest: workload CPU time per
 # repetition +1.2..1.8% at 999 Hz, +4..6% at 1999 Hz, +12..15% at 3999 Hz (perf's default).
 
@@ -206,7 +225,7 @@ class Explained:
 def _shares(syms: Sequence[HotSymbol]) -> dict[tuple[str, str, bool], list[HotSymbol]]:
     out: dict[tuple[str, str, bool], list[HotSymbol]] = {}
     for s in syms:
-        out.setdefault((base_name(s.symbol), s.dso, s.kernel), []).append(s)
+        out.setdefault(symbol_key(s), []).append(s)
     return out
 
 
@@ -221,6 +240,7 @@ def diff_symbols(base: Sequence[HotSymbol], new: Sequence[HotSymbol]) -> list[Sy
         np_ = math.fsum(s.percent for s in ns)
         names = tuple(sorted({s.symbol for s in (*bs, *ns)}))
         symbol = names[0] if len(names) == 1 else key[0]
-        rows.append(SymbolDelta(symbol, key[1], key[2], bp, np_, round(np_ - bp, 4), names))
+        dso = next((s.dso for s in (*bs, *ns)), key[1])     # as a side sampled it
+        rows.append(SymbolDelta(symbol, dso, key[2], bp, np_, round(np_ - bp, 4), names))
     rows.sort(key=lambda r: (-abs(r.delta), -max(r.baseline_pct, r.new_pct), r.symbol))
     return rows

@@ -43,7 +43,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from hotloop.analysis.symbols import base_name
+from hotloop.analysis.symbols import symbol_key
 from hotloop.results import Result
 
 Key = tuple[str, str, bool]             # (base name, dso, kernel): one row, clones merged
@@ -100,7 +100,7 @@ def session_cost(r: Result) -> SessionCost:
     grouped: dict[Key, list[tuple[str, int, float]]] = {}
     for s in syms:
         share = s.samples / total if total and s.samples else s.percent / 100
-        grouped.setdefault((base_name(s.symbol), s.dso, s.kernel), []).append(
+        grouped.setdefault(symbol_key(s), []).append(
             (s.symbol, s.samples, share))
     out = {}
     for key, parts in grouped.items():

@@ -46,6 +46,7 @@ from hotloop.analysis.symbols import (
     SymbolDelta,
     SymbolVerdict,
     base_name,
+    dso_key,
     irq_reenable,
 )
 from hotloop.analysis.symcost import Key, SideCost, SideSymbol, display_name, side_cost
@@ -166,7 +167,7 @@ def differential(base: Sequence[Result], new: Sequence[Result], *,
     b, n = side_cost(base), side_cost(new)
     if not (b.costed and n.costed):
         return Differential(list(shares), None, "no cost per op: " + (b.why or n.why), 0)
-    by_key = {(base_name(d.symbol), d.dso, d.kernel): d for d in shares}
+    by_key = {(base_name(d.symbol), dso_key(d.dso), d.kernel): d for d in shares}
     keys = list(dict.fromkeys(s.key for s in (*b.symbols, *n.symbols)))
     bs = {s.key: s for s in b.symbols}
     ns_ = {s.key: s for s in n.symbols}
