@@ -192,6 +192,11 @@ class Bisection:
                        boundary_pct=_pct(self._c) if found else None,
                        tests=self._tests(), budget=self.budget)
 
+    @property
+    def steps(self) -> tuple[Step, ...]:
+        """The steps so far, the one running last (copies: for a progress line)."""
+        return tuple(replace(s, rounds=list(s.rounds), also=list(s.also)) for s in self._steps)
+
     def progress(self) -> Progress:
         return Progress(len(self._steps) - 1, len(self._left()), self._sessions(),
                         self._tests(), self.budget)
