@@ -154,10 +154,16 @@ def reproduce_args(sides: Sequence[Sequence[Result]],
 def reproduce(sides: Sequence[Sequence[Result]], width: int = WIDTH,
               metric: str | None = None) -> list[str]:
     """The command on lines of at most `width` columns, each but the last ending in `\\`."""
+    return command_lines(reproduce_args(sides, metric), width)
+
+
+def command_lines(args: Sequence[Sequence[str]], width: int = WIDTH) -> list[str]:
+    """A command's words (an option with its value a group, kept on one line) on lines of at
+    most `width` columns, each but the last ending in `\\`."""
     lines: list[str] = []
     line = ""
-    groups = []
-    for g in reproduce_args(sides, metric):     # an option too long with its value: on two lines
+    groups: list[Sequence[str]] = []
+    for g in args:                              # an option too long with its value: on two lines
         groups += [[w] for w in g] if len(" ".join(g)) > width - 6 else [g]
     for g in groups:
         words = " ".join(g)
@@ -272,8 +278,9 @@ def _footer(sides: Sequence[Sequence[Result]], metric: str | None = None) -> lis
     return ["", "reproduce:"] + [f"  {ln}" for ln in reproduce(sides, WIDTH - 2, metric)]
 
 
-def compare_mail(comp: Comparison, sides: Sequence[Sequence[Result]]) -> str:
-    """`compare --format mail`: `sides` the results the comparison was made of."""
+def compare_mail(comp: Comparison, sides: Sequence[Sequence[Result]], footer: bool = True) -> str:
+    """`compare --format mail`: `sides` the results the comparison was made of; `footer`:
+    the `hotloop run` that reproduces it (a bisect's says its own command instead)."""
     names = [cut(s.name, 40) for s in comp.sides]
     method = {"pairs": "sessions paired by round", "paired": "interleaved, paired rounds",
               "sessions": "sessions as replicates"}.get(comp.pairs[0].method, "") \
@@ -295,7 +302,7 @@ def compare_mail(comp: Comparison, sides: Sequence[Sequence[Result]]) -> str:
     warn = [w for w in comp.warnings if about_the_sides(w)]
     for w in warn[:3]:                  # what a reviewer must know; the rest is compare's
         out += [""] + wrap(safe(words(w)), WIDTH, "  ", "note: ")
-    return "\n".join(bound(out + _footer(sides, comp.metric), WIDTH)) + "\n"
+    return "\n".join(bound(out + (_footer(sides, comp.metric) if footer else []), WIDTH)) + "\n"
 
 
 def summary_lines(s: Side, unit: str) -> list[str]:
