@@ -1,0 +1,211 @@
+"""A bisect's report (`hotloop bisect`): the first bad revision, the change it brings with its
+interval, the chance the answer is wrong, each step, the skipped, what differs in the build,
+and the confirming comparison (the symbols that moved) as compare gives it; in text (the
+terminal's width), mail (72 columns) or json (`first_bad`, `change_pct`, `ci_low`, `ci_high`,
+`steps` each with `rev` and `verdict`, `alpha`)."""
+from __future__ import annotations
+
+import json
+import shlex
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hotloop.analysis.bisection import Outcome, Step
+from hotloop.analysis.comparison import Comparison, Test
+from hotloop.render import compare_formats, mail
+from hotloop.render.layout import bound, safe, table, terminal_width, wrap
+from hotloop.render.mail import command_lines
+from hotloop.render.units import pct
+from hotloop.results import Result
+from hotloop.visible import cut
+
+SUBJECT = 50                # a subject's columns in the steps' table (json keeps it whole)
+DIFFERS = 40                # lines of what differs in the build
+
+
+@dataclass(frozen=True)
+class Report:
+    outcome: Outcome
+    good: str                                   # the endpoints' full hashes
+    bad: str
+    subjects: dict[str, tuple[str, str]]        # sha -> (short hash, subject)
+    comparison: Comparison | None               # the last good against the first bad
+    differs: list[str]                          # what differs in their builds
+    seconds: float
+    state: Path                                 # the bisect's directory
+    series: list[Path] = field(default_factory=list)
+    sides: list[list[Result]] = field(default_factory=list)     # the comparison's results
+    sessions: int = 0                           # all of them, the confirmation's too
+    command: list[str] = field(default_factory=list)            # `hotloop bisect`'s words
+
+    def short(self, sha: str | None) -> str:
+        return self.subjects.get(sha or "", ((sha or "-")[:12], ""))[0]
+
+    def subject(self, sha: str | None) -> str:
+        return self.subjects.get(sha or "", ("", ""))[1]
+
+
+def primary(comp: Comparison | None) -> Test | None:
+    """The confirming comparison's test of the primary metric."""
+    if comp is None or not comp.pairs:
+        return None
+    rows = [m for m in comp.pairs[0].metrics if m.primary] or comp.pairs[0].metrics[:1]
+    return rows[0].test if rows else None
+
+
+def change(r: Report) -> tuple[float | None, float | None, float | None, str]:
+    """The first bad's change (%, interval) and what it is against: the confirming series'
+    (the last good), else its own step's (GOOD)."""
+    t = primary(r.comparison)
+    if t is not None:
+        return t.change_pct, t.ci_low, t.ci_high, "last good"
+    step = next((s for s in r.outcome.steps if s.rev == r.outcome.first_bad
+                 and s.verdict in ("bad", "differ")), None)
+    if step is None:
+        return None, None, None, ""
+    return step.change_pct, step.ci_low, step.ci_high, "good"
+
+
+def _interval(lo: float | None, hi: float | None) -> str:
+    return "" if lo is None or hi is None else f" [{pct(lo)}, {pct(hi)}]"
+
+
+def _duration(seconds: float) -> str:
+    s = int(seconds)
+    if s >= 3600:
+        return f"{s // 3600} h {s % 3600 // 60} min"
+    return f"{s // 60} min {s % 60} s" if s >= 60 else f"{s} s"
+
+
+def _tests(o: Outcome) -> int:
+    return sum(1 for s in o.steps if s.verdict != "skipped")
+
+
+def head(r: Report, width: int) -> list[str]:
+    """What was found, its change, and the chance it is wrong."""
+    o = r.outcome
+    rng = f"{r.short(r.good)}..{r.short(r.bad)}"
+    endpoints = f"{pct(o.change_pct)}{_interval(o.ci_low, o.ci_high)}"
+    if o.status == "no change":
+        return wrap(f"nothing to bisect: the endpoints' change {endpoints} is not "
+                    f"significant (the path's error bound {o.alpha:.3g})", width, "  ",
+                    f"bisect {rng}: ")
+    if o.status != "found":
+        out = wrap(f"gave up: too many revisions could not be told good or bad; the first "
+                   f"bad is after {r.short(o.last_good)} and at or before "
+                   f"{r.short(o.first_bad)}", width, "  ", f"bisect {rng}: ")
+        return out + wrap(f"the endpoints' change: {endpoints}", width, "  ", "  ")
+    c, lo, hi, against = change(r)
+    out = wrap(f"first bad {r.short(o.first_bad)} {safe(r.subject(o.first_bad))}", width,
+               "  ", f"bisect {rng}: ")
+    if c is not None:
+        base = o.last_good if against == "last good" else r.good
+        out += wrap(f"its change against the {against} ({r.short(base)}): "
+                    f"{pct(c)}{_interval(lo, hi)}", width, "    ", "  ")
+    out += wrap(f"the endpoints' change: {endpoints}", width, "    ", "  ")
+    if o.skipped:
+        out += wrap("or one of the revisions before it that could not be told: "
+                    + ", ".join(r.short(s) for s in o.skipped), width, "    ", "  ")
+    out += wrap(f"the chance this answer is wrong: at most {100 * o.alpha:.3g}% "
+                f"({_tests(o)} tests, each at its share of it)", width, "    ", "  ")
+    return out
+
+
+def step_rows(r: Report, subject: int) -> list[list[str]]:
+    rows = [["step", "revision", "verdict", "rounds", "change vs good", "subject"]]
+    for i, s in enumerate(r.outcome.steps):
+        verdict = s.verdict or "running"
+        rows.append([str(i), r.short(s.rev), verdict, str(len(s.rounds)) if s.rounds else "-",
+                     f"{pct(s.change_pct)}{_interval(s.ci_low, s.ci_high)}"
+                     if s.change_pct is not None else "-",
+                     cut(safe(s.reason if s.verdict == "skipped" and s.reason
+                              else r.subject(s.rev)), subject)])
+    return rows
+
+
+def tail(r: Report) -> str:
+    return (f"{r.sessions or r.outcome.sessions} sessions in {_duration(r.seconds)}; the "
+            f"sessions: {r.state / 'sessions'}")
+
+
+def again(r: Report, width: int) -> list[str]:
+    """The bisect's command, to run it again: its words, an option with its value a group."""
+    groups: list[list[str]] = [["hotloop", "bisect"]]
+    for w in r.command:
+        quoted = shlex.quote(safe(w))
+        if groups[-1][0].startswith("--") and len(groups[-1]) == 1 and not w.startswith("-"):
+            groups[-1].append(quoted)
+        else:
+            groups.append([quoted])
+    return ["", "reproduce:"] + [f"  {ln}" for ln in command_lines(groups, width - 2)]
+
+
+def render_text(r: Report, width: int | None = None) -> str:
+    w = width or terminal_width()
+    out = head(r, w) + ["", "steps:"]
+    out += table(step_rows(r, SUBJECT), {3}, w, squeeze=(5,))
+    if r.differs:
+        out += ["", "what differs in the build:"] + [f"  {safe(d)}" for d in r.differs[:DIFFERS]]
+    if r.comparison is not None:
+        out += ["", "the last good against the first bad (hotloop compare of the confirming "
+                    "series):", ""]
+        out += compare_formats.render(r.comparison, "text", w).rstrip("\n").splitlines()
+    out += [""] + wrap(tail(r), w)
+    return "\n".join(bound(out, w)) + "\n"
+
+
+def render_mail(r: Report) -> str:
+    w = mail.WIDTH
+    out = head(r, w) + ["", "steps:"]
+    rows = [row[:5] for row in step_rows(r, 0)]
+    out += table(rows, {3}, w, squeeze=(4,))
+    if r.differs:
+        out += ["", "what differs in the build:"] + [f"  {safe(d)}" for d in r.differs[:DIFFERS]]
+    if r.comparison is not None and r.sides:
+        out += ["", "the last good against the first bad:", ""]
+        out += mail.compare_mail(r.comparison, r.sides, footer=False).rstrip("\n").splitlines()
+    out += [""] + wrap(tail(r), w)
+    if r.command:
+        out += again(r, w)
+    return "\n".join(bound(out, w)) + "\n"
+
+
+def _step(r: Report, s: Step) -> dict[str, Any]:
+    return {"rev": s.rev, "subject": r.subject(s.rev), "kind": s.kind, "verdict": s.verdict,
+            "rounds": len(s.rounds), "change_pct": s.change_pct, "ci_low": s.ci_low,
+            "ci_high": s.ci_high, "alpha": s.alpha, "reason": s.reason}
+
+
+def document(r: Report) -> dict[str, Any]:
+    o = r.outcome
+    c, lo, hi, against = change(r)
+    return {"status": o.status, "first_bad": o.first_bad,
+            "first_bad_subject": r.subject(o.first_bad) if o.first_bad else None,
+            "last_good": o.last_good, "skipped": list(o.skipped),
+            "change_pct": c, "ci_low": lo, "ci_high": hi,
+            "change_against": {"last good": "last_good", "good": "good"}.get(against),
+            "endpoints": {"change_pct": o.change_pct, "ci_low": o.ci_low,
+                          "ci_high": o.ci_high},
+            "alpha": o.alpha, "sessions": r.sessions or o.sessions,
+            "seconds": round(r.seconds, 3),
+            "steps": [_step(r, s) for s in o.steps],
+            "build_differences": r.differs, "state": str(r.state),
+            "series": [str(p) for p in r.series],
+            "comparison": compare_formats.document(r.comparison)
+            if r.comparison is not None else None}
+
+
+def render(r: Report, fmt: str = "text", width: int | None = None) -> str:
+    if fmt == "json":
+        return json.dumps(document(r), indent=2, allow_nan=False) + "\n"
+    if fmt == "mail":
+        return render_mail(r)
+    return render_text(r, width)
+
+
+def sides_of(comp: Comparison, results: Sequence[Result]) -> list[list[Result]]:
+    """The comparison's sides as results (the mail's measured block reads their headers)."""
+    by_file = {str(x.path): x for x in results}
+    return [[by_file[f] for f in side.files if f in by_file] for side in comp.sides]
