@@ -28,7 +28,7 @@ from hotloop.visible import visible
 COMMANDS = {"run": "run_entry", "show": "show", "compare": "compare",
             "calibrate": "calibrate", "list": "listing", "doctor": "doctor",
             "save": "save", "restore": "restore", "completion": "completion",
-            "host": "hosts", "annotate": "annotate", None: "console"}
+            "host": "hosts", "annotate": "annotate", "bisect": "bisect", None: "console"}
 
 
 def command(name: str | None) -> Callable[[argparse.Namespace], int]:
@@ -45,6 +45,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         signal.signal(sig, interrupt)
     try:
         args = parser().parse_args(argv)
+        # the words as typed: a bisect keeps them, to resume with the same options
+        args.argv = list(sys.argv[1:] if argv is None else argv)
         if args.command is not None:    # the console draws on its terminal, not through this
             watch_stdout()
         if args.command not in ("restore", "completion"):

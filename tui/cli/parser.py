@@ -208,6 +208,10 @@ _EXAMPLES = {
              "hotloop save ab --workload seqpacket --runs 30 --processes 3 --no-perf"],
     "host": ["hotloop host check lab1", "hotloop host setup lab1"],
     "restore": ["hotloop restore"],
+    "bisect": ["hotloop bisect v1.0..v1.1 mine --profiles bench/   in the workload's repository",
+               "hotloop bisect v6.1..v6.2 seqpacket --build 'make bzImage' "
+               "--kernel-image arch/x86/boot/bzImage",
+               "hotloop bisect --resume                   go on after a Ctrl-C"],
     "completion": ["source <(hotloop completion bash)",
                    "hotloop completion zsh > ~/.zfunc/_hotloop"],
 }
@@ -361,6 +365,62 @@ def parser() -> argparse.ArgumentParser:
                                help="calibrate that machine over SSH (a [host.NAME])"),
               _names("host"))
     _plan_options(cal)
+
+    bis = _sub("bisect", help="find the revision that made a plan slower (or faster), "
+                              "with a stated error bound",
+               description="Bisect a performance change in the git repository here: GOOD "
+                           "and BAD measured against each other first (an A B B A series), "
+                           "then each revision tested against GOOD, session by session, "
+                           "until it is classed good or bad (or, at a cap, unknown: skipped); "
+                           "the whole path's chance of a wrong answer is at most --alpha. "
+                           "Each revision is checked out in a worktree of hotloop's under its "
+                           "state directory: your checkout is never touched.")
+    bis.add_argument("range", nargs="?", metavar="GOOD..BAD",
+                     help="the last revision known good and the first known bad")
+    _complete(bis.add_argument("plan", nargs="?", metavar="PLAN",
+                               help="the plan or workload to measure"), _names("plan"))
+    bis.add_argument("--build", metavar="CMD",
+                     help="a shell command run in each revision's worktree before it is "
+                          "measured (its output to a log); one that fails skips the revision")
+    bis.add_argument("--kernel-image", metavar="PATH",
+                     help="a kernel image in each revision's worktree (after --build), booted "
+                          "in a VM for its sessions")
+    bis.add_argument("--alpha", type=float, default=0.05,
+                     help="the bound on the chance that the answer is wrong (default 0.05)")
+    bis.add_argument("--max-rounds", type=_positive, default=8, metavar="N",
+                     help="the rounds (a session of each side) a step may take before its "
+                          "revision is called unknown and skipped (default 8)")
+    bis.add_argument("--metric", metavar="NAME", help="the metric judged: " + METRIC_HELP)
+    bis.add_argument("--with-bad", action=argparse.BooleanOptionalAction, default=True,
+                     help="each step's round also runs a session of BAD, and the revision is "
+                          "judged nearer GOOD or nearer BAD (default; --no-with-bad: against "
+                          "GOOD alone, two sessions a round)")
+    bis.add_argument("--confirm", type=int, default=3, metavar="N",
+                     help="sessions a side of the last good against the first bad at the "
+                          "end, for the change, its interval and the symbols that moved "
+                          "(default 3; 0: none)")
+    bis.add_argument("--format", choices=("text", "mail", "json"), default="text",
+                     help="text (default), mail (72 columns, to paste in a reply) or json")
+    bis.add_argument("--resume", action="store_true",
+                     help="go on with the interrupted bisect of this repository, its "
+                          "finished sessions kept, with the options it was started with")
+    bis.add_argument("--fresh", action="store_true",
+                     help="start afresh, discarding an interrupted bisect of this repository")
+    _complete(bis.add_argument("--cpu", help="CPU profile"), _names("cpu"))
+    _complete(bis.add_argument("--kernel", help="kernel profile"), _names("kernel"))
+    bis.add_argument("--runs", type=int, help="recorded repetitions a session")
+    bis.add_argument("--warmup", type=int, help="unrecorded repetitions first")
+    bis.add_argument("--timeout", type=float, help="seconds one repetition may take")
+    bis.add_argument("--processes", type=int, help="worker processes a session")
+    bis.add_argument("--param", action="append", default=[], metavar="K=V",
+                     help="override a workload parameter (repeatable)")
+    bis.add_argument("--perf", action=argparse.BooleanOptionalAction, default=None,
+                     help="sample with perf (default: the plan's): the symbols that moved")
+    bis.add_argument("--perf-freq", type=int, metavar="HZ", help="perf's samples a second")
+    bis.add_argument("--apply-system", action="store_true",
+                     help="allow the profiles' sysctl/governor changes (restored after)")
+    bis.set_defaults(call_graph=None, perf_keep_mb=None, until_ci=None)    # run's, as plans'
+    _profiles_option(bis)
 
     lst = _sub("list", help="list workloads, CPU and kernel profiles, plans")
     lst.add_argument("what", nargs="?", choices=("workloads", "cpu", "kernel", "plans", "hosts"),

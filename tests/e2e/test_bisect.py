@@ -1,0 +1,220 @@
+"""`hotloop bisect` in a real git repository of a workload: 15 revisions after the good one,
+one of which makes the op about 25% slower, one whose build fails and one that edits only a
+comment; real git worktrees, real builds, real sessions, the user's checkout left as it was."""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import ROOT
+
+OP_C = r"""
+#include "hotloop.h"
+#include <stdint.h>
+#include <stdlib.h>
+/* CHAIN multiply-adds a turn, each waiting for the last: the op's cost is CHAIN's */
+#define CHAIN @CHAIN@
+struct st { uint64_t turns, x; };
+void *hl_setup(const struct hl_param *p, int n, const struct hl_env *env, char *err, size_t len)
+{
+    struct st *s = calloc(1, sizeof(*s));
+    (void)env; (void)err; (void)len;
+    s->turns = (uint64_t)hl_param_int(p, n, "turns", 20000);
+    s->x = 1;
+    return s;
+}
+int hl_run(void *state, struct hl_result *res, char *err, size_t len)
+{
+    struct st *s = state;
+    struct hl_clock c;
+    (void)err; (void)len;
+    hl_clock_start(&c);
+    for (uint64_t i = 0; i < s->turns; i++)
+        for (int k = 0; k < CHAIN; k++)
+            s->x = s->x * 6364136223846793005ULL + 1442695040888963407ULL;
+    hl_clock_stop(&c, res);
+    res->ops = s->turns;
+    return 0;
+}
+int hl_pids(void *state, int *pids, int max) { (void)state; (void)pids; (void)max; return 0; }
+void hl_teardown(void *state) { free(state); }
+"""
+
+OP_TOML = """\
+[workload.chain]
+source = "op.c"
+summary = "a chain of dependent multiply-adds a turn"
+metric = "ns/op"
+higher_is_better = false
+params.turns = { default = 20000, min = 1 }
+"""
+
+REVISIONS = 15              # after the good one
+SLOWER = 11                 # the revision that lengthens the chain by a quarter
+COMMENT = 10                # edits a comment only
+BROKEN = 7                  # its build fails: the first one a bisect of 15 looks at
+# cpu_ns/op: the worker's CPU time, which a busy machine's waits (the suite's other tests)
+# leave out; the wall clock's noise there made steps unknown
+RUN = ["--runs", "5", "--warmup", "1", "--param", "turns=20000", "--no-perf", "--metric", "cpu",
+       "--profiles", "bench", "--build", "sh build.sh", "--confirm", "2"]
+
+
+def git(repo: Path, *args: str) -> str:
+    done = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True,
+                          check=True, env=dict(os.environ, GIT_AUTHOR_NAME="t",
+                                               GIT_AUTHOR_EMAIL="t@example.org",
+                                               GIT_COMMITTER_NAME="t",
+                                               GIT_COMMITTER_EMAIL="t@example.org"))
+    return done.stdout.strip()
+
+
+def commit(repo: Path, subject: str, chain: int, comment: str = "", broken: bool = False
+           ) -> str:
+    (repo / "bench" / "op.c").write_text(OP_C.replace("@CHAIN@", str(chain)) + comment)
+    (repo / "build.sh").write_text("echo building\n" + ("echo 'no rule' >&2; exit 2\n"
+                                                        if broken else "exit 0\n"))
+    (repo / "NEWS").write_text(f"{subject}\n")     # every revision changes something
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", subject)
+    return git(repo, "rev-parse", "HEAD")
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> tuple[Path, list[str]]:
+    """The workload's repository: the good revision, then REVISIONS more."""
+    r = tmp_path / "work"
+    (r / "bench").mkdir(parents=True)
+    git(r, "init", "-q", "-b", "main")
+    (r / "bench" / "w.toml").write_text(OP_TOML)
+    shas = [commit(r, "Add the chain benchmark", 40)]
+    for i in range(1, REVISIONS + 1):
+        chain = 50 if i >= SLOWER else 40
+        shas.append(commit(r, f"Revision {i}" + (": a longer chain" if i == SLOWER else ""),
+                           chain, comment=f"/* revision {i} */\n" if i >= COMMENT else "",
+                           broken=(i == BROKEN)))
+    return r, shas
+
+
+def bisect(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "hotloop", "bisect", *args],
+                          capture_output=True, text=True, cwd=repo, timeout=900,
+                          env=dict(os.environ, PYTHONPATH=str(ROOT)))
+
+
+def checkout_state(repo: Path) -> tuple[str, ...]:
+    """What a user's checkout is: HEAD, the index's bytes, the status, an untracked file."""
+    index = hashlib.sha256((repo / ".git" / "index").read_bytes()).hexdigest()
+    return (git(repo, "rev-parse", "HEAD"), git(repo, "symbolic-ref", "HEAD"), index,
+            git(repo, "status", "--porcelain", "--untracked-files=all"),
+            (repo / "notes.txt").read_text(), (repo / "bench" / "op.c").read_text())
+
+
+def test_bisect_names_the_slower_revision_skips_the_broken_one_and_leaves_the_checkout(
+        repo: tuple[Path, list[str]], leftovers) -> None:
+    r, shas = repo
+    (r / "notes.txt").write_text("mine, untracked\n")
+    with open(r / "bench" / "op.c", "a") as f:
+        f.write("/* an edit of mine, not committed */\n")
+    git(r, "add", "bench/op.c")                 # staged, and then one more unstaged edit
+    with open(r / "bench" / "op.c", "a") as f:
+        f.write("/* and another */\n")
+    before = checkout_state(r)
+    done = bisect(r, f"{shas[0]}..{shas[-1]}", "chain", *RUN, "--format", "json")
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(done.stdout)
+    assert doc["status"] == "found", doc
+    assert doc["first_bad"] == shas[SLOWER], (doc, done.stderr)
+    assert doc["first_bad_subject"] == f"Revision {SLOWER}: a longer chain"
+    assert 15 < doc["change_pct"] < 40 and doc["ci_low"] > 0, doc
+    assert doc["ci_low"] <= doc["change_pct"] <= doc["ci_high"]
+    verdicts = {s["rev"]: s for s in doc["steps"]}
+    broken = verdicts[shas[BROKEN]]
+    assert broken["verdict"] == "skipped" and "build" in broken["reason"], broken
+    assert doc["skipped"] == [] or doc["skipped"] == [shas[BROKEN]]
+    assert doc["alpha"] == 0.05
+    assert all(s["verdict"] in ("differ", "good", "bad", "skipped", "unknown")
+               for s in doc["steps"])
+    # the build's log kept, the sessions kept, the worktrees gone
+    state = Path(doc["state"])
+    assert "no rule" in (state / "builds" / f"{shas[BROKEN][:12]}.log").read_text()
+    assert list((state / "sessions").rglob("s01.jsonl"))
+    assert not [p for p in (state / "worktrees").iterdir() if p.is_dir()]
+    assert git(r, "worktree", "list", "--porcelain").count("worktree ") == 1
+    assert checkout_state(r) == before
+    assert "bisect: step" in done.stderr and "candidates left" in done.stderr
+    assert leftovers() == []
+
+
+def test_a_range_with_no_change_says_so_names_nothing_and_exits_non_zero(
+        repo: tuple[Path, list[str]]) -> None:
+    r, shas = repo
+    done = bisect(r, f"{shas[0]}..{shas[SLOWER - 1]}", "chain", *RUN, "--max-rounds", "3")
+    assert done.returncode == 1, done.stderr
+    assert "nothing to bisect" in done.stdout, done.stdout
+    assert "first bad" not in done.stdout
+    js = bisect(r, "--fresh", f"{shas[0]}..{shas[1]}", "chain", *RUN, "--max-rounds", "2",
+                "--format", "json")
+    assert js.returncode == 1, js.stderr
+    doc = json.loads(js.stdout)
+    assert doc["status"] == "no change" and doc["first_bad"] is None
+
+
+def test_bad_input_is_one_line(repo: tuple[Path, list[str]], tmp_path: Path) -> None:
+    r, shas = repo
+    for args, said in [
+        ([f"{shas[0]}..nope", "chain"], "nope"),
+        ([f"{shas[-1]}..{shas[0]}", "chain"], ""),
+        ([f"{shas[0]}..{shas[-1]}", "chain", "--alpha", "nan"], "--alpha"),
+        ([f"{shas[0]}..{shas[-1]}", "chain", "--kernel-image", "/boot/x"], "--kernel-image"),
+        (["--resume"], "no interrupted bisect"),
+        ([f"{shas[0]}..{shas[-1]}"], "give GOOD..BAD and the plan"),
+    ]:
+        done = bisect(r, *args)
+        assert done.returncode == 2, (args, done.stderr)
+        lines = done.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("hotloop: ") and said in lines[0], \
+            (args, done.stderr)
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    done = subprocess.run([sys.executable, "-m", "hotloop", "bisect", "a..b", "chain"],
+                          capture_output=True, text=True, cwd=outside,
+                          env=dict(os.environ, PYTHONPATH=str(ROOT), GIT_CEILING_DIRECTORIES=str(tmp_path)))
+    assert done.returncode == 2 and "git" in done.stderr, done.stderr
+
+
+def test_an_interrupted_bisect_resumes_with_its_rounds_kept(repo: tuple[Path, list[str]]
+                                                            ) -> None:
+    import signal
+    r, shas = repo
+    proc = subprocess.Popen([sys.executable, "-m", "hotloop", "bisect",
+                             f"{shas[0]}..{shas[-1]}", "chain", *RUN, "--format", "json"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            cwd=r, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert proc.stderr is not None
+    said = []
+    for line in proc.stderr:            # the endpoints' second round, then a Ctrl-C
+        said.append(line)
+        if "round 2" in line:
+            break
+    # meanwhile a second bisect of this repository is refused, in one line
+    other = bisect(r, f"{shas[0]}..{shas[-1]}", "chain", *RUN)
+    assert other.returncode == 2 and "another hotloop is bisecting" in other.stderr, \
+        other.stderr
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=300)
+    assert proc.returncode == 130, "".join(said) + err
+    assert "--resume goes on" in err, err
+    # a new one is refused while this one is kept
+    again = bisect(r, f"{shas[0]}..{shas[-1]}", "chain", *RUN)
+    assert again.returncode == 2 and "--resume" in again.stderr, again.stderr
+    done = bisect(r, "--resume")
+    assert done.returncode == 0, done.stderr
+    assert "resuming" in done.stderr and "rounds kept" in done.stderr
+    doc = json.loads(done.stdout)         # as it was started: --format json
+    assert doc["first_bad"] == shas[SLOWER], doc
+    assert doc["steps"][0]["rounds"] >= 2
