@@ -157,6 +157,12 @@ def test_a_range_with_no_change_says_so_names_nothing_and_exits_non_zero(
     assert done.returncode == 1, done.stderr
     assert "nothing to bisect" in done.stdout, done.stdout
     assert "first bad" not in done.stdout
+    # a state file it cannot read: refused in one line, --fresh discards it
+    kept = next((r.parent / "state" / "hotloop" / "bisect").glob("*/state.json"))
+    kept.write_text("{not json")
+    refused = bisect(r, f"{shas[0]}..{shas[1]}", "chain", *RUN)
+    assert refused.returncode == 2 and "--fresh" in refused.stderr, refused.stderr
+    assert len(refused.stderr.strip().splitlines()) == 1
     js = bisect(r, "--fresh", f"{shas[0]}..{shas[1]}", "chain", *RUN, "--max-rounds", "2",
                 "--format", "json")
     assert js.returncode == 1, js.stderr

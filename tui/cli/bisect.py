@@ -52,7 +52,12 @@ def cmd_bisect(args: argparse.Namespace) -> int:
     where = b.BisectDir(repo)
     where.hold()
     try:
-        kept = where.load()
+        try:
+            kept = where.load()
+        except HotloopError:
+            if not args.fresh:          # one it cannot read is discarded by --fresh alone
+                raise
+            kept = None
         if args.resume:
             if args.range or args.plan or args.fresh:
                 raise HotloopError("bisect --resume goes on as it was started: no range, "

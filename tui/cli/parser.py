@@ -370,8 +370,9 @@ def parser() -> argparse.ArgumentParser:
                               "with a stated error bound",
                description="Bisect a performance change in the git repository here: GOOD "
                            "and BAD measured against each other first (an A B B A series), "
-                           "then each revision tested against GOOD, session by session, "
-                           "until it is classed good or bad (or, at a cap, unknown: skipped); "
+                           "then each revision in rounds with GOOD and BAD, session by "
+                           "session, until it is classed good or bad (or, at a cap, unknown: "
+                           "skipped); "
                            "the whole path's chance of a wrong answer is at most --alpha. "
                            "Each revision is checked out in a worktree of hotloop's under its "
                            "state directory: your checkout is never touched.")

@@ -72,8 +72,8 @@ class BisectState:
     def from_json(cls, doc: Any, where: Path) -> BisectState:
         """A state file's document, checked: a forged or cut one is refused in one line."""
         def bad(why: str) -> HotloopError:
-            return HotloopError(f"{where}: not a bisect state hotloop wrote ({why}); remove "
-                                f"it to start afresh")
+            return HotloopError(f"{where}: not a bisect state hotloop wrote ({why}); --fresh "
+                                f"starts afresh")
         if not isinstance(doc, dict) or doc.get("format") != FORMAT:
             raise bad("unknown format")
         try:
@@ -92,11 +92,16 @@ class BisectState:
                       bool(doc["over"]))
         except (KeyError, TypeError, ValueError) as e:
             raise bad(f"{type(e).__name__}: {e}") from None
-        if not isinstance(out.decision, dict):
-            raise bad("no decision")
-        if any(len(r.sha) != 40 or any(c not in "0123456789abcdef" for c in r.sha)
-               for r in revs):
-            raise bad("a revision that is not a full hash")
+        if len(revs) < 2 or any(len(r.sha) != 40 or any(c not in "0123456789abcdef"
+                                                         for c in r.sha) for r in revs):
+            raise bad("GOOD and BAD, full hashes, are not there")
+        from hotloop.analysis.bisection import Bisection
+        try:                            # replayed round by round: a forged one is refused
+            decided = Bisection.from_dict(out.decision)
+        except ValueError as e:
+            raise bad(str(e)) from None
+        if list(decided.to_dict()["revisions"]) != [r.sha for r in revs]:
+            raise bad("its decision is of other revisions")
         return out
 
 
@@ -169,7 +174,7 @@ class BisectDir:
             data = f.read(MAX_STATE + 1)
         if len(data) > MAX_STATE:
             raise HotloopError(f"{self.state_file}: not a bisect state hotloop wrote (over "
-                               f"{MAX_STATE >> 20} MB); remove it to start afresh")
+                               f"{MAX_STATE >> 20} MB); --fresh starts afresh")
         try:
             doc = json.loads(data)
         except ValueError:
