@@ -295,7 +295,8 @@ class Driver:
         what = "endpoints" if ask.kind == "endpoints" else f"step {ask.step}"
         verdict = f", {s.verdict}" if s.verdict else ""
         return (f"{what}, {ask.rev[:12]} round {len(s.rounds)}{so_far}{verdict} "
-                f"({where.left} candidates left; {where.sessions} sessions, "
+                f"({'' if s.verdict == 'no change' else f'{where.left} candidates left; '}"
+                f"{where.sessions} sessions, "
                 f"{_duration(self.st.seconds + time.monotonic() - self.began)})")
 
     # --- the end: the last good against the first bad ---------------------------------------
