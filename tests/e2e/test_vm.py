@@ -158,6 +158,9 @@ def test_two_kernels_booted_in_vms_come_home_as_files_and_are_compared(tmp_path,
         assert h.kernel.name == name and h.kernel.image == str(image)
         assert h.vm is not None and h.vm.image == str(image) and h.vm.cpus == 1
         assert h.vm.image_sha256 == kimage.sha256(image) and h.vm.append == APPEND
+        # the guest booted through the session's own init (udev kept out: test_vm_kcore.py)
+        assert re.search(r" hotloop_init=\S+/virtme-ng-init init=\S+/s-[^ /]+/"
+                         + guest.INIT_FILE + "$", h.cmdline), h.cmdline
         boots.add(h.boot_id)
         # a kernel profile's sysctl is set in its own guests, without asking
         during = h.sysctl.get("net.core.busy_poll")
