@@ -84,7 +84,9 @@ def test_a_kernel_symbol_annotates_from_proc_kcore_in_a_guest_that_has_it(tmp_pa
     (d / "guest.sh").write_text("\n".join([
         *exports, f"cd {shlex.quote(str(d))} || exit 1",
         shlex.join([sys.executable, str(d / "guest.py"), str(d)])]) + "\n")
-    init = guest.write_init(d)                  # udev kept out of the boot, as a session's
+    init = d / guest.INIT_FILE                  # udev kept out of the boot, as a session's
+    init.write_text(guest.INIT)
+    init.chmod(0o700)
     wrapper = tmp_path / "qemu"                 # qemu dies with virtme-run, as a session's
     wrapper.write_text(guest.QEMU_WRAPPER.format(
         qemu=shlex.quote("qemu-system-x86_64"), booting=guest.BOOTING,

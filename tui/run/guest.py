@@ -224,25 +224,6 @@ def init_sed(init: Path) -> str:
     return f"-e 's| init=\\([^ ]*\\)$| hotloop_init=\\1 init={init}|'"
 
 
-def init_script() -> str:
-    """INIT, run by busybox's sh where this machine has a busybox (virtme-ng puts one in its
-    initramfs): its mount, ln and mkdir are its own, where /bin/sh's would each be a program
-    read over 9p and started by the emulated CPU."""
-    for name in ("busybox-static", "busybox.static", "busybox"):
-        found = shutil.which(name)
-        if found and _PLAIN_PATH.fullmatch(found):
-            return INIT.replace("#!/bin/sh", f"#!{found} sh", 1)
-    return INIT
-
-
-def write_init(d: Path) -> Path:
-    """The guest's init's first step, in the session's directory `d`."""
-    init = d / INIT_FILE
-    init.write_text(init_script())
-    init.chmod(0o700)
-    return init
-
-
 def write_files(d: Path, rp: ResolvedPlan, vcpus: int, argv: list[str], scale: float,
                 qemu: str) -> tuple[Path, Path]:
     """The guest's files in its session's directory `d`: (its program, qemu's wrapper)."""
@@ -253,7 +234,9 @@ def write_files(d: Path, rp: ResolvedPlan, vcpus: int, argv: list[str], scale: f
     (d / "config" / "hotloop" / "vm.toml").write_text(tomli_w.dumps(guest_profiles(rp, vcpus)))
     program = d / "guest.sh"
     program.write_text(guest_program(d, argv, scale))
-    init = write_init(d)
+    init = d / INIT_FILE
+    init.write_text(INIT)
+    init.chmod(0o700)
     wrapper = d / "qemu"
     wrapper.write_text(QEMU_WRAPPER.format(qemu=shlex.quote(qemu), booting=BOOTING,
                                            console=shlex.quote(str(d / CONSOLE)),
