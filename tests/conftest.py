@@ -91,6 +91,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 # What each group takes on one worker, longest first (2026-12-02, a quiet 2-core machine):
 # the VM boots ~3.5 min, the sysctl and sshd tests ~3, perf's ~2.5, the wheel's venv 0.5.
+# Under load (2026-12-03, the load ~5, the suite 937 s): 9.7 min (8.9 with udev kept out of
+# the boots), 7.8, 7.5 and 0.9, beside 19.5 min of tests of no group; the 3 workers were busy
+# 97% of the run (2726 s of tests in 3 x 937 s): they end together, the VM's chain shorter
+# than the run, which the CPUs' work sets.
 ORDER = ("vm", "machine", "perf", "install")
 
 

@@ -38,10 +38,10 @@ IMAGE = IMAGES["deb47"]
 RELEASE = "6.1.0-47-amd64"
 VENV_BIN = str(Path(sys.executable).parent)      # virtme-run, installed by the vm extra
 BOOT_S = 900                                     # emulated, on a busy 2-core machine
-# The modules udev loads in an emulated guest for qemu's devices (KVM, crypto, AHCI, the
-# CD-ROM, the watchdog, the mouse) take 8 of the 19 s a bare boot takes to its first command;
-# none is on a path these tests measure.  Refused through `append`, which the series test
-# finds in the headers.
+# The modules udev loaded in an emulated guest for qemu's devices (KVM, crypto, AHCI, the
+# CD-ROM, the watchdog, the mouse) took 8 of the 19 s a bare boot took to its first command;
+# a session's guest runs no udev now (run/guest.py's INIT), so none loads.  Refused through
+# `append` still: the kernel profile's command line, which the A/B test finds in the headers.
 APPEND = ("module_blacklist=kvm_amd,kvm_intel,kvm,ccp,irqbypass,crct10dif_pclmul,"
           "crc32_pclmul,crc32c_intel,ghash_clmulni_intel,sha512_ssse3,sha256_ssse3,"
           "sha1_ssse3,aesni_intel,sr_mod,cdrom,sg,ahci,libahci,libata,iTCO_wdt,intel_pmc_bxt,"
@@ -158,6 +158,9 @@ def test_two_kernels_booted_in_vms_come_home_as_files_and_are_compared(tmp_path,
         assert h.kernel.name == name and h.kernel.image == str(image)
         assert h.vm is not None and h.vm.image == str(image) and h.vm.cpus == 1
         assert h.vm.image_sha256 == kimage.sha256(image) and h.vm.append == APPEND
+        # the guest booted through the session's own init (udev kept out: test_vm_kcore.py)
+        assert re.search(r" hotloop_init=\S+/virtme-ng-init init=\S+/s-[^ /]+/"
+                         + guest.INIT_FILE + "$", h.cmdline), h.cmdline
         boots.add(h.boot_id)
         # a kernel profile's sysctl is set in its own guests, without asking
         during = h.sysctl.get("net.core.busy_poll")

@@ -25,7 +25,7 @@ pytestmark = pytest.mark.xdist_group("vm")
 # In the guest: a session with its perf data kept, then annotate of its hottest kernel symbol
 # that perf named; what each said, in a file of the shared directory.
 GUEST = """\
-import contextlib, io, json, sys
+import contextlib, io, json, os, sys
 from hotloop import results
 from hotloop.cli import main
 d = sys.argv[1]
@@ -43,9 +43,13 @@ def hotloop(*argv):
     return code, said.getvalue(), err.getvalue()[-3000:]
 
 
+# the session's guest init kept udev out: no udevd ran, its directory hidden
+said = {"udevd_ran": os.path.exists("/run/udev/control"),
+        "hidden": [ln.split()[1] for ln in open("/proc/mounts")
+                   if ln.startswith("hotloop-no-udev ")]}
 code, _, err = hotloop("run", "syscall", "--runs", "2", "--warmup", "0", "--perf",
                        "--keep-perf", "--param", "calls=20000", "--out", out)
-said = {"run": code, "run_stderr": err}
+said.update(run=code, run_stderr=err)
 if code == 0:
     res = results.read(out)
     kernel = [s for s in res.session_symbols.symbols if s.kernel and s.named]
@@ -80,10 +84,13 @@ def test_a_kernel_symbol_annotates_from_proc_kcore_in_a_guest_that_has_it(tmp_pa
     (d / "guest.sh").write_text("\n".join([
         *exports, f"cd {shlex.quote(str(d))} || exit 1",
         shlex.join([sys.executable, str(d / "guest.py"), str(d)])]) + "\n")
+    init = d / guest.INIT_FILE                  # udev kept out of the boot, as a session's
+    init.write_text(guest.INIT)
+    init.chmod(0o700)
     wrapper = tmp_path / "qemu"                 # qemu dies with virtme-run, as a session's
     wrapper.write_text(guest.QEMU_WRAPPER.format(
         qemu=shlex.quote("qemu-system-x86_64"), booting=guest.BOOTING,
-        console=shlex.quote(str(tmp_path / "console"))))
+        console=shlex.quote(str(tmp_path / "console")), init=guest.init_sed(init)))
     wrapper.chmod(0o700)
     (tmp_path / "virtme").mkdir()
     argv = [str(Path(VENV_BIN, "virtme-run")), "--kimg", str(IMAGE), "--mods", "auto",
@@ -94,6 +101,7 @@ def test_a_kernel_symbol_annotates_from_proc_kcore_in_a_guest_that_has_it(tmp_pa
                    env={**env, "TMPDIR": str(tmp_path / "virtme")},
                    preexec_fn=child_setup(os.getpid()))
     said = json.loads((d / "said.json").read_text())
+    assert not said["udevd_ran"] and "/usr/lib/systemd" in said["hidden"], said
     assert said["run"] == 0, said["run_stderr"]
     assert "symbol" in said, "no kernel symbol named in the guest's session"
     assert said["annotate"] == 0, said["stderr"]

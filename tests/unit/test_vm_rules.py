@@ -25,7 +25,7 @@ from hotloop.host.procs import TIME_SCALE_ENV
 from hotloop.perf.control import HIDE_MODULES_ENV, perf_argv
 from hotloop.render.warning_words import words
 from hotloop.run import start, vm
-from hotloop.run.guest import guest_cpus, guest_profiles, guest_program, sweep
+from hotloop.run.guest import guest_cpus, guest_profiles, guest_program, init_sed, sweep
 
 
 def fake_bzimage(path: Path, release: str = "6.9.0-test") -> Path:
@@ -234,6 +234,14 @@ def test_the_guests_program_is_a_file_and_its_command_line_stays_short(tmp_path)
     assert words[:3] == ["exec", words[1], "-m"] and words[3:5] == ["hotloop", "run"]
     assert f"export {TIME_SCALE_ENV}=20" in text
     assert f"export XDG_CONFIG_HOME={d / 'config'}" in text     # none of the user's profiles
+
+
+@pytest.mark.parametrize("path", ["/home/my cache/init", "/a|b/init", "/a&b/init", "/a'b/init",
+                                  "/a\\b/init", "/a\nb/init", "relative/init"])
+def test_a_path_the_command_line_cannot_carry_leaves_virtme_ngs_init_alone(path):
+    # a space splits the kernel's command line; | & \ and a quote are sed's or the shell's:
+    # virtme-ng's init then runs as it was, udev and all (slower, not wrong)
+    assert init_sed(Path(path)) == ""
 
 
 def test_qemus_own_error_line_is_what_is_said():

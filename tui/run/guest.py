@@ -2,14 +2,16 @@
 while its hotloop lives; the next session sweeps those whose hotloop died) holding the guest's
 profiles (the CPU and kernel profiles as they apply there, the workload unless bundled), its
 program (`sh FILE`: virtme-ng's command line would carry it base64 past x86's 2048 bytes),
-qemu's wrapper (qemu dies with virtme-run, which dies with hotloop) and, for virtme-ng, its
-TMPDIR.  The workload itself the guest loads from the build cache: the same root.
+qemu's wrapper (qemu dies with virtme-run, which dies with hotloop), the first step of the
+guest's init (udev kept out: INIT) and, for virtme-ng, its TMPDIR.  The workload itself the
+guest loads from the build cache: the same root.
 """
 from __future__ import annotations
 
 import contextlib
 import fcntl
 import os
+import re
 import secrets
 import shlex
 import shutil
@@ -142,17 +144,62 @@ def guest_program(d: Path, argv: list[str], scale: float) -> str:
 # of qemu): the session's clock of the boot starts there.
 BOOTING = "hotloop-vm: qemu boots the kernel"
 CONSOLE = "console"                     # the guest's serial console, in the session's directory
+INIT_FILE = "init"                      # the guest's init's first step, in the same directory
+# The guest's init, before virtme-ng's (its path in hotloop_init=, from the kernel's command
+# line): udev kept out of the boot.  virtme-ng-init starts udevd whenever the root holds one,
+# coldplugs every device and waits for it to settle (70 s of an emulated boot's 100 at a load
+# of 20: each device's rules and module looked up over 9p), with no switch to skip it.  What
+# a session needs of udev is one rule's work: the names of virtme-ng's script ports
+# (/dev/virtio-ports/virtme.stdout...: without them the script runs on the console, and no
+# event comes home), made here in devtmpfs (one instance: virtme-ng-init's mount of it shows
+# them).  The rest it does not need: the devices' nodes are devtmpfs's, the modules virtme-
+# ng's initramfs loads (9p, the console ports), the guest runs as root.  Once the ports are
+# named, a read-only tmpfs over the directory holding systemd-udevd (the root, read-only, is
+# left as it is) and virtme-ng-init says "unable to find udevd, skip udev"; ports that never
+# came leave udev to run as before.
+INIT = """#!/bin/sh
+# written by hotloop for one session in a VM: the guest's init, then virtme-ng's
+ports="virtme.stdin virtme.stdout virtme.stderr virtme.dev_stdout virtme.dev_stderr"
+named() {
+  for n in $ports; do [ -e "/dev/virtio-ports/$n" ] || return 1; done
+}
+if mount -n -t sysfs sysfs /sys && mount -n -t devtmpfs devtmpfs /dev; then
+  mkdir -p /dev/virtio-ports
+  tries=0
+  until named || [ $tries -ge 300 ]; do     # a port is there once virtio_console hears of it
+    for f in /sys/class/virtio-ports/*/name; do    # a command a port: each an exec over 9p
+      [ -r "$f" ] && read -r name < "$f" && [ -n "$name" ] || continue
+      [ -e "/dev/virtio-ports/$name" ] && continue
+      port=${f%/name}
+      ln -s "../${port##*/}" "/dev/virtio-ports/$name"
+    done
+    named || sleep 0.1
+    tries=$((tries + 1))
+  done
+  if named; then
+    for d in /usr/lib/systemd /lib/systemd; do
+      [ -e "$d/systemd-udevd" ] && mount -n -t tmpfs -o ro,mode=0755 hotloop-no-udev "$d"
+    done
+  fi
+  umount -n /dev
+  umount -n /sys
+fi
+exec "$hotloop_init" "$@"
+"""
 QEMU_WRAPPER = """#!/bin/sh
 # qemu dies with virtme-run (its parent), which dies with hotloop: no VM outlives it.
 # The guest's serial console goes to a file of the session's (virtme-ng sends it to
 # /dev/null) and its kernel boots without "quiet" (the early console then shows the kernel
-# start): a kernel that never starts is told apart by its silence.
+# start): a kernel that never starts is told apart by its silence.  virtme-ng's init, last
+# on the kernel's command line, is started by the session's own (INIT), which keeps udev out
+# of the boot.
 n=$#
 boot=
 for a do
   case $a in
     file,id=console,path=/dev/null) a=file,id=console,path={console} ;;
-    *console=ttyS0*) a=$(printf '%s\\n' "$a" | sed -e 's/^quiet //' -e 's/ quiet / /g' -e 's/ quiet$//') ;;
+    *console=ttyS0*) a=$(printf '%s\\n' "$a" | sed -e 's/^quiet //' -e 's/ quiet / /g' \\
+                           -e 's/ quiet$//' {init}) ;;
     -kernel) boot=1 ;;
   esac
   set -- "$@" "$a"
@@ -161,6 +208,20 @@ shift $n
 [ -z "$boot" ] || echo '{booting}' >&2
 exec setpriv --pdeathsig KILL -- {qemu} "$@"
 """
+
+
+# A path the kernel's command line and sed's replacement carry as it is: no space, quote or
+# separator.  Another (a cache directory named so) leaves virtme-ng's init as it was, udev
+# and all: slower, not wrong.
+_PLAIN_PATH = re.compile(r"/[A-Za-z0-9/._+-]+")
+
+
+def init_sed(init: Path) -> str:
+    """The wrapper's sed expression that starts the guest's init with INIT at `init`, virtme-
+    ng's (the command line's last word) in hotloop_init=; none for a path it cannot carry."""
+    if not _PLAIN_PATH.fullmatch(str(init)):
+        return ""
+    return f"-e 's| init=\\([^ ]*\\)$| hotloop_init=\\1 init={init}|'"
 
 
 def write_files(d: Path, rp: ResolvedPlan, vcpus: int, argv: list[str], scale: float,
@@ -173,8 +234,12 @@ def write_files(d: Path, rp: ResolvedPlan, vcpus: int, argv: list[str], scale: f
     (d / "config" / "hotloop" / "vm.toml").write_text(tomli_w.dumps(guest_profiles(rp, vcpus)))
     program = d / "guest.sh"
     program.write_text(guest_program(d, argv, scale))
+    init = d / INIT_FILE
+    init.write_text(INIT)
+    init.chmod(0o700)
     wrapper = d / "qemu"
     wrapper.write_text(QEMU_WRAPPER.format(qemu=shlex.quote(qemu), booting=BOOTING,
-                                           console=shlex.quote(str(d / CONSOLE))))
+                                           console=shlex.quote(str(d / CONSOLE)),
+                                           init=init_sed(init)))
     wrapper.chmod(0o700)
     return program, wrapper
