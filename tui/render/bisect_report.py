@@ -55,17 +55,21 @@ def primary(comp: Comparison | None) -> Test | None:
     return rows[0].test if rows else None
 
 
-def change(r: Report) -> tuple[float | None, float | None, float | None, str]:
-    """The first bad's change (%, interval) and what it is against: the confirming series'
-    (the last good), else its own step's (GOOD)."""
+def change(r: Report) -> tuple[float | None, float | None, float | None, str, str]:
+    """The first bad's change (%, interval), what it is against (the confirming series' last
+    good, else GOOD in its own step) and, where the confirmation gave no interval (too few
+    runs, one session), why the step's is given instead."""
     t = primary(r.comparison)
-    if t is not None:
-        return t.change_pct, t.ci_low, t.ci_high, "last good"
+    if t is not None and t.ci_low is not None and t.ci_high is not None:
+        return t.change_pct, t.ci_low, t.ci_high, "last good", ""
+    why = ("" if t is None else "the confirmation's change has no interval (" + (
+        "too few runs: --runs 5 or more" if min(t.n_baseline, t.n_new) < 5 else "its test "
+        "gave none") + "): its step's against GOOD instead")
     step = next((s for s in r.outcome.steps if s.rev == r.outcome.first_bad
                  and s.verdict in ("bad", "differ")), None)
     if step is None:
-        return None, None, None, ""
-    return step.change_pct, step.ci_low, step.ci_high, "good"
+        return (t.change_pct if t else None), None, None, ("last good" if t else ""), why
+    return step.change_pct, step.ci_low, step.ci_high, "good", why
 
 
 def _interval(lo: float | None, hi: float | None) -> str:
@@ -79,8 +83,8 @@ def _duration(seconds: float) -> str:
     return f"{s // 60} min {s % 60} s" if s >= 60 else f"{s} s"
 
 
-def _tests(o: Outcome) -> int:
-    return sum(1 for s in o.steps if s.verdict != "skipped")
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'s' * (n != 1)}"
 
 
 def head(r: Report, width: int) -> list[str]:
@@ -95,21 +99,27 @@ def head(r: Report, width: int) -> list[str]:
     if o.status != "found":
         out = wrap(f"gave up: too many revisions could not be told good or bad; the first "
                    f"bad is after {r.short(o.last_good)} and at or before "
-                   f"{r.short(o.first_bad)}", width, "  ", f"bisect {rng}: ")
+                   f"{r.short(o.earliest_bad)}", width, "  ", f"bisect {rng}: ")
         return out + wrap(f"the endpoints' change: {endpoints}", width, "  ", "  ")
-    c, lo, hi, against = change(r)
+    c, lo, hi, against, why = change(r)
     out = wrap(f"first bad {r.short(o.first_bad)} {safe(r.subject(o.first_bad))}", width,
                "  ", f"bisect {rng}: ")
     if c is not None:
         base = o.last_good if against == "last good" else r.good
         out += wrap(f"its change against the {against} ({r.short(base)}): "
                     f"{pct(c)}{_interval(lo, hi)}", width, "    ", "  ")
+    if why:
+        out += wrap(why, width, "    ", "  ")
     out += wrap(f"the endpoints' change: {endpoints}", width, "    ", "  ")
+    if c is not None and o.change_pct and abs(c) < abs(o.change_pct) / 2:
+        out += wrap("it brings less than half of the endpoints' change: the change may be "
+                    "spread over several revisions (bad is nearer BAD than GOOD); bisect "
+                    "again on each side of it to find the others", width, "    ", "  note: ")
     if o.skipped:
         out += wrap("or one of the revisions before it that could not be told: "
                     + ", ".join(r.short(s) for s in o.skipped), width, "    ", "  ")
     out += wrap(f"the chance this answer is wrong: at most {100 * o.alpha:.3g}% "
-                f"({_tests(o)} tests, each at its share of it)", width, "    ", "  ")
+                f"({_plural(o.tests, 'test')}, each at its share of it)", width, "    ", "  ")
     return out
 
 
@@ -133,7 +143,9 @@ def tail(r: Report) -> str:
 def again(r: Report, width: int) -> list[str]:
     """The bisect's command, to run it again: its words, an option with its value a group."""
     groups: list[list[str]] = [["hotloop", "bisect"]]
-    for w in r.command:
+    for i, w in enumerate(r.command):
+        if i == 0 and ".." in w:        # the range as its short hashes: a line's width
+            w = f"{r.short(r.good)}..{r.short(r.bad)}"
         quoted = shlex.quote(safe(w))
         if groups[-1][0].startswith("--") and len(groups[-1]) == 1 and not w.startswith("-"):
             groups[-1].append(quoted)
@@ -180,11 +192,14 @@ def _step(r: Report, s: Step) -> dict[str, Any]:
 
 def document(r: Report) -> dict[str, Any]:
     o = r.outcome
-    c, lo, hi, against = change(r)
+    c, lo, hi, against, why = change(r)
     return {"status": o.status, "first_bad": o.first_bad,
             "first_bad_subject": r.subject(o.first_bad) if o.first_bad else None,
-            "last_good": o.last_good, "skipped": list(o.skipped),
-            "change_pct": c, "ci_low": lo, "ci_high": hi,
+            "last_good": o.last_good, "earliest_bad": o.earliest_bad,
+            "skipped": list(o.skipped),
+            # the first bad, or one of the skipped before it (as git bisect's "any of")
+            "candidates": [*o.skipped, o.first_bad] if o.first_bad else [],
+            "change_pct": c, "ci_low": lo, "ci_high": hi, "change_note": why or None,
             "change_against": {"last good": "last_good", "good": "good"}.get(against),
             "endpoints": {"change_pct": o.change_pct, "ci_low": o.ci_low,
                           "ci_high": o.ci_high},
