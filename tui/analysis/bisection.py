@@ -37,8 +37,9 @@ at most the sum of its tests' (the union bound, whatever their dependence):
   A step is a one-sided test of mean x against c: "bad" when its interval is wholly beyond c
   on BAD's side, "good" when wholly short of it, "unknown" at max_rounds (set aside, and the
   bisection goes on around it).
-* **With BAD** (Design.with_bad, added to the interface; off unless asked): a step's round
-  runs GOOD, the revision and BAD (Ask.also), in that order, and tests y = log(revision) -
+* **With BAD** (Design.with_bad, added to the interface; off in Design, on in `hotloop
+  bisect`): a step's round runs GOOD, the revision and BAD (Ask.also), in that order (and
+  the other way round the next round), and tests y = log(revision) -
   (log(GOOD) + log(BAD)) / 2, whose mean is -delta/2 for a good revision and +delta/2 for a
   bad one: the boundary is 0 exactly, estimated from nothing, so the endpoints need only
   differ (no precision) and a step is as far from it on either side.  A round costs 3
