@@ -154,7 +154,7 @@ def test_a_range_with_no_change_says_so_names_nothing_and_exits_non_zero(
         repo: tuple[Path, list[str]]) -> None:
     r, shas = repo
     done = bisect(r, f"{shas[0]}..{shas[SLOWER - 1]}", "chain", *RUN, "--max-rounds", "3")
-    assert done.returncode == 1, done.stderr
+    assert done.returncode == 3, done.stderr
     assert "nothing to bisect" in done.stdout, done.stdout
     assert "first bad" not in done.stdout
     # a state file it cannot read: refused in one line, --fresh discards it
@@ -165,7 +165,7 @@ def test_a_range_with_no_change_says_so_names_nothing_and_exits_non_zero(
     assert len(refused.stderr.strip().splitlines()) == 1
     js = bisect(r, "--fresh", f"{shas[0]}..{shas[1]}", "chain", *RUN, "--max-rounds", "2",
                 "--format", "json")
-    assert js.returncode == 1, js.stderr
+    assert js.returncode == 3, js.stderr
     doc = json.loads(js.stdout)
     assert doc["status"] == "no change" and doc["first_bad"] is None
 
@@ -224,3 +224,42 @@ def test_an_interrupted_bisect_resumes_with_its_rounds_kept(repo: tuple[Path, li
     doc = json.loads(done.stdout)         # as it was started: --format json
     assert doc["first_bad"] == shas[SLOWER], doc
     assert doc["steps"][0]["rounds"] >= 2
+
+
+def test_a_revision_without_the_workload_or_whose_c_does_not_compile_is_skipped(
+        tmp_path: Path) -> None:
+    """The workload is named as one hotloop ships (syscall): a revision that drops its TOML
+    must not measure hotloop's own in its place, and one whose C does not compile is
+    skipped, not the end of the bisect."""
+    r = tmp_path / "work"
+    (r / "bench").mkdir(parents=True)
+    git(r, "init", "-q", "-b", "main")
+    toml = OP_TOML.replace("[workload.chain]", "[workload.syscall]")
+
+    def rev(subject: str, chain: int | None, c: str | None = None) -> str:
+        w = r / "bench" / "w.toml"
+        if chain is None:
+            w.unlink(missing_ok=True)
+        else:
+            w.write_text(toml)
+            (r / "bench" / "op.c").write_text(c or OP_C.replace("@CHAIN@", str(chain)))
+        (r / "NEWS").write_text(subject)
+        git(r, "add", "-A")
+        git(r, "commit", "-q", "-m", subject)
+        return git(r, "rev-parse", "HEAD")
+    shas = [rev("The chain, as syscall", 40), rev("Drop the workload", None),
+            rev("Broken C", 40, OP_C.replace("@CHAIN@", "40") + "this is not C;\n"),
+            rev("A longer chain", 50), rev("Notes", 50)]
+    # no --param turns: hotloop's own syscall has none, and would be refused for it
+    run = [w for w in RUN if w not in ("--build", "sh build.sh", "--param", "turns=20000")]
+    done = bisect(r, f"{shas[0]}..{shas[-1]}", "syscall", *run, "--format", "json")
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(done.stdout)
+    assert doc["first_bad"] == shas[3], doc
+    steps = {s["rev"]: s for s in doc["steps"]}
+    assert steps[shas[1]]["verdict"] == "skipped" and "not in this revision" in \
+        steps[shas[1]]["reason"], steps[shas[1]]
+    assert steps[shas[2]]["verdict"] == "skipped" and "does not compile" in \
+        steps[shas[2]]["reason"], steps[shas[2]]
+    assert doc["skipped"] == [shas[1], shas[2]]
+    assert doc["candidates"] == [shas[1], shas[2], shas[3]]

@@ -22,6 +22,7 @@ from hotloop.catalog import Catalog, Plan
 from hotloop.cli.run import check_run_flags, plan_to_run
 from hotloop.cli.signals import interrupted_status
 from hotloop.errors import HotloopError, RunFailed
+from hotloop.render.units import number
 from hotloop.run.start import Choices
 from hotloop.visible import visible
 
@@ -31,7 +32,8 @@ if TYPE_CHECKING:
     from hotloop.results import Result
     from hotloop.run.bisect import BisectDir, BisectState, Ready
 
-NOTHING = 1                 # exit status: no change between the endpoints, or it gave up
+NO_CHANGE = 3               # exit status: the endpoints do not differ: nothing to bisect
+GAVE_UP = 4                 # its tests spent before the first bad was told
 
 
 def say(text: str) -> None:
@@ -50,6 +52,10 @@ def cmd_bisect(args: argparse.Namespace) -> int:
     from hotloop.run import revisions
     repo = revisions.repository(Path.cwd())
     where = b.BisectDir(repo)
+    if where.path.resolve().is_relative_to(repo.resolve()):
+        # its state, worktrees and sessions would be the user's untracked files
+        raise HotloopError(f"{where.path}: hotloop's state directory is inside the repository "
+                           f"{repo}: set XDG_STATE_HOME to a directory outside it")
     where.hold()
     try:
         try:
@@ -59,16 +65,13 @@ def cmd_bisect(args: argparse.Namespace) -> int:
                 raise
             kept = None
         if args.resume:
-            if args.range or args.plan or args.fresh:
-                raise HotloopError("bisect --resume goes on as it was started: no range, "
-                                   "plan or --fresh with it")
+            if _own_words(args.argv) or args.fresh:
+                raise HotloopError("bisect --resume goes on as it was started, with its "
+                                   "options: nothing else with it (--fresh starts another)")
             if kept is None or kept.over:
                 raise HotloopError(f"no interrupted bisect of {repo} to resume")
-            from hotloop.cli.parser import parser
-            again = parser().parse_args(["bisect", *kept.argv])
-            again.argv = ["bisect", *kept.argv]
-            say(f"resuming {_range(kept)} ({kept.argv[1] if len(kept.argv) > 1 else ''}): "
-                f"{_rounds(kept)} rounds kept")
+            again = _parsed(kept, where)
+            say(f"resuming {_range(kept)} ({again.plan}): {_rounds(kept)} rounds kept")
             return _bisect(again, where, kept)
         if not args.range or not args.plan:
             raise HotloopError("bisect: give GOOD..BAD and the plan to measure (or --resume)")
@@ -87,12 +90,35 @@ def cmd_bisect(args: argparse.Namespace) -> int:
         if kept is not None:
             where.worktrees().remove_all()      # the one discarded: its worktrees too
         # a --profiles before `bisect` kept as the absolute one it is (read as it is)
-        words = [*_own_words(args.argv), *(f"--profiles={p.resolve()}" for p in args.top_profiles)]
+        words = [*_own_words(args.argv),
+                 *(f"--profiles={p.resolve()}" for p in args.top_profiles)]
         st = b.BisectState(str(repo), words, revs, decision.to_dict())
         where.save(st)
-        return _bisect(args, where, st)
+        try:
+            return _bisect(args, where, st)
+        except HotloopError:
+            if _rounds(st) == 0:        # refused before any round (a plan, a metric, a
+                where.discard()         # parameter): nothing to resume, nothing kept
+            raise
     finally:
         where.release()
+
+
+def _parsed(kept: BisectState, where: BisectDir) -> argparse.Namespace:
+    """The options a kept bisect was started with, checked again (the file is one a user
+    can edit)."""
+    from hotloop.cli.parser import parser
+    try:
+        again = parser().parse_args(["bisect", *kept.argv])
+    except HotloopError as e:
+        raise HotloopError(f"{where.state_file}: its options: {e}") from None
+    if not again.range or not again.plan or again.resume or again.fresh:
+        raise HotloopError(f"{where.state_file}: its options are not a bisect's (a range and "
+                           f"a plan, no --resume): --fresh starts afresh")
+    again.argv = ["bisect", *kept.argv]
+    again.top_profiles = []
+    _check(again)
+    return again
 
 
 def _check(args: argparse.Namespace) -> None:
@@ -101,8 +127,13 @@ def _check(args: argparse.Namespace) -> None:
         raise HotloopError(f"--alpha {args.alpha:g}: a chance between 0 and 0.5")
     if args.confirm < 0 or args.confirm == 1 or args.confirm > 99:
         raise HotloopError(f"--confirm {args.confirm}: 0 (none), or 2 to 99 sessions a side")
-    if args.max_rounds > 99:
-        raise HotloopError(f"--max-rounds {args.max_rounds}: at most 99")
+    if not 2 <= args.max_rounds <= 99:
+        raise HotloopError(f"--max-rounds {args.max_rounds}: from 2 to 99 (a step's first "
+                           f"round has no spread of its own)")
+    if args.build_timeout is not None and not (math.isfinite(args.build_timeout)
+                                               and args.build_timeout > 0):
+        raise HotloopError(f"--build-timeout {args.build_timeout:g}: a number of seconds "
+                           f"above 0")
     check_run_flags(args)
     if args.kernel_image is not None and (Path(args.kernel_image).is_absolute()
                                           or ".." in Path(args.kernel_image).parts):
@@ -112,7 +143,7 @@ def _check(args: argparse.Namespace) -> None:
         if not p.is_absolute() and ".." in p.parts:
             raise HotloopError(f"--profiles {p}: a directory inside the repository (read from "
                                f"each revision's worktree), or an absolute path (read as it is)")
-    args.profiles = [*(p.resolve() for p in args.top_profiles), *args.profiles]
+    args.profiles = [*(p.resolve() for p in getattr(args, "top_profiles", [])), *args.profiles]
 
 
 def _range(st: BisectState) -> str:
@@ -142,21 +173,28 @@ class Driver:
         self.began = time.monotonic()
         self.sessions = 0
         self.said = ""                  # a round's progress, said after its session's line
+        self.ours: frozenset[str] = frozenset()     # what GOOD's worktree defines
 
     def plan_of(self, cat: Catalog) -> Plan:
         a = self.args
         return plan_to_run(cat, a, cat.plan_for(a.plan), a.cpu, a.param, a.kernel)
 
     def get(self, sha: str) -> Ready | str:
-        """A revision made ready (once), or why it cannot be measured."""
-        from hotloop.run.bisect import prepare
+        """A revision made ready (once), or why it cannot be measured; GOOD first, whose
+        worktree says what every revision's must define (run.bisect.own)."""
+        from hotloop.run.bisect import own, prepare
+        good = self.st.revisions[0].sha
+        if sha != good and good not in self.ready:
+            self.get(good)
         if sha not in self.ready:
             rev = self.revs[sha]
             say(f"{rev.short} {rev.subject[:50]}: checking out"
                 + (" and building" if self.args.build else ""))
-            self.ready[sha] = prepare(rev, self.trees, self.where.logs, self.plan_of,
-                                      tuple(self.args.profiles), self.args.build,
-                                      self.args.kernel_image)
+            got = self.ready[sha] = prepare(
+                rev, self.trees, self.where.logs, self.plan_of, tuple(self.args.profiles),
+                self.args.build, self.args.kernel_image, self.args.build_timeout, self.ours)
+            if sha == good and not isinstance(got, str):
+                self.ours = own(got.rp, got.worktree)
         return self.ready[sha]
 
     def prune(self) -> None:
@@ -258,8 +296,12 @@ class Driver:
 
         def line(slot: series.Slot, end: ev.Finished | ev.Failed | None, unit: str) -> str:
             from hotloop.cli.series import session_outcome
-            return (f"hotloop: bisect: step {ask.step} {slot.variant} s{slot.session:02d}: "
-                    f"{session_outcome(end, unit)}")
+            said = session_outcome(end, unit)
+            result = run.result(slot) if self.args.metric else None
+            v = value(result, self.args.metric) if result is not None else None
+            if v is not None:           # the number judged, not the wall clock's
+                said = f"{number(v)} {self.args.metric} median, {said.rsplit(', ', 1)[-1]}"
+            return f"hotloop: bisect: step {ask.step} {slot.variant} s{slot.session:02d}: {said}"
         try:
             drive(run, "text", line, observe)
         except (KeyboardInterrupt, asyncio.CancelledError):
@@ -276,8 +318,8 @@ class Driver:
         self.save()
         if failed and (ask.kind == "endpoints" or any(f.startswith(n + " ") for f in failed
                                                         for n in names if n != names[1])):
-            raise RunFailed(f"bisect: {failed[0]} (the sessions are in {directory}); "
-                            f"hotloop bisect --resume tries again")
+            again = "; hotloop bisect --resume tries again" if _rounds(self.st) else ""
+            raise RunFailed(f"bisect: {failed[0]} (the sessions are in {directory}){again}")
         return True
 
     def flush(self) -> None:
@@ -291,7 +333,7 @@ class Driver:
         where = self.decision.progress()
         so_far = "" if s.change_pct is None else f": {s.change_pct:+.3g}%" + (
             "" if s.ci_low is None or s.ci_high is None
-            else f" [{s.ci_low:+.3g}, {s.ci_high:+.3g}]")
+            else f" [{s.ci_low:+.3g}%, {s.ci_high:+.3g}%]")
         what = "endpoints" if ask.kind == "endpoints" else f"step {ask.step}"
         verdict = f", {s.verdict}" if s.verdict else ""
         return (f"{what}, {ask.rev[:12]} round {len(s.rounds)}{so_far}{verdict} "
@@ -399,9 +441,7 @@ def _bisect(args: argparse.Namespace, where: BisectDir, st: BisectState) -> int:
     st.over = True
     where.save(st)
     d.trees.remove_all()                # the sessions stay (the evidence); the checkouts go
-    if out.status != "found":
-        return NOTHING
-    return 0
+    return 0 if out.status == "found" else NO_CHANGE if out.status == "no change" else GAVE_UP
 
 
 def _without_format(words: list[str]) -> list[str]:

@@ -383,6 +383,9 @@ def parser() -> argparse.ArgumentParser:
     bis.add_argument("--build", metavar="CMD",
                      help="a shell command run in each revision's worktree before it is "
                           "measured (its output to a log); one that fails skips the revision")
+    bis.add_argument("--build-timeout", type=float, metavar="S",
+                     help="seconds a --build may take; one that takes longer skips its "
+                          "revision (default: no bound)")
     bis.add_argument("--kernel-image", metavar="PATH",
                      help="a kernel image in each revision's worktree (after --build), booted "
                           "in a VM for its sessions")

@@ -162,6 +162,13 @@ class BisectDir:
                 os.close(self._fd)
             self._fd = None
 
+    def discard(self) -> None:
+        """The state gone (a bisect refused before its first round: nothing to resume)."""
+        with contextlib.suppress(OSError):
+            os.unlink(self.state_file)
+        with contextlib.suppress(HotloopError):
+            self.worktrees().remove_all()
+
     def load(self) -> BisectState | None:
         """The state kept, None when there is none."""
         try:
@@ -205,16 +212,33 @@ class Ready:
     rp: ResolvedPlan
 
 
+def own(rp: ResolvedPlan, where: Path) -> frozenset[str]:
+    """Which of the plan and its workload the revision's worktree defines (a profile there,
+    a source there), not hotloop's own nor the user's: for GOOD, what every revision must."""
+    def inside(path: str | Path) -> bool:
+        try:
+            return Path(path).resolve().is_relative_to(where.resolve())
+        except (OSError, ValueError):
+            return False
+    return frozenset(k for k, path in (("plan", rp.plan.origin),
+                                       ("workload", rp.workload.source))
+                     if path and inside(path))
+
+
 def prepare(rev: Revision, trees: Worktrees, logs: Path, plan_of: Callable[[Catalog], Plan],
             profiles: Sequence[Path] = (), build: str | None = None,
-            kernel_image: str | None = None) -> Ready | str:
+            kernel_image: str | None = None, timeout: float | None = None,
+            ours: frozenset[str] = frozenset()) -> Ready | str:
     """`rev` checked out, built, its catalogue read (the --profiles directories relative to
     the repository from its worktree, absolute ones as they are) and the plan resolved
     there; with `kernel_image` (a path in the worktree) its kernel the image built there.
+    `ours`: what GOOD's worktree defined (own()), which this one must define too, or a
+    plan of hotloop's own of the same name would be measured in its place.  `timeout`: the
+    build's, in seconds.  Its workload compiled here, so that one that does not is skipped.
     A string: why it cannot be measured (the revision is skipped, as `git bisect skip`)."""
     where = trees.checkout(rev)
     if build:
-        why = trees.build(rev, build, logs / f"{rev.short}.log")
+        why = trees.build(rev, build, logs / f"{rev.short}.log", timeout)
         if why is not None:
             return f"its build failed: {why}"
     # a relative directory is the revision's (its worktree's); an absolute one is read as it
@@ -228,6 +252,16 @@ def prepare(rev: Revision, trees: Worktrees, logs: Path, plan_of: Callable[[Cata
         rp = cat.resolve(plan_of(cat))
     except HotloopError as e:
         return f"its profiles: {e}"
+    lost = sorted(set(ours) - own(rp, where))
+    if lost:
+        return (f"its {' and '.join(lost)} {rp.plan.name if 'plan' in lost else rp.workload.name}"
+                f" not in this revision (GOOD's was; here it would come from "
+                f"{rp.plan.origin if 'plan' in lost else rp.workload.source})")
+    from hotloop.run.build import build as compile_workload
+    try:                                # here, not in its first session: a skip, not a stop
+        compile_workload(rp.workload.source, rp.cpu.cflags, rp.workload.name)
+    except HotloopError as e:
+        return f"its workload does not compile: {e}"
     if kernel_image:
         from hotloop.host.kimage import image_problem
         image = where / kernel_image
