@@ -178,6 +178,9 @@ def test_bad_input_is_one_line(repo: tuple[Path, list[str]], tmp_path: Path) -> 
         ([f"{shas[0]}..{shas[-1]}", "chain", "--alpha", "nan"], "--alpha"),
         ([f"{shas[0]}..{shas[-1]}", "chain", "--kernel-image", "/boot/x"], "--kernel-image"),
         (["--resume"], "no interrupted bisect"),
+        (["--resume", "--runs", "3"], "as it was started"),
+        ([f"{shas[0]}..{shas[-1]}", "chain", "--max-rounds", "1"], "--max-rounds 1"),
+        ([f"{shas[0]}..{shas[-1]}", "chain", "--build-timeout", "0"], "--build-timeout"),
         ([f"{shas[0]}..{shas[-1]}"], "give GOOD..BAD and the plan"),
     ]:
         done = bisect(r, *args)
@@ -185,6 +188,13 @@ def test_bad_input_is_one_line(repo: tuple[Path, list[str]], tmp_path: Path) -> 
         lines = done.stderr.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("hotloop: ") and said in lines[0], \
             (args, done.stderr)
+    # a state directory inside the repository: refused before anything is made there
+    inside = subprocess.run([sys.executable, "-m", "hotloop", "bisect", f"{shas[0]}..{shas[-1]}",
+                             "chain"], capture_output=True, text=True, cwd=r,
+                            env=dict(os.environ, PYTHONPATH=str(ROOT),
+                                     XDG_STATE_HOME=str(r / ".local" / "state")))
+    assert inside.returncode == 2 and "XDG_STATE_HOME" in inside.stderr, inside.stderr
+    assert not (r / ".local").exists()
     outside = tmp_path / "elsewhere"
     outside.mkdir()
     done = subprocess.run([sys.executable, "-m", "hotloop", "bisect", "a..b", "chain"],
