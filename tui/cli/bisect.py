@@ -227,6 +227,7 @@ class Driver:
     # --- a step: GOOD against one revision, round by round ----------------------------------
     def step(self, ask: Ask) -> bool:
         """Run `ask`'s step until the decision moves on; False when interrupted."""
+        from hotloop.analysis.sides import METRIC_ALIASES
         from hotloop.cli.series import drive
         from hotloop.run import series
         from hotloop.run.bisect import value
@@ -300,7 +301,8 @@ class Driver:
             result = run.result(slot) if self.args.metric else None
             v = value(result, self.args.metric) if result is not None else None
             if v is not None:           # the number judged, not the wall clock's
-                said = f"{number(v)} {self.args.metric} median, {said.rsplit(', ', 1)[-1]}"
+                name = METRIC_ALIASES.get(self.args.metric, self.args.metric)
+                said = f"{number(v)} {name} median, {said.rsplit(', ', 1)[-1]}"
             return f"hotloop: bisect: step {ask.step} {slot.variant} s{slot.session:02d}: {said}"
         try:
             drive(run, "text", line, observe)

@@ -62,9 +62,11 @@ def change(r: Report) -> tuple[float | None, float | None, float | None, str, st
     t = primary(r.comparison)
     if t is not None and t.ci_low is not None and t.ci_high is not None:
         return t.change_pct, t.ci_low, t.ci_high, "last good", ""
+    few = t is not None and min(t.n_baseline / max(1, t.sessions_baseline),
+                                t.n_new / max(1, t.sessions_new)) < 5
     why = ("" if t is None else "the confirmation's change has no interval (" + (
-        "too few runs: --runs 5 or more" if min(t.n_baseline, t.n_new) < 5 else "its test "
-        "gave none") + "): its step's against GOOD instead")
+        "too few runs a session: --runs 5 or more" if few else "its test gave none")
+        + "): its step's against GOOD instead")
     step = next((s for s in r.outcome.steps if s.rev == r.outcome.first_bad
                  and s.verdict in ("bad", "differ")), None)
     if step is None:
@@ -106,7 +108,8 @@ def head(r: Report, width: int) -> list[str]:
                "  ", f"bisect {rng}: ")
     if c is not None:
         base = o.last_good if against == "last good" else r.good
-        out += wrap(f"its change against the {against} ({r.short(base)}): "
+        who = "the last good" if against == "last good" else "GOOD"
+        out += wrap(f"its change against {who} ({r.short(base)}): "
                     f"{pct(c)}{_interval(lo, hi)}", width, "    ", "  ")
     if why:
         out += wrap(why, width, "    ", "  ")
