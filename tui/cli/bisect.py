@@ -442,7 +442,10 @@ def _bisect(args: argparse.Namespace, where: BisectDir, st: BisectState) -> int:
     sys.stdout.write(text)
     st.over = True
     where.save(st)
-    d.trees.remove_all()                # the sessions stay (the evidence); the checkouts go
+    try:
+        d.trees.remove_all()            # the sessions stay (the evidence); the checkouts go
+    except HotloopError as e:           # the answer stands: said, not its exit status
+        print(f"hotloop: warning: {visible(str(e))}", file=sys.stderr)
     return 0 if out.status == "found" else NO_CHANGE if out.status == "no change" else GAVE_UP
 
 
