@@ -66,3 +66,30 @@ def test_a_range_with_no_change_names_nothing():
     assert "nothing to bisect" in text and "first bad" not in text
     doc = json.loads(bisect_report.render(r, "json"))
     assert doc["status"] == "no change" and doc["first_bad"] is None
+
+
+def _confirmed(ci: bool, runs: int) -> object:
+    """A confirmation's comparison: its primary metric +24% with an interval or without."""
+    from hotloop.analysis.comparison import Comparison, MetricDelta, Pair, Side, Test, Verdict
+    side = [Side(i, n, "stock", "6.1", n, "", 2 * runs, False, "", None, sessions=2)
+            for i, n in enumerate(("a", "b"))]
+    test = Test(2 * runs, 2 * runs, 100.0, 124.0, 24.0, 24.0, 20.0 if ci else None,
+                28.0 if ci else None, 0.001 if ci else None, ci, Verdict.BAD
+                if ci else Verdict.TOO_FEW_RUNS, sessions_baseline=2, sessions_new=2)
+    return Comparison("chain", "ns/op", "ns/op", False, side,
+                      [Pair(side[0], side[1], [MetricDelta("ns/op", "ns/op", False, test,
+                                                           primary=True)], [], None)])
+
+
+def test_the_first_bads_change_is_the_confirmations_else_its_steps_said_why():
+    import dataclasses
+    with_ci = report(decided())
+    r = dataclasses.replace(with_ci, comparison=_confirmed(True, 5))
+    c, lo, hi, against, why = bisect_report.change(r)
+    assert (c, lo, hi, against, why) == (24.0, 20.0, 28.0, "last good", "")
+    r = dataclasses.replace(with_ci, comparison=_confirmed(False, 3))
+    c, lo, hi, against, why = bisect_report.change(r)
+    assert against == "good" and lo is not None and hi is not None and lo <= c <= hi
+    assert "too few runs a session: --runs 5 or more" in why
+    text = bisect_report.render_text(r, 100)
+    assert "its change against GOOD" in text and "too few runs a session" in text
