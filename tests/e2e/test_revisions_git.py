@@ -308,11 +308,17 @@ def test_ctrl_c_during_a_build_stops_its_process_group_then_raises(built, leftov
     wt, rev, log = built
     started = wt.path(rev) / "started"
     wt.checkout(rev)
-    poke = threading.Thread(target=lambda: (wait_for(started), _thread.interrupt_main()))
-    poke.start()
-    with pytest.raises(KeyboardInterrupt):
-        wt.build(rev, TRAPPED, log)
-    poke.join()
+    # a Ctrl-C as a terminal's: a suite started in the background (`.ci/run &`) inherits
+    # SIGINT ignored, and interrupt_main() then does nothing
+    was = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        poke = threading.Thread(target=lambda: (wait_for(started), _thread.interrupt_main()))
+        poke.start()
+        with pytest.raises(KeyboardInterrupt):
+            wt.build(rev, TRAPPED, log)
+        poke.join()
+    finally:
+        signal.signal(signal.SIGINT, was)
     assert (wt.path(rev) / "got-term").read_text() == "term\n"     # SIGTERM first: make's
     assert leftovers() == []                                        # cleanup runs
 
@@ -322,6 +328,8 @@ def test_hotloop_killed_during_a_build_takes_the_build_with_it(built, tmp_path, 
     wt.checkout(rev)
     wt.close()
     script = textwrap.dedent(f"""\
+        import signal
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # a terminal's, not inherited
         from pathlib import Path
         from hotloop.run.revisions import Revision, Worktrees, repository
         wt = Worktrees(repository(Path({str(wt.repo)!r})), Path({str(wt.root)!r}))
