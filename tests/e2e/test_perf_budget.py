@@ -5,7 +5,6 @@ SIGKILL once the next hotloop command has run; real perf, real `hotloop run` pro
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -17,6 +16,7 @@ import pytest
 from conftest import ROOT, hotloop, profile_dir
 from faulty import wait_for_runs
 from test_perf import needs_perf
+from test_perf_start import perf_first_on_path
 
 from hotloop import results
 
@@ -69,12 +69,7 @@ def slow_reading_perf(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, delay: fl
     """A perf first on PATH that waits `delay` seconds before each window's `perf script`,
     then is perf: the reports of a machine too busy to read them at the pace perf writes,
     however quiet this one is."""
-    shim = tmp_path / "slow-bin" / "perf"
-    shim.parent.mkdir()
-    shim.write_text(f'#!/bin/sh\n[ "$1" = script ] && sleep {delay}\n'
-                    f'exec {shutil.which("perf")} "$@"\n')
-    shim.chmod(0o755)
-    monkeypatch.setenv("PATH", f"{shim.parent}:{os.environ['PATH']}")
+    perf_first_on_path(tmp_path, monkeypatch, "slow-bin", f'[ "$1" = script ] && sleep {delay}')
 
 
 def test_a_long_session_keeps_its_perf_data_within_its_budget_unread_windows_too(

@@ -15,17 +15,22 @@ from test_perf import needs_perf
 pytestmark = needs_perf
 
 
+def perf_first_on_path(tmp_path: Path, monkeypatch, name: str, first: str) -> None:
+    """A perf first on PATH (in tmp_path/NAME) that runs the shell line `first`, then is
+    the real perf with the same arguments."""
+    shim = tmp_path / name / "perf"
+    shim.parent.mkdir()
+    shim.write_text(f"#!/bin/sh\n{first}\nexec {shutil.which('perf')} \"$@\"\n")
+    shim.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{shim.parent}:{os.environ['PATH']}")
+
+
 def noting_perf(tmp_path: Path, monkeypatch) -> Path:
     """A perf first on PATH that notes each start's arguments (a file a process, one
     argument a line), then is perf; the directory of its notes."""
     log = tmp_path / "perf-started"
     log.mkdir()
-    shim = tmp_path / "noting-bin" / "perf"
-    shim.parent.mkdir()
-    shim.write_text(f"#!/bin/sh\nprintf '%s\\n' \"$@\" > {log}/$$\n"
-                    f"exec {shutil.which('perf')} \"$@\"\n")
-    shim.chmod(0o755)
-    monkeypatch.setenv("PATH", f"{shim.parent}:{os.environ['PATH']}")
+    perf_first_on_path(tmp_path, monkeypatch, "noting-bin", f"printf '%s\\n' \"$@\" > {log}/$$")
     return log
 
 
