@@ -22,6 +22,7 @@ from hotloop.catalog import Catalog, Plan
 from hotloop.cli.run import check_run_flags, plan_to_run
 from hotloop.cli.signals import interrupted_status
 from hotloop.errors import HotloopError, RunFailed
+from hotloop.render.bisect_report import duration
 from hotloop.render.units import number
 from hotloop.run.start import Choices
 from hotloop.visible import visible
@@ -171,7 +172,6 @@ class Driver:
         self.trees = where.worktrees()
         self.ready: dict[str, Ready | str] = {}
         self.began = time.monotonic()
-        self.sessions = 0
         self.said = ""                  # a round's progress, said after its session's line
         self.ours: frozenset[str] = frozenset()     # what GOOD's worktree defines
 
@@ -261,16 +261,16 @@ class Driver:
         directory = run.start().directory
         self.st.series.setdefault(str(ask.step), []).append(str(directory))
         got: dict[int, dict[str, float]] = {}
+        judged: dict[series.Slot, float | None] = {}    # each session's number, once
         failed: list[str] = []
 
         def observe(e: series.SeriesEvent) -> None:
             self.flush()                # the last round's line, after its session's
             if not isinstance(e, series.Ends):
                 return
-            self.sessions += 1
             end, slot = e.end, e.slot
             result = run.result(slot) if isinstance(end, ev.Finished) else None
-            v = value(result, self.args.metric) if result is not None else None
+            v = judged[slot] = value(result, self.args.metric) if result is not None else None
             if v is None:
                 why = end.message if isinstance(end, ev.Failed) else \
                     f"no {self.args.metric or 'median'} a ratio can take"
@@ -298,8 +298,7 @@ class Driver:
         def line(slot: series.Slot, end: ev.Finished | ev.Failed | None, unit: str) -> str:
             from hotloop.cli.series import session_outcome
             said = session_outcome(end, unit)
-            result = run.result(slot) if self.args.metric else None
-            v = value(result, self.args.metric) if result is not None else None
+            v = judged.get(slot) if self.args.metric else None
             if v is not None:           # the number judged, not the wall clock's
                 name = METRIC_ALIASES.get(self.args.metric, self.args.metric)
                 said = f"{number(v)} {name} median, {said.rsplit(', ', 1)[-1]}"
@@ -341,7 +340,7 @@ class Driver:
         return (f"{what}, {ask.rev[:12]} round {len(s.rounds)}{so_far}{verdict} "
                 f"({'' if s.verdict == 'no change' else f'{where.left} candidates left; '}"
                 f"{where.sessions} sessions, "
-                f"{_duration(self.st.seconds + time.monotonic() - self.began)})")
+                f"{duration(self.st.seconds + time.monotonic() - self.began)})")
 
     # --- the end: the last good against the first bad ---------------------------------------
     def confirm(self, last_good: str, first_bad: str
@@ -390,11 +389,6 @@ def _rounds_of(ask: Ask, sides: list[str]) -> tuple[tuple[int, ...], ...]:
     first = tuple(sides.index(sha) for sha in ask.order) if ask.order else \
         tuple(range(len(sides)))
     return first, first[::-1]
-
-
-def _duration(seconds: float) -> str:
-    s = int(seconds)
-    return f"{s // 60} min {s % 60} s" if s >= 60 else f"{s} s"
 
 
 def _bisect(args: argparse.Namespace, where: BisectDir, st: BisectState) -> int:

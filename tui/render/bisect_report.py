@@ -78,7 +78,7 @@ def _interval(lo: float | None, hi: float | None) -> str:
     return "" if lo is None or hi is None else f" [{pct(lo)}, {pct(hi)}]"
 
 
-def _duration(seconds: float) -> str:
+def duration(seconds: float) -> str:
     s = int(seconds)
     if s >= 3600:
         return f"{s // 3600} h {s % 3600 // 60} min"
@@ -139,7 +139,7 @@ def step_rows(r: Report, subject: int) -> list[list[str]]:
 
 
 def tail(r: Report) -> str:
-    return (f"{r.sessions or r.outcome.sessions} sessions in {_duration(r.seconds)}; the "
+    return (f"{r.sessions or r.outcome.sessions} sessions in {duration(r.seconds)}; the "
             f"sessions: {r.state / 'sessions'}")
 
 

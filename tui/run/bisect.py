@@ -26,7 +26,6 @@ import json
 import math
 import os
 import statistics
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -290,6 +289,3 @@ def value(result: Result, metric: str | None = None) -> float | None:
     v = float(statistics.median(got.values))
     return v if math.isfinite(v) and v > 0 else None
 
-
-def elapsed(since: float) -> float:
-    return max(0.0, time.monotonic() - since)
