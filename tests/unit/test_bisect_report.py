@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from hotloop.analysis.bisect_finding import Finding
 from hotloop.analysis.bisection import Bisection, Design
 from hotloop.render import bisect_report
 
@@ -29,10 +30,10 @@ def decided(slower: float = 1.25, first_bad: int = FIRST_BAD, skip: int | None =
     return b
 
 
-def report(b: Bisection, **more: object) -> bisect_report.Report:
+def report(b: Bisection, **more: object) -> Finding:
     subjects = {r: (r[-12:], f"Revision {i}: a subject\nwith a newline") for i, r in
                 enumerate(REVS)}
-    return bisect_report.Report(b.outcome(), REVS[0], REVS[-1], subjects, None,
+    return Finding(b.outcome(), REVS[0], REVS[-1], subjects, None,
                                 ["-CONFIG_X=y", "+CONFIG_X=m"], 75.0, Path("/state/b"),
                                 command=["a..b", "chain", "--profiles", "bench", "--build",
                                          "make -j2 all && echo done"], **more)  # type: ignore[arg-type]

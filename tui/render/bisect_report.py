@@ -7,44 +7,19 @@ from __future__ import annotations
 
 import json
 import shlex
-from collections.abc import Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from hotloop.analysis.bisection import Outcome, Step
+from hotloop.analysis.bisect_finding import Finding
+from hotloop.analysis.bisection_model import Ask, Progress, Step
 from hotloop.analysis.comparison import Comparison, Test
 from hotloop.render import compare_formats, mail
 from hotloop.render.layout import bound, safe, table, terminal_width, wrap
 from hotloop.render.mail import command_lines
 from hotloop.render.units import pct
-from hotloop.results import Result
 from hotloop.visible import cut
 
 SUBJECT = 50                # a subject's columns in the steps' table (json keeps it whole)
 DIFFERS = 40                # lines of what differs in the build
-
-
-@dataclass(frozen=True)
-class Report:
-    outcome: Outcome
-    good: str                                   # the endpoints' full hashes
-    bad: str
-    subjects: dict[str, tuple[str, str]]        # sha -> (short hash, subject)
-    comparison: Comparison | None               # the last good against the first bad
-    differs: list[str]                          # what differs in their builds
-    seconds: float
-    state: Path                                 # the bisect's directory
-    series: list[Path] = field(default_factory=list)
-    sides: list[list[Result]] = field(default_factory=list)     # the comparison's results
-    sessions: int = 0                           # all of them, the confirmation's too
-    command: list[str] = field(default_factory=list)            # `hotloop bisect`'s words
-
-    def short(self, sha: str | None) -> str:
-        return self.subjects.get(sha or "", ((sha or "-")[:12], ""))[0]
-
-    def subject(self, sha: str | None) -> str:
-        return self.subjects.get(sha or "", ("", ""))[1]
 
 
 def primary(comp: Comparison | None) -> Test | None:
@@ -55,7 +30,7 @@ def primary(comp: Comparison | None) -> Test | None:
     return rows[0].test if rows else None
 
 
-def change(r: Report) -> tuple[float | None, float | None, float | None, str, str]:
+def change(r: Finding) -> tuple[float | None, float | None, float | None, str, str]:
     """The first bad's change (%, interval), what it is against (the confirming series' last
     good, else GOOD in its own step) and, where the confirmation gave no interval (too few
     runs, one session), why the step's is given instead."""
@@ -85,11 +60,24 @@ def duration(seconds: float) -> str:
     return f"{s // 60} min {s % 60} s" if s >= 60 else f"{s} s"
 
 
+def progress_line(ask: Ask, s: Step, where: Progress, seconds: float) -> str:
+    """Where a step stands after a round, and the bisect: "step 2, 1a2b3c4d5e6f round 3:
+    +24.1% [+18.2%, +30.3%], bad (2 candidates left; 14 sessions, 1 min 3 s)"."""
+    so_far = "" if s.change_pct is None else f": {s.change_pct:+.3g}%" + (
+        "" if s.ci_low is None or s.ci_high is None
+        else f" [{s.ci_low:+.3g}%, {s.ci_high:+.3g}%]")
+    what = "endpoints" if ask.kind == "endpoints" else f"step {ask.step}"
+    verdict = f", {s.verdict}" if s.verdict else ""
+    left = "" if s.verdict == "no change" else f"{where.left} candidates left; "
+    return (f"{what}, {ask.rev[:12]} round {len(s.rounds)}{so_far}{verdict} ({left}"
+            f"{where.sessions} sessions, {duration(seconds)})")
+
+
 def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'s' * (n != 1)}"
 
 
-def head(r: Report, width: int) -> list[str]:
+def head(r: Finding, width: int) -> list[str]:
     """What was found, its change, and the chance it is wrong."""
     o = r.outcome
     rng = f"{r.short(r.good)}..{r.short(r.bad)}"
@@ -126,7 +114,7 @@ def head(r: Report, width: int) -> list[str]:
     return out
 
 
-def step_rows(r: Report, subject: int) -> list[list[str]]:
+def step_rows(r: Finding, subject: int) -> list[list[str]]:
     rows = [["step", "revision", "verdict", "rounds", "change vs good", "subject"]]
     for i, s in enumerate(r.outcome.steps):
         verdict = s.verdict or "running"
@@ -138,12 +126,12 @@ def step_rows(r: Report, subject: int) -> list[list[str]]:
     return rows
 
 
-def tail(r: Report) -> str:
+def tail(r: Finding) -> str:
     return (f"{r.sessions or r.outcome.sessions} sessions in {duration(r.seconds)}; the "
             f"sessions: {r.state / 'sessions'}")
 
 
-def again(r: Report, width: int) -> list[str]:
+def again(r: Finding, width: int) -> list[str]:
     """The bisect's command, to run it again: its words, an option with its value a group."""
     groups: list[list[str]] = [["hotloop", "bisect"]]
     for i, w in enumerate(r.command):
@@ -157,7 +145,7 @@ def again(r: Report, width: int) -> list[str]:
     return ["", "reproduce:"] + [f"  {ln}" for ln in command_lines(groups, width - 2)]
 
 
-def render_text(r: Report, width: int | None = None) -> str:
+def render_text(r: Finding, width: int | None = None) -> str:
     w = width or terminal_width()
     out = head(r, w) + ["", "steps:"]
     out += table(step_rows(r, SUBJECT), {3}, w, squeeze=(5,))
@@ -171,7 +159,7 @@ def render_text(r: Report, width: int | None = None) -> str:
     return "\n".join(bound(out, w)) + "\n"
 
 
-def render_mail(r: Report) -> str:
+def render_mail(r: Finding) -> str:
     w = mail.WIDTH
     out = head(r, w) + ["", "steps:"]
     rows = [row[:5] for row in step_rows(r, 0)]
@@ -187,13 +175,13 @@ def render_mail(r: Report) -> str:
     return "\n".join(bound(out, w)) + "\n"
 
 
-def _step(r: Report, s: Step) -> dict[str, Any]:
+def _step(r: Finding, s: Step) -> dict[str, Any]:
     return {"rev": s.rev, "subject": r.subject(s.rev), "kind": s.kind, "verdict": s.verdict,
             "rounds": len(s.rounds), "change_pct": s.change_pct, "ci_low": s.ci_low,
             "ci_high": s.ci_high, "alpha": s.alpha, "reason": s.reason}
 
 
-def document(r: Report) -> dict[str, Any]:
+def document(r: Finding) -> dict[str, Any]:
     o = r.outcome
     c, lo, hi, against, why = change(r)
     return {"status": o.status, "first_bad": o.first_bad,
@@ -215,15 +203,9 @@ def document(r: Report) -> dict[str, Any]:
             if r.comparison is not None else None}
 
 
-def render(r: Report, fmt: str = "text", width: int | None = None) -> str:
+def render(r: Finding, fmt: str = "text", width: int | None = None) -> str:
     if fmt == "json":
         return json.dumps(document(r), indent=2, allow_nan=False) + "\n"
     if fmt == "mail":
         return render_mail(r)
     return render_text(r, width)
-
-
-def sides_of(comp: Comparison, results: Sequence[Result]) -> list[list[Result]]:
-    """The comparison's sides as results (the mail's measured block reads their headers)."""
-    by_file = {str(x.path): x for x in results}
-    return [[by_file[f] for f in side.files if f in by_file] for side in comp.sides]
