@@ -19,6 +19,8 @@ ACTIONS = (
     ("stop", "Stop", "stop the run; the runs measured so far are kept (x)"),
     ("save", "Save plan", "save the current settings as a plan (w)"),
     ("compare", "Compare results", "pick result files: verdicts, histograms, symbol diff (c)"),
+    ("bisect", "Bisect", "find the revision of the repository here that changed the form's "
+                         "plan (b)"),
     ("toggle_view", "Switch view", "setup or live panels on a small terminal (v)"),
     ("quit", "Quit", "stop any run and quit (q)"),
 )

@@ -12,6 +12,7 @@ import asyncio
 import os
 from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from textual.dom import DOMNode
 from textual.worker import Worker, WorkerState
@@ -34,6 +35,9 @@ from hotloop.run import launch, series, start, variants
 from hotloop.run.series_run import SeriesOutcome, SeriesRequest, SeriesRun, SeriesSide
 from hotloop.run.sessionlike import SessionLike
 
+if TYPE_CHECKING:
+    from hotloop.run.bisect_run import BisectRun  # scipy: loaded when one starts
+
 STOP_GRACE_S = 3.0              # then the worker is cancelled (the session kills its group)
 
 
@@ -47,6 +51,7 @@ class RunController:
         self.live: LiveRun | None = None
         self.session: SessionLike | None = None
         self.series: SeriesRun | None = None         # a series running (run --sessions)
+        self.bisect: BisectRun | None = None         # a bisect running (console.bisecting)
         self.series_at: tuple[series.Slot, int] | None = None   # its session, of how many
         # the last series' sessions, a side a kernel: what `c` compares until the next run
         self.series_sides: list[list[Path]] | None = None
@@ -221,26 +226,9 @@ class RunController:
         """Drive a series to its end, each session's events into its own live model."""
         live: LiveRun | None = None
         stopped = False
-        sch = run.schedule
         try:
             async for e in run.events():
-                if isinstance(e, series.Begins):
-                    self.series_at = (e.slot, sch.sessions)
-                    rp = run.resolved[e.slot.variant]
-                    live = self._new_live(rp)
-                    self._log(f"{e.slot.variant} · session {e.slot.session} of "
-                              f"{sch.sessions}{_in_vm(rp)} → {e.slot.path}")
-                elif isinstance(e, series.Ends):
-                    if live is not None:
-                        live.end("finished" if isinstance(e.end, ev.Finished) else
-                                 "stopped" if isinstance(e.end, ev.Failed)
-                                 and e.end.interrupted else "failed")
-                        self._session_line(e.slot, e.end, live)
-                    self.session = None
-                    self.ui.post_message(LiveEnded())
-                elif live is not None:
-                    self.session = run.current
-                    await self._feed(e, live)
+                live = await self._series_event(run, e, live)
         except asyncio.CancelledError:
             stopped = True
             raise
@@ -251,6 +239,30 @@ class RunController:
                 live.end("stopped")
             self.session = None
             self._series_ended(run.finish(interrupted=stopped))
+
+    async def _series_event(self, run: SeriesRun, e: series.SeriesEvent,
+                            live: LiveRun | None) -> LiveRun | None:
+        """One event of a series (a bisect's step is one) into its session's live model:
+        the live model of the session running now."""
+        if isinstance(e, series.Begins):
+            n = run.schedule.sessions
+            self.series_at = (e.slot, n)
+            rp = run.resolved[e.slot.variant]
+            live = self._new_live(rp)
+            self._log(f"{e.slot.variant} · session {e.slot.session} of {n}{_in_vm(rp)} → "
+                      f"{e.slot.path}")
+        elif isinstance(e, series.Ends):
+            if live is not None:
+                live.end("finished" if isinstance(e.end, ev.Finished) else
+                         "stopped" if isinstance(e.end, ev.Failed)
+                         and e.end.interrupted else "failed")
+                self._session_line(e.slot, e.end, live)
+            self.session = None
+            self.ui.post_message(LiveEnded())
+        elif live is not None:
+            self.session = run.current
+            await self._feed(e, live)
+        return live
 
     def _session_line(self, slot: series.Slot, end: ev.Event | None, live: LiveRun) -> None:
         name = f"{slot.variant} s{slot.session:02d}"
@@ -311,6 +323,19 @@ class RunController:
     async def stop(self, wait: bool = True) -> None:
         """Stop the session; with `wait`, return once its worker (and processes) are gone."""
         worker, session = self.worker, self.session
+        if self.bisect is not None and worker is not None and self.running:
+            # no session nor build after this one: the rounds done are kept (the one running
+            # ends as a series' does; a build is stopped)
+            self._log("stopping the bisect: the rounds done are kept")
+            self.bisect.stop()
+            if wait and session is not None:
+                session.stop(quick=True)
+            if wait and (session is None or not session.pids):
+                worker.cancel()
+            waiter = asyncio.ensure_future(self._await_worker(worker))
+            if wait:
+                await waiter
+            return
         if self.series is not None and worker is not None and self.running:
             # a series: no session after this one, the one running ended as a stop does
             self._log("stopping the series: the sessions done are kept")    # asked for

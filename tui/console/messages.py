@@ -77,3 +77,12 @@ class SeriesEnded(Message):
     done: dict[str, int]
     failed: list[str]
     stopped: bool
+
+
+@dataclass
+class BisectEnded(Message):
+    """A bisect's worker is done: its report (text, mail) when it found its answer, "" when
+    it was stopped or failed."""
+    text: str
+    mail: str
+    stopped: bool

@@ -26,6 +26,7 @@ from hotloop import events as ev
 from hotloop.catalog import Catalog, Plan
 from hotloop.console.controller import RunController
 from hotloop.console.messages import (
+    BisectEnded,
     CatalogPicked,
     FormChanged,
     LiveEnded,
@@ -48,7 +49,7 @@ from hotloop.results.perf_data import perf_dir
 from hotloop.visible import visible
 
 DEFAULT_PLAN = "quick"
-CONSOLE_ACTIONS = ("run", "stop", "save", "toggle_view", "compare", "annotate")
+CONSOLE_ACTIONS = ("run", "stop", "save", "toggle_view", "compare", "annotate", "bisect")
 WIDE_FROM = 110                 # columns: setup and live side by side; below, one at a time
 
 
@@ -60,6 +61,8 @@ class MainScreen(Screen[None]):
         Binding("c", "compare", "Compare", id="compare"),
         Binding("a", "annotate", "Annotate", id="annotate"),
         Binding("v", "toggle_view", "View", id="view"),     # the status line: "v live"
+        # the footer has no room at 80 columns: the palette names it with its key
+        Binding("b", "bisect", "Bisect", id="bisect", show=False),
         Binding("escape", "leave_field", "Leave field", id="leave", show=False),
     ]
 
@@ -184,7 +187,7 @@ class MainScreen(Screen[None]):
         if action in CONSOLE_ACTIONS and self.console_blocked:
             return False
         running = self.controller.running
-        if action == "run":
+        if action in ("run", "bisect"):
             return None if running or self.cat is None else True
         if action == "stop":
             return True if running else None
@@ -206,17 +209,17 @@ class MainScreen(Screen[None]):
             plan = self.form.build()
             rp, changes = self.controller.check_run(cat, plan, host)
         except (ValueError, HotloopError) as e:
-            self._cannot_run(e)
+            self.cannot_run(e)
             return
         if not changes:
-            self._started(self.controller.start_run(cat, rp, host=host))
+            self.started(self.controller.start_run(cat, rp, host=host))
             return
 
         def answered(yes: bool | None) -> None:
             if yes:
                 self.log_line(f"consent given: {', '.join(changes)} (restored after the run)",
                               "warning")
-                self._started(self.controller.start_run(cat, rp, apply_system=True, host=host))
+                self.started(self.controller.start_run(cat, rp, apply_system=True, host=host))
             else:
                 self.log_line(f"not run: kernel profile {rp.kernel.name} would change "
                               f"{', '.join(changes)}; nothing was changed", "warning")
@@ -236,17 +239,17 @@ class MainScreen(Screen[None]):
             run, changes = self.controller.check_series(self.cat, plan, kernels, n, host,
                                                         self.form.vs)
         except (ValueError, HotloopError) as e:
-            self._cannot_run(e)
+            self.cannot_run(e)
             return
         if not changes:
-            self._started(self.controller.start_series(run))
+            self.started(self.controller.start_series(run))
             return
 
         def answered(yes: bool | None) -> None:
             if yes:
                 self.log_line(f"consent given: {', '.join(changes)} (restored after each "
                               f"session)", "warning")
-                self._started(self.controller.start_series(run, apply_system=True))
+                self.started(self.controller.start_series(run, apply_system=True))
             else:
                 self.log_line(f"not run: the series' profiles would change "
                               f"{', '.join(changes)}; nothing was changed", "warning")
@@ -257,14 +260,14 @@ class MainScreen(Screen[None]):
                                              changes),
                              answered)
 
-    def _started(self, started: bool) -> None:
+    def started(self, started: bool) -> None:
         if not started:
             return
         if self.narrow:
             self.set_view("live")
         self.refresh_bindings()
 
-    def _cannot_run(self, e: Exception) -> None:
+    def cannot_run(self, e: Exception) -> None:
         self.log_line(f"cannot run: {' '.join(str(e).split())}", "error")
         self.notify(f"cannot run: {visible(str(e))}", severity="error", timeout=4, markup=False)
 
@@ -284,6 +287,20 @@ class MainScreen(Screen[None]):
     def on_series_ended(self, message: SeriesEnded) -> None:
         self._redraw(plots=True)
         self.refresh_bindings()
+
+    def action_bisect(self) -> None:
+        """`b`: the revision of the repository here that changed the form's plan's speed."""
+        if not self.controller.running and self.cat is not None and self.form.base is not None:
+            from hotloop.console.screens.bisect import ask_bisect  # off the launch path
+            ask_bisect(self)
+
+    def on_bisect_ended(self, message: BisectEnded) -> None:
+        self._redraw(plots=True)
+        self.refresh_bindings()
+        if message.text:
+            from hotloop.console.screens.bisect import BisectReportScreen
+            self.app.push_screen(BisectReportScreen(message.text, message.mail,
+                                                    self.results_dir))
 
     async def action_stop(self) -> None:
         await self.controller.stop(wait=False)

@@ -1,0 +1,112 @@
+"""A bisect in the console, driven with Pilot: `b` on the form's plan in the repository the
+console runs in, each step's sessions in the live panels as a series' are, each round in
+the log, the report on its own screen; and `x` in a build, the rounds kept for `hotloop
+bisect --resume`.  A real git repository, real builds, sessions and compiler."""
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from bisect_repo import git, make_repo
+from conftest import ROOT
+from forms import fill_form
+from test_app import SIZE, log_text, wait_for
+
+from hotloop.console.app import HotloopApp
+from hotloop.console.screens.bisect import BisectReportScreen, BisectScreen
+
+SLOWER = 4                  # of 6 revisions after the good one; the 3rd does not build
+
+
+async def _bisect(pilot, app: HotloopApp, rng: str, build: str) -> None:
+    """The form as a bisect measures it, then `b` and the dialog filled in."""
+    await wait_for(pilot, lambda: app.main_screen.cat is not None
+                   and "chain" in app.main_screen.cat.workloads, 20, "the catalogue")
+    await app.main_screen.pick("workload", "chain")
+    await fill_form(pilot, app, param_turns="20000", runs="5", warmup="1", perf="off")
+    await pilot.press("b")
+    await wait_for(pilot, lambda: isinstance(app.screen, BisectScreen), 10, "the dialog")
+    for field, text in (("#bisect-range", rng), ("#bisect-build", build),
+                        ("#bisect-metric", "cpu")):
+        app.screen.query_one(field).value = text
+    app.screen.query_one("#bisect-range").focus()
+    await pilot.press("enter")
+
+
+def test_the_console_bisects_the_forms_plan_and_shows_the_report(tmp_path: Path,
+                                                                 monkeypatch, leftovers) -> None:
+    r, shas = make_repo(tmp_path / "work", revisions=6, slower=SLOWER, comment=5, broken=3)
+    monkeypatch.chdir(r)
+    head = git(r, "rev-parse", "HEAD")
+    sessions: list[str] = []
+
+    async def go() -> None:
+        app = HotloopApp(profiles=[Path("bench")], results_dir=tmp_path / "results")
+        async with app.run_test(size=SIZE) as pilot:
+            await _bisect(pilot, app, f"{shas[0][:12]}..{shas[-1][:12]}", "sh build.sh")
+            c = app.main_screen.controller
+            await wait_for(pilot, lambda: c.bisect is not None, 20, "the bisect started")
+            # its steps' sessions go through the live panels, a series' status row each
+            def followed() -> bool:
+                if c.series_at is not None and c.series is not None:
+                    slot, _ = c.series_at
+                    sessions.append(f"{slot.variant} s{slot.session:02d}")
+                return isinstance(app.screen, BisectReportScreen) or not c.running
+            await wait_for(pilot, followed, 600, "the bisect's end")
+            assert isinstance(app.screen, BisectReportScreen), log_text(app)
+            report = app.screen.text
+            text = log_text(app)
+            assert f"first bad {shas[SLOWER][:12]}" in report, (report, text)
+            assert "steps:" in report and "the chance this answer is wrong" in report
+            assert "checking out and building" in text and "candidates left" in text, text
+            assert f"{shas[3][:12]} skipped: its build failed" in text, text
+            assert "cpu judged" in text, text
+            await pilot.press("m")              # the mail, beside the results
+            await wait_for(pilot, lambda: app.screen.mailed is not None, 10, "the mail")
+            mail = app.screen.mailed.read_text()
+            assert max(map(len, mail.splitlines())) <= 72 and "hotloop bisect" in mail
+            await pilot.press("escape")
+            assert not c.running and c.bisect is None
+    asyncio.run(go())
+    assert sessions, "no session of a step was followed live"
+    assert git(r, "rev-parse", "HEAD") == head
+    assert git(r, "status", "--porcelain") == ""
+
+
+def test_a_bisect_stopped_in_the_console_resumes_on_the_command_line(tmp_path: Path,
+                                                                     monkeypatch,
+                                                                     leftovers) -> None:
+    """`x` while a candidate builds (held there by the test): the build stopped, no skip
+    counted, the rounds kept; `hotloop bisect --resume` then finds the answer from the words
+    the console kept (the form's plan as options)."""
+    r, shas = make_repo(tmp_path / "work", revisions=6, slower=SLOWER, comment=5, broken=3)
+    monkeypatch.chdir(r)
+    hold = tmp_path / "hold"
+    hold.touch()
+    gate = (f'case $(git rev-parse HEAD) in {shas[0]}|{shas[-1]}) ;; *) '
+            f'while [ -e {hold} ]; do sleep 0.05; done;; esac; sh build.sh')
+
+    async def go() -> None:
+        app = HotloopApp(profiles=[Path("bench")], results_dir=tmp_path / "results")
+        async with app.run_test(size=SIZE) as pilot:
+            await _bisect(pilot, app, f"{shas[0]}..{shas[-1]}", gate)
+            c = app.main_screen.controller
+            # the endpoints measured, then a candidate's build held
+            await wait_for(pilot, lambda: "endpoints," in log_text(app)
+                           and log_text(app).count("checking out and building") >= 3, 300,
+                           "a candidate building")
+            await pilot.press("x")
+            await wait_for(pilot, lambda: "bisect stopped" in log_text(app), 60, "the stop")
+            assert not c.running
+            assert "skipped" not in log_text(app), log_text(app)
+    asyncio.run(go())
+    hold.unlink()
+    done = subprocess.run([sys.executable, "-m", "hotloop", "bisect", "--resume"],
+                          capture_output=True, text=True, cwd=r, timeout=900,
+                          env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert done.returncode == 0, done.stderr
+    assert "resuming" in done.stderr and "rounds kept" in done.stderr
+    assert f"first bad {shas[SLOWER][:12]}" in done.stdout, done.stdout
