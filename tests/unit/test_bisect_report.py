@@ -47,6 +47,10 @@ def test_the_report_names_the_first_bad_with_its_change_in_its_widths():
     assert "\nwith a newline" not in text                 # a subject is one line
     assert "the chance this answer is wrong: at most 5%" in text
     assert "-CONFIG_X=y" in text and "skipped" in text
+    # each interval says its level: a step's at 1 - its share of the 5% bound
+    step = next(s for s in r.outcome.steps if s.rev == REVS[FIRST_BAD])
+    assert f"({100 * (1 - step.alpha):.3g}%)" in text, text
+    assert "a step's interval holds at 1 - its share of the bound" in " ".join(text.split())
     mail = bisect_report.render(r, "mail")
     assert all(len(line) <= 72 for line in mail.splitlines()), mail
     # the range as its short hashes, whatever was typed: a mail's line holds it whole
@@ -88,6 +92,7 @@ def test_the_first_bads_change_is_the_confirmations_else_its_steps_said_why():
     r = dataclasses.replace(with_ci, comparison=_confirmed(True, 5))
     c, lo, hi, against, why = bisect_report.change(r)
     assert (c, lo, hi, against, why) == (24.0, 20.0, 28.0, "last good", "")
+    assert "[+20.0%, +28.0%] (95%)" in bisect_report.render_text(r, 100)
     r = dataclasses.replace(with_ci, comparison=_confirmed(False, 3))
     c, lo, hi, against, why = bisect_report.change(r)
     assert against == "good" and lo is not None and hi is not None and lo <= c <= hi

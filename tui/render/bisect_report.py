@@ -81,7 +81,9 @@ def head(r: Finding, width: int) -> list[str]:
     """What was found, its change, and the chance it is wrong."""
     o = r.outcome
     rng = f"{r.short(r.good)}..{r.short(r.bad)}"
-    endpoints = f"{pct(o.change_pct)}{_interval(o.ci_low, o.ci_high)}"
+    ends = next((s for s in o.steps if s.kind == "endpoints"), None)
+    endpoints = f"{pct(o.change_pct)}{_interval(o.ci_low, o.ci_high)}" + (
+        f" ({_level(ends)})" if o.ci_low is not None and _level(ends) else "")
     if o.status == "no change":
         return wrap(f"nothing to bisect: the endpoints' change {endpoints} is not "
                     f"significant (the path's error bound {o.alpha:.3g})", width, "  ",
@@ -97,8 +99,10 @@ def head(r: Finding, width: int) -> list[str]:
     if c is not None:
         base = o.last_good if against == "last good" else r.good
         who = "the last good" if against == "last good" else "GOOD"
+        level = "" if lo is None else " (95%)" if against == "last good" else \
+            f" ({_level(_first_bad_step(r))})"
         out += wrap(f"its change against {who} ({r.short(base)}): "
-                    f"{pct(c)}{_interval(lo, hi)}", width, "    ", "  ")
+                    f"{pct(c)}{_interval(lo, hi)}{level}", width, "    ", "  ")
     if why:
         out += wrap(why, width, "    ", "  ")
     out += wrap(f"the endpoints' change: {endpoints}", width, "    ", "  ")
@@ -112,6 +116,25 @@ def head(r: Finding, width: int) -> list[str]:
     out += wrap(f"the chance this answer is wrong: at most {100 * o.alpha:.3g}% "
                 f"({_plural(o.tests, 'test')}, each at its share of it)", width, "    ", "  ")
     return out
+
+
+def _first_bad_step(r: Finding) -> Step | None:
+    return next((s for s in r.outcome.steps if s.rev == r.outcome.first_bad
+                 and s.verdict in ("bad", "differ")), None)
+
+
+def _level(s: Step | None) -> str:
+    """An interval's confidence: a step's holds at 1 - the share of the bound it spent."""
+    return "" if s is None or not s.alpha else f"{100 * (1 - s.alpha):.3g}%"
+
+
+def levels(r: Finding) -> str:
+    """What the steps' intervals hold at (each step its share of the bound)."""
+    shares = sorted({_level(s) for s in r.outcome.steps if s.alpha and s.change_pct is not None})
+    if not shares:
+        return ""
+    return (f"a step's interval holds at 1 - its share of the bound: {', '.join(shares)}; "
+            f"a step's verdict is its interval against 0 and the endpoints' change")
 
 
 def step_rows(r: Finding, subject: int) -> list[list[str]]:
@@ -149,6 +172,8 @@ def render_text(r: Finding, width: int | None = None) -> str:
     w = width or terminal_width()
     out = head(r, w) + ["", "steps:"]
     out += table(step_rows(r, SUBJECT), {3}, w, squeeze=(5,))
+    if levels(r):
+        out += wrap(levels(r), w, "  ", "  ")
     if r.differs:
         out += ["", "what differs in the build:"] + [f"  {safe(d)}" for d in r.differs[:DIFFERS]]
     if r.comparison is not None:
@@ -164,6 +189,8 @@ def render_mail(r: Finding) -> str:
     out = head(r, w) + ["", "steps:"]
     rows = [row[:5] for row in step_rows(r, 0)]
     out += table(rows, {3}, w, squeeze=(4,))
+    if levels(r):
+        out += wrap(levels(r), w, "  ", "  ")
     if r.differs:
         out += ["", "what differs in the build:"] + [f"  {safe(d)}" for d in r.differs[:DIFFERS]]
     if r.comparison is not None and r.sides:
