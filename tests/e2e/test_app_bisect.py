@@ -67,13 +67,14 @@ def test_the_console_bisects_the_forms_plan_and_shows_the_report(tmp_path: Path,
             await pilot.press("m")              # the mail, beside the results
             await wait_for(pilot, lambda: app.screen.mailed is not None, 10, "the mail")
             mail = app.screen.mailed.read_text()
+            assert not app.screen.mailed.is_relative_to(r)      # not in the user's checkout
             assert max(map(len, mail.splitlines())) <= 72 and "hotloop bisect" in mail
             await pilot.press("escape")
             assert not c.running and c.bisect is None
     asyncio.run(go())
     assert sessions, "no session of a step was followed live"
     assert git(r, "rev-parse", "HEAD") == head
-    assert git(r, "status", "--porcelain") == ""
+    assert git(r, "status", "--porcelain", "--untracked-files=all") == ""
 
 
 def test_a_bisect_stopped_in_the_console_resumes_on_the_command_line(tmp_path: Path,

@@ -201,7 +201,7 @@ class Bisecting:
             c.session = c.series = c.bisect = None
             run.where.release()
             c._restore_affinity()
-            c.ui.post_message(BisectEnded(text, mail, stopped))
+            c.ui.post_message(BisectEnded(text, mail, stopped, str(run.where.path)))
 
     def _over(self, run: BisectRun, e: Over) -> tuple[str, str]:
         """The report (text at the terminal's width, and mail), the checkouts removed."""

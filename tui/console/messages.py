@@ -82,7 +82,9 @@ class SeriesEnded(Message):
 @dataclass
 class BisectEnded(Message):
     """A bisect's worker is done: its report (text, mail) when it found its answer, "" when
-    it was stopped or failed."""
+    it was stopped or failed; its state directory (where the mail is saved: the repository
+    is the user's checkout)."""
     text: str
     mail: str
     stopped: bool
+    state: str = ""

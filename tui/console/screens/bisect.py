@@ -89,9 +89,9 @@ class BisectReportScreen(Screen[None]):
     BisectReportScreen #bisect-report { padding: 0 1; }
     """
 
-    def __init__(self, text: str, mail: str, results_dir: Path) -> None:
+    def __init__(self, text: str, mail: str, reports: Path) -> None:
         super().__init__()
-        self.text, self.mail, self.results_dir = text, mail, results_dir
+        self.text, self.mail, self.reports = text, mail, reports
         self.mailed: Path | None = None
 
     def compose(self) -> ComposeResult:
@@ -100,11 +100,12 @@ class BisectReportScreen(Screen[None]):
         yield Footer()
 
     def action_mail(self) -> None:
-        """The report in the mail format (72 columns): saved beside the results and copied to
-        the terminal's clipboard (OSC 52), as the compare screen's `m` does."""
-        stem = self.results_dir / time.strftime("bisect-%Y%m%d-%H%M%S")
+        """The report in the mail format (72 columns): saved in the bisect's state directory
+        (not in the repository: the user's checkout) and copied to the terminal's clipboard
+        (OSC 52), as the compare screen's `m` does."""
+        stem = self.reports / time.strftime("bisect-%Y%m%d-%H%M%S")
         try:
-            self.results_dir.mkdir(parents=True, exist_ok=True)     # a bisect wrote none
+            self.reports.mkdir(mode=0o700, exist_ok=True)
             self.mailed = paths.new_file(stem, ".mail.txt", self.mail)
         except OSError as e:
             self.notify(f"mail text copied; not saved: {stem}.mail.txt: {e.strerror}",

@@ -300,7 +300,7 @@ class MainScreen(Screen[None]):
         if message.text:
             from hotloop.console.screens.bisect import BisectReportScreen
             self.app.push_screen(BisectReportScreen(message.text, message.mail,
-                                                    self.results_dir))
+                                                    Path(message.state) / "reports"))
 
     async def action_stop(self) -> None:
         await self.controller.stop(wait=False)
