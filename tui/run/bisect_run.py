@@ -35,7 +35,7 @@ from hotloop.results import Result
 from hotloop.run import build, series
 from hotloop.run.bisect import BisectDir, BisectState, Ready, own, prepare, value
 from hotloop.run.revisions import Revision
-from hotloop.run.series_run import SeriesOutcome, SeriesRequest, SeriesRun, SeriesSide
+from hotloop.run.series_run import Made, SeriesOutcome, SeriesRequest, SeriesRun, SeriesSide
 from hotloop.run.sessionlike import SessionLike
 from hotloop.run.start import Choices
 
@@ -157,8 +157,13 @@ class _Sessions(Sequence[SessionLike]):
 class BisectRun:
     """One bisect, from its kept state (saved by the caller before) to its Finding."""
 
-    def __init__(self, opts: BisectOptions, where: BisectDir, st: BisectState) -> None:
+    def __init__(self, opts: BisectOptions, where: BisectDir, st: BisectState, *,
+                 ready: Callable[[Revision], Ready | str] | None = None,
+                 make: Made | None = None) -> None:
+        """`ready` makes a revision ready (default: run.bisect.prepare, its checkout and
+        build); `make` each session (default: run.start.here); tests give stand-ins."""
         self.opts, self.where, self.st = opts, where, st
+        self._ready, self._make = ready, make
         try:
             self.decision = Bisection.from_dict(st.decision)
         except ValueError as e:
@@ -280,6 +285,8 @@ class BisectRun:
                 self._ours = own(got.rp, got.worktree)
 
     def _prepare(self, rev: Revision) -> Ready | str:
+        if self._ready is not None:
+            return self._ready(rev)
         o = self.opts
         return prepare(rev, self.trees, self.where.logs, o.plan_of, o.profiles, o.build,
                        o.kernel_image, o.build_timeout, self._ours)
@@ -323,7 +330,7 @@ class BisectRun:
                                            for x in sides),
                             choices=self._choices(), results=self.where.sessions,
                             stem=stem, notice=self.opts.notice, rounds=rounds)
-        run = SeriesRun(req)
+        run = SeriesRun(req, self._make)
         run.resolve(Catalog())          # each side's plan resolved already, in its worktree
         return run
 
