@@ -111,3 +111,29 @@ def test_a_bisect_stopped_in_the_console_resumes_on_the_command_line(tmp_path: P
     assert done.returncode == 0, done.stderr
     assert "resuming" in done.stderr and "rounds kept" in done.stderr
     assert f"first bad {shas[SLOWER][:12]}" in done.stdout, done.stdout
+
+
+def test_a_bisect_outside_a_repository_is_refused_in_one_line(tmp_path: Path, monkeypatch
+                                                              ) -> None:
+    """The console started where there is no git repository: `b` says so in the log, nothing
+    is kept, the console goes on."""
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))
+    (tmp_path / "plain").mkdir()
+    monkeypatch.chdir(tmp_path / "plain")
+
+    async def go() -> None:
+        app = HotloopApp(profiles=[], results_dir=tmp_path / "results")
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_for(pilot, lambda: app.main_screen.form.base is not None, 20, "a plan")
+            await pilot.press("b")
+            await wait_for(pilot, lambda: isinstance(app.screen, BisectScreen), 10, "dialog")
+            app.screen.query_one("#bisect-range").value = "v1..v2"
+            app.screen.query_one("#bisect-range").focus()
+            await pilot.press("enter")
+            await wait_for(pilot, lambda: "cannot run:" in log_text(app), 20, "the refusal")
+            (line,) = [ln for ln in log_text(app).splitlines() if "cannot run:" in ln]
+            assert "git" in line, line
+            assert not app.main_screen.controller.running
+    asyncio.run(go())
+    assert not (tmp_path / "state" / "hotloop" / "bisect").exists() or not list(
+        (tmp_path / "state" / "hotloop" / "bisect").rglob("state.json"))
