@@ -118,27 +118,11 @@ def bracket(p: series.Schedule, slot: series.Slot, kind: str, **more: Any) -> di
 
 
 def comparison(over: SeriesOutcome, metric: str | None = None) -> Comparison | None:
-    """The variants (kernels) compared on their finished sessions (as `hotloop compare DIR/A/
-    DIR/B/` would, the unfinished ones set aside, and worded as it would from the design in
-    their headers), or None and why on stderr.  A variant left with no finished session is
-    left out, while two remain."""
-    inputs = over.compared()
-    if inputs is None:
-        return None
-    short = inputs.left_out
-    if len(inputs.sides) < 2:
-        print(visible(f"hotloop: no comparison: no finished session of {', '.join(short)}"),
-              file=sys.stderr)
-        return None
-    if short:
-        print(visible(f"hotloop: no finished session of {', '.join(short)}: compared without "
-                      f"{'it' if len(short) == 1 else 'them'}"), file=sys.stderr)
-    from hotloop.analysis import compare  # scipy: only when comparing
-    try:
-        return compare.compare_sides(inputs.sides, inputs.given, primary=metric)
-    except HotloopError as e:
-        print(f"hotloop: no comparison: {visible(str(e))}", file=sys.stderr)
-        return None
+    """The series' comparison (SeriesOutcome.comparison), what it says of it on stderr."""
+    comp, notes = over.comparison(metric)
+    for n in notes:
+        print(visible(f"hotloop: {n}"), file=sys.stderr)
+    return comp
 
 
 def run_series(cat: Catalog, args: argparse.Namespace) -> int:

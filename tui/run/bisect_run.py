@@ -35,7 +35,7 @@ from hotloop.results import Result
 from hotloop.run import build, series
 from hotloop.run.bisect import BisectDir, BisectState, Ready, own, prepare, value
 from hotloop.run.revisions import Revision
-from hotloop.run.series_run import Made, SeriesOutcome, SeriesRequest, SeriesRun, SeriesSide
+from hotloop.run.series_run import Made, SeriesRequest, SeriesRun, SeriesSide
 from hotloop.run.sessionlike import SessionLike
 from hotloop.run.start import Choices
 
@@ -456,30 +456,10 @@ class BisectRun:
         self.save()
         if self._stopping:
             return
-        comp, notes = comparison(over, self.opts.metric)
+        comp, notes = over.comparison(self.opts.metric)
         for n in notes:
             yield Note(n)
         yield comp, list(over.results.values())
-
-
-def comparison(over: SeriesOutcome, metric: str | None = None
-               ) -> tuple[Comparison | None, list[str]]:
-    """A series' sides compared on their finished sessions, as `hotloop compare DIR/A/
-    DIR/B/` would (the unfinished set aside); None and why when it cannot be, and what was
-    left out."""
-    inputs = over.compared()
-    if inputs is None:
-        return None, []
-    short = inputs.left_out
-    if len(inputs.sides) < 2:
-        return None, [f"no comparison: no finished session of {', '.join(short)}"]
-    notes = [f"no finished session of {', '.join(short)}: compared without "
-             f"{'it' if len(short) == 1 else 'them'}"] if short else []
-    from hotloop.analysis import compare  # scipy: only when comparing
-    try:
-        return compare.compare_sides(inputs.sides, inputs.given, primary=metric), notes
-    except HotloopError as e:
-        return None, [*notes, f"no comparison: {e}"]
 
 
 def _rounds_of(ask: Ask, sides: list[str]) -> tuple[tuple[int, ...], ...]:

@@ -30,6 +30,7 @@ import stat
 from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from hotloop import events as ev
 from hotloop.catalog import Catalog, Plan, ResolvedPlan
@@ -42,6 +43,9 @@ from hotloop.run import launch, series
 from hotloop.run.pinned import Pinned
 from hotloop.run.sessionlike import SessionLike
 from hotloop.run.start import Choices, here
+
+if TYPE_CHECKING:
+    from hotloop.analysis.comparison import Comparison
 
 SERIES_HERE = "--sessions runs a series on this machine; --host runs one session on each host"
 # Why not the cross product: the report compares every side with the first, so "patched
@@ -190,6 +194,25 @@ class SeriesOutcome:
         return Compared([self.finished(v) for v in kept],
                         [f"{sch.folder(v)}/" for v in kept],
                         [v for v in sch.variants if v not in kept])
+
+    def comparison(self, metric: str | None = None) -> tuple[Comparison | None, list[str]]:
+        """The variants compared on their finished sessions, as `hotloop compare DIR/A/
+        DIR/B/` would (the unfinished set aside, worded from the design in their headers):
+        the comparison (None: a series of one variant, or it cannot be made) and what to say
+        of it (a variant left out for want of a finished session, why there is none)."""
+        inputs = self.compared()
+        if inputs is None:
+            return None, []
+        short = inputs.left_out
+        if len(inputs.sides) < 2:
+            return None, [f"no comparison: no finished session of {', '.join(short)}"]
+        notes = [f"no finished session of {', '.join(short)}: compared without "
+                 f"{'it' if len(short) == 1 else 'them'}"] if short else []
+        from hotloop.analysis import compare  # scipy: only when comparing
+        try:
+            return compare.compare_sides(inputs.sides, inputs.given, primary=metric), notes
+        except HotloopError as e:
+            return None, [*notes, f"no comparison: {e}"]
 
 
 def _stat(path: Path) -> tuple[int, ...]:
