@@ -254,7 +254,7 @@ class SymbolDiff(Vertical):
         if not self.costs:
             return [("base", "baseline %", 10), ("new", "new %", 7), ("delta", "delta", 6),
                     ("dso", "dso", 14)]
-        cols = {"change": ("Δ ns/op", 8), "pct": ("Δ %", 7), "word": ("verdict", 11)}
+        cols = {"change": ("Δ ns/op", 8), "pct": ("vs rest", 7), "word": ("verdict", 11)}
         room = self._width() - 2 - SCROLLBAR - sum(w + 2 for _, w in cols.values())
         for group in OPTIONAL:
             more = sum(width - cols[key][1] if key in cols else width + 2
