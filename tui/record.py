@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -120,6 +121,15 @@ class SysctlState:
     """A sysctl the kernel profile sets, as read before it was applied and once it was."""
     before: str | None = None
     during: str | None = None
+
+
+AA = ("a1", "a2")                       # an A/A's two sides: "a1", or "block_size=512 a1"
+
+
+def aa_twins(variants: Sequence[str]) -> bool:
+    """Whether `variants` are an A/A's two sides (`--aa`): one variant as a1 and a2."""
+    parts = [v.rpartition(" ") for v in variants]
+    return sorted(p[2] for p in parts) == list(AA) and len({p[0] for p in parts}) == 1
 
 
 @dataclass(frozen=True)

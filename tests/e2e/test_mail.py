@@ -426,3 +426,19 @@ def test_the_variants_table_keeps_its_verdict_and_every_warning(tmp_path):
     assert any(w["text"].startswith(("mode=fast_path", "fast_path")) and w["variant"]
                for w in doc["warnings"]), doc
     assert "note:" in text
+
+
+def test_an_aa_s_reproduce_line_says_aa(tmp_path):
+    """An A/A's two sides (a1, a2; or one variant's, "block_size=512 a1") are reproduced by
+    --aa, not by a run of one variant; two variants that only end alike are not one."""
+    from hotloop import results
+    from hotloop.render import mail
+
+    def side(name: str) -> list:
+        head = forge.header(params={"block_size": 512, "count": 1}, runs=6, variant=name)
+        return [results.read(forge.zero_null(tmp_path / f"{name}.jsonl", forge.NS_512,
+                                             head=head))]
+    for a, b, aa in (("a1", "a2", True), ("block_size=512 a1", "block_size=512 a2", True),
+                     ("x a1", "y a2", False), ("a1", "a3", False)):
+        words = " ".join(mail.reproduce([side(a), side(b)], 200)).split()
+        assert ("--aa" in words) == aa, (a, b, words)

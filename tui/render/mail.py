@@ -24,7 +24,7 @@ from hotloop.analysis.comparison import Comparison, MetricDelta, Pair, Side
 from hotloop.analysis.symbols import Explained, SymbolDelta
 from hotloop.analysis.symcost import SideCost, side_cost
 from hotloop.errors import HotloopError
-from hotloop.record import Header
+from hotloop.record import Header, aa_twins
 from hotloop.render import verdicts
 from hotloop.render.compare_formats import symbols as sym
 from hotloop.render.compare_formats.shared import ci
@@ -130,6 +130,8 @@ def reproduce_args(sides: Sequence[Sequence[Result]],
     for key in dict.fromkeys(k for x in heads for k in x.params):
         value = _joined([x.params.get(key, "") for x in heads])
         groups.append(["--param", shlex.quote(f"{safe(key)}={value}")])
+    if aa_twins(list(dict.fromkeys(x.variant for x in heads))):
+        groups.append(["--aa"])         # one variant against itself: its sides a1 and a2
     sessions = max(len(rs) for rs in sides)
     if sessions > 1:
         groups.append(["--sessions", str(sessions)])

@@ -21,9 +21,9 @@ from dataclasses import dataclass, replace
 from hotloop.catalog import Catalog, ParamSetting, Plan, Workload
 from hotloop.catalog.loader import did_you_mean
 from hotloop.errors import HotloopError
+from hotloop.record import AA
 
 KEYS = "a workload param, or cpu"
-AA = ("a1", "a2")                       # an A/A's two sides
 SYNTAX = f"expected KEY=VALUE, or KEY=V1,V2 for several ({KEYS})"
 KERNEL = ("kernels are compared with --kernel A --kernel B (in the console, the vs kernel "
           "field), not as a K=V variant")
