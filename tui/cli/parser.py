@@ -421,9 +421,11 @@ def parser() -> argparse.ArgumentParser:
     bis.add_argument("--perf", action=argparse.BooleanOptionalAction, default=None,
                      help="sample with perf (default: the plan's): the symbols that moved")
     bis.add_argument("--perf-freq", type=int, metavar="HZ", help="perf's samples a second")
+    bis.add_argument("--until-ci", type=float, metavar="PCT",
+                     help="a session stops once its median's 95%% interval is within +-PCT%%")
     bis.add_argument("--apply-system", action="store_true",
                      help="allow the profiles' sysctl/governor changes (restored after)")
-    bis.set_defaults(call_graph=None, perf_keep_mb=None, until_ci=None)    # run's, as plans'
+    bis.set_defaults(call_graph=None, perf_keep_mb=None)    # run's, as plans'
     _profiles_option(bis)
 
     lst = _sub("list", help="list workloads, CPU and kernel profiles, plans")
