@@ -9,6 +9,7 @@ import asyncio
 import os
 import subprocess
 import threading
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -35,7 +36,6 @@ from hotloop.run.bisect_run import (
     Skipped,
     Stepping,
     Stopped,
-    rounds_kept,
 )
 
 N = 8                       # revisions after GOOD
@@ -84,8 +84,13 @@ class Revised(Forged):
             await asyncio.sleep(0)
 
 
+built: list[float] = []                 # when a held build's thread ended
+
+
 def bisect_of(tmp_path: Path, repo, held_build: threading.Event | None = None,
-              held_session: threading.Event | None = None) -> BisectRun:
+              held_session: threading.Event | None = None, resume: bool = False) -> BisectRun:
+    """A bisect of `repo` with stand-ins; `resume`: of the state kept (as --resume), else a
+    new one."""
     r, revs = repo
     cat = catalog.load([])
     rp = cat.resolve(cat.plan_for("zero_null"))
@@ -93,9 +98,11 @@ def bisect_of(tmp_path: Path, repo, held_build: threading.Event | None = None,
 
     def ready(rev: revisions.Revision) -> Ready | str:
         if rev.sha == revs[BROKEN].sha:
-            if held_build is not None:      # a build the test holds: CANCEL ends it
-                while not build.CANCEL.wait(0.01):
+            if held_build is not None:      # a build the test holds: CANCEL stops it, and
+                while not build.CANCEL.wait(0.01):      # it ends once the test lets it
                     pass
+                held_build.wait(10)
+                built.append(time.monotonic())
                 raise HotloopError("build interrupted")
             return "its build failed: build exited 2"
         return Ready(rev, tmp_path / "wt" / rev.short, replace(rp, plan=replace(rp.plan)))
@@ -104,8 +111,9 @@ def bisect_of(tmp_path: Path, repo, held_build: threading.Event | None = None,
         return Revised(slot, rp, ns, held_session)
     where = BisectDir(r, tmp_path / "state")
     where.hold()
-    st = BisectState(str(r), ["x..y", "zero_null"], revs,
-                     Bisection([x.sha for x in revs]).to_dict())
+    kept = where.load() if resume else None
+    st = kept or BisectState(str(r), ["x..y", "zero_null"], revs,
+                             Bisection([x.sha for x in revs]).to_dict())
     where.save(st)
     return BisectRun(BisectOptions(lambda c: c.plan_for("zero_null"), confirm=2,
                                    max_rounds=6), where, st, ready=ready, make=make)
@@ -138,7 +146,7 @@ def test_a_bisect_finds_the_slower_revision_its_events_in_order(tmp_path, repo):
     judged = [e for e in got if isinstance(e, Judged)]
     rounds = [e for e in got if isinstance(e, Rounded)]
     assert judged and all(j.value is not None and j.value > 0 for j in judged)
-    assert sum(len(s.rounds) for s in f.outcome.steps) == len(rounds) == rounds_kept(run.st)
+    assert sum(len(s.rounds) for s in f.outcome.steps) == len(rounds) == run.st.rounds
     assert kinds.index(Judged) < kinds.index(Rounded)
     # the state says what the decision says, and the steps' series are kept
     assert Bisection.from_dict(run.where.load().decision).outcome().first_bad == \
@@ -151,7 +159,9 @@ def test_a_stop_in_a_build_stops_it_and_skips_nothing(tmp_path, repo):
     """stop() while a revision builds: the build is stopped (build.CANCEL), the revision
     not skipped (a stopped build is no failed one), the rounds kept, CANCEL cleared for the
     console's next build."""
-    run = bisect_of(tmp_path, repo, held_build=threading.Event())
+    ends = threading.Event()
+    ends.set()                          # the stopped build ends at once
+    run = bisect_of(tmp_path, repo, held_build=ends)
     revs = repo[1]
 
     def stop_at_the_held_build(e) -> None:
@@ -159,14 +169,15 @@ def test_a_stop_in_a_build_stops_it_and_skips_nothing(tmp_path, repo):
             run.stop()
     try:
         got = asyncio.run(events(run, stop_at_the_held_build))
+        cleared = not build.CANCEL.is_set()
     finally:
         build.CANCEL.clear()
+    assert cleared
     assert isinstance(got[-1], Stopped) and not got[-1].confirming
     assert not [e for e in got if isinstance(e, Skipped)]
     kept = Bisection.from_dict(run.where.load().decision)
     assert all(s.verdict != "skipped" for s in kept.steps)
-    assert rounds_kept(run.st) == len([e for e in got if isinstance(e, Rounded)]) > 0
-    assert not build.CANCEL.is_set()
+    assert run.st.rounds == len([e for e in got if isinstance(e, Rounded)]) > 0
 
 
 def test_a_cancel_in_a_session_keeps_every_round_and_a_resume_goes_on(tmp_path, repo):
@@ -189,14 +200,45 @@ def test_a_cancel_in_a_session_keeps_every_round_and_a_resume_goes_on(tmp_path, 
             await task
     asyncio.run(cancelled())
     rounds = [e for e in seen if isinstance(e, Rounded)]
-    assert rounds and rounds_kept(run.where.load()) == len(rounds)
+    assert rounds and run.where.load().rounds == len(rounds)
     run.where.release()
     # resumed from the file, as --resume does
     hold.set()
-    again = bisect_of(tmp_path, repo, held_session=hold)
-    again.st = again.where.load()
-    again.decision = Bisection.from_dict(again.st.decision)
+    again = bisect_of(tmp_path, repo, held_session=hold, resume=True)
+    assert again.st.rounds == len(rounds)       # what it goes on from
     got = asyncio.run(events(again))
     assert isinstance(got[-1], Over) and got[-1].finding.outcome.first_bad == revs[SLOWER].sha
-    assert rounds_kept(again.st) > len(rounds)
+    assert again.st.rounds > len(rounds)
     assert not any(isinstance(e, ev.Failed) and not e.interrupted for e in got)
+
+
+def test_a_second_cancel_in_a_build_still_waits_for_its_thread(tmp_path, repo):
+    """Two cancels (a second Ctrl-C; the console's stop, then its grace's cancel) while a
+    build's thread is stopping: events() ends only once the thread has, so the repository's
+    lock is never let go under a build still writing its worktree."""
+    ends = threading.Event()
+    run = bisect_of(tmp_path, repo, held_build=ends)
+    revs = repo[1]
+    built.clear()
+
+    async def twice() -> float:
+        at_build = asyncio.Event()
+
+        def note(e) -> None:
+            if isinstance(e, Preparing) and e.rev.sha == revs[BROKEN].sha:
+                at_build.set()
+        task = asyncio.ensure_future(events(run, note))
+        await at_build.wait()
+        await asyncio.sleep(0.1)
+        task.cancel()
+        await asyncio.sleep(0.1)
+        task.cancel()
+        asyncio.get_running_loop().call_later(0.5, ends.set)
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        return time.monotonic()
+    try:
+        over = asyncio.run(twice())
+    finally:
+        build.CANCEL.clear()
+    assert built and built[0] <= over

@@ -33,7 +33,6 @@ from hotloop.run.bisect_run import (
     Rounded,
     Skipped,
     Stepping,
-    rounds_kept,
 )
 from hotloop.visible import visible
 
@@ -79,7 +78,7 @@ def cmd_bisect(args: argparse.Namespace) -> int:
             if kept is None or kept.over:
                 raise HotloopError(f"no interrupted bisect of {repo} to resume")
             again = _parsed(kept, where)
-            say(f"resuming {_range(kept)} ({again.plan}): {rounds_kept(kept)} rounds kept")
+            say(f"resuming {_range(kept)} ({again.plan}): {kept.rounds} rounds kept")
             return _bisect(again, where, kept)
         if not args.range or not args.plan:
             raise HotloopError("bisect: give GOOD..BAD and the plan to measure (or --resume)")
@@ -105,7 +104,7 @@ def cmd_bisect(args: argparse.Namespace) -> int:
         try:
             return _bisect(args, where, st)
         except HotloopError:
-            if rounds_kept(st) == 0:        # refused before any round (a plan, a metric, a
+            if st.rounds == 0:        # refused before any round (a plan, a metric, a
                 where.discard()         # parameter): nothing to resume, nothing kept
             raise
     finally:
@@ -181,7 +180,7 @@ def _bisect(args: argparse.Namespace, where: BisectDir, st: BisectState) -> int:
             if isinstance(e, Over):
                 found.append(e)
             else:
-                lines.say(e)
+                lines.show(e)
 
     async def main() -> None:
         await guarded(run.sessions, body())
@@ -191,7 +190,7 @@ def _bisect(args: argparse.Namespace, where: BisectDir, st: BisectState) -> int:
         run.save()
         confirming = run.decision.next() is None
         say("interrupted while confirming; hotloop bisect --resume confirms again" if confirming
-            else f"interrupted: {rounds_kept(st)} rounds kept in {where.path}; hotloop bisect "
+            else f"interrupted: {st.rounds} rounds kept in {where.path}; hotloop bisect "
                  f"--resume goes on")
         return interrupted_status()
     if not found:                       # stopped (stop()): the command line does not ask it
@@ -216,7 +215,7 @@ class Lines:
         self.warned: set[str] = set()
         self.confirm = False            # the confirming series' sessions, not a step's
 
-    def say(self, e: BisectEvent) -> None:
+    def show(self, e: BisectEvent) -> None:
         from hotloop.render.bisect_report import progress_line
         if isinstance(e, Preparing):
             say(f"{e.rev.short} {e.rev.subject[:50]}: checking out"

@@ -61,6 +61,13 @@ class BisectState:
     series: dict[str, list[str]] = field(default_factory=dict)     # step number -> dirs
     over: bool = False
 
+    @property
+    def rounds(self) -> int:
+        """The rounds kept, every step's."""
+        steps = self.decision.get("steps", [])
+        return sum(len(s.get("rounds", [])) for s in steps if isinstance(s, dict)) \
+            if isinstance(steps, list) else 0
+
     def to_json(self) -> dict[str, Any]:
         return {"format": FORMAT, "repo": self.repo, "argv": self.argv,
                 "revisions": [{"sha": r.sha, "subject": r.subject} for r in self.revisions],

@@ -128,12 +128,6 @@ class _StopAsked(Exception):
     """stop() came while a revision was made ready: what it made is not a verdict."""
 
 
-def rounds_kept(st: BisectState) -> int:
-    steps = st.decision.get("steps", [])
-    return sum(len(s.get("rounds", [])) for s in steps if isinstance(s, dict)) \
-        if isinstance(steps, list) else 0
-
-
 class _Sessions(Sequence[SessionLike]):
     """The sessions of the series running (a signal names itself in each one's last line)."""
 
@@ -177,7 +171,7 @@ class BisectRun:
         self.began = time.monotonic()
         self._ours: frozenset[str] = frozenset()    # what GOOD's worktree defines
         self._stopping = False
-        self._cancelled_builds = False
+        self._set_cancel = False
 
     # --- asked from outside ---------------------------------------------------------------
     def stop(self) -> None:
@@ -187,7 +181,7 @@ class BisectRun:
         if self.series is not None:
             self.series.stop()
         else:
-            self._cancelled_builds = True
+            self._set_cancel = True
             build.CANCEL.set()          # a checkout or build in its thread gives up
 
     @property
@@ -208,7 +202,7 @@ class BisectRun:
                 async for e in self._step(ask):
                     yield e
                 if self._stopping:
-                    yield Stopped(rounds_kept(self.st), False)
+                    yield Stopped(self.st.rounds, False)
                     return
             out = self.decision.outcome()
             comp: Comparison | None = None
@@ -221,9 +215,10 @@ class BisectRun:
                     else:
                         yield c
                 if self._stopping:
-                    yield Stopped(rounds_kept(self.st), True)
+                    yield Stopped(self.st.rounds, True)
                     return
-                differs = await self._thread(self._differs, out.last_good, out.first_bad)
+                # not _thread: a stop now keeps the confirmation, which is over
+                differs = await asyncio.to_thread(self._differs, out.last_good, out.first_bad)
             st = self.st
             yield Over(Finding(
                 out, st.revisions[0].sha, st.revisions[-1].sha,
@@ -233,9 +228,9 @@ class BisectRun:
                 list(self.opts.command)))
         except _StopAsked:
             self.save()
-            yield Stopped(rounds_kept(self.st), False)
+            yield Stopped(self.st.rounds, False)
         finally:
-            if self._cancelled_builds:
+            if self._set_cancel:
                 build.CANCEL.clear()    # the console goes on: its next build is not stopped
 
     def end(self) -> None:
@@ -259,11 +254,12 @@ class BisectRun:
             raise
         except asyncio.CancelledError:
             build.CANCEL.set()
-            self._cancelled_builds = True
-            try:
-                await task
-            except BaseException:  # noqa: BLE001 - stopped, as asked
-                pass
+            self._set_cancel = True
+            while not task.done():      # a second cancel waits too: the thread still builds
+                try:
+                    await asyncio.shield(task)
+                except BaseException:  # noqa: BLE001 - stopped, as asked
+                    pass
             self.save()
             raise
         if self._stopping:
@@ -385,7 +381,7 @@ class BisectRun:
         self.save()
         if failed and (ask.kind == "endpoints" or any(f.startswith(n + " ") for f in failed
                                                         for n in names if n != names[1])):
-            again = "; hotloop bisect --resume tries again" if rounds_kept(self.st) else ""
+            again = "; hotloop bisect --resume tries again" if self.st.rounds else ""
             raise RunFailed(f"bisect: {failed[0]} (the sessions are in {directory}){again}")
 
     def _judged(self, ask: Ask, run: SeriesRun, e: series.Ends, names: list[str],
