@@ -5,6 +5,7 @@ bisect --resume`.  A real git repository, real builds, sessions and compiler."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import subprocess
 import sys
@@ -104,6 +105,9 @@ def test_a_bisect_stopped_in_the_console_resumes_on_the_command_line(tmp_path: P
             assert not c.running
             assert "skipped" not in log_text(app), log_text(app)
     asyncio.run(go())
+    (state,) = (tmp_path / "state").rglob("state.json")
+    kept = json.loads(state.read_text())
+    assert kept["decision"]["design"]["with_bad"] is True      # the command line's design
     hold.unlink()
     done = subprocess.run([sys.executable, "-m", "hotloop", "bisect", "--resume"],
                           capture_output=True, text=True, cwd=r, timeout=900,
@@ -137,3 +141,24 @@ def test_a_bisect_outside_a_repository_is_refused_in_one_line(tmp_path: Path, mo
     asyncio.run(go())
     assert not (tmp_path / "state" / "hotloop" / "bisect").exists() or not list(
         (tmp_path / "state" / "hotloop" / "bisect").rglob("state.json"))
+
+
+def test_a_bisect_refused_before_its_first_round_keeps_nothing(tmp_path: Path, monkeypatch,
+                                                               leftovers) -> None:
+    """GOOD's build fails: the bisect ends in one error line, its state and checkouts are
+    discarded (as the command line does), and the next `b` is not refused for them."""
+    r, shas = make_repo(tmp_path / "work", revisions=2, slower=2, comment=3, broken=3)
+    monkeypatch.chdir(r)
+
+    async def go() -> None:
+        app = HotloopApp(profiles=[Path("bench")], results_dir=tmp_path / "results")
+        async with app.run_test(size=SIZE) as pilot:
+            await _bisect(pilot, app, f"{shas[0][:12]}..{shas[-1][:12]}", "exit 1")
+            c = app.main_screen.controller
+            await wait_for(pilot, lambda: "cannot be measured" in log_text(app), 120,
+                           "the refusal")
+            await wait_for(pilot, lambda: not c.running, 20, "the bisect's end")
+            assert not list((tmp_path / "state").rglob("state.json"))
+            await pilot.press("b")
+            await wait_for(pilot, lambda: isinstance(app.screen, BisectScreen), 10, "dialog")
+    asyncio.run(go())

@@ -65,13 +65,13 @@ class RunController:
         return self.worker is not None and self.worker.state in (WorkerState.PENDING,
                                                                  WorkerState.RUNNING)
 
-    def _log(self, text: str, level: str = "info") -> None:
+    def log(self, text: str, level: str = "info") -> None:
         self.ui.post_message(LogLine(text, level))
 
-    def _failed(self, e: Exception) -> None:
+    def failed(self, e: Exception) -> None:
         """What ended a session or series early, one line in the log: hotloop's own error as
         it says itself (the workload does not compile), any other named as a session error."""
-        self._log(str(e) if isinstance(e, HotloopError)
+        self.log(str(e) if isinstance(e, HotloopError)
                   else f"session error: {type(e).__name__}: {e}", "error")
 
     # --- one session ---------------------------------------------------------------
@@ -98,11 +98,11 @@ class RunController:
             host=cat.hosts[host] if host is not None else None, output=path))
         self.series_sides = None
         live = self._new_live(rp)
-        self._log(f"run {plan.name}: {rp.workload.name}, {plan.runs} runs "
+        self.log(f"run {plan.name}: {rp.workload.name}, {plan.runs} runs "
                   f"(+{plan.warmup} warmup), cpu {rp.cpu.name}"
                   + (f", on {host} over SSH" if host else "") + _in_vm(rp) + f" → {path}")
         if host is None:
-            self._away_from(rp.cpu.cpus)
+            self.away_from(rp.cpu.cpus)
         self.worker = self.ui.run_worker(self._run_session(self.session, live), group="session",
                                          exclusive=True, exit_on_error=False)
         return True
@@ -131,26 +131,26 @@ class RunController:
             outcome = "stopped"
             raise
         except Exception as e:  # noqa: BLE001 - a session bug must not kill the console
-            self._failed(e)
+            self.failed(e)
         finally:
             live.end(outcome)
             path = session.result_file         # gone when nothing ran (bad input)
             kept = str(path) if path.exists() else ""
             self._ended(outcome, kept, live)
-            self._restore_affinity()
+            self.restore_affinity()
             self.ui.post_message(SessionEnded(outcome, kept, live.n))
 
     def _ended(self, outcome: str, result_file: str, live: LiveRun) -> None:
         """The log's last word on a session."""
         s = live.summary()
         if outcome == "finished" and s is not None:
-            self._log(f"done: {s.n} runs, median {si(s.median, live.unit)}, "
+            self.log(f"done: {s.n} runs, median {si(s.median, live.unit)}, "
                       f"CV {s.cv * 100:.2f}% → {result_file}", "success")
         elif outcome == "stopped":
             kept = f"; {live.n} runs kept in {result_file}" if result_file else ""
-            self._log(f"stopped{kept}")   # asked for: news, not a warning
+            self.log(f"stopped{kept}")   # asked for: news, not a warning
         else:
-            self._log(f"failed after {live.n} runs"
+            self.log(f"failed after {live.n} runs"
                       + (f"; see {result_file}" if result_file else ""), "error")
 
     async def _feed(self, event: ev.Event, live: LiveRun) -> str | None:
@@ -167,7 +167,7 @@ class RunController:
             live.state = "running"
             h, vm = event.header, event.header.vm
             if vm is not None:
-                self._log(f"the VM is up: kernel {h.kernel_release} ({h.kernel.name}), "
+                self.log(f"the VM is up: kernel {h.kernel_release} ({h.kernel.name}), "
                           f"{vm.accel}, {vm.cpus} vCPUs", "info")
             live.dirty = True
             self.ui.run_worker(partial(_find_noise, live, event.header), thread=True,
@@ -179,12 +179,12 @@ class RunController:
             if event.scope != "run":
                 self.ui.post_message(SymbolsArrived(event))
         elif isinstance(event, ev.Warning):
-            self._log(event.message, "warning")
+            self.log(event.message, "warning")
         elif isinstance(event, ev.Finished):
             return "finished"
         elif isinstance(event, ev.Failed):
             if not event.interrupted:
-                self._log(event.message, "error")
+                self.log(event.message, "error")
             return "stopped" if event.interrupted else "failed"
         return None
 
@@ -210,14 +210,14 @@ class RunController:
         try:
             sch = run.start(apply_system)
         except HotloopError as e:
-            self._log(f"cannot run: {e}", "error")
+            self.log(f"cannot run: {e}", "error")
             return False
         self.series = run
         self.series_sides = None
         n, sides = sch.sessions, list(sch.variants)
-        self._log(f"series {run.req.plan.name}: {', '.join(sides)}, {n} session"
+        self.log(f"series {run.req.plan.name}: {', '.join(sides)}, {n} session"
                   f"{'s' * (n != 1)} each, alternating → {sch.directory}")
-        self._away_from(run.resolved[sides[0]].cpu.cpus)
+        self.away_from(run.resolved[sides[0]].cpu.cpus)
         self.worker = self.ui.run_worker(self._run_series(run), group="session",
                                          exclusive=True, exit_on_error=False)
         return True
@@ -228,19 +228,19 @@ class RunController:
         stopped = False
         try:
             async for e in run.events():
-                live = await self._series_event(run, e, live)
+                live = await self.series_event(run, e, live)
         except asyncio.CancelledError:
             stopped = True
             raise
         except Exception as e:  # noqa: BLE001 - a session bug must not kill the console
-            self._failed(e)
+            self.failed(e)
         finally:
             if live is not None and live.running:
                 live.end("stopped")
             self.session = None
             self._series_ended(run.finish(interrupted=stopped))
 
-    async def _series_event(self, run: SeriesRun, e: series.SeriesEvent,
+    async def series_event(self, run: SeriesRun, e: series.SeriesEvent,
                             live: LiveRun | None) -> LiveRun | None:
         """One event of a series (a bisect's step is one) into its session's live model:
         the live model of the session running now."""
@@ -249,7 +249,7 @@ class RunController:
             self.series_at = (e.slot, n)
             rp = run.resolved[e.slot.variant]
             live = self._new_live(rp)
-            self._log(f"{e.slot.variant} · session {e.slot.session} of {n}{_in_vm(rp)} → "
+            self.log(f"{e.slot.variant} · session {e.slot.session} of {n}{_in_vm(rp)} → "
                       f"{e.slot.path}")
         elif isinstance(e, series.Ends):
             if live is not None:
@@ -268,12 +268,12 @@ class RunController:
         name = f"{slot.variant} s{slot.session:02d}"
         s = live.summary()
         if isinstance(end, ev.Finished) and s is not None:
-            self._log(f"{name}: {si(s.median, live.unit)} median, {s.n} runs", "success")
+            self.log(f"{name}: {si(s.median, live.unit)} median, {s.n} runs", "success")
         elif isinstance(end, ev.Failed) and end.interrupted:
-            self._log(f"{name}: stopped")
+            self.log(f"{name}: stopped")
         else:
             why = end.message if isinstance(end, ev.Failed) else "no result"
-            self._log(f"{name}: failed: {why}", "error")
+            self.log(f"{name}: failed: {why}", "error")
 
     def _series_ended(self, over: SeriesOutcome) -> None:
         sp, done, stopped = over.schedule, over.counts(), over.interrupted
@@ -282,21 +282,21 @@ class RunController:
         counts = ", ".join(f"{k} {n}" for k, n in done.items())
         state = "stopped" if stopped else "done"
         if over.refused is not None:        # every session would fail alike: nothing kept
-            self._log(f"series not run: {over.refused}"
+            self.log(f"series not run: {over.refused}"
                       + (f" (nothing kept: {directory} removed)" if over.removed else ""),
                       "error")
         else:
-            self._log(f"series {state}: sessions finished: {counts} → {directory}"
+            self.log(f"series {state}: sessions finished: {counts} → {directory}"
                       + (" (removed: nothing ran)" if over.removed else ""),
                       "warning" if stopped or failed else "success")
         if failed and over.refused is None:
-            self._log(f"failed: {', '.join(failed)} (set aside)", "error")
+            self.log(f"failed: {', '.join(failed)} (set aside)", "error")
         if len(done) > 1 and all(done.values()):
             dirs = " ".join(f"{sp.folder(k)}/" for k in done)
-            self._log(f"c compares them here, or: hotloop compare {dirs}")
+            self.log(f"c compares them here, or: hotloop compare {dirs}")
             self.series_sides = [[r.path for r in over.finished(k)] for k in done]
         self.series = None
-        self._restore_affinity()
+        self.restore_affinity()
         self.ui.post_message(SeriesEnded(directory, done, failed, stopped))
 
     # --- annotating the run's hot symbols --------------------------------------------
@@ -326,7 +326,7 @@ class RunController:
         if self.bisect is not None and worker is not None and self.running:
             # no session nor build after this one: the rounds done are kept (the one running
             # ends as a series' does; a build is stopped)
-            self._log("stopping the bisect: the rounds done are kept")
+            self.log("stopping the bisect: the rounds done are kept")
             self.bisect.stop()
             if wait and session is not None:
                 session.stop(quick=True)
@@ -338,7 +338,7 @@ class RunController:
             return
         if self.series is not None and worker is not None and self.running:
             # a series: no session after this one, the one running ended as a stop does
-            self._log("stopping the series: the sessions done are kept")    # asked for
+            self.log("stopping the series: the sessions done are kept")    # asked for
             self.series.stop()
             if wait and session is not None:
                 session.stop(quick=True)        # quitting: see below
@@ -350,7 +350,7 @@ class RunController:
             return
         if worker is None or session is None or not self.running:
             return
-        self._log("stopping…" if not session.stop_elsewhere else
+        self.log("stopping…" if not session.stop_elsewhere else
                   f"stopping: {session.machine} ends its run and restores its system "
                   f"(up to {session.stop_elsewhere:g} s)")     # the user asked: info
         self._stop_asked = True
@@ -384,7 +384,7 @@ class RunController:
 
     # --- keeping off the worker's CPUs ---------------------------------------------
 
-    def _away_from(self, cpus: tuple[int, ...]) -> None:
+    def away_from(self, cpus: tuple[int, ...]) -> None:
         """Run the console on CPUs the profile leaves free, where there are any."""
         if not cpus or not hasattr(os, "sched_setaffinity"):
             return
@@ -397,7 +397,7 @@ class RunController:
         except OSError:
             pass
 
-    def _restore_affinity(self) -> None:
+    def restore_affinity(self) -> None:
         if self._affinity is not None:
             try:
                 os.sched_setaffinity(0, self._affinity)

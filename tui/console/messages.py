@@ -86,5 +86,4 @@ class BisectEnded(Message):
     is the user's checkout)."""
     text: str
     mail: str
-    stopped: bool
-    state: str = ""
+    state: str

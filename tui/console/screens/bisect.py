@@ -11,11 +11,11 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen, Screen
-from textual.widgets import Footer, Input, Label, Static
+from textual.widgets import Footer, Input, Static
 
 from hotloop import paths
 from hotloop.catalog import Catalog, Plan
-from hotloop.console.bisecting import Bisecting
+from hotloop.console.bisecting import Bisecting, profiles_in
 from hotloop.console.controller import RunController
 from hotloop.console.widgets.params import ParamsForm
 from hotloop.errors import HotloopError
@@ -52,15 +52,14 @@ class BisectScreen(ModalScreen[BisectAsk | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Label(f"Bisect the form's {self.plan} in {self.repo}", classes="title",
-                        markup=False)
+            yield Static(f"Bisect the form's {self.plan} in {self.repo}", classes="title",
+                         markup=False)
             yield Input(placeholder="GOOD..BAD (two revisions)", id="bisect-range")
             yield Input(placeholder="build command, run in each revision (optional)",
                         id="bisect-build")
             yield Input(placeholder="metric judged: the workload's, or cpu (optional)",
                         id="bisect-metric")
-            yield Static(f"profiles read from each revision: {self.profiles}",
-                         classes="help", markup=False)
+            yield Static(f"profiles: {self.profiles}", classes="help", markup=False)
             yield Static("", id="bisect-error", markup=False)
             yield Static("enter start · tab next field · esc cancel", classes="help")
 
@@ -139,18 +138,33 @@ def ask_bisect(console: Console) -> None:
     except ValueError as e:
         console.cannot_run(e)
         return
-    shown = ", ".join(str(p) for p in console.profiles) or "none (hotloop's own)"
-    console.app.push_screen(BisectScreen(plan.name, Path.cwd(), shown),
-                            lambda asked: _asked(console, plan, asked))
+    base = console.form.base
+    if base is None:
+        return
+    console.app.push_screen(BisectScreen(plan.name, Path.cwd(), _profiles_said(console)),
+                            lambda asked: _asked(console, plan, base, asked))
 
 
-def _asked(console: Console, plan: Plan, asked: BisectAsk | None) -> None:
+def _profiles_said(console: Console) -> str:
+    """The console's --profiles as a bisect reads them: each revision's, or as they are."""
+    from hotloop.run.revisions import repository
+    try:
+        top = repository(Path.cwd())
+    except HotloopError:
+        return "none: not in a git repository"
+    said = []
+    for p in profiles_in(top, console.profiles):
+        said.append(f"{p} (as it is)" if p.is_absolute() else f"{p} (each revision's)")
+    return ", ".join(said) or "none (hotloop's own)"
+
+
+def _asked(console: Console, plan: Plan, base: Plan, asked: BisectAsk | None) -> None:
     if asked is None or console.cat is None:
         return
     bisecting = Bisecting(console.controller)
     try:
-        ready = bisecting.check(console.cat, plan, asked.range, asked.build, asked.metric,
-                                console.profiles)
+        ready = bisecting.check(console.cat, plan, base, asked.range, asked.build,
+                                asked.metric, console.profiles)
     except (ValueError, HotloopError) as e:
         console.cannot_run(e)
         return
