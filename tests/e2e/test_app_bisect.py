@@ -145,8 +145,9 @@ def test_a_bisect_outside_a_repository_is_refused_in_one_line(tmp_path: Path, mo
 
 def test_a_bisect_refused_before_its_first_round_keeps_nothing(tmp_path: Path, monkeypatch,
                                                                leftovers) -> None:
-    """GOOD's build fails: the bisect ends in one error line, its state and checkouts are
-    discarded (as the command line does), and the next `b` is not refused for them."""
+    """GOOD's build fails: the bisect ends in one error line before BAD is built, its state
+    and checkouts are discarded (as the command line does), and the next `b` is not refused
+    for them."""
     r, shas = make_repo(tmp_path / "work", revisions=2, slower=2, comment=3, broken=3)
     monkeypatch.chdir(r)
 
@@ -159,6 +160,9 @@ def test_a_bisect_refused_before_its_first_round_keeps_nothing(tmp_path: Path, m
                            "the refusal")
             await wait_for(pilot, lambda: not c.running, 20, "the bisect's end")
             assert not list((tmp_path / "state").rglob("state.json"))
+            # GOOD's failure ends it before BAD is built (a kernel's build is not spent)
+            assert log_text(app).count("checking out and building") == 1, log_text(app)
+            assert "the good revision" in log_text(app)
             await pilot.press("b")
             await wait_for(pilot, lambda: isinstance(app.screen, BisectScreen), 10, "dialog")
     asyncio.run(go())

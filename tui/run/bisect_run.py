@@ -332,17 +332,18 @@ class BisectRun:
 
     # --- a step: GOOD against one revision, round by round ----------------------------------
     async def _step(self, ask: Ask) -> AsyncIterator[BisectEvent]:
-        for sha in (ask.against, ask.rev, *((ask.also,) if ask.also else ())):
+        # GOOD first, and the end as soon as it (or BAD) cannot be measured: a kernel's
+        # build is not spent on BAD when GOOD's failed
+        for sha in (ask.against, *((ask.also,) if ask.also else ()), ask.rev):
             async for e in self._get(sha):
                 yield e
+            why = self.ready[sha]
+            if isinstance(why, str) and (sha != ask.rev or ask.kind == "endpoints"):
+                which = "good" if sha == ask.against else "bad"
+                raise HotloopError(f"the {which} revision {sha[:12]} cannot be measured: {why}")
         good, other = self.ready[ask.against], self.ready[ask.rev]
         bad = self.ready[ask.also] if ask.also else None
-        if isinstance(bad, str):
-            raise HotloopError(f"the bad revision {(ask.also or '')[:12]} cannot be "
-                               f"measured: {bad}")
-        if isinstance(good, str):
-            raise HotloopError(f"the good revision {ask.against[:12]} cannot be measured: "
-                               f"{good}")
+        assert not isinstance(good, str) and not isinstance(bad, str)
         if isinstance(other, str):
             if ask.kind == "endpoints":
                 raise HotloopError(f"the bad revision {ask.rev[:12]} cannot be measured: "
