@@ -323,7 +323,7 @@ class Driver:
 
     async def _start(self, built: build.Built, runs: int, first: int) -> WorkerProcess:
         rp = self.rp
-        worker = await WorkerProcess.start()
+        worker = await WorkerProcess.start(rp.cpu.cpus[0] if rp.cpu.cpus else None)
         self._worker = worker
         if self.stopping:                   # stop() came while the worker started
             worker.kill()
