@@ -279,3 +279,27 @@ def test_a_prepared_recording_never_started_leaves_nothing(tmp_path):
     spawned, reaped = asyncio.run(go())
     assert len(spawned) == 1 and reaped
     assert not [d for d in os.listdir("/tmp") if d.startswith(f"hotloop-perf-{os.getpid()}-")]
+
+
+def test_a_perf_that_cannot_be_spawned_as_the_worker_starts_is_said_and_the_runs_go_on(
+        tmp_path, monkeypatch, leftovers):
+    # a perf on PATH whose interpreter is not there: its exec fails (ENOENT) as perf record is
+    # spawned, before the worker; said once the worker is ready, as any start that failed
+    bad = tmp_path / "unspawnable"
+    bad.mkdir()
+    (bad / "perf").write_text(f"#!{tmp_path}/no-such-interpreter\n")
+    (bad / "perf").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bad}:{os.environ['PATH']}")
+    out = tmp_path / "u.jsonl"
+    done = hotloop("run", "zero_null", "--runs", "2", "--warmup", "0", "--param", "count=2000",
+                   "--perf", "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    rows = lines(out)
+    assert len([r for r in rows if r["type"] == "run"]) == 2
+    (start,) = [r for r in rows if r["type"] == "perf_start"]
+    assert not start["started"] and "No such file or directory" in start["message"], start
+    said = [r["message"] for r in rows if r["type"] == "warning"
+            and r["message"].startswith("perf: perf record could not start: ")]
+    assert len(said) == 1 and start["message"] in said[0], said
+    assert not (tmp_path / "u.perf").exists()
+    assert leftovers() == []

@@ -159,6 +159,7 @@ class PerfRecorder:
         self._early: bool | None = None
         self._symbols: asyncio.Future[str | None] | None = None    # the kallsyms copy
         self._started = False
+        self._sampled = False               # start() got perf sampling
         self._running = False               # started, not stopped yet: interrupt() may signal
         self._result: PerfResult | None = None
 
@@ -218,6 +219,11 @@ class PerfRecorder:
         """Whether `start()` was called (perf started or failed to): its result counts."""
         return self._started
 
+    @property
+    def sampled(self) -> bool:
+        """Whether perf started sampling (`start()` returned True): it may have written."""
+        return self._sampled
+
     async def start(self) -> bool:
         """Start perf (enable the one `prepare` spawned) and return once sampling is enabled
         (True), or warn and return False."""
@@ -247,7 +253,7 @@ class PerfRecorder:
                 self._watcher = asyncio.create_task(self._record.watch(self._windows.sweep))
             if ok and self.counters_enabled:
                 await self._stat.start()
-            self._running = ok
+            self._running = self._sampled = ok
         except asyncio.CancelledError:
             self.kill()
             raise

@@ -58,7 +58,7 @@ class Recording:
         self._finished = False
         self._recorder: PerfRecorder | None = None  # the running worker's, until stopped
         self._made_dir = False                  # the perf directory made by this session
-        self._made: list[PerfRecorder] = []     # every worker's, to tell if one started
+        self._made: list[PerfRecorder] = []     # every worker's, to tell if one sampled
         self.quick = False                      # stopping for a quit: no report waited for
 
     def first_said(self, message: str) -> bool:
@@ -145,9 +145,10 @@ class Recording:
         self._results.append(result)
 
     def _unmake_dir(self) -> None:
-        """The perf directory this session made for a worker that was never ready: removed,
-        as the session was before it (its mark, and the file of a perf killed before it
-        recorded), so a failed start leaves none; never one holding anything else."""
+        """The perf directory this session made for perf that never sampled (its worker never
+        ready, or perf not started): removed, as the session was before it (its mark, and the
+        file of a perf killed before it recorded), so nothing is left of a failed start; never
+        one holding anything else."""
         d = perf_dir(self.result_file)
         with contextlib.suppress(OSError):
             if set(os.listdir(d)) <= {PERF_MARK, UNFINISHED}:
@@ -212,8 +213,8 @@ class Recording:
                     self._open = None
                     return []
                 self._kept.settle(self._before)
-            if self._made_dir and not any(r.started for r in self._made):
-                self._unmake_dir()      # made for workers that were never ready
+            if self._made_dir and not any(r.sampled for r in self._made):
+                self._unmake_dir()      # made for perf that never sampled: nothing in it
             return self.prune()
         finally:
             if self._open is not None:
