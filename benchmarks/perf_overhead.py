@@ -21,8 +21,11 @@ and one with --no-perf, in turn (the order swapped every round): each round's sl
 runs' median and of the command's wall time, as the least, the median and the largest over the
 rounds, and the slowdown by a run's place in its session (the first run, the second, the rest:
 what perf's start costs shows in the first); the command's CPU time too (its processes' and
-perf's).  --against DIR: another version's commands too (DIR holds its `hotloop` package, e.g.
-`git archive REV tui csrc profiles | tar -x -C DIR; ln -s tui DIR/hotloop`), all four in turn each round, a
+perf's), and how long the first run waited for perf at the worker's Ready (the `perf_start`
+line's seconds: perf record's whole start where it is spawned then, its enable where it was
+spawned as the worker started).  --against DIR: another version's commands too (DIR holds
+its `hotloop` package, e.g. `git archive REV tui csrc profiles | tar -x -C DIR; ln -s tui
+DIR/hotloop`, or a link named hotloop to a worktree's tui/), all four in turn each round, a
 table each.
 With --workload, the real hotloop sessions run instead of a synthetic child: perf
 off and each perf configuration as interleaved sessions (one repetition each in
@@ -52,6 +55,10 @@ for line in sys.stdin:
         os.write(dst, os.read(src, buf))
     print(time.perf_counter_ns() - t, time.process_time_ns() - c, flush=True)
 """
+
+
+# a command's runs' values, their ns, its wall and CPU seconds, perf's wait at the Ready (s)
+Command = tuple[list[float], list[int], float, float, float]
 
 
 def parse_config(name: str) -> tuple[int, str] | None:
@@ -150,8 +157,7 @@ def command_mode(args: argparse.Namespace) -> None:
     tmp = Path(tempfile.mkdtemp(prefix="hotloop-perf-commands-"))
     # each version's commands in every round, so that a loaded machine's drift hits both
     versions = {"this": None, **({"against": args.against} if args.against else {})}
-    rounds: dict[str, list[dict[str, tuple[list[float], list[int], float, float]]]] = {
-        v: [] for v in versions}
+    rounds: dict[str, list[dict[str, Command]]] = {v: [] for v in versions}
     hib = True
     for r in range(args.rounds):
         for version in versions:
@@ -172,16 +178,16 @@ def command_mode(args: argparse.Namespace) -> None:
             cpu = c2.children_user + c2.children_system - c.children_user - c.children_system
             res = results.read(out)
             hib = res.workload.higher_is_better
-            rounds[version][r][mode] = (list(res.values), [x.ns for x in res.runs], wall, cpu)
+            rounds[version][r][mode] = (list(res.values), [x.ns for x in res.runs], wall, cpu,
+                                        sum(p.seconds for p in res.perf_starts))
         print(f"round {r + 1}/{args.rounds} done", file=sys.stderr)
     for version, path in versions.items():
         table(args, rounds[version], hib,
               f"{version}{f' ({path})' if path else ''}: ")
 
 
-def table(args: argparse.Namespace, rounds: list[dict[str, tuple[list[float], list[int], float,
-                                                                  float]]],
-          hib: bool, title: str) -> None:
+def table(args: argparse.Namespace, rounds: list[dict[str, Command]], hib: bool,
+          title: str) -> None:
     def slower(on: float, off: float) -> float:     # + : perf made it slower
         return 100 * ((off / on if hib else on / off) - 1)
 
@@ -201,6 +207,10 @@ def table(args: argparse.Namespace, rounds: list[dict[str, tuple[list[float], li
     print(f"| the runs' median, a round | {spread(runs)} |")
     print(f"| the command's wall time, a round | {spread(walls)} |")
     print(f"| the command's CPU time, a round | {spread(cpus)} |")
+    # what the first run waited for at the worker's Ready: perf's start (its perf_start line)
+    waits = [g["perf"][4] for g in rounds]
+    print(f"| perf's wait at the worker's Ready, s | {min(waits):.3f} | "
+          f"{statistics.median(waits):.3f} | {max(waits):.3f} |")
     for name, at in (("the first run", slice(0, 1)), ("the second run", slice(1, 2)),
                      ("the runs after", slice(2, None))):
         each = [slower(statistics.median(g["perf"][0][at]), statistics.median(g["no-perf"][0][at]))

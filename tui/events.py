@@ -140,7 +140,8 @@ class Warning:  # noqa: A001 - the event is called what it is
 class PerfStart:
     """Whether perf's recording of a worker started: written once perf acked (sampling is
     on) or gave up, so a header with perf on can be told from a session where perf never ran.
-    `seconds` is the wait from perf's spawn to its answer; `message` why it did not start."""
+    `seconds` is the wait from the worker's being ready to perf's answer (perf record spawned
+    as the worker started: what is left of its start then); `message` why it did not start."""
     tag: ClassVar[str] = "perf_start"
     started: bool
     seconds: float = field(default=0.0, metadata={"min": 0})

@@ -1,7 +1,9 @@
-"""`perf record` control: one recording attached to the worker's pids, writing
-`--switch-output=signal` files, started with events disabled and enabled over a `--control`
-pipe (so the recorder's start returns only once sampling really runs).  Its stderr says when
-a window's file is complete ("[ perf record: Dump FILE ]") and why perf failed.
+"""`perf record` control: one recording of the worker's CPUs (or its pids), writing
+`--switch-output=signal` files, spawned with events disabled and enabled over a `--control`
+pipe (so the recorder's start returns only once sampling really runs).  Spawned and enabled
+apart (`spawn`, `enable`): perf's own start (0.25 s at a load of 2, 0.8 s at 10) then runs
+while the worker starts, and only the enable is left once it is ready.  Its stderr says when a
+window's file is complete ("[ perf record: Dump FILE ]") and why perf failed.
 """
 from __future__ import annotations
 
@@ -49,8 +51,9 @@ class PerfRecord:
 
     def argv(self, ctl: int, ack: int) -> list[str]:
         assert self.perf and self.directory
+        # a comm ("" until the worker names itself): the whole CPUs, that comm's samples kept
         target = (["-a"] + (["-C", ",".join(map(str, self.cpus))] if self.cpus else [])
-                  if self.comm else ["-p", ",".join(map(str, self.pids))])
+                  if self.comm is not None else ["-p", ",".join(map(str, self.pids))])
         argv = [self.perf, "record", "-F", str(self.frequency), *target,
                 "-o", os.path.join(self.directory, "perf.data"), "--switch-output=signal",
                 # no build-id pass at each rotation: it re-reads the file, costing CPU mid-run
@@ -68,19 +71,35 @@ class PerfRecord:
     async def start(self, directory: str, on_dump: Callable[[str], None]) -> bool:
         """Start perf record writing into `directory` and enable its events: True once it
         samples; False (warned) when it would not.  `on_dump` gets each completed file."""
+        await self.spawn(directory, on_dump)
+        return await self.enable()
+
+    async def spawn(self, directory: str, on_dump: Callable[[str], None]) -> None:
+        """perf record started, writing into `directory`, its events disabled (`enable`
+        switches them on): perf gets ready meanwhile.  `on_dump` gets each completed file.
+        OSError when it cannot be started at all."""
         self.directory = directory
         ctl_r, ctl_w = os.pipe()
         ack_r, ack_w = os.pipe()
         try:
             self.proc = await spawn(perf_argv(self.argv(ctl_r, ack_w)), self.cpus,
                                     pass_fds=(ctl_r, ack_w))
+        except BaseException:
+            os.close(ctl_w)
+            os.close(ack_r)
+            raise
         finally:
             os.close(ctl_r)
             os.close(ack_w)
         self._ctl_w, self._ack_r = ctl_w, ack_r
         os.set_blocking(ack_r, False)
         self.reader = asyncio.create_task(self._read_stderr(on_dump))
-        if not await control(ctl_w, ack_r, self.proc, "enable"):
+
+    async def enable(self) -> bool:
+        """Switch the spawned perf's events on: True once it samples (perf answered); False
+        (warned, perf killed and reaped) when it died first or did not answer."""
+        assert self.proc is not None and self._ctl_w is not None and self._ack_r is not None
+        if not await control(self._ctl_w, self._ack_r, self.proc, "enable"):
             await asyncio.sleep(0.05)            # let stderr drain for the message
             rc = self.proc.returncode            # it ended by itself, or it said nothing
             killpg(self.proc)

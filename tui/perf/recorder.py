@@ -2,9 +2,12 @@
 
 Everything here drives the real `perf` binary (linux-perf); nothing imports the UI.
 
-Recording model (see `PerfRecorder`): one `perf record` attached to the worker's pids,
-started with events disabled and enabled over a `--control` pipe (so `start()` returns
-only once sampling really runs), writing `--switch-output=signal` files (`record`). We rotate
+Recording model (see `PerfRecorder`): one `perf record` of the worker's CPUs (or attached to
+its pids), started with events disabled and enabled over a `--control` pipe (so `start()`
+returns only once sampling really runs), writing `--switch-output=signal` files (`record`).
+Sampling whole CPUs, perf needs no pid: `prepare()` spawns it as the worker starts, and
+`start()`, once the worker is ready and `attach()` has handed over its pids, only enables it,
+so perf's own start is not between the worker's being ready and its first run. We rotate
 the output ourselves with SIGUSR2 every `window_s` seconds and on `cut()`, and learn that a
 window file is complete from perf's "[ perf record: Dump FILE ]" line on stderr. Each
 finished file is summarised by `perf report` at idle priority and parsed into
@@ -81,6 +84,8 @@ class PerfRecorder:
 
         rec = PerfRecorder([worker_pid, reader_pid], frequency=999, call_graph="none",
                            keep_dir="results/x.perf")        # keep_dir: --keep-perf
+        # or, before the pids are known: PerfRecorder((), cpus=...); await rec.prepare();
+        # start the worker; rec.attach(pids, comm) once it is ready
         if not await rec.start():           # False: no perf; rec.warnings says why
             ...                             # carry on without symbols
         async def consume():
@@ -149,42 +154,106 @@ class PerfRecorder:
                                 base=window_base)
         self._stat = PerfStat(self.perf, self.pids, self.cpus, warn=self._warn)
         self._watcher: asyncio.Task[None] | None = None
+        # prepare(): None not asked (or not possible: -p needs the pids), True perf record
+        # spawned and waiting to be enabled, False its spawn failed (warned)
+        self._early: bool | None = None
+        self._symbols: asyncio.Future[str | None] | None = None    # the kallsyms copy
         self._started = False
+        self._sampled = False               # start() got perf sampling
         self._running = False               # started, not stopped yet: interrupt() may signal
         self._result: PerfResult | None = None
 
     # -- public ------------------------------------------------------------------------
 
+    async def prepare(self) -> None:
+        """Before the pids are known (the worker not started yet): perf record spawned with
+        its events off, to get ready while the worker does; `start()` then only enables it.
+        Only where perf samples the whole CPUs (it needs the CPUs alone; the comm `attach`
+        gives keeps the worker's samples): with `-p` it needs the pids, and `start()` does it
+        all.  A spawn that fails is warned, and `start()` returns False."""
+        if self._started or self._early is not None or self.perf is None \
+                or not system_wide_allowed():
+            return
+        self.comm = self._record.comm = ""      # the whole CPUs; the worker's comm to come
+        try:
+            self._files()
+            assert self._dir is not None
+            await self._record.spawn(self._dir, self._windows.dumped)
+            self._early = True
+        except asyncio.CancelledError:
+            self.kill()
+            raise
+        except Exception as e:  # noqa: BLE001 - perf trouble must not stop the run
+            self._warn(f"perf record could not start: {e}")
+            self.kill()
+            self._record.proc = None
+            self._early = False
+
+    def attach(self, pids: Sequence[int], comm: str | None = None) -> None:
+        """The worker is ready: its pids (perf stat counts them; perf record's `-p`, or the
+        reports' filter with the comm), and its comm, which keeps its samples of the whole
+        CPUs.  Before `start()`."""
+        self.pids = self._record.pids = self._stat.pids = [int(p) for p in pids]
+        if self._early is None:             # not spawned yet: the whole CPUs or `-p`, as ever
+            self.comm = comm if comm and system_wide_allowed() else None
+        else:                               # spawned on the whole CPUs: "" keeps the pids'
+            self.comm = comm or ""
+        self._record.comm = self.comm
+
+    def _files(self) -> None:
+        """Where perf writes, and the kallsyms copy begun (the windows' reports read the
+        kernel's symbols from it: taken as perf starts)."""
+        _remove_stale_dirs()
+        self._tmp = tempfile.mkdtemp(prefix=f"hotloop-perf-{os.getpid()}-")
+        if self.keep_dir:
+            os.makedirs(self.keep_dir, exist_ok=True)
+            self._dir = self.keep_dir
+        else:
+            self._dir = self._tmp
+        self._windows.directory = self._dir
+        self._windows.preexisting = set(os.listdir(self._dir))
+        self._symbols = asyncio.ensure_future(asyncio.to_thread(copy_kallsyms, self._tmp))
+
+    @property
+    def started(self) -> bool:
+        """Whether `start()` was called (perf started or failed to): its result counts."""
+        return self._started
+
+    @property
+    def sampled(self) -> bool:
+        """Whether perf started sampling (`start()` returned True): it may have written."""
+        return self._sampled
+
     async def start(self) -> bool:
-        """Start perf and return once sampling is enabled (True), or warn and return False."""
+        """Start perf (enable the one `prepare` spawned) and return once sampling is enabled
+        (True), or warn and return False."""
         if self._started:
             return self._record.proc is not None
         self._started = True
-        if self.perf is None or not self.pids:
-            self._warn(PERF_MISSING + "; running without hot symbols" if self.perf is None
-                       else "perf: no pids to attach to")
+        if self.perf is None or not self.pids or self._early is False:
+            if self._early is not False:    # a failed spawn was warned already
+                self._warn(PERF_MISSING + "; running without hot symbols" if self.perf is None
+                           else "perf: no pids to attach to")
+            self.kill()
+            await self.reap()               # a spawned one: ended before it is let go of
+            self._record.proc = None
             self._windows.out.put_nowait(None)
             return False
         try:
-            _remove_stale_dirs()
-            self._tmp = tempfile.mkdtemp(prefix=f"hotloop-perf-{os.getpid()}-")
-            if self.keep_dir:
-                os.makedirs(self.keep_dir, exist_ok=True)
-                self._dir = self.keep_dir
+            if self._early:
+                ok = await self._record.enable()
             else:
-                self._dir = self._tmp
-            self._windows.directory = self._dir
-            self._windows.preexisting = set(os.listdir(self._dir))
-            # the windows' reports read the kernel's symbols from a copy: taken as perf starts
-            symbols = asyncio.ensure_future(asyncio.to_thread(copy_kallsyms, self._tmp))
-            ok = await self._record.start(self._dir, self._windows.dumped)
-            self._windows.kallsyms = await symbols
+                self._files()
+                assert self._dir is not None
+                ok = await self._record.start(self._dir, self._windows.dumped)
+            assert self._symbols is not None
+            self._windows.kallsyms = await self._symbols
             if ok:
                 self._windows.begin()
                 self._watcher = asyncio.create_task(self._record.watch(self._windows.sweep))
             if ok and self.counters_enabled:
                 await self._stat.start()
-            self._running = ok
+            self._running = self._sampled = ok
         except asyncio.CancelledError:
             self.kill()
             raise
@@ -193,6 +262,7 @@ class PerfRecorder:
             self.kill()
             ok = False
         if not ok:
+            await self.reap()               # one killed above: ended before it is let go of
             self._record.proc = None
             self._windows.out.put_nowait(None)      # windows() ends at once
         return ok
@@ -231,6 +301,12 @@ class PerfRecorder:
         killed perf's), and the counters, which a stopped session does not keep, are not
         waited for beyond that either."""
         if self._result is not None:
+            return self._result
+        if not self._started:               # prepared only (the worker never was ready):
+            self.kill()                     # nothing recorded, nothing to wait for
+            await self.reap()
+            self._windows.out.put_nowait(None)
+            self._result = self._build_result({})
             return self._result
         timeout = 3.0 * time_scale() if timeout is None else timeout
         bound = QUICK_STOP_S * time_scale() if quick else None

@@ -104,30 +104,37 @@ class Driver:
         rp, v = self.rp, self.variant
         first = len(runs)
         loop = asyncio.get_running_loop()
-        try:
-            worker = await self._start(built, share, first)
-        except OSError as e:            # out of file descriptors or processes: the run's end
-            yield ev.Failed(f"run {len(runs) + 1}: cannot start the worker process: "
-                            f"{e.strerror or e}", run=len(runs), variant=v)
-            return
-        self._tearing_down = False
         # One inbox for the worker's lines and perf's windows: both reach the
         # consumer as they come; only the worker's lines reset the timeout.
         inbox: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
-        drain = asyncio.create_task(worker.drain_output())
-        tasks = [drain, asyncio.create_task(worker.read_lines(inbox))]
-        # The worker's own end, apart from its pipes' (helpers it forked may hold those).
-        worker.exited.add_done_callback(lambda _: inbox.put_nowait(("exit", None)))
-        deadline = loop.time() + rp.plan.timeout * (1 + rp.plan.warmup) + SETUP_GRACE
-        warmups_left = rp.plan.warmup
-        rec: PerfRecorder | None = None
+        # perf first: its own start (0.25 s at a load of 2, 0.8 s at 10) then runs while the
+        # worker starts, not between its Ready and its first run; the pids come at Ready
+        rec = self.recording.recorder(inbox, first) if rp.plan.perf else None
+        tasks: list[asyncio.Task[None]] = []
         getter: asyncio.Future[tuple[str, Any]] | None = None
-
-        async def go() -> None:
-            if self.gate is not None:
-                await self.gate.get()
-            await worker.send(protocol.GO)
         try:
+            if rec is not None:
+                await rec.prepare()
+            try:
+                worker = await self._start(built, share, first)
+            except OSError as e:        # out of file descriptors or processes: the run's end
+                await self.recording.stop(rec, first)
+                rec = None
+                yield ev.Failed(f"run {len(runs) + 1}: cannot start the worker process: "
+                                f"{e.strerror or e}", run=len(runs), variant=v)
+                return
+            self._tearing_down = False
+            drain = asyncio.create_task(worker.drain_output())
+            tasks += [drain, asyncio.create_task(worker.read_lines(inbox))]
+            # The worker's own end, apart from its pipes' (helpers it forked may hold those).
+            worker.exited.add_done_callback(lambda _: inbox.put_nowait(("exit", None)))
+            deadline = loop.time() + rp.plan.timeout * (1 + rp.plan.warmup) + SETUP_GRACE
+            warmups_left = rp.plan.warmup
+
+            async def go() -> None:
+                if self.gate is not None:
+                    await self.gate.get()
+                await worker.send(protocol.GO)
             if self._stepped and warmups_left:
                 await go()
                 deadline = loop.time() + rp.plan.timeout + SETUP_GRACE
@@ -215,10 +222,13 @@ class Driver:
                     case protocol.Ready():
                         self.pids = [msg.pid, *msg.pids]
                         self.comm = msg.comm
-                        await self.recording.ready(self.pids, self.comm)
-                        if rp.plan.perf:
-                            rec = self.recording.start(self.pids, self.comm, inbox, first)
-                            yield await self._start_perf(rec)
+                        mapped = self.recording.ready(self.pids, self.comm)
+                        if rec is None:
+                            await mapped
+                        else:                   # the binaries it mapped read meanwhile
+                            rec.attach(self.pids, self.comm)
+                            _, started = await asyncio.gather(mapped, self._start_perf(rec))
+                            yield started
                         await go()
                         deadline = loop.time() + rp.plan.timeout
                     case protocol.Note():
@@ -267,11 +277,12 @@ class Driver:
     async def _start_perf(self, rec: PerfRecorder) -> ev.PerfStart:
         """Start a worker's perf; what the result file records of it: whether it started
         (a header with perf on cannot say), in how long, and why not (its warning's words)."""
-        said = len(rec.warnings)
         begun = asyncio.get_running_loop().time()
         ok = await rec.start()          # False: no perf here; a warning says why
-        why = "" if ok else (rec.warnings[said:] or ["perf did not start"])[-1] \
-            .removeprefix("perf record failed to start: ")
+        # (this recorder's warnings: those of its spawn too, as the worker started)
+        why = "" if ok else (rec.warnings or ["perf did not start"])[-1] \
+            .removeprefix("perf record failed to start: ") \
+            .removeprefix("perf record could not start: ")
         return ev.PerfStart(ok, round(asyncio.get_running_loop().time() - begun, 3), why,
                             variant=self.variant)
 
@@ -323,7 +334,7 @@ class Driver:
 
     async def _start(self, built: build.Built, runs: int, first: int) -> WorkerProcess:
         rp = self.rp
-        worker = await WorkerProcess.start()
+        worker = await WorkerProcess.start(rp.cpu.cpus[0] if rp.cpu.cpus else None)
         self._worker = worker
         if self.stopping:                   # stop() came while the worker started
             worker.kill()

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
+import functools
 import os
 import signal
 import sys
@@ -24,6 +26,13 @@ LINE_LIMIT = 1 << 20                    # a worker line longer than this is drop
 # (Not there under PYTHONSAFEPATH or -P: then nothing is removed.)
 WORKER_MAIN = ("import runpy, sys; sys.path[:1] == [''] and sys.path.pop(0); "
                "runpy.run_module('hotloop.run.worker', run_name='__main__', alter_sys=True)")
+
+
+def _pin(cpu: int) -> None:
+    """preexec_fn: the worker on `cpu`; where it may not be, it says so itself (its pinning
+    fails with the reason)."""
+    with contextlib.suppress(OSError):
+        os.sched_setaffinity(0, {cpu})
 
 
 class _Protocol(asyncio.subprocess.SubprocessStreamProtocol):
@@ -50,9 +59,11 @@ class WorkerProcess:
         self.notes: collections.deque[str] = collections.deque(maxlen=3)
 
     @classmethod
-    async def start(cls) -> WorkerProcess:
+    async def start(cls, cpu: int | None = None) -> WorkerProcess:
         """The worker module run as a program, in a session (process group) of its own; `send`
-        its spec next."""
+        its spec next.  On `cpu` from its exec (the CPU it pins itself to): perf, sampling
+        the workload's CPUs from before the worker starts, sees its maps and its name only
+        where it runs; on another CPU they are lost, and its samples with them."""
         # The same interpreter, so the same hotloop this one imported (its site-packages, or the
         # editable install's finder); but `-m` would put the working directory first on the
         # path, where a hotloop.py or hotloop/ of the user's would be imported instead.  So the
@@ -62,7 +73,8 @@ class WorkerProcess:
         pipe = asyncio.subprocess.PIPE
         transport, proto = await loop.subprocess_exec(
             lambda: _Protocol(LINE_LIMIT, loop), sys.executable, "-c", WORKER_MAIN,
-            stdin=pipe, stdout=pipe, stderr=pipe, start_new_session=True)
+            stdin=pipe, stdout=pipe, stderr=pipe, start_new_session=True,
+            preexec_fn=None if cpu is None else functools.partial(_pin, cpu))
         return cls(asyncio.subprocess.Process(transport, proto, loop), proto.exited)
 
     @property

@@ -19,10 +19,10 @@ from hotloop import events as ev
 from hotloop.catalog import ResolvedPlan
 from hotloop.perf import opened
 from hotloop.perf.buildid import binaries, build_ids, mapped_files, read_ids
-from hotloop.perf.keep import KeptWindows
+from hotloop.perf.keep import UNFINISHED, KeptWindows
 from hotloop.perf.recorder import PerfRecorder, PerfResult, merge
 from hotloop.perf.tally import Tally
-from hotloop.results.perf_data import claim_perf_dir, perf_dir, prune_perf_data
+from hotloop.results.perf_data import PERF_MARK, claim_perf_dir, perf_dir, prune_perf_data
 
 # A quit compresses up to this much plain perf data itself (a window or two at 999 Hz: 30 ms
 # with a CPU to itself; in the event loop, so 4 MB was 0.3 s of a quit at a load of 12), and
@@ -57,6 +57,8 @@ class Recording:
         self._open: opened.OpenEntry | None = None  # held while the data is not finished
         self._finished = False
         self._recorder: PerfRecorder | None = None  # the running worker's, until stopped
+        self._made_dir = False                  # the perf directory made by this session
+        self._made: list[PerfRecorder] = []     # every worker's, to tell if one sampled
         self.quick = False                      # stopping for a quit: no report waited for
 
     def first_said(self, message: str) -> bool:
@@ -74,11 +76,14 @@ class Recording:
         mapped = {p for pid in pids for p in mapped_files(pid)}
         self._mapped.update(await asyncio.to_thread(read_ids, mapped - self._mapped.keys()))
 
-    def start(self, pids: list[int], comm: str,
-              inbox: asyncio.Queue[tuple[str, Any]], first_run: int = 0) -> PerfRecorder:
+    def recorder(self, inbox: asyncio.Queue[tuple[str, Any]],
+                 first_run: int = 0) -> PerfRecorder:
         """A recorder of one worker (its first run the session's `first_run`), its windows
-        and warnings put in `inbox`."""
+        and warnings put in `inbox`: made before the worker starts (its `prepare` spawns perf
+        meanwhile), handed the worker's pids once it is ready (`attach`)."""
         plan = self.rp.plan
+        if self.keep and not os.path.lexists(perf_dir(self.result_file)):
+            self._made_dir = True       # by this session: gone again if nothing is recorded
         why = claim_perf_dir(self.result_file) if self.keep else None
         if why:                         # taken since the session started
             self.keep = False
@@ -96,11 +101,12 @@ class Recording:
         if self._kept is not None:
             self._kept.warn = warn      # this worker's inbox
         self._recorder = PerfRecorder(
-            pids, frequency=plan.perf_freq, call_graph=plan.call_graph, keep_dir=keep,
+            (), frequency=plan.perf_freq, call_graph=plan.call_graph, keep_dir=keep,
             compress="gzip", kept=self._kept, window_base=self._windows,
-            cpus=self.rp.cpu.cpus, comm=comm, budget_mb=plan.perf_keep_mb,
+            cpus=self.rp.cpu.cpus, budget_mb=plan.perf_keep_mb,
             on_window=functools.partial(self._on_window, inbox, (self._windows, first_run)),
             on_warning=warn)
+        self._made.append(self._recorder)
         return self._recorder
 
     def interrupt(self) -> None:
@@ -130,10 +136,27 @@ class Recording:
             return
         if rec is self._recorder:
             self._recorder = None
+        if not rec.started:             # spawned, the worker never ready: nothing recorded,
+            await rec.stop()            # no result (its counters are not unknown: not there)
+            return
         result = await rec.stop(quick=self.quick)
         self._windows += rec.windows_done
         result.runs = {first_run + i: syms for i, syms in result.runs.items()}
         self._results.append(result)
+
+    def _unmake_dir(self) -> None:
+        """The perf directory this session made for perf that never sampled (its worker never
+        ready, or perf not started): removed, as the session was before it (its mark, and the
+        file of a perf killed before it recorded), so nothing is left of a failed start; never
+        one holding anything else."""
+        d = perf_dir(self.result_file)
+        with contextlib.suppress(OSError):
+            if set(os.listdir(d)) <= {PERF_MARK, UNFINISHED}:
+                for name in (UNFINISHED, PERF_MARK):
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(d / name)
+                os.rmdir(d)
+                self._made_dir = False
 
     def events(self) -> list[ev.Event]:
         """The per-run and whole-session hot symbols, and the counters, of every worker."""
@@ -190,6 +213,8 @@ class Recording:
                     self._open = None
                     return []
                 self._kept.settle(self._before)
+            if self._made_dir and not any(r.sampled for r in self._made):
+                self._unmake_dir()      # made for perf that never sampled: nothing in it
             return self.prune()
         finally:
             if self._open is not None:
