@@ -17,6 +17,7 @@ import forge
 import pytest
 from forged_session import Forged, with_vm_kernel
 
+from hotloop import events as ev
 from hotloop import results
 from hotloop.analysis import compare
 from hotloop.catalog import Catalog, ResolvedPlan
@@ -266,6 +267,25 @@ def test_a_file_deleted_or_changed_since_its_session_finished_is_lost(cat, tmp_p
     assert why[second] == f"{second.path}: replaced or changed since the session finished"
     assert why[third] == f"{third.path}: no longer a file since the session finished"
     assert list(over.results) == [run.schedule.slots[3]]
+
+
+def test_a_file_replaced_as_its_session_ends_is_lost(cat, tmp_path):
+    """Replaced between its last line and the series' look at it (its Ends): the file under
+    the name is another (a new inode since its header), so the session is lost, not judged
+    on what the other file holds."""
+    run, made = started(cat, request(cat, "default", "busy-poll", results=tmp_path))
+    first = run.schedule.slots[0]
+
+    async def replacing() -> None:
+        async for e in run.events():
+            if isinstance(e, ev.Finished) and run.current is made[0]:
+                first.path.unlink()
+                first.path.write_text("not a result line\n")
+    asyncio.run(replacing())
+    over = run.finish()
+    assert over.failed == [first]
+    assert over.ends[first].message == \
+        f"{first.path}: replaced or changed since the session finished"
 
 
 class HeldHash:

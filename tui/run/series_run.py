@@ -246,6 +246,10 @@ class SeriesRun:
         self._at: series.Slot | None = None             # the session running
         self._open: tuple[series.Slot, Result] | None = None    # its result, once it started
         self._kept: dict[series.Slot, tuple[Result, tuple[int, ...]]] = {}
+        # the session running's file, held open from its header on (its name is linked to
+        # it then): its inode cannot be another's while held, so one replaced as the session
+        # ends (unlinked, written anew) is told by its identity, not taken for the session's
+        self._born: dict[series.Slot, int] = {}
 
     # --- before it starts ------------------------------------------------------------------
     def resolve(self, cat: Catalog) -> dict[str, ResolvedPlan]:
@@ -349,6 +353,7 @@ class SeriesRun:
             elif isinstance(e, ev.Started) and self._at is not None:
                 # its windows' hot symbols stay in the file (read when asked: Result.windows)
                 self._open = (self._at, Result(Path(e.result_file), e.header, _windows=None))
+                self._hold(self._at, e.result_file)
             elif isinstance(e, series.Ends):
                 await self._ended(e)
             elif self._open is not None:
@@ -363,10 +368,13 @@ class SeriesRun:
         if not isinstance(e.end, ev.Finished) or opened is None or opened[0] != e.slot:
             return
         result = opened[1]
+        born = self._let_go(e.slot)
         try:
             seen = _stat(result.path)
         except OSError:
             return                      # gone already: finish() says so
+        if born is not None and born != seen[:2]:
+            seen = (-1, -1, -1, -1)     # another file under its name already: finish() says so
         # kept before the hash: a cancel (Ctrl-C) during it leaves the digest to finish(),
         # and the session kept, not lost
         self._kept[e.slot] = (result, seen)
@@ -374,6 +382,24 @@ class SeriesRun:
             result.digest = await asyncio.to_thread(_digest, result.path)
         except OSError:
             pass                        # finish() finds why
+
+    def _hold(self, slot: series.Slot, path: str) -> None:
+        try:
+            self._born[slot] = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
+                                       | os.O_NONBLOCK)
+        except OSError:
+            pass                        # gone already, or not a file: finish() says so
+
+    def _let_go(self, slot: series.Slot) -> tuple[int, int] | None:
+        """The (device, inode) of the file the session's header went to, no longer held."""
+        fd = self._born.pop(slot, None)
+        if fd is None:
+            return None
+        try:
+            st = os.fstat(fd)
+            return st.st_dev, st.st_ino
+        finally:
+            os.close(fd)
 
     # --- once it is over -----------------------------------------------------------------------
     def finish(self, interrupted: bool = False) -> SeriesOutcome:
@@ -384,6 +410,8 @@ class SeriesRun:
         full before the first file, stopped while its first session built or booted; a
         stopped session's file stays, and so does its directory)."""
         loop = self._loop()
+        for slot in list(self._born):   # a session that never ended: its file let go
+            self._let_go(slot)
         sch = loop.schedule
         deleted = not sch.directory.is_dir()
         results = self._check_files(loop)
