@@ -56,6 +56,11 @@ GROUPS = {
              "test_stopped_session.py", "test_perf_budget.py", "test_disk_full.py",
              "test_perf_start.py"},
     "install": {"test_install.py"},     # its module's venv is made once
+    # mypy's cache, filled by the whole package's check: the probe's check after it reads
+    # hotloop's types from there (0.3 s of CPU), where on another worker at once it checked
+    # them again, cold (2 s)
+    "types": {"test_code.py::test_the_types_check",
+              "test_code.py::test_the_type_check_sees_across_modules"},
 }
 
 
