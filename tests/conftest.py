@@ -56,6 +56,11 @@ GROUPS = {
              "test_stopped_session.py", "test_perf_budget.py", "test_disk_full.py",
              "test_perf_start.py"},
     "install": {"test_install.py"},     # its module's venv is made once
+    # mypy's cache, filled by the whole package's check: the probe's check after it reads
+    # hotloop's types from there (0.3 s of CPU), where on another worker at once it checked
+    # them again, cold (2 s)
+    "types": {"test_code.py::test_the_types_check",
+              "test_code.py::test_the_type_check_sees_across_modules"},
 }
 
 
@@ -68,6 +73,20 @@ def pytest_configure(config: pytest.Config) -> None:
     # pytest-xdist registers it too; without xdist the marks are inert, and known
     config.addinivalue_line("markers", "xdist_group(name): run with the group's other tests, "
                             "one after another on one pytest-xdist worker")
+    if not hasattr(config, "workerinput"):     # once, in the process that starts the workers
+        compile_sources()
+
+
+def compile_sources() -> None:
+    """hotloop's bytecode, written once before any test starts a hotloop.  With
+    PYTHONDONTWRITEBYTECODE set (as on the machines these tests run on) an editable install's
+    modules are never cached: every `python -m hotloop` the suite starts, each worker and each
+    VM guest's compiled again each module it imports (about 0.1 s of CPU a process; only a
+    remote run over ssh, which sshd starts without that variable, left some bytecode behind).
+    py_compile writes whatever the variable says, and Python checks each file's stamp against
+    its source, so an edited module is never run stale."""
+    import compileall
+    compileall.compile_dir(ROOT / "tui", quiet=2, workers=1)
 
 
 # First: pytest-xdist's worker reads the xdist_group marks in this same hook (to suffix each

@@ -9,26 +9,36 @@ test_verdict_edges).
 """
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
-from conftest import hotloop
+from conftest import ROOT, hotloop
 
 from hotloop.analysis import compare
 
 
-def session(path: Path, block: int) -> Path:
-    p = hotloop("run", "zero_null", "--param", "count=5000", "--param", f"block_size={block}",
-                "--runs", "10", "--no-perf", "--out", str(path))
+def session(path: Path, block: int, env: dict[str, str]) -> Path:
+    p = subprocess.run([sys.executable, "-m", "hotloop", "run", "zero_null", "--param",
+                        "count=5000", "--param", f"block_size={block}", "--runs", "10",
+                        "--no-perf", "--out", str(path)],
+                       capture_output=True, text=True, timeout=300, env=env)
     assert p.returncode == 0, p.stderr
     return path
 
 
-@pytest.fixture
-def sessions(tmp_path: Path) -> dict[str, Path]:
-    d = tmp_path
-    return {"a": session(d / "a.jsonl", 512), "a2": session(d / "a2.jsonl", 512),
-            "big": session(d / "big.jsonl", 65536)}
+@pytest.fixture(scope="module")
+def sessions(tmp_path_factory: pytest.TempPathFactory, cache_home: Path) -> dict[str, Path]:
+    """The three sessions, run once for the module: each test only reads them.  A module's
+    fixture comes before the tests' own isolation, so it brings its own directories."""
+    d = tmp_path_factory.mktemp("gate")
+    env = dict(os.environ, PYTHONPATH=str(ROOT), XDG_CACHE_HOME=str(cache_home),
+               XDG_CONFIG_HOME=str(d / "config"), XDG_STATE_HOME=str(d / "state"),
+               HOTLOOP_SYSTEM_DIR=str(d / "state" / "hotloop"))
+    return {"a": session(d / "a.jsonl", 512, env), "a2": session(d / "a2.jsonl", 512, env),
+            "big": session(d / "big.jsonl", 65536, env)}
 
 
 def test_one_session_a_side_not_calibrated_fails_closed(sessions):

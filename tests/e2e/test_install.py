@@ -90,8 +90,12 @@ class Installed:
         self.package = Path(found.stdout.strip()).parent
 
     def env(self) -> dict[str, str]:
+        # PYTHONDONTWRITEBYTECODE (set on the machines these tests run on) too: else each of
+        # the tests' twenty-odd processes compiled again every module it imports, cffi's and
+        # hotloop's, the install being left uncompiled
         env = {k: v for k, v in os.environ.items()
-               if k not in ("PYTHONPATH", "PYTHONHOME", "PYTHONSAFEPATH", "VIRTUAL_ENV")}
+               if k not in ("PYTHONPATH", "PYTHONHOME", "PYTHONSAFEPATH", "VIRTUAL_ENV",
+                            "PYTHONDONTWRITEBYTECODE")}
         env["XDG_CACHE_HOME"] = str(self.cache)     # its own builds, from its own csrc/
         return env
 
@@ -115,7 +119,8 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
     wheel, = (base / "wheels").glob("hotloop-*.whl")
     # As pipx makes it: a venv without pip of its own, this pip installing into it.  Not
     # byte-compiled: compiling every dependency's modules (scipy's, numpy's) costs more than
-    # the imports of the tests' few hotloop processes that compile what they use.
+    # the imports of the tests' few hotloop processes that compile what they use, once
+    # (env() lets them write it).
     venv = base / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True,
                    timeout=300)
