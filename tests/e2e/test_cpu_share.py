@@ -11,17 +11,22 @@ from conftest import hotloop, profile_dir
 
 from hotloop import results
 
-HOG = "import os; os.sched_setaffinity(0, {0})\nwhile True: pass"
+HOG = "import os; os.sched_setaffinity(0, {0}); print('spinning', flush=True)\nwhile True: pass"
 
 
 def test_a_worker_sharing_its_cpu_says_so_and_cpu_time_can_be_judged(tmp_path, leftovers):
     d = profile_dir(tmp_path, "[cpu.cpu0]\ncpus = [0]\n")
     # the busy loop takes its half of CPU 0 (the fair scheduler's share), however busy the
     # machine is otherwise: the worker pinned there has at most about half a CPU
-    hog = subprocess.Popen([sys.executable, "-c", HOG])
+    hog = subprocess.Popen([sys.executable, "-c", HOG], stdout=subprocess.PIPE, text=True)
     try:
+        # its start (an interpreter's, longer on a busy machine) would otherwise outlast the
+        # few milliseconds of runs, which then had their CPU to themselves
+        assert hog.stdout is not None and hog.stdout.readline() == "spinning\n"
+        # runs of some 50 ms: over a few ms' runs the scheduler's slices (3-4 ms) may give
+        # the worker whole runs to itself, and its share there is any number
         p = hotloop("run", "zero_null", "--profiles", str(d), "--cpu", "cpu0", "--aa",
-                    "--interleave", "--runs", "6", "--param", "count=20000", "--no-perf",
+                    "--interleave", "--runs", "6", "--param", "count=200000", "--no-perf",
                     "--metric", "cpu", "--format", "json")
     finally:
         hog.kill()
