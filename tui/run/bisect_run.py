@@ -227,8 +227,8 @@ class BisectRun:
                 sides_of(comp, confirmed) if comp else [], out.sessions + len(confirmed),
                 list(self.opts.command)))
         except _StopAsked:
-            self.save()
-            yield Stopped(self.st.rounds, False)
+            self.save()                 # in a step's build, or the confirmation's
+            yield Stopped(self.st.rounds, self.decision.next() is None)
         finally:
             if self._set_cancel:
                 build.CANCEL.clear()    # the console goes on: its next build is not stopped
