@@ -149,8 +149,15 @@ def test_an_interrupted_bisect_resumes_with_its_rounds_kept(repo: tuple[Path, li
             break
     # meanwhile a second bisect of this repository is refused, in one line
     other = bisect(r, f"{shas[0]}..{shas[-1]}", "chain", *RUN)
-    assert other.returncode == 2 and "another hotloop is bisecting" in other.stderr, \
-        other.stderr
+    if other.returncode != 2:           # the first one let its lock go: say how it ended
+        first_ended = proc.poll()
+        proc.kill()
+        _, rest = proc.communicate(timeout=60)
+        raise AssertionError(f"a second bisect was not refused (exit {other.returncode}); "
+                             f"the first, held in a build, had "
+                             f"{'exited ' + str(first_ended) if first_ended is not None else 'not ended'}"
+                             f":\n{''.join(said)}{rest}\nthe second:\n{other.stderr}")
+    assert "another hotloop is bisecting" in other.stderr, other.stderr
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=300)
     assert proc.returncode == 130, "".join(said) + err
