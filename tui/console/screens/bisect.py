@@ -1,5 +1,6 @@
 """The bisect's two screens: the dialog asking for a range of the repository the console was
-started in (and a build command, a metric), and the report once the bisect is over."""
+started in (and a build command, a metric), and the report once the bisect is over; and
+`ask_bisect`, from `b` to the bisect started (the dialog, the check, the consent)."""
 from __future__ import annotations
 
 import time
